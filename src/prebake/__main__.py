@@ -1,0 +1,3 @@
+from prebake.cli import main
+
+raise SystemExit(main())

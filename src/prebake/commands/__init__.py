@@ -1,0 +1,1 @@
+"""One module per subcommand; ``prebake.cli`` discovers them (see its docstring)."""

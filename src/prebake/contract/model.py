@@ -1,0 +1,116 @@
+"""A contract as a frozen dataclass, validated on load (the auditwheel policy pattern).
+
+Loaded from ``[platforms.NAME].contract`` in ``prebake.toml`` or from a standalone TOML file
+(``--contract FILE``, either a bare table or ``[contract]``). Validation returns every problem
+with its key path instead of stopping at the first.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any
+
+from prebake.errors import Problem
+from prebake.inspect.facts import ARCHES, EH_MODELS, LTO_KINDS, OSES
+
+CXX_STDLIBS = ("libstdc++", "libc++", "msvc", "none")
+MSVC_RUNTIMES = ("MD", "MT", "MDd", "MTd")
+KNOWN_WASM_FEATURES = (
+    "atomics", "bulk-memory", "exception-handling", "extended-const", "memory64",
+    "multimemory", "multivalue", "mutable-globals", "nontrapping-fptoint", "reference-types",
+    "relaxed-simd", "sign-ext", "simd128", "tail-call", "gc",
+)
+
+
+@dataclass(frozen=True)
+class Contract:
+    """Every field is optional: ``None`` / empty means "no rule"."""
+
+    os: str | None = None
+    arch: str | None = None
+    eh: str | None = None
+    lto: str | None = None
+    threads: bool | None = None
+    features_required: tuple[str, ...] = ()
+    features_forbidden: tuple[str, ...] = ()
+    glibc_max: str | None = None
+    glibcxx_max: str | None = None
+    cxx_stdlib: str | None = None
+    macos_min: str | None = None
+    msvc_runtime: str | None = None
+    allowed_needed: tuple[str, ...] | None = None
+    forbid_exports: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            v = getattr(self, f.name)
+            out[f.name] = list(v) if isinstance(v, tuple) else v
+        return out
+
+
+_CHOICES: dict[str, tuple[str, ...]] = {
+    "os": OSES,
+    "arch": ARCHES,
+    "eh": EH_MODELS,
+    "lto": LTO_KINDS,
+    "cxx_stdlib": CXX_STDLIBS,
+    "msvc_runtime": MSVC_RUNTIMES,
+}
+_VERSIONS = ("glibc_max", "glibcxx_max", "macos_min")
+_LISTS = ("features_required", "features_forbidden", "allowed_needed", "forbid_exports")
+
+
+def _is_version(s: str) -> bool:
+    parts = s.split(".")
+    return 1 <= len(parts) <= 4 and all(p.isdigit() for p in parts)
+
+
+def parse_contract(data: Mapping[str, Any], where: str = "contract") -> tuple[Contract, list[Problem]]:
+    """Validate a mapping into a ``Contract``; problems name ``where.key`` and what is wrong."""
+    problems: list[Problem] = []
+    names = [f.name for f in fields(Contract)]
+    kwargs: dict[str, Any] = {}
+    for key, value in data.items():
+        path = f"{where}.{key}"
+        if key not in names:
+            hint = difflib.get_close_matches(key, names, n=1)
+            extra = f" (did you mean '{hint[0]}'?)" if hint else ""
+            problems.append(Problem(path, f"unknown contract key{extra}"))
+            continue
+        if key in _CHOICES:
+            if not isinstance(value, str) or value not in _CHOICES[key]:
+                problems.append(
+                    Problem(path, f"must be one of {', '.join(_CHOICES[key])}; got {value!r}")
+                )
+                continue
+            kwargs[key] = value
+        elif key in _VERSIONS:
+            if not isinstance(value, str) or not _is_version(value):
+                problems.append(Problem(path, f"must be a version string like \"2.28\"; got {value!r}"))
+                continue
+            kwargs[key] = value
+        elif key == "threads":
+            if not isinstance(value, bool):
+                problems.append(Problem(path, f"must be true or false; got {value!r}"))
+                continue
+            kwargs[key] = value
+        elif key in _LISTS:
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                problems.append(Problem(path, "must be a list of strings"))
+                continue
+            if key.startswith("features_"):
+                unknown = [v for v in value if v not in KNOWN_WASM_FEATURES]
+                for v in unknown:
+                    hint = difflib.get_close_matches(v, KNOWN_WASM_FEATURES, n=1)
+                    extra = f" (did you mean '{hint[0]}'?)" if hint else ""
+                    problems.append(Problem(path, f"unknown wasm feature {v!r}{extra}"))
+            kwargs[key] = tuple(value)
+    both = set(kwargs.get("features_required", ())) & set(kwargs.get("features_forbidden", ()))
+    if both:
+        problems.append(
+            Problem(where, f"features both required and forbidden: {', '.join(sorted(both))}")
+        )
+    return Contract(**kwargs), problems

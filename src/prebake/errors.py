@@ -1,0 +1,58 @@
+"""Error classes that carry their exit code, caught in one place (``prebake.cli``).
+
+Exit codes are part of the CLI contract (DESIGN.md): 0 ok, 1 a check failed, 2 bad usage or input.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+class PrebakeError(Exception):
+    """Bad input or usage: one clear line (or block) for the user, exit code 2, no traceback."""
+
+    exit_code = 2
+
+
+class FormatError(PrebakeError):
+    """A binary could not be parsed: truncated, hostile, or not a format prebake knows."""
+
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(f"{path}: {message}")
+        self.path = path
+        self.reason = message
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong in a configuration file, located by key path (and line when known)."""
+
+    key: str
+    message: str
+    line: int | None = None
+
+    def __str__(self) -> str:
+        where = f"{self.key}" + (f" (line {self.line})" if self.line else "")
+        return f"{where}: {self.message}"
+
+
+class ConfigError(PrebakeError):
+    """Every problem of one configuration file at once, so a user fixes them in one pass."""
+
+    def __init__(self, file: str, problems: Sequence[Problem]) -> None:
+        self.file = file
+        self.problems = list(problems)
+        lines = [f"{file}: {len(self.problems)} problem(s)"]
+        lines += [f"  {p}" for p in self.problems]
+        super().__init__("\n".join(lines))
+
+
+class CheckFailed(Exception):
+    """A guard found violations (exit code 1). The payload is what the CLI renders."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, payload: object = None) -> None:
+        super().__init__(message)
+        self.payload = payload

@@ -1,0 +1,72 @@
+"""Bounds-checked little/big-endian reads over a buffer (bytes, memoryview or mmap).
+
+Every parser reads through this, so a truncated or hostile file raises ``Truncated`` (turned
+into a one-line ``FormatError`` naming the file) instead of ``struct.error`` or a huge
+allocation: lengths taken from headers are checked against the buffer before use.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Union
+
+Buffer = Union[bytes, bytearray, memoryview]
+
+_U16LE = struct.Struct("<H")
+_U32LE = struct.Struct("<I")
+_U64LE = struct.Struct("<Q")
+_U16BE = struct.Struct(">H")
+_U32BE = struct.Struct(">I")
+_U64BE = struct.Struct(">Q")
+
+
+class Truncated(ValueError):
+    """A read ran past the end of the data, or a declared size does not fit in it."""
+
+
+class Reader:
+    """Random-access reads with bounds checks; ``le`` picks the byte order of ``u16/u32/u64``."""
+
+    __slots__ = ("buf", "le", "size")
+
+    def __init__(self, buf: Buffer, le: bool = True) -> None:
+        self.buf = buf
+        self.size = len(buf)
+        self.le = le
+
+    def check(self, off: int, n: int, what: str = "data") -> None:
+        if off < 0 or n < 0 or off + n > self.size:
+            raise Truncated(f"{what} at offset {off} (+{n}) runs past the end ({self.size} bytes)")
+
+    def bytes(self, off: int, n: int, what: str = "data") -> bytes:
+        self.check(off, n, what)
+        return bytes(self.buf[off : off + n])
+
+    def view(self, off: int, n: int, what: str = "data") -> memoryview:
+        self.check(off, n, what)
+        return memoryview(self.buf)[off : off + n]
+
+    def u8(self, off: int) -> int:
+        self.check(off, 1, "u8")
+        return int(self.buf[off])
+
+    def u16(self, off: int) -> int:
+        self.check(off, 2, "u16")
+        return int((_U16LE if self.le else _U16BE).unpack_from(self.buf, off)[0])
+
+    def u32(self, off: int) -> int:
+        self.check(off, 4, "u32")
+        return int((_U32LE if self.le else _U32BE).unpack_from(self.buf, off)[0])
+
+    def u64(self, off: int) -> int:
+        self.check(off, 8, "u64")
+        return int((_U64LE if self.le else _U64BE).unpack_from(self.buf, off)[0])
+
+    def cstr(self, off: int, limit: int = 1 << 16) -> str:
+        """A NUL-terminated string (decoded leniently: names in binaries are not trusted text)."""
+        if off < 0 or off >= self.size:
+            raise Truncated(f"string at offset {off} is outside the data ({self.size} bytes)")
+        end = bytes(self.buf[off : min(self.size, off + limit)]).find(b"\0")
+        if end < 0:
+            raise Truncated(f"string at offset {off} has no terminator")
+        return bytes(self.buf[off : off + end]).decode("utf-8", "replace")

@@ -1,0 +1,143 @@
+"""The facts the inspector reads from a binary, with the stable JSON names of DESIGN.md.
+
+Unknown facts stay ``None`` (JSON ``null``): prebake never guesses. Parsers also record
+*evidence* per fact (why ``eh`` is ``emscripten-legacy``: "references __resumeException"), which
+the guards quote in violations so a user sees the member and symbol that break a rule.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+Format = str  # elf | macho | macho-fat | pe | coff | wasm | llvm-bitcode | gcc-lto | archive
+Kind = str  # object | static-library | shared-library | executable | module | import-library
+
+FORMATS = ("elf", "macho", "macho-fat", "pe", "coff", "wasm", "llvm-bitcode", "gcc-lto", "archive")
+KINDS = ("object", "static-library", "shared-library", "executable", "module", "import-library")
+OSES = ("linux", "macos", "windows", "emscripten", "wasi", "none")
+ARCHES = ("x86_64", "aarch64", "arm", "i686", "wasm32", "wasm64")
+EH_MODELS = ("wasm", "emscripten-legacy", "none", "native", "mixed")
+LTO_KINDS = ("none", "llvm-bitcode", "gcc-lto", "mixed")
+
+
+@dataclass
+class Abi:
+    """ABI facts; every field is ``None`` until a parser has evidence for it."""
+
+    eh: str | None = None
+    lto: str | None = None
+    wasm_features: list[str] | None = None
+    threads: bool | None = None
+    simd128: bool | None = None
+    relaxed_simd: bool | None = None
+    async_: str | None = None  # JSON name "async" (a Python keyword)
+    glibc_max: str | None = None
+    glibcxx_max: str | None = None
+    cxx_stdlib: str | None = None
+    macos_min: str | None = None
+    macos_sdk: str | None = None
+    msvc_runtime: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "eh": self.eh,
+            "lto": self.lto,
+            "wasm_features": self.wasm_features,
+            "threads": self.threads,
+            "simd128": self.simd128,
+            "relaxed_simd": self.relaxed_simd,
+            "async": self.async_,
+            "glibc_max": self.glibc_max,
+            "glibcxx_max": self.glibcxx_max,
+            "cxx_stdlib": self.cxx_stdlib,
+            "macos_min": self.macos_min,
+            "macos_sdk": self.macos_sdk,
+            "msvc_runtime": self.msvc_runtime,
+        }
+
+
+@dataclass
+class Symbols:
+    """Symbol names exactly as stored in the binary (mangled; Mach-O names keep their ``_``).
+
+    ``defined``: every defined global/weak symbol (objects, archives' members, images).
+    ``undefined``: every reference the binary needs from elsewhere.
+    ``exports``: what a shared library/module makes visible to others (dynsym, export trie,
+    export directory, wasm exports). For objects it equals ``defined`` minus hidden ones.
+    ``weak``: the subset of ``defined`` that is weak (does not clash with a strong definition).
+    ``versions``: for ELF images, undefined name -> required version (``GLIBC_2.28``).
+    """
+
+    defined: list[str] = field(default_factory=list)
+    undefined: list[str] = field(default_factory=list)
+    exports: list[str] = field(default_factory=list)
+    weak: set[str] = field(default_factory=set)
+    versions: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Facts:
+    """What one file (or archive member, or fat slice) is."""
+
+    path: str
+    format: str | None = None
+    kind: str | None = None
+    os: str | None = None
+    arch: str | None = None
+    abi: Abi = field(default_factory=Abi)
+    needed: list[str] | None = None
+    soname: str | None = None
+    size: int | None = None
+    members: list[Facts] | None = None
+    slices: list[Facts] | None = None
+    symbols: Symbols | None = None
+    # fact name -> human reasons ("references __resumeException, invoke_vii")
+    evidence: dict[str, list[str]] = field(default_factory=dict)
+    # for archives: fact name -> value -> number of members ({"eh": {"wasm": 3, "none": 38}})
+    counts: dict[str, dict[str, int]] = field(default_factory=dict)
+    # format-specific details that are useful but not part of the stable contract
+    details: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+
+    def note(self, fact: str, reason: str) -> None:
+        self.evidence.setdefault(fact, []).append(reason)
+
+    def walk(self) -> list[Facts]:
+        """This file and every member/slice below it, depth first."""
+        out = [self]
+        for child in (self.members or []) + (self.slices or []):
+            out.extend(child.walk())
+        return out
+
+    def to_json(self, *, symbols: bool = False, demangle: Any = None) -> dict[str, Any]:
+        """The stable ``inspect --json`` object; ``demangle`` maps a name to its demangled form."""
+        out: dict[str, Any] = {
+            "path": self.path,
+            "format": self.format,
+            "kind": self.kind,
+            "os": self.os,
+            "arch": self.arch,
+            "abi": self.abi.to_json(),
+            "needed": self.needed,
+            "soname": self.soname,
+            "size": self.size,
+            "evidence": self.evidence,
+            "details": self.details,
+        }
+        if self.counts:
+            out["counts"] = self.counts
+        if self.error is not None:
+            out["error"] = self.error
+        if self.members is not None:
+            out["members"] = [m.to_json(symbols=symbols, demangle=demangle) for m in self.members]
+        if self.slices is not None:
+            out["slices"] = [s.to_json(symbols=symbols, demangle=demangle) for s in self.slices]
+        if symbols:
+            sy = self.symbols
+            for key in ("defined", "undefined", "exports"):
+                names: list[str] = getattr(sy, key) if sy is not None else []
+                out[key] = [
+                    {"name": n, "demangled": demangle(n) if demangle else None} for n in names
+                ] if sy is not None else None
+        return out

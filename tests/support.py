@@ -1,0 +1,100 @@
+"""Test helpers: run real toolchains, cache what they build, locate the npm test data.
+
+Everything a test builds lands in a content-addressed cache (``.cache/tests`` in the checkout,
+or ``$PREBAKE_TEST_CACHE``), keyed by the commands and source texts, so a second run of the
+suite reuses binaries and the suite stays within CI's budget.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CACHE = Path(os.environ.get("PREBAKE_TEST_CACHE", ROOT / ".cache" / "tests"))
+NPM_PACKAGES = {"web": "onnxruntime-web@1.30.0", "node": "onnxruntime-node@1.30.0"}
+
+
+def tool_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """A clean environment for toolchains: PATH/HOME only, plus what the toolchains need."""
+    env = {k: os.environ[k] for k in ("PATH", "HOME", "LANG", "TMPDIR") if k in os.environ}
+    env["NODE_PATH"] = "/usr/share/nodejs"  # Debian's emscripten finds acorn there (TOOLCHAINS.md)
+    env["ZIG_GLOBAL_CACHE_DIR"] = str(CACHE / "zig")
+    env["ZIG_LOCAL_CACHE_DIR"] = str(CACHE / "zig-local")
+    env["EM_CACHE"] = str(CACHE / "emcache")
+    if extra:
+        env.update(extra)
+    return env
+
+
+def run(cmd: Sequence[str], cwd: Path, env: Mapping[str, str] | None = None,
+        check: bool = True) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(list(cmd), cwd=cwd, env=tool_env(env), capture_output=True, text=True)
+    if check and proc.returncode != 0:
+        raise AssertionError(
+            f"command failed ({proc.returncode}): {' '.join(cmd)}\n{proc.stdout}\n{proc.stderr}"
+        )
+    return proc
+
+
+ZIG = [sys.executable, "-m", "ziglang"]
+
+
+def build(name: str, sources: Mapping[str, str], commands: Sequence[Sequence[str]],
+          env: Mapping[str, str] | None = None) -> Path:
+    """Write ``sources`` into a fresh folder, run ``commands`` there, cache the folder.
+
+    Returns the folder; outputs are wherever the commands put them inside it. The cache key
+    covers the source texts and the command lines, so editing either rebuilds.
+    """
+    h = hashlib.sha256()
+    for fname in sorted(sources):
+        h.update(fname.encode() + b"\0" + sources[fname].encode() + b"\0")
+    for cmd in commands:
+        h.update("\x1f".join(cmd).encode() + b"\0")
+    for k, v in sorted((env or {}).items()):
+        h.update(f"{k}={v}".encode() + b"\0")
+    out = CACHE / "builds" / f"{name}-{h.hexdigest()[:16]}"
+    if (out / ".done").exists():
+        return out
+    tmp = out.with_name(out.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    for fname, text in sources.items():
+        (tmp / fname).parent.mkdir(parents=True, exist_ok=True)
+        (tmp / fname).write_text(text)
+    for cmd in commands:
+        run(cmd, tmp, env)
+    (tmp / ".done").write_text("ok\n")
+    shutil.rmtree(out, ignore_errors=True)
+    tmp.rename(out)
+    return out
+
+
+def npm_package(which: str) -> Path:
+    """The unpacked ``package/`` folder of an onnxruntime npm prebuilt ("web" or "node").
+
+    ``npm pack`` fetches from the npm registry once; later runs use the cache.
+    """
+    spec = NPM_PACKAGES[which]
+    base = CACHE / "npm" / spec.replace("@", "-")
+    pkg = base / "package"
+    if (base / ".done").exists():
+        return pkg
+    base.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.run(["npm", "pack", spec, "--silent"], cwd=base, capture_output=True,
+                          text=True)
+    if proc.returncode != 0:
+        raise AssertionError(f"npm pack {spec} failed: {proc.stderr}")
+    tgz = base / proc.stdout.strip().splitlines()[-1]
+    with tarfile.open(tgz) as tf:
+        tf.extractall(base, filter="data")
+    tgz.unlink()
+    (base / ".done").write_text("ok\n")
+    return pkg
