@@ -88,7 +88,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         where = f"{exc.filename}: " if exc.filename else ""
         _err(f"{where}{exc.strerror or exc}")
         return 2
-    except Exception as exc:  # noqa: BLE001 - the one place that turns surprises into one line
+    except Exception as exc:  # the one place that turns surprises into one line
         if debug:
             raise
         _err(f"internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)")

@@ -21,8 +21,8 @@ def atomic_write_bytes(path: Path, data: bytes, mode: int = 0o644) -> None:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
+        Path(tmp).chmod(mode)
+        Path(tmp).replace(path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
@@ -33,7 +33,7 @@ def atomic_write_text(path: Path, text: str) -> None:
 
 
 def dumps(obj: Any) -> str:
-    """Stable JSON: sorted keys, two-space indent, trailing newline (diff-friendly, deterministic)."""
+    """Stable JSON: sorted keys, indented, trailing newline (diff-friendly, deterministic)."""
     return json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 

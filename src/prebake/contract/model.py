@@ -68,7 +68,9 @@ def _is_version(s: str) -> bool:
     return 1 <= len(parts) <= 4 and all(p.isdigit() for p in parts)
 
 
-def parse_contract(data: Mapping[str, Any], where: str = "contract") -> tuple[Contract, list[Problem]]:
+def parse_contract(
+    data: Mapping[str, Any], where: str = "contract"
+) -> tuple[Contract, list[Problem]]:
     """Validate a mapping into a ``Contract``; problems name ``where.key`` and what is wrong."""
     problems: list[Problem] = []
     names = [f.name for f in fields(Contract)]
@@ -89,7 +91,9 @@ def parse_contract(data: Mapping[str, Any], where: str = "contract") -> tuple[Co
             kwargs[key] = value
         elif key in _VERSIONS:
             if not isinstance(value, str) or not _is_version(value):
-                problems.append(Problem(path, f"must be a version string like \"2.28\"; got {value!r}"))
+                problems.append(
+                    Problem(path, f"must be a version string like \"2.28\"; got {value!r}")
+                )
                 continue
             kwargs[key] = value
         elif key == "threads":

@@ -7,10 +7,11 @@ allocation: lengths taken from headers are checked against the buffer before use
 
 from __future__ import annotations
 
+import mmap
 import struct
-from typing import Union
+from typing import TypeAlias
 
-Buffer = Union[bytes, bytearray, memoryview]
+Buffer: TypeAlias = bytes | bytearray | memoryview | mmap.mmap
 
 _U16LE = struct.Struct("<H")
 _U32LE = struct.Struct("<I")
