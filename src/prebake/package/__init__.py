@@ -1,0 +1,1 @@
+"""Packaging: deterministic ``tar.xz`` assets with manifest, CMake and pkg-config files."""

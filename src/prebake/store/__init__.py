@@ -1,0 +1,1 @@
+"""Stores: where assets live (local folder, GitHub Releases, S3, HTTP mirrors)."""
