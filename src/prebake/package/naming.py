@@ -70,7 +70,7 @@ def sha256_line(hexdigest: str, filename: str) -> str:
 
 
 def parse_sha256_line(text: str, filename: str) -> str:
-    """The hex digest from a ``.sha256`` sidecar; raises if it is malformed or names another file."""
+    """The hex digest of a ``.sha256`` sidecar; raises if malformed or naming another file."""
     parts = text.strip().split()
     if len(parts) not in (1, 2) or not re.fullmatch(r"[0-9a-f]{64}", parts[0]):
         raise PrebakeError(f"{filename}{SHA256_SUFFIX}: not a sha256 sidecar")
