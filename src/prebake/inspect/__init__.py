@@ -1,14 +1,16 @@
 """The binary inspector: ``inspect(path) -> Facts`` for ELF, Mach-O, PE/COFF, wasm, ar, bitcode.
 
 Dispatch is by first bytes (ABI-FACTS.md §0) over a registry of ``FormatReader`` modules, one
-per format. Files are memory-mapped, never read whole into memory, so a 50 MB library costs
-only the pages a parser touches.
+per format (``registry.py``). Files are memory-mapped, never read whole into memory, so a 50 MB
+library costs only the pages a parser touches.
 """
 
 from __future__ import annotations
 
 import mmap
 import os
+import struct
+import threading
 from pathlib import Path
 
 from prebake.errors import FormatError
@@ -16,7 +18,14 @@ from prebake.inspect.base import FormatReader, ParseOptions
 from prebake.inspect.binreader import Buffer, Truncated
 from prebake.inspect.facts import Facts
 
-__all__ = ["Facts", "ParseOptions", "inspect", "inspect_bytes", "readers"]
+__all__ = ["Facts", "FormatError", "ParseOptions", "inspect", "inspect_bytes", "readers"]
+
+# Archives inside archives inside fat files…: a hostile file must not recurse without end.
+MAX_NESTING = 8
+_depth = threading.local()
+
+# What a parser bug-free but input-hostile path may raise; all become a one-line FormatError.
+_CORRUPT = (ValueError, IndexError, OverflowError, struct.error, RecursionError, MemoryError)
 
 
 def readers() -> list[FormatReader]:
@@ -26,22 +35,36 @@ def readers() -> list[FormatReader]:
     return registry.READERS
 
 
+def sniff(head: bytes) -> FormatReader | None:
+    """The reader that claims these first bytes, if any."""
+    for reader in readers():
+        if reader.sniff(head):
+            return reader
+    return None
+
+
 def inspect_bytes(data: Buffer, path: str, opts: ParseOptions | None = None) -> Facts:
     """Facts of an in-memory binary (used for archive members and fat slices too)."""
     opts = opts or ParseOptions()
     head = bytes(data[:64])
-    for reader in readers():
-        if reader.sniff(head):
-            try:
-                facts = reader.parse(data, path, opts)
-            except Truncated as exc:
-                raise FormatError(path, f"truncated or corrupt {reader.name}: {exc}") from None
-            except (ValueError, IndexError, OverflowError, UnicodeDecodeError) as exc:
-                # struct.error is a ValueError subclass? No: it derives from Exception. See below.
-                raise FormatError(path, f"corrupt {reader.name}: {exc}") from None
-            facts.size = len(data)
-            return facts
-    raise FormatError(path, f"not a binary format prebake knows (first bytes {head[:8].hex(' ')})")
+    reader = sniff(head)
+    if reader is None:
+        first = head[:8].hex(" ")
+        raise FormatError(path, f"not a binary format prebake knows (first bytes {first})")
+    level = getattr(_depth, "n", 0)
+    if level >= MAX_NESTING:
+        raise FormatError(path, f"binaries nested more than {MAX_NESTING} deep")
+    _depth.n = level + 1
+    try:
+        facts = reader.parse(data, path, opts)
+    except Truncated as exc:
+        raise FormatError(path, f"truncated or corrupt {reader.name}: {exc}") from None
+    except _CORRUPT as exc:
+        raise FormatError(path, f"corrupt {reader.name}: {type(exc).__name__}: {exc}") from None
+    finally:
+        _depth.n = level
+    facts.size = len(data)
+    return facts
 
 
 def inspect(path: str | os.PathLike[str], opts: ParseOptions | None = None) -> Facts:
@@ -51,17 +74,30 @@ def inspect(path: str | os.PathLike[str], opts: ParseOptions | None = None) -> F
     if p.is_dir():
         raise FormatError(name, "is a folder, not a binary")
     try:
-        size = p.stat().st_size
         with open(p, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
             if size == 0:
                 raise FormatError(name, "empty file")
-            with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-                try:
-                    return inspect_bytes(memoryview(mm), name, opts)
-                finally:
-                    # memoryviews derived from the map must be released before it closes
-                    pass
+            mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+            view = memoryview(mm)
+            try:
+                return inspect_bytes(view, name, opts)
+            finally:
+                _close_map(mm, view)
     except FormatError:
         raise
     except OSError as exc:
         raise FormatError(name, exc.strerror or str(exc)) from None
+
+
+def _close_map(mm: mmap.mmap, view: memoryview) -> None:
+    """Close now if nothing still looks into the map; else let the last view's owner free it.
+
+    A parser's exception traceback may briefly keep a slice alive; that must not turn a clean
+    ``FormatError`` into a ``BufferError``.
+    """
+    try:
+        view.release()
+        mm.close()
+    except BufferError:
+        pass

@@ -1,4 +1,16 @@
-"""The protocol every binary-format reader implements, and the context passed to it."""
+"""The protocol every binary-format reader implements, and the context passed to it.
+
+Contract for readers (the fuzz test holds every registered reader to it):
+
+* ``parse`` reads only through bounds-checked accesses (``binreader.Reader``) or explicit length
+  checks; a bad file raises ``Truncated``/``FormatError`` (``ValueError``, ``IndexError``,
+  ``struct.error`` are converted by ``inspect_bytes`` too, but do not rely on that).
+* Work and memory are bounded by the buffer size, never by counts or sizes a header declares.
+* The returned ``Facts`` must not hold memoryviews into ``data``: ``inspect()`` memory-maps
+  the file and closes the map afterwards. Copy small byte strings with ``bytes(...)``.
+* Nested binaries (archive members, fat slices) are parsed with
+  ``prebake.inspect.inspect_bytes(view, "lib.a(member.o)", opts)``.
+"""
 
 from __future__ import annotations
 

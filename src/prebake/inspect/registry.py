@@ -1,7 +1,34 @@
-"""The list of format readers, in sniffing order. Add a format: one module + one line here."""
+"""The list of format readers, in sniffing order. Add a format: one module + one name here.
+
+Each format module exposes ``READER`` (one ``FormatReader``) or ``READERS`` (several, e.g. PE
+images and magic-less COFF objects, in their own sniffing order). A module that does not
+exist yet is skipped, so the inspector works while formats are being added; any other import
+error is a bug and is raised.
+"""
 
 from __future__ import annotations
 
+import importlib
+
 from prebake.inspect.base import FormatReader
 
-READERS: list[FormatReader] = []
+# Specific magics first; ``pe`` last because its COFF-object reader sniffs a bare machine u16.
+FORMAT_MODULES = ("archive", "elf", "wasm", "bitcode", "macho", "pe")
+
+
+def _load() -> list[FormatReader]:
+    out: list[FormatReader] = []
+    for name in FORMAT_MODULES:
+        full = f"prebake.inspect.{name}"
+        try:
+            mod = importlib.import_module(full)
+        except ModuleNotFoundError as exc:
+            if exc.name != full:
+                raise
+            continue
+        many = getattr(mod, "READERS", None)
+        out.extend(many if many is not None else [mod.READER])
+    return out
+
+
+READERS: list[FormatReader] = _load()
