@@ -7,6 +7,7 @@ suite reuses binaries and the suite stays within CI's budget.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
@@ -27,10 +28,31 @@ def tool_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     env["NODE_PATH"] = "/usr/share/nodejs"  # Debian's emscripten finds acorn there (TOOLCHAINS.md)
     env["ZIG_GLOBAL_CACHE_DIR"] = str(CACHE / "zig")
     env["ZIG_LOCAL_CACHE_DIR"] = str(CACHE / "zig-local")
-    env["EM_CACHE"] = str(CACHE / "emcache")
+    env["EM_CACHE"] = str(em_cache())
     if extra:
         env.update(extra)
     return env
+
+
+DEBIAN_EM_CACHE = Path("/usr/share/emscripten/cache")
+
+
+def em_cache() -> Path:
+    """A private Emscripten cache that reuses Debian's prebuilt, frozen one.
+
+    Debian sets ``FROZEN_CACHE = True``: an empty ``EM_CACHE`` makes every ``emcc`` fail with
+    "cache file is missing: sysroot_install.stamp", and unfreezing it would rebuild every system
+    library (minutes per variant). Symlinking the prebuilt entries keeps the lock file private.
+    """
+    cache = CACHE / "emcache"
+    cache.mkdir(parents=True, exist_ok=True)
+    if DEBIAN_EM_CACHE.is_dir():
+        for entry in DEBIAN_EM_CACHE.iterdir():
+            link = cache / entry.name
+            if entry.name != "cache.lock" and not link.is_symlink() and not link.exists():
+                with contextlib.suppress(FileExistsError):  # another process made it first
+                    link.symlink_to(entry)
+    return cache
 
 
 def run(cmd: Sequence[str], cwd: Path, env: Mapping[str, str] | None = None,
