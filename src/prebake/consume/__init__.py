@@ -1,0 +1,1 @@
+"""Consumers: fetch a pinned asset, verify it, re-check its facts, unpack it safely, lock it."""

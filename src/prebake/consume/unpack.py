@@ -1,0 +1,335 @@
+"""Safe, all-or-nothing extraction of ``.tar.xz``/``.tar.gz``/``.tgz``/``.tar``/``.zip`` archives.
+
+Assets and source archives come from stores and mirrors prebake does not control, so every member
+is judged before it touches the disk and everything lands in a fresh temporary folder beside
+``dest``; only a fully accepted archive is moved into place. A rejected archive therefore leaves
+``dest`` exactly as it was and nothing outside it.
+
+Rules (each rejection names the archive, the member and the rule):
+
+* names: no absolute paths (``/x``, ``C:/x``), no ``..`` component, no backslash or NUL,
+  no duplicates (after normalising ``./a`` == ``a``);
+* types: regular files, folders, symlinks and hardlinks only (no devices, fifos, sparse files);
+* symlinks must resolve inside the target (checked with the real resolved path, after every
+  regular member is written, so no write ever goes through a link); no member may live *under* a
+  symlink member; hardlinks must point at a regular file member of the same archive (they are
+  materialised as copies);
+* budgets: at most ``max_members`` members and ``max_bytes`` uncompressed bytes, counted from the
+  headers *before* writing and from the bytes actually written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import lzma
+import os
+import posixpath
+import re
+import shutil
+import stat
+import tarfile
+import tempfile
+import zipfile
+import zlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from prebake.errors import PrebakeError
+
+DEFAULT_MAX_BYTES = 4 * 1024**3
+DEFAULT_MAX_MEMBERS = 100_000
+_CHUNK = 1024 * 1024
+_DRIVE = re.compile(r"^[A-Za-z]:")
+
+
+class UnsafeArchive(PrebakeError):
+    """An archive member breaks a safety rule; nothing was extracted."""
+
+    def __init__(self, archive: Path, member: str, rule: str) -> None:
+        super().__init__(f"{archive}: member {member!r}: {rule}; nothing was extracted")
+        self.archive = archive
+        self.member = member
+        self.rule = rule
+
+
+@dataclass(frozen=True)
+class _Member:
+    """One archive member, format-independent."""
+
+    name: str  # normalised, relative, '/'-separated
+    raw: str
+    kind: str  # "file" | "dir" | "symlink" | "hardlink"
+    size: int
+    mode: int
+    mtime: float | None
+    target: str = ""  # symlink target (as written) or normalised hardlink target
+    open: Callable[[], IO[bytes]] | None = None
+
+
+def _normalise(archive: Path, raw: str, strip: int) -> str | None:
+    """The safe relative name of a member, ``None`` if ``strip`` removes it entirely."""
+    if not raw or "\0" in raw:
+        raise UnsafeArchive(archive, raw, "empty name or NUL byte")
+    if "\\" in raw:
+        raise UnsafeArchive(archive, raw, "backslash in name")
+    if raw.startswith("/") or _DRIVE.match(raw):
+        raise UnsafeArchive(archive, raw, "absolute path")
+    parts = [p for p in raw.split("/") if p not in ("", ".")]
+    if ".." in parts:
+        raise UnsafeArchive(archive, raw, "'..' path traversal")
+    parts = parts[strip:]
+    return "/".join(parts) if parts else None
+
+
+def _tar_members(archive: Path, tf: tarfile.TarFile, strip: int) -> Iterator[_Member]:
+    for ti in tf:
+        name = _normalise(archive, ti.name, strip)
+        if ti.ischr() or ti.isblk():
+            raise UnsafeArchive(archive, ti.name, "device node")
+        if ti.isfifo():
+            raise UnsafeArchive(archive, ti.name, "fifo")
+        if ti.issparse():
+            raise UnsafeArchive(archive, ti.name, "sparse file")
+        if name is None:
+            if ti.isdir():
+                continue
+            raise UnsafeArchive(archive, ti.name, "stripped to nothing but is not a folder")
+        mtime = float(ti.mtime)
+        if ti.isdir():
+            yield _Member(name, ti.name, "dir", 0, ti.mode, mtime)
+        elif ti.issym():
+            yield _Member(name, ti.name, "symlink", 0, ti.mode, mtime, ti.linkname)
+        elif ti.islnk():
+            target = _normalise(archive, ti.linkname, strip)
+            if target is None:
+                raise UnsafeArchive(archive, ti.name, "hardlink to nothing")
+            yield _Member(name, ti.name, "hardlink", 0, ti.mode, mtime, target)
+        elif ti.isreg():
+            def opener(ti: tarfile.TarInfo = ti) -> IO[bytes]:
+                fh = tf.extractfile(ti)
+                assert fh is not None
+                return fh
+
+            yield _Member(name, ti.name, "file", ti.size, ti.mode, mtime, open=opener)
+        else:
+            raise UnsafeArchive(archive, ti.name, f"unsupported member type {ti.type!r}")
+
+
+def _zip_members(archive: Path, zf: zipfile.ZipFile, strip: int) -> Iterator[_Member]:
+    for zi in zf.infolist():
+        mode = zi.external_attr >> 16
+        name = _normalise(archive, zi.filename, strip)
+        fmt = stat.S_IFMT(mode) if mode else 0
+        if fmt in (stat.S_IFCHR, stat.S_IFBLK):
+            raise UnsafeArchive(archive, zi.filename, "device node")
+        if fmt in (stat.S_IFIFO, stat.S_IFSOCK):
+            raise UnsafeArchive(archive, zi.filename, "fifo or socket")
+        if name is None:
+            if zi.is_dir():
+                continue
+            raise UnsafeArchive(archive, zi.filename, "stripped to nothing but is not a folder")
+        mtime = None
+        if zi.is_dir():
+            yield _Member(name, zi.filename, "dir", 0, mode or 0o755, mtime)
+        elif fmt == stat.S_IFLNK:
+            if zi.file_size > 4096:
+                raise UnsafeArchive(archive, zi.filename, "symlink target too long")
+            target = zf.read(zi).decode("utf-8", "surrogateescape")
+            yield _Member(name, zi.filename, "symlink", 0, mode, mtime, target)
+        else:
+            def opener(zi: zipfile.ZipInfo = zi) -> IO[bytes]:
+                return zf.open(zi)
+
+            yield _Member(name, zi.filename, "file", zi.file_size, mode or 0o644, mtime,
+                          open=opener)
+
+
+@contextlib.contextmanager
+def _open_members(archive: Path, strip: int) -> Iterator[Iterator[_Member]]:
+    try:
+        if archive.name.endswith(".zip") or zipfile.is_zipfile(archive):
+            with zipfile.ZipFile(archive) as zf:
+                yield _zip_members(archive, zf, strip)
+        else:
+            with tarfile.open(archive, "r:*") as tf:
+                yield _tar_members(archive, tf, strip)
+    except (tarfile.TarError, zipfile.BadZipFile, EOFError, OSError, lzma.LZMAError,
+            zlib.error) as exc:
+        if isinstance(exc, OSError) and exc.filename:
+            raise
+        # lzma/zlib errors are OSError subclasses without a filename: a corrupt stream
+        raise PrebakeError(f"{archive}: not a readable archive ({exc})") from None
+
+
+class _Extractor:
+    """Writes accepted members into ``root`` (a fresh temporary folder) and keeps the budgets."""
+
+    def __init__(self, archive: Path, root: Path, max_bytes: int, max_members: int) -> None:
+        self.archive = archive
+        self.root = root
+        self.max_bytes = max_bytes
+        self.max_members = max_members
+        self.kinds: dict[str, str] = {}
+        self.implicit: set[str] = set()
+        self.names: list[str] = []
+        self.symlinks: list[_Member] = []
+        self.hardlinks: list[_Member] = []
+        self.written = 0
+        self.mtimes: list[tuple[Path, float]] = []
+
+    def _reject(self, m: _Member, rule: str) -> UnsafeArchive:
+        return UnsafeArchive(self.archive, m.raw, rule)
+
+    def add(self, m: _Member) -> None:
+        if len(self.names) >= self.max_members:
+            raise self._reject(m, f"more than {self.max_members} members (member budget)")
+        if m.name in self.kinds:
+            # a folder listed twice is harmless (some zip tools do it); anything else is not
+            if not (m.kind == "dir" and self.kinds[m.name] == "dir"):
+                raise self._reject(m, "duplicate member name")
+            return
+        if m.kind != "dir" and m.name in self.implicit:
+            raise self._reject(m, "clashes with a folder holding other members")
+        for parent in _parents(m.name):
+            if self.kinds.get(parent, "dir") != "dir":
+                raise self._reject(m, f"lives under non-folder member {parent!r}")
+            self.implicit.add(parent)
+        self.kinds[m.name] = m.kind
+        self.names.append(m.name)
+        path = self.root / m.name
+        if m.kind == "dir":
+            path.mkdir(parents=True, exist_ok=True)
+            path.chmod(0o755)
+        elif m.kind == "file":
+            self._write_file(m, path)
+        elif m.kind == "symlink":
+            self.symlinks.append(m)
+        else:
+            self.hardlinks.append(m)
+        if m.mtime is not None and m.kind in ("file", "dir"):
+            self.mtimes.append((path, m.mtime))
+
+    def _charge(self, m: _Member, n: int) -> None:
+        self.written += n
+        if self.written > self.max_bytes:
+            raise self._reject(m, f"more than {self.max_bytes} uncompressed bytes (size budget)")
+
+    def _write_file(self, m: _Member, path: Path) -> None:
+        if self.written + m.size > self.max_bytes:
+            raise self._reject(m, f"more than {self.max_bytes} uncompressed bytes (size budget)")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        assert m.open is not None
+        got = 0
+        with m.open() as src, open(path, "xb") as out:
+            while chunk := src.read(_CHUNK):
+                got += len(chunk)
+                if got > m.size:
+                    raise self._reject(m, "more data than its header declares")
+                self._charge(m, len(chunk))
+                out.write(chunk)
+        path.chmod(0o755 if m.mode & 0o111 else 0o644)
+
+    def finish(self) -> None:
+        """Hardlinks (as copies) and symlinks last, so no write ever goes through a link."""
+        for m in self.hardlinks:
+            if self.kinds.get(m.target) != "file":
+                raise self._reject(m, f"hardlink to {m.target!r}, not a regular file member")
+            size = (self.root / m.target).stat().st_size
+            self._charge(m, size)
+            shutil.copy2(self.root / m.target, self.root / m.name)
+        real_root = Path(os.path.realpath(self.root))
+        for m in self.symlinks:
+            if m.target.startswith("/") or _DRIVE.match(m.target) or "\0" in m.target:
+                raise self._reject(m, f"symlink to absolute path {m.target!r}")
+            lexical = posixpath.normpath(posixpath.join(posixpath.dirname(m.name), m.target))
+            if lexical == ".." or lexical.startswith("../"):
+                raise self._reject(m, f"symlink {m.target!r} leads outside the target")
+            link = self.root / m.name
+            link.parent.mkdir(parents=True, exist_ok=True)
+            link.symlink_to(m.target)
+        for m in self.symlinks:  # chains of links: judge the real resolution of each
+            resolved = Path(os.path.realpath(self.root / m.name))
+            if resolved != real_root and real_root not in resolved.parents:
+                raise self._reject(m, f"symlink {m.target!r} leads outside the target")
+        for path, mtime in reversed(self.mtimes):
+            os.utime(path, (mtime, mtime), follow_symlinks=False)
+
+
+def _parents(name: str) -> list[str]:
+    parts = name.split("/")
+    return ["/".join(parts[:i]) for i in range(1, len(parts))]
+
+
+def _is_empty_dir(p: Path) -> bool:
+    return p.is_dir() and not p.is_symlink() and not any(p.iterdir())
+
+
+def _merge_into(tmp: Path, dest: Path, archive: Path) -> None:
+    """Move the extracted tree into a non-empty ``dest``; refuse (before moving) any clash."""
+    moves: list[tuple[Path, Path]] = []
+
+    def plan(src: Path, dst: Path) -> None:
+        for child in sorted(src.iterdir()):
+            target = dst / child.name
+            if child.is_dir() and not child.is_symlink() and target.is_dir() \
+                    and not target.is_symlink():
+                plan(child, target)
+            elif target.exists() or target.is_symlink():
+                raise PrebakeError(
+                    f"{archive}: {target} already exists; extract into an empty folder"
+                )
+            else:
+                moves.append((child, target))
+
+    plan(tmp, dest)
+    for src, dst in moves:
+        src.rename(dst)
+
+
+def safe_extract(
+    archive: Path,
+    dest: Path,
+    *,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    max_members: int = DEFAULT_MAX_MEMBERS,
+    strip_components: int = 0,
+    replace: bool = False,
+) -> list[str]:
+    """Extract ``archive`` into ``dest`` all-or-nothing; returns the member names in order.
+
+    ``dest`` missing or empty: the extracted tree becomes ``dest`` (one rename). ``dest`` not
+    empty: with ``replace`` its old content is swapped out for the archive's; without, the
+    archive's files are merged in, refusing any file that already exists.
+    """
+    archive = Path(archive)
+    dest = Path(dest)
+    if dest.exists() and not dest.is_dir():
+        raise PrebakeError(f"{dest}: exists and is not a folder")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.extract-", dir=dest.parent))
+    try:
+        ex = _Extractor(archive, tmp, max_bytes, max_members)
+        with _open_members(archive, strip_components) as members:
+            for m in members:
+                ex.add(m)
+        ex.finish()
+        tmp.chmod(0o755)
+        if not dest.exists():
+            tmp.rename(dest)
+        elif _is_empty_dir(dest):
+            dest.rmdir()
+            tmp.rename(dest)
+        elif replace:
+            old = Path(tempfile.mkdtemp(prefix=f".{dest.name}.old-", dir=dest.parent))
+            old.rmdir()
+            dest.rename(old)
+            tmp.rename(dest)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            _merge_into(tmp, dest, archive)
+        return ex.names
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)

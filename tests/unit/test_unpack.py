@@ -1,0 +1,247 @@
+"""safe_extract: every class of hostile archive is refused with the target and its surroundings
+left byte-for-byte as they were; good archives land whole."""
+
+from __future__ import annotations
+
+import io
+import os
+import stat
+import tarfile
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from prebake.consume.unpack import UnsafeArchive, safe_extract
+from prebake.errors import PrebakeError
+
+TarBuilder = Callable[[tarfile.TarFile], None]
+
+
+def _file(tf: tarfile.TarFile, name: str, data: bytes = b"x", mode: int = 0o644) -> None:
+    ti = tarfile.TarInfo(name)
+    ti.size = len(data)
+    ti.mode = mode
+    tf.addfile(ti, io.BytesIO(data))
+
+
+def _link(tf: tarfile.TarFile, name: str, target: str, kind: bytes) -> None:
+    ti = tarfile.TarInfo(name)
+    ti.type = kind
+    ti.linkname = target
+    tf.addfile(ti)
+
+
+def _special(tf: tarfile.TarFile, name: str, kind: bytes) -> None:
+    ti = tarfile.TarInfo(name)
+    ti.type = kind
+    tf.addfile(ti)
+
+
+def make_tar(path: Path, build: TarBuilder, mode: str = "w:xz") -> Path:
+    with tarfile.open(path, mode) as tf:  # type: ignore[call-overload]
+        build(tf)
+    return path
+
+
+def snapshot(root: Path) -> dict[str, object]:
+    """Every path under ``root`` with its type and content (links by target)."""
+    out: dict[str, object] = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for n in dirnames + filenames:
+            p = Path(dirpath) / n
+            rel = str(p.relative_to(root))
+            if p.is_symlink():
+                out[rel] = ("link", str(p.readlink()))
+            elif p.is_dir():
+                out[rel] = ("dir",)
+            else:
+                out[rel] = ("file", p.read_bytes(), stat.S_IMODE(p.stat().st_mode))
+    return out
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> tuple[Path, Path]:
+    """``tmp_path/site`` holds the target ``dest`` (with prior content) and a neighbour file."""
+    site = tmp_path / "site"
+    dest = site / "dest"
+    (dest / "include").mkdir(parents=True)
+    (dest / "include" / "old.h").write_text("old\n")
+    (site / "neighbour.txt").write_text("keep me\n")
+    return site, dest
+
+
+HOSTILE_TARS: dict[str, tuple[TarBuilder, str]] = {
+    "traversal": (lambda tf: (_file(tf, "ok.txt"), _file(tf, "../evil.txt")), "'..'"),
+    "traversal-deep": (lambda tf: _file(tf, "a/b/../../../evil.txt"), "'..'"),
+    "absolute": (lambda tf: _file(tf, "/tmp/prebake-evil-abs.txt"), "absolute path"),
+    "symlink-absolute": (lambda tf: _link(tf, "lib", "/etc", tarfile.SYMTYPE), "absolute"),
+    "symlink-escape": (lambda tf: _link(tf, "a/up", "../../..", tarfile.SYMTYPE), "outside"),
+    "symlink-chain-escape": (
+        lambda tf: (
+            _file(tf, "d1/d2/f"),
+            _link(tf, "s", "d1/d2", tarfile.SYMTYPE),
+            _link(tf, "t", "s/../../..", tarfile.SYMTYPE),
+        ),
+        "outside",
+    ),
+    "symlink-chain-real-escape": (
+        # v -> a/u/../.. is lexically "." but a/u -> .. is the root, so it really resolves to
+        # the target's parent: only the real resolution (realpath) catches this one
+        lambda tf: (
+            _file(tf, "a/f"),
+            _link(tf, "a/u", "..", tarfile.SYMTYPE),
+            _link(tf, "v", "a/u/../..", tarfile.SYMTYPE),
+        ),
+        "outside",
+    ),
+    "write-through-symlink": (
+        lambda tf: (_link(tf, "lib", "sub", tarfile.SYMTYPE), _file(tf, "lib/x.txt")),
+        "non-folder",
+    ),
+    "hardlink-escape": (lambda tf: _link(tf, "pw", "../../etc/passwd", tarfile.LNKTYPE), "'..'"),
+    "hardlink-absolute": (lambda tf: _link(tf, "pw", "/etc/passwd", tarfile.LNKTYPE),
+                          "absolute"),
+    "hardlink-nonmember": (lambda tf: _link(tf, "pw", "etc/passwd", tarfile.LNKTYPE),
+                           "not a regular file member"),
+    "char-device": (lambda tf: _special(tf, "null", tarfile.CHRTYPE), "device node"),
+    "block-device": (lambda tf: _special(tf, "sda", tarfile.BLKTYPE), "device node"),
+    "fifo": (lambda tf: _special(tf, "pipe", tarfile.FIFOTYPE), "fifo"),
+    "duplicate": (lambda tf: (_file(tf, "a.txt", b"1"), _file(tf, "./a.txt", b"2")), "duplicate"),
+    "file-then-dir-clash": (lambda tf: (_file(tf, "a/b"), _file(tf, "a")), "clashes"),
+    "bomb": (lambda tf: _file(tf, "zeros.bin", bytes(3 * 1024 * 1024)), "size budget"),
+    "bomb-many-small": (
+        lambda tf: [_file(tf, f"z{i}.bin", bytes(300 * 1024)) for i in range(8)],
+        "size budget",
+    ),
+    "member-count": (lambda tf: [_file(tf, f"f{i}") for i in range(60)], "member budget"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE_TARS))
+def test_hostile_tar_is_rejected_and_nothing_changes(
+    case: str, world: tuple[Path, Path], tmp_path: Path
+) -> None:
+    site, dest = world
+    build, rule = HOSTILE_TARS[case]
+    archive = make_tar(tmp_path / f"{case}.tar.xz", build)
+    before = snapshot(site)
+    with pytest.raises(UnsafeArchive) as info:
+        safe_extract(archive, dest, max_bytes=2 * 1024 * 1024, max_members=50)
+    assert rule in str(info.value)
+    assert str(archive) in str(info.value)
+    assert snapshot(site) == before
+    assert not Path("/tmp/prebake-evil-abs.txt").exists()
+    assert not (tmp_path / "evil.txt").exists()
+
+
+def test_bomb_is_refused_from_its_header_before_writing(tmp_path: Path) -> None:
+    """256 MiB of zeros compresses to ~40 KiB of xz; the budget stops it without writing."""
+    archive = tmp_path / "bomb.tar.xz"
+
+    class Zeros:
+        def read(self, n: int = -1) -> bytes:
+            return bytes(n)
+
+    with tarfile.open(archive, "w:xz", preset=0) as tf:
+        ti = tarfile.TarInfo("zeros.bin")
+        ti.size = 256 * 1024**2
+        tf.addfile(ti, Zeros())  # type: ignore[arg-type]
+    assert archive.stat().st_size < 1024 * 1024
+    with pytest.raises(UnsafeArchive, match="size budget"):
+        safe_extract(archive, tmp_path / "out", max_bytes=64 * 1024 * 1024)
+    assert not (tmp_path / "out").exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["bomb.tar.xz"]
+
+
+def _zip(path: Path, entries: list[tuple[str, bytes, int]]) -> Path:
+    with zipfile.ZipFile(path, "w") as zf:
+        for name, data, mode in entries:
+            zi = zipfile.ZipInfo(name)
+            zi.external_attr = mode << 16
+            zf.writestr(zi, data)
+    return path
+
+
+HOSTILE_ZIPS: dict[str, tuple[list[tuple[str, bytes, int]], str]] = {
+    "traversal": ([("../evil.txt", b"x", 0o100644)], "'..'"),
+    "absolute": ([("/tmp/prebake-evil-abs.txt", b"x", 0o100644)], "absolute"),
+    "drive": ([("C:/evil.txt", b"x", 0o100644)], "absolute"),
+    "backslash": ([("..\\evil.txt", b"x", 0o100644)], "backslash"),
+    "symlink-escape": ([("lib", b"../../outside", 0o120777)], "outside"),
+    "device": ([("null", b"", 0o020644)], "device node"),
+    "duplicate": ([("a.txt", b"1", 0o100644), ("a.txt", b"2", 0o100644)], "duplicate"),
+    "bomb": ([("zeros", bytes(3 * 1024 * 1024), 0o100644)], "size budget"),
+}
+
+
+@pytest.mark.filterwarnings("ignore:Duplicate name")
+@pytest.mark.parametrize("case", sorted(HOSTILE_ZIPS))
+def test_hostile_zip_is_rejected(case: str, world: tuple[Path, Path], tmp_path: Path) -> None:
+    site, dest = world
+    entries, rule = HOSTILE_ZIPS[case]
+    archive = _zip(tmp_path / f"{case}.zip", entries)
+    before = snapshot(site)
+    with pytest.raises(UnsafeArchive, match=rule):
+        safe_extract(archive, dest, max_bytes=2 * 1024 * 1024)
+    assert snapshot(site) == before
+
+
+def test_corrupt_archive_is_one_line_error(tmp_path: Path, world: tuple[Path, Path]) -> None:
+    site, dest = world
+    good = make_tar(tmp_path / "g.tar.xz", lambda tf: _file(tf, "big", os.urandom(200_000)))
+    data = bytearray(good.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    bad = tmp_path / "bad.tar.xz"
+    bad.write_bytes(bytes(data[: len(data) - 100]))
+    before = snapshot(site)
+    with pytest.raises(PrebakeError, match=r"bad\.tar\.xz"):
+        safe_extract(bad, dest)
+    assert snapshot(site) == before
+
+
+def _good(tf: tarfile.TarFile) -> None:
+    _file(tf, "pkg/include/foo.h", b"int foo(void);\n")
+    _file(tf, "pkg/lib/libfoo.so.1", b"\x7fELF", mode=0o755)
+    _link(tf, "pkg/lib/libfoo.so", "libfoo.so.1", tarfile.SYMTYPE)
+    _link(tf, "pkg/lib/libfoo-copy.so.1", "pkg/lib/libfoo.so.1", tarfile.LNKTYPE)
+    _link(tf, "pkg/share/inc", "../include", tarfile.SYMTYPE)
+
+
+@pytest.mark.parametrize("mode", ["w:xz", "w:gz", "w"])
+def test_good_archive_lands_whole(mode: str, tmp_path: Path) -> None:
+    archive = make_tar(tmp_path / "good.tar", _good, mode)
+    dest = tmp_path / "out"
+    names = safe_extract(archive, dest, strip_components=1)
+    assert names == ["include/foo.h", "lib/libfoo.so.1", "lib/libfoo.so", "lib/libfoo-copy.so.1",
+                     "share/inc"]
+    assert (dest / "lib/libfoo.so").read_bytes() == b"\x7fELF"
+    assert str((dest / "lib/libfoo.so").readlink()) == "libfoo.so.1"
+    assert (dest / "share/inc/foo.h").read_text() == "int foo(void);\n"
+    assert (dest / "lib/libfoo-copy.so.1").read_bytes() == b"\x7fELF"
+    assert not (dest / "lib/libfoo-copy.so.1").samefile(dest / "lib/libfoo.so.1")
+    assert os.access(dest / "lib/libfoo.so.1", os.X_OK)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["good.tar", "out"]
+
+
+def test_replace_swaps_content_and_merge_refuses_clashes(world: tuple[Path, Path],
+                                                         tmp_path: Path) -> None:
+    site, dest = world
+    archive = make_tar(tmp_path / "a.tar.xz", lambda tf: _file(tf, "include/new.h", b"new\n"))
+    safe_extract(archive, dest)  # merge: old.h stays, new.h joins
+    assert sorted(p.name for p in (dest / "include").iterdir()) == ["new.h", "old.h"]
+    before = snapshot(site)
+    with pytest.raises(PrebakeError, match="already exists"):
+        safe_extract(archive, dest)
+    assert snapshot(site) == before
+    safe_extract(archive, dest, replace=True)
+    assert sorted(p.name for p in (dest / "include").iterdir()) == ["new.h"]
+    assert sorted(p.name for p in site.iterdir()) == ["dest", "neighbour.txt"]
+
+
+def test_zip_good(tmp_path: Path) -> None:
+    archive = _zip(tmp_path / "g.zip", [("d/", b"", 0o040755), ("d/a.txt", b"hi", 0o100644),
+                                        ("d/l", b"a.txt", 0o120777)])
+    safe_extract(archive, tmp_path / "out")
+    assert (tmp_path / "out/d/l").read_text() == "hi"
