@@ -1,5 +1,9 @@
-"""Contracts: the ABI facts a binary for a platform must have (data, not code)."""
+"""Contracts: the ABI facts a binary for a platform must have (data, not code).
 
-from prebake.contract.model import Contract, parse_contract
+``model`` loads and validates them, ``rules`` holds one small function per contract key, and
+``check`` runs the rules over files, folders and assets (``check_paths``).
+"""
 
-__all__ = ["Contract", "parse_contract"]
+from prebake.contract.model import Contract, load_contract_file, parse_contract
+
+__all__ = ["Contract", "load_contract_file", "parse_contract"]

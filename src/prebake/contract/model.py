@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
+from pathlib import Path
 from typing import Any
 
 from prebake.errors import Problem
@@ -118,3 +119,30 @@ def parse_contract(
             Problem(where, f"features both required and forbidden: {', '.join(sorted(both))}")
         )
     return Contract(**kwargs), problems
+
+
+def load_contract_file(path: Path) -> Contract:
+    """A standalone contract (``--contract FILE``): a bare table or a ``[contract]`` table.
+
+    Raises ``ConfigError`` naming every problem, or ``PrebakeError`` when the file is not TOML.
+    """
+    import tomllib
+
+    from prebake.errors import ConfigError, PrebakeError
+
+    p = Path(path)
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise PrebakeError(f"{p}: cannot read contract: {exc.strerror or exc}") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise PrebakeError(f"{p}: not valid TOML: {exc}") from None
+    where = "contract"
+    if set(data) == {"contract"} and isinstance(data["contract"], dict):
+        data = data["contract"]
+    else:
+        where = "(top level)"
+    contract, problems = parse_contract(data, where)
+    if problems:
+        raise ConfigError(str(p), problems)
+    return contract

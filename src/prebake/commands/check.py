@@ -1,0 +1,57 @@
+"""``prebake check PATH… --platform P | --contract FILE``: facts vs contract, all violations."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+NAME = "check"
+HELP = "check binaries, folders or assets against a platform's ABI contract"
+ORDER = 40
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("paths", nargs="+", metavar="PATH",
+                   help="binaries, folders (their lib/ is searched) or .tar.xz assets")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--platform", metavar="P",
+                     help="use this platform's contract from prebake.toml")
+    src.add_argument("--contract", metavar="FILE", help="a standalone contract TOML file")
+    p.add_argument("--json", action="store_true", help="machine-readable report")
+
+
+def load_platform(workspace: str | None, name: str) -> Any:
+    """The named platform of the workspace, or a one-line error listing the known ones."""
+    from prebake.commands._common import find_workspace
+    from prebake.errors import PrebakeError
+    from prebake.workspace import load_workspace
+
+    ws = load_workspace(find_workspace(workspace))
+    if name not in ws.platforms:
+        known = ", ".join(sorted(ws.platforms)) or "none"
+        raise PrebakeError(f"{ws.file}: no platform {name!r} (known: {known})")
+    return ws.platforms[name]
+
+
+def run(args: argparse.Namespace) -> int:
+    from rich.markup import escape
+
+    from prebake.commands._common import console, print_json
+    from prebake.contract.check import check_paths
+    from prebake.contract.model import load_contract_file
+
+    if args.contract:
+        contract = load_contract_file(Path(args.contract))
+    else:
+        contract = load_platform(args.workspace, args.platform).contract
+    report = check_paths([Path(p) for p in args.paths], contract)
+    if args.json:
+        print_json(report.to_json())
+    else:
+        out = console()
+        for v in report.violations:
+            out.print(f"[red]✗[/red] {escape(v.message())}", markup=True)
+        summary = report.render().splitlines()[-1]
+        out.print(("[green]✓[/green] " if report.ok else "") + escape(summary), markup=True)
+    return 0 if report.ok else 1

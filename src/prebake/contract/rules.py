@@ -1,0 +1,342 @@
+"""One small function per contract key, and the registry that maps keys to them.
+
+Each rule looks at one *leaf* — an object, an archive member, a fat slice, or a linked image —
+and returns a ``Finding`` (what it found and why) when that leaf breaks the rule, or ``None``.
+``prebake.contract.check`` walks the files, runs every rule whose contract value is set, and
+groups findings per file so a violation names every offending member at once.
+
+Unknown facts (``None``) never fail a rule: prebake does not guess, so a rule only fails on
+evidence. A leaf that uses no exceptions (``eh = "none"``) is compatible with every EH model,
+and a leaf that needs no C++ runtime is compatible with every ``cxx_stdlib``.
+
+Adding a rule: write ``def _rule_x(expected, leaf) -> Finding | None`` and add one ``Rule`` line
+to ``RULES`` (the key must exist in ``prebake.contract.model.Contract``).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import importlib
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath, PureWindowsPath
+from typing import Any
+
+from prebake.inspect.facts import Facts
+
+IMAGE_KINDS = ("shared-library", "executable", "module")
+WASM_FORMATS = ("wasm",)
+LTO_FORMATS = ("llvm-bitcode", "gcc-lto")
+MAX_LISTED = 8  # names quoted per finding; the JSON keeps the count
+
+
+@dataclass(frozen=True)
+class Finding:
+    """How one leaf breaks a rule: the value found and the evidence (symbols, members, libs)."""
+
+    found: str
+    evidence: list[str] = field(default_factory=list)
+
+
+LeafCheck = Callable[[Any, Facts], "Finding | None"]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A contract key, its per-leaf check, and how to phrase the expected value."""
+
+    key: str
+    check: LeafCheck
+    expected: Callable[[Any], str]
+    # a fat Mach-O passes when *any* slice passes (it carries the wanted arch among others)
+    any_slice: bool = False
+
+
+# --- helpers -------------------------------------------------------------------------------
+
+
+def version_tuple(v: str) -> tuple[int, ...]:
+    """``"2.38"`` -> ``(2, 38)``; non-numeric parts sort as 0 so a bad value never crashes."""
+    return tuple(int(p) if p.isdigit() else 0 for p in v.split("."))
+
+
+def is_wasm(leaf: Facts) -> bool:
+    return leaf.format in WASM_FORMATS or leaf.arch in ("wasm32", "wasm64")
+
+
+def _ev(leaf: Facts, *facts: str) -> list[str]:
+    out: list[str] = []
+    for name in facts:
+        out.extend(leaf.evidence.get(name, []))
+    return out
+
+
+def _names(names: Sequence[str]) -> str:
+    shown = ", ".join(names[:MAX_LISTED])
+    more = len(names) - MAX_LISTED
+    return shown + (f", … ({more} more)" if more > 0 else "")
+
+
+def _features(leaf: Facts) -> set[str] | None:
+    """The wasm features a leaf declares or uses, with the boolean facts folded in."""
+    feats = leaf.abi.wasm_features
+    if feats is None and leaf.abi.simd128 is None and leaf.abi.relaxed_simd is None:
+        return None
+    out = {f for f in (feats or []) if not f.startswith("-")}
+    out = {f[1:] if f.startswith("+") else f for f in out}
+    if leaf.abi.simd128:
+        out.add("simd128")
+    if leaf.abi.relaxed_simd:
+        out.add("relaxed-simd")
+    return out
+
+
+def _disallowed_features(leaf: Facts) -> set[str]:
+    """Features an object marks as disallowed (``-shared-mem`` in ``target_features``)."""
+    out = {f[1:] for f in (leaf.abi.wasm_features or []) if f.startswith("-")}
+    for key in ("wasm_features_disallowed", "disallowed_features", "features_disallowed"):
+        val = leaf.details.get(key)
+        if isinstance(val, list | tuple | set):
+            out.update(str(v).lstrip("-") for v in val)
+    return out
+
+
+def member_name(leaf: Facts) -> str:
+    """``libx.a(session.o)`` -> ``session.o``; a plain path -> its file name."""
+    p = leaf.path
+    if p.endswith(")") and "(" in p:
+        return p[p.rindex("(") + 1 : -1]
+    return PurePosixPath(p.replace("\\", "/")).name or p
+
+
+# --- the rules -----------------------------------------------------------------------------
+
+
+def _rule_equal(fact: str) -> LeafCheck:
+    """os / arch / msvc_runtime: the leaf's value must equal the contract's."""
+
+    def check(expected: Any, leaf: Facts) -> Finding | None:
+        found = getattr(leaf, fact) if fact in ("os", "arch") else getattr(leaf.abi, fact)
+        if found is None or found == expected:
+            return None
+        return Finding(str(found), _ev(leaf, fact))
+
+    return check
+
+
+def _rule_eh(expected: str, leaf: Facts) -> Finding | None:
+    found = leaf.abi.eh
+    if found is None or found == expected or (found == "none" and expected != "mixed"):
+        return None
+    return Finding(found, _ev(leaf, "eh"))
+
+
+def _rule_lto(expected: str, leaf: Facts) -> Finding | None:
+    found = leaf.abi.lto
+    if found is None and leaf.format in LTO_FORMATS:
+        found = leaf.format
+    if found is None or found == expected:
+        return None
+    ev = _ev(leaf, "lto") or ([f"{leaf.format} object"] if leaf.format in LTO_FORMATS else [])
+    return Finding(found, ev)
+
+
+def _shared_mem_message(leaf: Facts) -> str:
+    # the exact words wasm-ld prints (lld/wasm/Writer.cpp, checkFeatures)
+    return (
+        f"--shared-memory is disallowed by {member_name(leaf)} because it was not compiled "
+        "with 'atomics' or 'bulk-memory' features."
+    )
+
+
+def _rule_threads(expected: bool, leaf: Facts) -> Finding | None:
+    if not is_wasm(leaf):
+        return None
+    if leaf.kind == "object":
+        feats = _features(leaf)
+        has = feats is not None and {"atomics", "bulk-memory"} <= feats
+        if expected:
+            if "shared-mem" in _disallowed_features(leaf) or leaf.abi.threads is False:
+                return Finding("no atomics/bulk-memory", [_shared_mem_message(leaf)])
+            if feats is not None and not has and leaf.abi.threads is not True:
+                missing = sorted({"atomics", "bulk-memory"} - feats)
+                return Finding(
+                    "no atomics/bulk-memory",
+                    [f"{_shared_mem_message(leaf)[:-1]} (lacks {', '.join(missing)})."],
+                )
+            return None
+        if has or leaf.abi.threads:
+            return Finding("atomics", ["compiled with -pthread ('atomics' feature)"])
+        return None
+    found = leaf.abi.threads
+    if found is None or found == expected:
+        return None
+    ev = _ev(leaf, "threads") or [
+        "memory is shared" if found else "memory is not shared (not linked with -pthread)"
+    ]
+    return Finding(str(found).lower(), ev)
+
+
+def _rule_features_required(expected: Sequence[str], leaf: Facts) -> Finding | None:
+    if not is_wasm(leaf):
+        return None
+    feats = _features(leaf)
+    if feats is None:
+        return None
+    missing = [f for f in expected if f not in feats]
+    if not missing:
+        return None
+    have = ", ".join(sorted(feats)) or "none"
+    return Finding(f"missing {', '.join(missing)}", [f"features: {have}"])
+
+
+_FEATURE_FACTS = {"relaxed-simd": "relaxed_simd", "simd128": "simd128", "atomics": "threads"}
+
+
+def _rule_features_forbidden(expected: Sequence[str], leaf: Facts) -> Finding | None:
+    if not is_wasm(leaf):
+        return None
+    feats = _features(leaf)
+    if feats is None:
+        return None
+    present = [f for f in expected if f in feats]
+    if not present:
+        return None
+    ev = _ev(leaf, "wasm_features", *(_FEATURE_FACTS.get(f, f) for f in present))
+    return Finding(", ".join(present), ev or [f"target_features +{f}" for f in present])
+
+
+def _too_new_symbols(leaf: Facts, family: str, limit: str) -> list[str]:
+    """``name@GLIBC_2.38`` for every versioned reference above ``limit`` (images)."""
+    if leaf.symbols is None:
+        return []
+    out = []
+    for name, ver in sorted(leaf.symbols.versions.items()):
+        fam, _, num = ver.partition("_")
+        if fam == family and num[:1].isdigit() and version_tuple(num) > version_tuple(limit):
+            out.append(f"{name}@{ver}")
+    return out
+
+
+def _rule_version_max(fact: str, family: str) -> LeafCheck:
+    """glibc_max / glibcxx_max: the highest required symbol version must not exceed the limit."""
+
+    def check(expected: str, leaf: Facts) -> Finding | None:
+        found = getattr(leaf.abi, fact)
+        if found is None or version_tuple(found) <= version_tuple(expected):
+            return None
+        ev = _ev(leaf, fact) or _too_new_symbols(leaf, family, expected)
+        return Finding(found, ev)
+
+    return check
+
+
+def _rule_cxx_stdlib(expected: str, leaf: Facts) -> Finding | None:
+    found = leaf.abi.cxx_stdlib
+    if found is None or found == expected or found == "none":
+        return None
+    return Finding(found, _ev(leaf, "cxx_stdlib"))
+
+
+def _rule_macos_min(expected: str, leaf: Facts) -> Finding | None:
+    found = leaf.abi.macos_min
+    if found is None or version_tuple(found) <= version_tuple(expected):
+        return None
+    return Finding(found, _ev(leaf, "macos_min"))
+
+
+def _lib_matches(name: str, patterns: Sequence[str]) -> bool:
+    """Glob on the full name or its basename; DLL names compare case-insensitively."""
+    base = PureWindowsPath(name).name if "\\" in name else PurePosixPath(name).name
+    folded = name.lower().endswith(".dll")
+    for pat in patterns:
+        for cand in (name, base):
+            c, p = (cand.lower(), pat.lower()) if folded else (cand, pat)
+            if fnmatch.fnmatchcase(c, p):
+                return True
+    return False
+
+
+def _rule_allowed_needed(expected: Sequence[str], leaf: Facts) -> Finding | None:
+    if not leaf.needed:
+        return None
+    extra = [n for n in leaf.needed if not _lib_matches(n, expected)]
+    if not extra:
+        return None
+    return Finding(", ".join(extra), [f"needs {n}" for n in extra])
+
+
+def _default_demangle() -> Callable[[str], str]:
+    try:  # the inspector's, when it exists
+        mod: Any = importlib.import_module("prebake.inspect.demangle")
+    except ImportError:
+        mod = None
+    fn = getattr(mod, "demangle", None)
+    if callable(fn):
+        return lambda name: str(fn(name))
+    import cxxfilt
+
+    def demangle(name: str) -> str:
+        try:
+            return str(cxxfilt.demangle(name))
+        except Exception:  # cxxfilt raises InvalidName (and others) on non-Itanium names
+            return name
+
+    return demangle
+
+
+_MANGLED_PREFIX = re.compile(r"^(_Z|__Z|\?)")
+
+
+def matching_exports(names: Sequence[str], patterns: Sequence[str], macho: bool) -> list[str]:
+    """Names matching any glob, tried on the raw name, without Mach-O's ``_``, and demangled."""
+    demangle = (
+        _default_demangle() if any(not _MANGLED_PREFIX.match(p) for p in patterns) else None
+    )
+    compiled = [re.compile(fnmatch.translate(p)) for p in patterns]
+    hits = []
+    for name in names:
+        cands = [name]
+        if macho and name.startswith("_"):
+            cands.append(name[1:])
+        if demangle is not None and (name.startswith(("_Z", "__Z", "?"))):
+            cands.append(demangle(cands[-1]))
+        if any(rx.match(c) for rx in compiled for c in cands):
+            hits.append(name)
+    return hits
+
+
+def _rule_forbid_exports(expected: Sequence[str], leaf: Facts) -> Finding | None:
+    if leaf.kind not in IMAGE_KINDS or leaf.symbols is None:
+        return None
+    hits = matching_exports(leaf.symbols.exports, expected, macho=leaf.format == "macho")
+    if not hits:
+        return None
+    return Finding(f"{len(hits)} forbidden export(s)", [f"exports {_names(hits)}"])
+
+
+def _is(v: Any) -> str:
+    return str(v).lower() if isinstance(v, bool) else str(v)
+
+
+RULES: tuple[Rule, ...] = (
+    Rule("os", _rule_equal("os"), _is),
+    Rule("arch", _rule_equal("arch"), _is, any_slice=True),
+    Rule("eh", _rule_eh, _is),
+    Rule("lto", _rule_lto, _is),
+    Rule("threads", _rule_threads, _is),
+    Rule("features_required", _rule_features_required, lambda v: ", ".join(v)),
+    Rule("features_forbidden", _rule_features_forbidden, lambda v: "none of " + ", ".join(v)),
+    Rule("glibc_max", _rule_version_max("glibc_max", "GLIBC"), lambda v: f"glibc <= {v}"),
+    Rule(
+        "glibcxx_max", _rule_version_max("glibcxx_max", "GLIBCXX"), lambda v: f"GLIBCXX <= {v}"
+    ),
+    Rule("cxx_stdlib", _rule_cxx_stdlib, _is),
+    Rule("macos_min", _rule_macos_min, lambda v: f"macOS minimum <= {v}"),
+    Rule("msvc_runtime", _rule_equal("msvc_runtime"), lambda v: f"/{v}"),
+    Rule("allowed_needed", _rule_allowed_needed, lambda v: "only " + ", ".join(v)),
+    Rule("forbid_exports", _rule_forbid_exports, lambda v: "no exports matching " + ", ".join(v)),
+)
+
+RULES_BY_KEY = {r.key: r for r in RULES}

@@ -1,0 +1,91 @@
+"""Symbol clashes a linker may not report.
+
+(a) A strong symbol defined by more than one static archive of a set (two copies of protobuf):
+    GNU ld takes whichever archive it scans first and the program silently mixes versions.
+(b) A shared library exporting third-party namespaces (``_ZN6google8protobuf*``, ``_ZN4absl*``):
+    it interposes on, or is interposed by, the host's own copy. That rule is data
+    (``forbid_exports``); this module gives the same matching to callers without a contract.
+
+Weak definitions (C++ inline functions, templates, COMDAT) legitimately repeat and are ignored,
+and so are COFF members, whose COMDAT definitions look strong in the symbol table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from prebake.contract.check import Violation
+from prebake.contract.rules import matching_exports, member_name
+from prebake.inspect.facts import Facts
+
+MAX_SHOWN = 8
+
+
+@dataclass(frozen=True)
+class Clash:
+    """One symbol and every ``archive(member)`` that defines it strongly."""
+
+    symbol: str
+    definitions: tuple[tuple[str, str], ...]  # (archive, member)
+
+    def archives(self) -> list[str]:
+        return sorted({a for a, _ in self.definitions})
+
+
+def strong_definitions(facts: Facts) -> dict[str, str]:
+    """Symbol -> first member defining it strongly, over an archive's members."""
+    out: dict[str, str] = {}
+    for m in facts.members or [facts]:
+        if m.symbols is None or m.format == "coff" or m.error is not None:
+            continue
+        weak = m.symbols.weak
+        name = member_name(m)
+        for sym in m.symbols.defined:
+            if sym not in weak:
+                out.setdefault(sym, name)
+    return out
+
+
+def find_clashes(archives: Sequence[tuple[str, Facts]]) -> list[Clash]:
+    """Strong symbols defined by more than one archive of the set, sorted by symbol."""
+    where: dict[str, list[tuple[str, str]]] = {}
+    for shown, facts in archives:
+        for sym, member in strong_definitions(facts).items():
+            where.setdefault(sym, []).append((shown, member))
+    return [
+        Clash(sym, tuple(defs))
+        for sym, defs in sorted(where.items())
+        if len({a for a, _ in defs}) > 1
+    ]
+
+
+def clash_violations(archives: Sequence[tuple[str, Facts]]) -> list[Violation]:
+    """One violation per pair of archives that define the same strong symbols."""
+    by_pair: dict[tuple[str, ...], list[Clash]] = {}
+    for c in find_clashes(archives):
+        by_pair.setdefault(tuple(c.archives()), []).append(c)
+    out = []
+    for pair, clashes in by_pair.items():
+        names = [c.symbol for c in clashes]
+        shown = ", ".join(names[:MAX_SHOWN]) + (
+            f", … ({len(names) - MAX_SHOWN} more)" if len(names) > MAX_SHOWN else ""
+        )
+        detail = (
+            f"clash: required each strong symbol defined once, found {len(names)} symbol(s) "
+            f"defined in {' and '.join(pair)}: {shown}"
+        )
+        evidence = {
+            f"{a}({m})": [c.symbol] for c in clashes[:MAX_SHOWN] for a, m in c.definitions
+        }
+        out.append(Violation("clash", "each strong symbol defined once",
+                             f"{len(names)} duplicate symbol(s)", pair[0], list(pair[1:]),
+                             detail, None, evidence))
+    return out
+
+
+def forbidden_exports(facts: Facts, patterns: Sequence[str]) -> list[str]:
+    """Exports of a shared library (or module) matching any glob, mangled or demangled."""
+    if facts.symbols is None:
+        return []
+    return matching_exports(facts.symbols.exports, patterns, macho=facts.format == "macho")

@@ -1,0 +1,164 @@
+"""Contract rules on hand-made facts: each rule fails on evidence, passes on unknown or equal."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from prebake.contract import Contract, load_contract_file
+from prebake.contract.check import CheckReport, check_facts
+from prebake.contract.rules import RULES, RULES_BY_KEY, matching_exports, version_tuple
+from prebake.errors import ConfigError, PrebakeError
+from prebake.inspect.facts import Abi, Facts, Symbols
+
+
+def wasm_obj(name: str, **abi: object) -> Facts:
+    f = Facts(path=f"libx.a({name})", format="wasm", kind="object", os="emscripten",
+              arch="wasm32", abi=Abi(**abi))  # type: ignore[arg-type]
+    return f
+
+
+def archive(*members: Facts) -> Facts:
+    return Facts(path="libx.a", format="archive", kind="static-library", members=list(members))
+
+
+def test_every_contract_key_has_a_rule() -> None:
+    keys = set(Contract.__dataclass_fields__)
+    assert {r.key for r in RULES} == keys
+
+
+def test_eh_names_offending_members_with_evidence() -> None:
+    legacy = wasm_obj("session.o", eh="emscripten-legacy")
+    legacy.note("eh", "references __resumeException, invoke_vii")
+    ok = [wasm_obj(f"m{i}.o", eh="wasm") for i in range(3)] + [wasm_obj("c.o", eh="none")]
+    vs = check_facts(archive(legacy, *ok), Contract(eh="wasm"))
+    assert len(vs) == 1
+    v = vs[0]
+    assert (v.rule, v.expected, v.found, v.members, v.total) == (
+        "eh", "wasm", "emscripten-legacy", ["session.o"], 5)
+    assert v.detail == ("eh: required wasm, found emscripten-legacy in 1 of 5 members: "
+                        "session.o (references __resumeException, invoke_vii)")
+
+
+def test_eh_unknown_and_none_pass() -> None:
+    assert not check_facts(archive(wasm_obj("a.o"), wasm_obj("b.o", eh="none")),
+                           Contract(eh="wasm"))
+    assert check_facts(wasm_obj("a.o", eh="wasm"), Contract(eh="none"))
+
+
+def test_lto_from_member_format() -> None:
+    bc = Facts(path="liby.a(f.o)", format="llvm-bitcode", kind="object")
+    v = check_facts(archive(bc), Contract(lto="none"))[0]
+    assert v.found == "llvm-bitcode" and v.members == ["f.o"]
+
+
+def test_threads_reports_the_linker_message() -> None:
+    bad = wasm_obj("thr.o", wasm_features=["-shared-mem"])
+    good = wasm_obj("ok.o", wasm_features=["atomics", "bulk-memory", "mutable-globals"])
+    v = check_facts(archive(bad, good), Contract(threads=True))[0]
+    assert v.members == ["thr.o"]
+    assert ("--shared-memory is disallowed by thr.o because it was not compiled with "
+            "'atomics' or 'bulk-memory' features") in v.detail
+    lacking = wasm_obj("simd.o", wasm_features=["simd128"])
+    assert check_facts(archive(lacking), Contract(threads=True))[0].members == ["simd.o"]
+
+
+def test_threads_on_a_linked_module() -> None:
+    mod = Facts(path="a.wasm", format="wasm", kind="module", abi=Abi(threads=False))
+    v = check_facts(mod, Contract(threads=True))[0]
+    assert v.found == "false" and v.members == [] and v.total is None
+
+
+def test_features_forbidden_and_required_per_member() -> None:
+    rel = wasm_obj("relaxed.o", wasm_features=["relaxed-simd", "simd128"])
+    plain = wasm_obj("plain.o", wasm_features=["simd128"])
+    c = Contract(features_forbidden=("relaxed-simd",), features_required=("simd128",))
+    vs = {v.rule: v for v in check_facts(archive(rel, plain), c)}
+    assert set(vs) == {"features_forbidden"}
+    assert vs["features_forbidden"].members == ["relaxed.o"]
+    c2 = Contract(features_required=("exception-handling",))
+    assert check_facts(archive(rel, plain), c2)[0].members == ["relaxed.o", "plain.o"]
+
+
+def test_relaxed_simd_fact_counts_as_the_feature() -> None:
+    mod = Facts(path="m.wasm", format="wasm", kind="module", abi=Abi(relaxed_simd=True))
+    assert check_facts(mod, Contract(features_forbidden=("relaxed-simd",)))
+
+
+def test_glibc_max_uses_versions_when_no_evidence() -> None:
+    so = Facts(path="libz.so", format="elf", kind="shared-library", abi=Abi(glibc_max="2.34"),
+               symbols=Symbols(versions={"dlopen": "GLIBC_2.34", "memcpy": "GLIBC_2.14"}))
+    v = check_facts(so, Contract(glibc_max="2.28"))[0]
+    assert v.found == "2.34" and "dlopen@GLIBC_2.34" in v.detail and "memcpy" not in v.detail
+    assert not check_facts(so, Contract(glibc_max="2.34"))
+    assert version_tuple("2.9") < version_tuple("2.28")
+
+
+def test_macos_min_per_object() -> None:
+    objs = [Facts(path=f"lib.a({n}.o)", format="macho", kind="object", os="macos",
+                  arch="aarch64", abi=Abi(macos_min=v)) for n, v in (("a", "13.0"), ("b", "14.0"))]
+    v = check_facts(archive(*objs), Contract(macos_min="13.3"))[0]
+    assert v.members == ["b.o"] and v.found == "14.0"
+
+
+def test_arch_on_a_fat_binary_needs_one_matching_slice() -> None:
+    fat = Facts(path="u.dylib", format="macho-fat", slices=[
+        Facts(path="u.dylib[x86_64]", arch="x86_64"), Facts(path="u.dylib[arm64]", arch="aarch64")])
+    assert not check_facts(fat, Contract(arch="aarch64"))
+    assert check_facts(fat, Contract(arch="arm"))
+
+
+def test_equal_rules() -> None:
+    obj = Facts(path="w.obj", format="coff", kind="object", os="windows", arch="x86_64",
+                abi=Abi(msvc_runtime="MT", cxx_stdlib="libc++"))
+    got = {v.rule for v in check_facts(obj, Contract(
+        os="linux", arch="aarch64", msvc_runtime="MD", cxx_stdlib="libstdc++"))}
+    assert got == {"os", "arch", "msvc_runtime", "cxx_stdlib"}
+    assert not check_facts(obj, Contract(os="windows", arch="x86_64", msvc_runtime="MT"))
+
+
+def test_allowed_needed_globs() -> None:
+    so = Facts(path="l.so", format="elf", kind="shared-library",
+               needed=["libc.so.6", "libm.so.6", "libprotobuf.so.32"])
+    v = check_facts(so, Contract(allowed_needed=("libc.so.*", "libm.so.6")))[0]
+    assert v.found == "libprotobuf.so.32"
+    dll = Facts(path="x.dll", format="pe", kind="shared-library", needed=["KERNEL32.dll"])
+    assert not check_facts(dll, Contract(allowed_needed=("kernel32.dll",)))
+    assert check_facts(dll, Contract(allowed_needed=()))
+
+
+def test_forbid_exports_mangled_demangled_and_macho() -> None:
+    names = ["_ZN4absl12lts_202301257StrCatB5cxx11ERKNS0_8AlphaNumES3_", "OrtGetApiBase",
+             "_ZN6google8protobuf7MessageD2Ev"]
+    assert matching_exports(names, ["_ZN4absl*"], macho=False) == [names[0]]
+    assert matching_exports(names, ["google::protobuf::*"], macho=False) == [names[2]]
+    assert matching_exports(["__ZN4absl3FooEv"], ["_ZN4absl*"], macho=True)
+    so = Facts(path="l.so", format="elf", kind="shared-library",
+               symbols=Symbols(exports=names))
+    v = check_facts(so, Contract(forbid_exports=("_ZN4absl*", "_ZN6google8protobuf*")))[0]
+    assert v.found == "2 forbidden export(s)"
+    static = Facts(path="l.a", format="archive", kind="static-library", members=[
+        Facts(path="l.a(x.o)", kind="object", symbols=Symbols(exports=names))])
+    assert not check_facts(static, Contract(forbid_exports=("_ZN4absl*",)))
+
+
+def test_report_json_and_render() -> None:
+    r = CheckReport(Contract(eh="wasm"), files=["a"], violations=check_facts(
+        wasm_obj("a.o", eh="emscripten-legacy"), Contract(eh="wasm")))
+    j = r.to_json()
+    assert j["schema_version"] == 1 and j["ok"] is False and j["violations"][0]["rule"] == "eh"
+    assert "1 violation(s)" in r.render()
+    assert RULES_BY_KEY["eh"].expected("wasm") == "wasm"
+
+
+def test_load_contract_file(tmp_path: Path) -> None:
+    f = tmp_path / "c.toml"
+    f.write_text('[contract]\neh = "wasm"\nthreads = true\nglibc_max = "2.28"\n')
+    assert load_contract_file(f) == Contract(eh="wasm", threads=True, glibc_max="2.28")
+    f.write_text('eh = "wasm"\nglibc = "2.28"\n')
+    with pytest.raises(ConfigError, match="did you mean 'glibc_max'"):
+        load_contract_file(f)
+    f.write_text("eh = \n")
+    with pytest.raises(PrebakeError, match="not valid TOML"):
+        load_contract_file(f)
