@@ -14,9 +14,8 @@ from prebake.inspect.facts import Abi, Facts, Symbols
 
 
 def wasm_obj(name: str, **abi: object) -> Facts:
-    f = Facts(path=f"libx.a({name})", format="wasm", kind="object", os="emscripten",
-              arch="wasm32", abi=Abi(**abi))  # type: ignore[arg-type]
-    return f
+    return Facts(path=f"libx.a({name})", format="wasm", kind="object", os="emscripten",
+                 arch="wasm32", abi=Abi(**abi))  # type: ignore[arg-type]
 
 
 def archive(*members: Facts) -> Facts:
