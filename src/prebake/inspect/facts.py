@@ -18,7 +18,8 @@ KINDS = ("object", "static-library", "shared-library", "executable", "module", "
 OSES = ("linux", "macos", "windows", "emscripten", "wasi", "none")
 ARCHES = ("x86_64", "aarch64", "arm", "i686", "wasm32", "wasm64")
 EH_MODELS = ("wasm", "emscripten-legacy", "none", "native", "mixed")
-LTO_KINDS = ("none", "llvm-bitcode", "gcc-lto", "mixed")
+# "msvc-ltcg": a cl /GL anonymous object (MSVC link-time code generation), not LLVM bitcode.
+LTO_KINDS = ("none", "llvm-bitcode", "gcc-lto", "msvc-ltcg", "mixed")
 
 
 @dataclass
