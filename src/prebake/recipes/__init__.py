@@ -1,0 +1,55 @@
+"""Recipes: how one dependency is produced (sources, per-platform strategy, outputs).
+
+Recipe files (``recipes/<name>.py`` in a workspace, or ``prebake/recipes/builtin/<name>.py``)
+define ``RECIPE = Recipe(...)`` with the classes re-exported here.
+"""
+
+from prebake.recipes.loader import (
+    builtin_names,
+    find_recipe,
+    load_recipe_file,
+    try_load_recipe,
+    workspace_names,
+)
+from prebake.recipes.model import (
+    ANY_PLATFORM,
+    PLACEHOLDERS,
+    UNVERIFIED_SHA256_PREFIX,
+    Build,
+    Command,
+    Component,
+    GitSource,
+    LocalSource,
+    Outputs,
+    Recipe,
+    Repackage,
+    Snippet,
+    Source,
+    Strategy,
+    UrlSource,
+)
+from prebake.recipes.validate import validate_recipe
+
+__all__ = [
+    "ANY_PLATFORM",
+    "PLACEHOLDERS",
+    "UNVERIFIED_SHA256_PREFIX",
+    "Build",
+    "Command",
+    "Component",
+    "GitSource",
+    "LocalSource",
+    "Outputs",
+    "Recipe",
+    "Repackage",
+    "Snippet",
+    "Source",
+    "Strategy",
+    "UrlSource",
+    "builtin_names",
+    "find_recipe",
+    "load_recipe_file",
+    "try_load_recipe",
+    "validate_recipe",
+    "workspace_names",
+]

@@ -1,0 +1,1 @@
+"""Recipes that ship with prebake (each file defines ``RECIPE``; a workspace may override)."""

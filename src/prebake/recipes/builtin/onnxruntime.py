@@ -1,0 +1,130 @@
+"""onnxruntime: built from source where the host's ABI demands it, repackaged where upstream fits.
+
+- wasm: a *static* library with native wasm exceptions (``--enable_wasm_jspi`` selects
+  ``-fwasm-exceptions``); the public wasm prebuilts use Emscripten's legacy EH and leave
+  ``__resumeException`` undefined in a ``-fwasm-exceptions`` link. Exported CFLAGS & co are
+  removed: they leak ``-flto`` or ``-mrelaxed-simd`` into the archive.
+- linux-aarch64, macos-arm64: one *shared* library that keeps its bundled protobuf/abseil
+  inside (no symbol clash with the host's own copies), with XNNPACK (and CoreML on Apple).
+- linux-x86_64, macos-x86_64, windows-x86_64: the upstream release archive is already
+  well tuned, so it is repackaged (sha256-pinned).
+"""
+
+from prebake.recipes import (
+    Build,
+    Component,
+    GitSource,
+    Outputs,
+    Recipe,
+    Repackage,
+    Snippet,
+)
+
+RELEASES = "https://github.com/microsoft/onnxruntime/releases/download/v{version}"
+BUILD_PY = "python3 {src}/tools/ci_build/build.py --config Release --build_dir {build}" \
+    " --parallel {jobs} --skip_tests --skip_submodule_sync" \
+    " --cmake_extra_defines onnxruntime_BUILD_UNIT_TESTS=OFF"
+NO_FLAGS = ("CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "EMCC_CFLAGS")
+SESSION_HEADERS = "{src}/include/onnxruntime/core/session"
+
+WASM = Build(
+    commands=(
+        "bash {src}/build.sh --config Release --build_dir {build} --parallel {jobs}"
+        " --build_wasm_static_lib --enable_wasm_simd --enable_wasm_threads --enable_wasm_jspi"
+        " --skip_tests --skip_submodule_sync --emsdk_version {pins[emsdk]}"
+        " --cmake_extra_defines onnxruntime_BUILD_UNIT_TESTS=OFF",
+        "cmake -E make_directory {prefix}/lib {prefix}/include",
+        "cmake -E copy {build}/Release/libonnxruntime_webassembly.a {prefix}/lib/libonnxruntime.a",
+        "cmake -E copy_directory " + SESSION_HEADERS + " {prefix}/include",
+    ),
+    env_unset=NO_FLAGS,
+)
+
+LINUX_AARCH64 = Build(
+    commands=(
+        BUILD_PY + " onnxruntime_USE_ARM_NEON_NCHWC=ON"
+        " --build_shared_lib --use_xnnpack --enable_lto",
+        "cmake -E make_directory {prefix}/lib {prefix}/include",
+        "cmake -E copy_directory {build}/Release/lib {prefix}/lib",
+        "cmake -E copy_directory " + SESSION_HEADERS + " {prefix}/include",
+    ),
+    # CMake takes compiler arguments from CC/CXX (the zig cross compiler's -target).
+    env={"CC": "{cc}", "CXX": "{cxx}"},
+    env_unset=NO_FLAGS,
+)
+
+MACOS_ARM64 = Build(
+    commands=(
+        BUILD_PY + " --build_shared_lib --use_coreml --use_xnnpack --enable_lto"
+        " --osx_arch arm64 --apple_deploy_target 13.3",
+        "cmake -E make_directory {prefix}/lib {prefix}/include",
+        "cmake -E copy_directory {build}/Release/lib {prefix}/lib",
+        "cmake -E copy_directory " + SESSION_HEADERS + " {prefix}/include",
+    ),
+    env_unset=(*NO_FLAGS, "MACOSX_DEPLOYMENT_TARGET"),
+)
+
+# Digests of the upstream release archives. A digest nobody could verify yet is a placeholder
+# starting with UNVERIFIED: plan still works, the build refuses to download against it.
+LAYOUT = {"*/include/*": "include", "*/lib/*": "lib", "*/LICENSE": "share/licenses/onnxruntime"}
+
+
+def repackage(asset: str, sha256: str) -> Repackage:
+    return Repackage(url=f"{RELEASES}/{asset}", sha256=sha256, layout=LAYOUT)
+
+
+RECIPE = Recipe(
+    name="onnxruntime",
+    pin="onnxruntime",
+    description="ONNX Runtime inference library (C/C++ API)",
+    sources=(GitSource("https://github.com/microsoft/onnxruntime", ref="v{version}",
+                       submodules=True, shallow=True),),
+    platforms={
+        "wasm": WASM,
+        "linux-aarch64": LINUX_AARCH64,
+        "macos-arm64": MACOS_ARM64,
+        "linux-x86_64": repackage(
+            "onnxruntime-linux-x64-{version}.tgz",
+            "UNVERIFIED-sha256-of-onnxruntime-linux-x64-1.27.0.tgz"),
+        # Upstream ships macOS x86_64 inside the universal2 archive.
+        "macos-x86_64": repackage(
+            "onnxruntime-osx-universal2-{version}.tgz",
+            "UNVERIFIED-sha256-of-onnxruntime-osx-universal2-1.27.0.tgz"),
+        "windows-x86_64": repackage(
+            "onnxruntime-win-x64-{version}.zip",
+            "UNVERIFIED-sha256-of-onnxruntime-win-x64-1.27.0.zip"),
+    },
+    outputs=Outputs(
+        libs={
+            "wasm": ("lib/libonnxruntime.a",),
+            "linux-x86_64": ("lib/libonnxruntime.so",),
+            "linux-aarch64": ("lib/libonnxruntime.so",),
+            "macos-arm64": ("lib/libonnxruntime.dylib",),
+            "macos-x86_64": ("lib/libonnxruntime.dylib",),
+            "windows-x86_64": ("lib/onnxruntime.dll", "lib/onnxruntime.lib"),
+        },
+        headers=("include/onnxruntime_c_api.h", "include/onnxruntime_cxx_api.h"),
+        license="LICENSE",
+    ),
+    kind={"wasm": "static", "*": "shared"},
+    link_test=Snippet(
+        code="#include <onnxruntime_c_api.h>\nint main() { return OrtGetApiBase() == 0; }\n",
+        lang="c++",
+        symbols=("OrtGetApiBase",),
+    ),
+    # Third-party code compiled into the library (cmake/deps.txt); the shared builds must not
+    # export it (the platform contracts' forbid_exports). Versions as of the deps.txt read when
+    # this recipe was written: re-check them against the pinned tag when bumping.
+    bundled=(
+        Component("abseil-cpp", "20240722.0"),
+        Component("protobuf", "21.12"),
+        Component("onnx", "1.16.1"),
+        Component("re2", "2024-07-02"),
+        Component("flatbuffers", "23.5.26"),
+        Component("date", "3.0.1"),
+        Component("microsoft-gsl", "4.0.0"),
+        Component("safeint", "3.0.28"),
+        Component("boost-mp11", "1.82.0"),
+        Component("nlohmann-json", "3.10.5"),
+    ),
+)

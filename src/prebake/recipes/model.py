@@ -1,0 +1,240 @@
+"""The Recipe API: how one dependency is produced, written as data in a Python file.
+
+A recipe file defines ``RECIPE = Recipe(...)``. Python (not TOML) so a recipe can compute its
+command lists with a helper function, yet the result is plain frozen data that the plan hashes
+and the build engineer executes. Lists given by recipe authors are normalised to tuples so a
+recipe is immutable after loading; validation (``prebake.recipes.validate``) reports every
+problem at once instead of failing in a constructor.
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+# Placeholders a Build command may use (the build fills them in; ``{pins[NAME]}`` too).
+PLACEHOLDERS = (
+    "src", "build", "prefix", "deps_prefix", "jobs", "version", "pins", "cc", "cxx", "ar",
+    "platform", "os", "arch",
+)
+# A recipe's ``platforms``/``kind``/``outputs.libs`` key meaning "every platform not named".
+ANY_PLATFORM = "*"
+# A sha256 that nobody verified yet: the build refuses to use an asset pinned like this.
+UNVERIFIED_SHA256_PREFIX = "UNVERIFIED"
+
+Command = tuple[str, ...] | str
+Kind = Literal["static", "shared"]
+
+
+def _tuple(value: Any) -> Any:
+    """Recipe authors write lists; frozen data keeps tuples (strings stay strings)."""
+    if isinstance(value, list):
+        return tuple(_tuple(v) for v in value)
+    return value
+
+
+def _freeze(obj: object, *names: str) -> None:
+    for name in names:
+        object.__setattr__(obj, name, _tuple(getattr(obj, name)))
+
+
+@dataclass(frozen=True)
+class GitSource:
+    """A git checkout at a tag or commit (``ref`` may use ``{version}``)."""
+
+    url: str
+    ref: str
+    submodules: bool = True
+    shallow: bool = False
+    dest: str = "src"
+
+
+@dataclass(frozen=True)
+class UrlSource:
+    """An archive download; ``sha256`` is mandatory (validation refuses a URL without one)."""
+
+    url: str
+    sha256: str
+    mirrors: tuple[str, ...] = ()
+    dest: str = "src"
+    strip_components: int = 1
+
+    def __post_init__(self) -> None:
+        _freeze(self, "mirrors")
+
+
+@dataclass(frozen=True)
+class LocalSource:
+    """A folder next to the recipe file (``path`` relative to the recipe's folder).
+
+    Its whole tree (relative paths and contents) is part of the unit's input hash.
+    """
+
+    path: str
+    dest: str = "src"
+
+
+Source = GitSource | UrlSource | LocalSource
+
+
+@dataclass(frozen=True)
+class Build:
+    """Build from source: commands run in order in a sanitised environment.
+
+    A command is an argv tuple or a string (split like a shell line, no shell features).
+    ``env`` adds variables, ``env_unset`` removes them on top of the platform's own policy.
+    """
+
+    commands: tuple[Command, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    env_unset: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        _freeze(self, "commands", "env_unset")
+
+
+@dataclass(frozen=True)
+class Repackage:
+    """Repackage an upstream prebuilt archive: files matching each glob go to a prefix folder.
+
+    ``url`` and ``mirrors`` are templates with ``{version}``; ``sha256`` is the archive's digest.
+    """
+
+    url: str
+    sha256: str
+    mirrors: tuple[str, ...] = ()
+    layout: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        _freeze(self, "mirrors")
+
+    @property
+    def verified(self) -> bool:
+        return not self.sha256.startswith(UNVERIFIED_SHA256_PREFIX)
+
+
+Strategy = Build | Repackage
+
+
+@dataclass(frozen=True)
+class Outputs:
+    """What the prefix must contain after the build: libraries per platform, headers, license."""
+
+    libs: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    headers: tuple[str, ...] = ()
+    license: str | None = None
+
+    def __post_init__(self) -> None:
+        _freeze(self, "headers")
+        object.__setattr__(self, "libs", {k: _tuple(v) for k, v in dict(self.libs).items()})
+
+    def libs_for(self, platform: str) -> tuple[str, ...]:
+        return tuple(self.libs.get(platform, self.libs.get(ANY_PLATFORM, ())))
+
+
+@dataclass(frozen=True)
+class Snippet:
+    """A tiny consumer compiled and linked against the library by the link test."""
+
+    code: str
+    lang: Literal["c", "c++"] = "c++"
+    symbols: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        _freeze(self, "symbols")
+
+
+@dataclass(frozen=True)
+class Component:
+    """A library bundled inside the output (reported in manifests; checked by forbid_exports)."""
+
+    name: str
+    version: str
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """One dependency. ``pin`` names the pin holding its version; ``pins`` any others it reads.
+
+    ``deps`` names recipes (in stages this recipe's stage comes ``after``) whose installed
+    prefix it builds against; the build passes them as ``{deps_prefix}``.
+    ``path`` is set by the loader to the recipe file (its bytes are part of the input hash).
+    """
+
+    name: str
+    pin: str
+    pins: tuple[str, ...] = ()
+    sources: tuple[Source, ...] = ()
+    platforms: Mapping[str, Strategy] = field(default_factory=dict)
+    outputs: Outputs = field(default_factory=Outputs)
+    kind: Mapping[str, Kind] = field(default_factory=dict)
+    link_test: Snippet | None = None
+    files: tuple[str, ...] = ()
+    bundled: tuple[Component, ...] = ()
+    deps: tuple[str, ...] = ()
+    description: str = ""
+    path: Path | None = None
+
+    def __post_init__(self) -> None:
+        _freeze(self, "pins", "sources", "files", "bundled", "deps")
+        object.__setattr__(self, "platforms", dict(self.platforms))
+        object.__setattr__(self, "kind", dict(self.kind))
+
+    @property
+    def folder(self) -> Path:
+        if self.path is None:
+            raise ValueError(f"recipe {self.name!r} was not loaded from a file")
+        return self.path.parent
+
+    def strategy_for(self, platform: str) -> Strategy | None:
+        """The strategy for ``platform`` (``"*"`` covers platforms not named), else ``None``."""
+        return self.platforms.get(platform, self.platforms.get(ANY_PLATFORM))
+
+    def kind_for(self, platform: str) -> Kind:
+        return self.kind.get(platform, self.kind.get(ANY_PLATFORM, "static"))
+
+    def pins_read(self, platform: str | None = None, toolchain_pin: str | None = None
+                  ) -> tuple[str, ...]:
+        """Every pin whose value can change this recipe's output (on ``platform`` if given).
+
+        That is its own ``pin``, the declared ``pins``, the platform toolchain's pin, and any
+        ``{pins[NAME]}`` the platform's strategy uses — derived, so it cannot drift.
+        """
+        names = [self.pin, *self.pins]
+        strategies = ([self.strategy_for(platform)] if platform is not None
+                      else list(self.platforms.values()))
+        for strat in strategies:
+            if strat is not None:
+                names.extend(template_pins(strategy_templates(strat)))
+        if toolchain_pin:
+            names.append(toolchain_pin)
+        return tuple(dict.fromkeys(names))
+
+
+def strategy_templates(strat: Strategy) -> list[str]:
+    """Every template string of a strategy (commands, env values, URLs)."""
+    if isinstance(strat, Build):
+        out: list[str] = []
+        for cmd in strat.commands:
+            out.extend([cmd] if isinstance(cmd, str) else list(cmd))
+        out.extend(strat.env.values())
+        return out
+    return [strat.url, *strat.mirrors]
+
+
+def template_fields(templates: list[str]) -> list[str]:
+    """Placeholder names (``pins[x]`` stays whole) in ``str.format`` templates; bad ones skipped."""
+    names: list[str] = []
+    for template in templates:
+        try:
+            names.extend(n for _, n, _, _ in string.Formatter().parse(template) if n)
+        except ValueError:
+            continue
+    return names
+
+
+def template_pins(templates: list[str]) -> list[str]:
+    return [n[5:].rstrip("]") for n in template_fields(templates) if n.startswith("pins[")]

@@ -1,0 +1,175 @@
+"""Recipe validation: every problem at once, each naming the recipe file and field.
+
+Cross-field rules live here as small functions (pyodide-build's spec checks are the model):
+a URL source must carry a sha256, command placeholders must exist, ``{deps_prefix}`` needs
+declared ``deps`` (so the plan orders and hashes what the build reads).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import string
+from collections.abc import Collection, Iterator
+from pathlib import Path
+
+from prebake.errors import Problem
+from prebake.recipes.model import (
+    ANY_PLATFORM,
+    PLACEHOLDERS,
+    UNVERIFIED_SHA256_PREFIX,
+    Build,
+    Component,
+    GitSource,
+    LocalSource,
+    Recipe,
+    Repackage,
+    Snippet,
+    UrlSource,
+    strategy_templates,
+    template_fields,
+)
+
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+_NAME_RE = re.compile(r"^[A-Za-z0-9_.+]+(?:-[A-Za-z_][A-Za-z0-9_.+]*)*$")
+_URL_FIELDS = ("version", "platform", "os", "arch")
+
+
+def _hint(word: str, choices: Collection[str]) -> str:
+    close = difflib.get_close_matches(word, list(choices), n=1)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+def _fields(template: str) -> Iterator[str]:
+    """Placeholder names in a str.format template (``pins[x]`` yields ``pins[x]``)."""
+    for _, name, _, _ in string.Formatter().parse(template):
+        if name is not None:
+            yield name
+
+
+def _check_template(template: str, allowed: Collection[str], where: str) -> list[Problem]:
+    try:
+        names = list(_fields(template))
+    except ValueError as exc:
+        return [Problem(where, f"bad placeholder syntax in {template!r}: {exc}")]
+    problems = []
+    for name in names:
+        base, bracket, rest = name.partition("[")
+        if base not in allowed:
+            problems.append(Problem(where, f"unknown placeholder {{{name}}}{_hint(base, allowed)}"))
+        elif base == "pins" and not (bracket and rest.endswith("]") and len(rest) > 1):
+            problems.append(Problem(where, f"write pins as {{pins[NAME]}}; got {{{name}}}"))
+    return problems
+
+
+def _sha_problem(sha: object, where: str, allow_unverified: bool) -> list[Problem]:
+    if not isinstance(sha, str) or not sha:
+        return [Problem(where, "a URL needs a sha256 (64 lowercase hex digits)")]
+    if allow_unverified and sha.startswith(UNVERIFIED_SHA256_PREFIX):
+        return []
+    if not _SHA256.match(sha):
+        return [Problem(where, f"not a sha256 (64 lowercase hex digits): {sha!r}")]
+    return []
+
+
+def _check_source(src: object, i: int, folder: Path | None, where: str) -> list[Problem]:
+    w = f"{where}.sources[{i}]"
+    if isinstance(src, UrlSource):
+        out = _sha_problem(src.sha256, f"{w}.sha256", allow_unverified=False)
+        out += _check_template(src.url, _URL_FIELDS, f"{w}.url")
+        return out
+    if isinstance(src, GitSource):
+        if not src.url or not src.ref:
+            return [Problem(w, "a git source needs url and ref (a tag or commit)")]
+        return _check_template(src.ref, _URL_FIELDS, f"{w}.ref")
+    if isinstance(src, LocalSource):
+        if folder is not None and not (folder / src.path).is_dir():
+            return [Problem(f"{w}.path", f"no such folder: {folder / src.path}")]
+        return []
+    return [Problem(w, f"must be GitSource, UrlSource or LocalSource; got {type(src).__name__}")]
+
+
+def _check_command(cmd: object, where: str) -> list[Problem]:
+    if isinstance(cmd, str):
+        parts: tuple[object, ...] = (cmd,)
+    elif isinstance(cmd, tuple) and cmd:
+        parts = cmd
+    else:
+        return [Problem(where, "a command is a string or a non-empty tuple of strings")]
+    problems = []
+    for part in parts:
+        if not isinstance(part, str):
+            problems.append(Problem(where, f"command parts must be strings; got {part!r}"))
+            continue
+        problems += _check_template(part, PLACEHOLDERS, where)
+    return problems
+
+
+def _check_strategy(key: str, strat: object, deps: tuple[str, ...], where: str) -> list[Problem]:
+    w = f"{where}.platforms[{key!r}]"
+    if isinstance(strat, Build):
+        out: list[Problem] = []
+        if not strat.commands:
+            out.append(Problem(w, "a Build needs at least one command"))
+        for j, cmd in enumerate(strat.commands):
+            out += _check_command(cmd, f"{w}.commands[{j}]")
+        for k, v in strat.env.items():
+            out += _check_template(v, PLACEHOLDERS, f"{w}.env[{k!r}]")
+        if not deps and "deps_prefix" in template_fields(strategy_templates(strat)):
+            out.append(Problem(w, "uses {deps_prefix} but the recipe declares no deps=(...)"))
+        return out
+    if isinstance(strat, Repackage):
+        out = _sha_problem(strat.sha256, f"{w}.sha256", allow_unverified=True)
+        for j, url in enumerate((strat.url, *strat.mirrors)):
+            out += _check_template(url, _URL_FIELDS, f"{w}.url" if j == 0 else f"{w}.mirrors")
+        if not strat.layout:
+            out.append(Problem(f"{w}.layout", "a Repackage needs a layout (glob -> prefix folder)"))
+        return out
+    return [Problem(w, f"must be Build or Repackage; got {type(strat).__name__}")]
+
+
+def _check_platform_keys(recipe: Recipe, platforms: Collection[str], where: str
+                         ) -> list[Problem]:
+    problems = []
+    for field_name, keys in (("platforms", recipe.platforms), ("kind", recipe.kind),
+                             ("outputs.libs", recipe.outputs.libs)):
+        for key in keys:
+            if key != ANY_PLATFORM and key not in platforms:
+                problems.append(Problem(f"{where}.{field_name}[{key!r}]",
+                                        f"unknown platform{_hint(key, platforms)}"))
+    return problems
+
+
+def validate_recipe(recipe: Recipe, *, platforms: Collection[str] | None = None) -> list[Problem]:
+    """Problems with ``recipe`` on its own; ``platforms`` (if given) are the names it may use.
+
+    Built-in recipes pass ``platforms=None``: they may cover platforms a workspace lacks.
+    """
+    where = str(recipe.path) if recipe.path else f"recipe {recipe.name!r}"
+    folder = recipe.path.parent if recipe.path else None
+    problems: list[Problem] = []
+    if not isinstance(recipe.name, str) or not _NAME_RE.match(recipe.name):
+        problems.append(Problem(f"{where}: name", f"not a valid asset name: {recipe.name!r}"))
+    if not isinstance(recipe.pin, str) or not recipe.pin:
+        problems.append(Problem(f"{where}: pin", "must name the pin holding the version"))
+    for i, src in enumerate(recipe.sources):
+        problems += _check_source(src, i, folder, where)
+    if not recipe.platforms:
+        problems.append(Problem(f"{where}: platforms", "names no platform (use '*' for all)"))
+    for key, strat in recipe.platforms.items():
+        problems += _check_strategy(key, strat, recipe.deps, where)
+    for key, kind in recipe.kind.items():
+        if kind not in ("static", "shared"):
+            problems.append(Problem(f"{where}: kind[{key!r}]",
+                                    f"must be 'static' or 'shared'; got {kind!r}"))
+    if platforms is not None:
+        problems += _check_platform_keys(recipe, platforms, f"{where}:")
+    for rel in recipe.files:
+        if folder is not None and not (folder / rel).is_file():
+            problems.append(Problem(f"{where}: files", f"no such file: {folder / rel}"))
+    if recipe.link_test is not None and not isinstance(recipe.link_test, Snippet):
+        problems.append(Problem(f"{where}: link_test", "must be a Snippet or None"))
+    for comp in recipe.bundled:
+        if not isinstance(comp, Component):
+            problems.append(Problem(f"{where}: bundled", f"must hold Components; got {comp!r}"))
+    return problems

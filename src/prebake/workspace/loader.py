@@ -1,0 +1,457 @@
+"""Load and validate ``prebake.toml``: every problem at once, each with key path and line.
+
+Which keys exist, their types and allowed values are data (``SCHEMA`` below, the cibuildwheel
+``defaults.toml`` idea); an unknown key gets a "did you mean". Cross-field rules (unknown recipe
+in a stage, cycles in ``after``, pins a recipe reads but ``[pins]`` lacks, ``extra`` inside
+``full``…) are small functions that each append ``Problem``s.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import shlex
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from prebake.contract import parse_contract
+from prebake.errors import ConfigError, PrebakeError, Problem
+from prebake.inspect.facts import ARCHES, OSES
+from prebake.recipes import builtin_names, find_recipe, try_load_recipe, validate_recipe
+from prebake.recipes.loader import BUILTIN_DIR, workspace_names
+from prebake.recipes.model import Recipe
+from prebake.workspace.lines import LineIndex
+from prebake.workspace.model import (
+    DEFAULT_STORE_URL,
+    LinkTest,
+    PackageMode,
+    Platform,
+    Project,
+    Stage,
+    StoreConfig,
+    Toolchain,
+    Workspace,
+    expand_argv,
+)
+
+WORKSPACE_FILE = "prebake.toml"
+PACKAGE_MODES = ("prefix", "per-recipe")
+# Aliases that must never contain some stages (DESIGN.md: ``extra`` is never part of ``full``).
+ALIAS_FORBIDS: Mapping[str, tuple[str, ...]] = {"full": ("extra",)}
+_PLATFORM_NAME = re.compile(r"^[a-z0-9]+(?:-[a-z0-9_]+)*$")
+_PROJECT_NAME = re.compile(r"^[A-Za-z0-9_.+]+(?:-[A-Za-z_][A-Za-z0-9_.+]*)*$")
+_VERSION = re.compile(r"^[0-9][A-Za-z0-9_.+~]*$")
+
+
+# ---- the schema, as data ------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Spec:
+    """One key: how to check its value, a name for messages, required or not, allowed values."""
+
+    check: Callable[[Any], bool]
+    what: str
+    required: bool = False
+    choices: tuple[str, ...] = ()
+
+
+def _is_str(v: Any) -> bool:
+    return isinstance(v, str)
+
+
+def _is_bool(v: Any) -> bool:
+    return isinstance(v, bool)
+
+
+def _is_table(v: Any) -> bool:
+    return isinstance(v, dict)
+
+
+def _is_str_list(v: Any) -> bool:
+    return isinstance(v, list) and all(isinstance(x, str) for x in v)
+
+
+def _is_argv(v: Any) -> bool:
+    return (isinstance(v, str) and bool(v.strip())) or (_is_str_list(v) and bool(v))
+
+
+def _is_str_table(v: Any) -> bool:
+    return isinstance(v, dict) and all(isinstance(x, str) for x in v.values())
+
+
+STR = Spec(_is_str, "a string")
+TABLE = Spec(_is_table, "a table")
+STR_LIST = Spec(_is_str_list, "a list of strings")
+ARGV = Spec(_is_argv, "a command (string or list of strings)")
+
+SCHEMA: Mapping[str, Mapping[str, Spec]] = {
+    "": {
+        "project": Spec(_is_table, "a table", required=True),
+        "pins": Spec(_is_str_table, "a table of version strings"),
+        "platforms": TABLE,
+        "stages": TABLE,
+        "aliases": TABLE,
+        "stores": TABLE,
+    },
+    "project": {
+        "name": Spec(_is_str, "a string", required=True),
+        "version": Spec(_is_str, "a string", required=True),
+        "description": STR,
+    },
+    "platform": {
+        "os": Spec(_is_str, "a string", required=True, choices=OSES),
+        "arch": Spec(_is_str, "a string", required=True, choices=ARCHES),
+        "toolchain": Spec(_is_table, "a table", required=True),
+        "contract": TABLE,
+        "link_test": TABLE,
+        "env_unset": STR_LIST,
+        "env": Spec(_is_str_table, "a table of strings"),
+        "runner": STR,
+        "description": STR,
+    },
+    "toolchain": {
+        "cc": Spec(_is_argv, "a command (string or list of strings)", required=True),
+        "cxx": Spec(_is_argv, "a command (string or list of strings)", required=True),
+        "ar": ARGV,
+        "pin": STR,
+        "cmake_toolchain": STR,
+    },
+    "link_test": {"flags": STR_LIST, "run": ARGV},
+    "stage": {
+        "recipes": Spec(_is_str_list, "a list of strings", required=True),
+        "after": STR_LIST,
+        "package": Spec(_is_str, "a string", choices=PACKAGE_MODES),
+        "description": STR,
+    },
+    "store": {
+        "url": Spec(_is_str, "a string", required=True),
+        "default": Spec(_is_bool, "true or false"),
+        "description": STR,
+    },
+}
+
+
+def _hint(word: str, choices: Any) -> str:
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+class _Collector:
+    """Problems located by key path; lines come from the text when the key can be found."""
+
+    def __init__(self, index: LineIndex) -> None:
+        self.index = index
+        self.problems: list[Problem] = []
+
+    def add(self, key: str, message: str, line: int | None = None) -> None:
+        self.problems.append(Problem(key, message, line or self.index.line_of(key)))
+
+    def table(self, data: Mapping[str, Any], schema: str, where: str) -> dict[str, Any]:
+        """Check ``data`` against ``SCHEMA[schema]``; return only the keys that passed."""
+        specs = SCHEMA[schema]
+        ok: dict[str, Any] = {}
+        for key, value in data.items():
+            path = f"{where}.{key}" if where else key
+            spec = specs.get(key)
+            if spec is None:
+                self.add(path, f"unknown key{_hint(key, specs)}")
+            elif not spec.check(value):
+                self.add(path, f"must be {spec.what}; got {_describe(value)}")
+            elif spec.choices and value not in spec.choices:
+                self.add(path, f"must be one of {', '.join(spec.choices)}; got {value!r}"
+                         f"{_hint(value, spec.choices)}")
+            else:
+                ok[key] = value
+        for key, spec in specs.items():
+            if spec.required and key not in data:
+                self.add(f"{where}.{key}" if where else key, "required key is missing",
+                         self.index.line_of(where) if where else None)
+        return ok
+
+
+def _describe(value: Any) -> str:
+    kinds = {str: "a string", bool: "a boolean", int: "an integer", float: "a number",
+             list: "a list", dict: "a table"}
+    return f"{kinds.get(type(value), type(value).__name__)} ({value!r})"[:120]
+
+
+# ---- TOML syntax --------------------------------------------------------------------------
+
+_AT = re.compile(r"\(at line (\d+), column (\d+)\)")
+_TWICE = re.compile(r"Cannot declare \(([^)]*)\) twice")
+
+
+def _parse_toml(text: str, file: Path, index: LineIndex) -> dict[str, Any]:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        msg = str(exc)
+        m = _AT.search(msg)
+        line = int(m[1]) if m else None
+        twice = _TWICE.search(msg)
+        if twice:
+            parts = [p.strip().strip("'\"") for p in twice[1].split(",") if p.strip()]
+            key = ".".join(parts)
+            first = index.line_of(key)
+            what = "platform" if parts[:1] == ["platforms"] else "table"
+            message = (f"duplicate {what} name {parts[-1]!r}: declared again here"
+                       + (f", first at line {first}" if first else ""))
+            raise ConfigError(str(file), [Problem(key, message, line)]) from None
+        bare = _AT.sub("", msg).strip()
+        raise ConfigError(str(file), [Problem("(TOML syntax)", bare, line)]) from None
+
+
+# ---- sections -----------------------------------------------------------------------------
+
+def _argv(value: str | list[str]) -> tuple[str, ...]:
+    return tuple(shlex.split(value)) if isinstance(value, str) else tuple(value)
+
+
+def _spec_text(value: str | list[str]) -> str:
+    return value if isinstance(value, str) else shlex.join(value)
+
+
+def _default_ar(cc: tuple[str, ...]) -> tuple[str, ...]:
+    """``ar`` that matches the compiler family when the workspace does not say."""
+    if cc and Path(cc[0]).name in ("emcc", "em++"):
+        return ("emar",)
+    if "ziglang" in cc or (cc and Path(cc[0]).name == "zig"):
+        i = cc.index("cc") if "cc" in cc else len(cc)
+        return (*cc[:i], "ar")
+    return ("ar",)
+
+
+def _toolchain(data: Mapping[str, Any], where: str, c: _Collector) -> Toolchain | None:
+    ok = c.table(data, "toolchain", where)
+    if "cc" not in ok or "cxx" not in ok:
+        return None
+    cc, cxx = _argv(ok["cc"]), _argv(ok["cxx"])
+    ar = _argv(ok["ar"]) if "ar" in ok else _default_ar(cc)
+    spec: dict[str, str] = {k: _spec_text(ok[k]) for k in ("cc", "cxx", "ar") if k in ok}
+    return Toolchain(expand_argv(cc), expand_argv(cxx), expand_argv(ar), ok.get("pin"),
+                     ok.get("cmake_toolchain"), spec)
+
+
+def _platform(name: str, data: Any, c: _Collector) -> Platform | None:
+    where = f"platforms.{name}"
+    if not _PLATFORM_NAME.match(name):
+        c.add(where, "platform names are lowercase letters, digits and '-' (used in asset names)")
+    if not isinstance(data, dict):
+        c.add(where, f"must be a table; got {_describe(data)}")
+        return None
+    ok = c.table(data, "platform", where)
+    tc = _toolchain(ok["toolchain"], f"{where}.toolchain", c) if "toolchain" in ok else None
+    contract, problems = parse_contract(ok.get("contract", {}), f"{where}.contract")
+    for p in problems:
+        c.add(p.key, p.message)
+    lt = c.table(ok.get("link_test", {}), "link_test", f"{where}.link_test")
+    if tc is None or "os" not in ok or "arch" not in ok:
+        return None
+    if contract.arch is None:  # a binary for this platform has its arch, whatever else
+        contract = replace(contract, arch=ok["arch"])
+    run = expand_argv(_argv(lt["run"])) if "run" in lt else None
+    return Platform(
+        name=name, os=ok["os"], arch=ok["arch"], toolchain=tc, contract=contract,
+        link_test=LinkTest(tuple(lt.get("flags", ())), run),
+        env_unset=tuple(ok.get("env_unset", ())), env=dict(ok.get("env", {})),
+        runner=ok.get("runner"), description=ok.get("description", ""),
+    )
+
+
+def _stage(name: str, data: Any, c: _Collector) -> Stage | None:
+    where = f"stages.{name}"
+    if not isinstance(data, dict):
+        c.add(where, f"must be a table; got {_describe(data)}")
+        return None
+    ok = c.table(data, "stage", where)
+    if "recipes" not in ok:
+        return None
+    mode: PackageMode = "per-recipe" if ok.get("package") == "per-recipe" else "prefix"
+    return Stage(name, tuple(ok["recipes"]), tuple(ok.get("after", ())), mode,
+                 ok.get("description", ""))
+
+
+def _stores(data: Mapping[str, Any], root: Path, c: _Collector
+            ) -> tuple[dict[str, StoreConfig], str]:
+    stores: dict[str, StoreConfig] = {}
+    for name, value in data.items():
+        where = f"stores.{name}"
+        if not isinstance(value, dict):
+            c.add(where, f"must be a table; got {_describe(value)}")
+            continue
+        ok = c.table(value, "store", where)
+        if "url" in ok:
+            stores[name] = StoreConfig(name, ok["url"], bool(ok.get("default", False)),
+                                       ok.get("description", ""))
+    defaults = [s for s in stores.values() if s.default]
+    if len(defaults) > 1:
+        c.add("stores", "more than one store has default = true: "
+              + ", ".join(s.name for s in defaults))
+    url = defaults[0].url if defaults else DEFAULT_STORE_URL
+    return stores, resolve_store_url(url, root)
+
+
+def resolve_store_url(url: str, root: Path) -> str:
+    """``file://./releases`` (relative) becomes an absolute ``file://`` URL under ``root``."""
+    if url.startswith("file://") and not url.startswith("file:///"):
+        return "file://" + str((root / url[len("file://"):]).resolve())
+    return url
+
+
+# ---- cross-field rules --------------------------------------------------------------------
+
+def _check_after(stages: Mapping[str, Stage], c: _Collector) -> None:
+    for st in stages.values():
+        for i, dep in enumerate(st.after):
+            if dep not in stages:
+                c.add(f"stages.{st.name}.after[{i}]", f"unknown stage {dep!r}{_hint(dep, stages)}")
+    state: dict[str, int] = {}  # 1 visiting, 2 done
+
+    def visit(name: str, trail: list[str]) -> None:
+        state[name] = 1
+        for dep in stages[name].after:
+            if dep not in stages:
+                continue
+            if state.get(dep) == 1:
+                cycle = [*trail[trail.index(dep):], dep] if dep in trail else [name, dep]
+                c.add(f"stages.{name}.after", f"cycle in after: {' -> '.join(cycle)}")
+            elif dep not in state:
+                visit(dep, [*trail, dep])
+        state[name] = 2
+
+    for name in stages:
+        if name not in state:
+            visit(name, [name])
+
+
+def _check_aliases(data: Mapping[str, Any], stages: Mapping[str, Stage], c: _Collector
+                   ) -> dict[str, tuple[str, ...]]:
+    aliases: dict[str, tuple[str, ...]] = {}
+    for name, value in data.items():
+        where = f"aliases.{name}"
+        if not _is_str_list(value):
+            c.add(where, f"must be a list of stage names; got {_describe(value)}")
+            continue
+        if name in stages:
+            c.add(where, f"alias {name!r} has the name of a stage")
+        for member in value:
+            if member not in stages:
+                c.add(where, f"unknown stage {member!r}{_hint(member, stages)}")
+        for bad in ALIAS_FORBIDS.get(name, ()):
+            if bad in value:
+                c.add(where, f"{bad!r} must never be part of {name!r} "
+                      f"(it ships separately, one asset per recipe)")
+        aliases[name] = tuple(value)
+    return aliases
+
+
+def _load_recipes(root: Path, stages: Mapping[str, Stage], platforms: Mapping[str, Platform],
+                  c: _Collector) -> dict[str, Recipe]:
+    known = sorted({*workspace_names(root), *builtin_names()})
+    recipes: dict[str, Recipe] = {}
+    seen: dict[str, str] = {}
+    for st in stages.values():
+        for i, name in enumerate(st.recipes):
+            where = f"stages.{st.name}.recipes[{i}]"
+            if name in seen:
+                c.add(where, f"recipe {name!r} is already in stage {seen[name]!r}")
+                continue
+            seen[name] = st.name
+            path = find_recipe(name, root)
+            if path is None:
+                c.add(where, f"unknown recipe {name!r}{_hint(name, known)} "
+                      f"(no {root / 'recipes' / (name + '.py')} and no built-in)")
+                continue
+            recipe, problems = try_load_recipe(path)
+            c.problems.extend(problems)
+            if recipe is None:
+                continue
+            builtin = path.parent == BUILTIN_DIR
+            c.problems.extend(validate_recipe(recipe, platforms=None if builtin else platforms))
+            recipes[name] = recipe
+    return recipes
+
+
+def _check_deps(stages: Mapping[str, Stage], recipes: Mapping[str, Recipe], ws_upstream:
+                Callable[[str], tuple[str, ...]], c: _Collector) -> None:
+    """A recipe's ``deps`` must be built before it: earlier in its stage, or in an upstream one."""
+    for st in stages.values():
+        before: list[str] = []
+        for name in st.recipes:
+            recipe = recipes.get(name)
+            for dep in recipe.deps if recipe else ():
+                upstream = [r for s in ws_upstream(st.name) for r in stages[s].recipes]
+                if dep not in before and dep not in upstream:
+                    c.add(f"stages.{st.name}.recipes",
+                          f"recipe {name!r} depends on {dep!r}, which is not built before it "
+                          f"(list it earlier in this stage or in a stage this one comes after)")
+            before.append(name)
+
+
+def _check_pins(pins: Mapping[str, str], platforms: Mapping[str, Platform],
+                recipes: Mapping[str, Recipe], stages: Mapping[str, Stage],
+                c: _Collector) -> None:
+    for name, value in pins.items():
+        if not _VERSION.match(value):
+            c.add(f"pins.{name}", f"not a version (starts with a digit, no '-' or spaces): "
+                  f"{value!r}")
+    line = c.index.line_of("pins")
+    for p in platforms.values():
+        pin = p.toolchain.pin
+        if pin and pin not in pins:
+            c.add(f"pins.{pin}", f"missing: platform {p.name!r} toolchain reads this pin"
+                  f"{_hint(pin, pins)}", line)
+    for recipe in recipes.values():
+        stage = next((s.name for s in stages.values() if recipe.name in s.recipes), "?")
+        for pin in recipe.pins_read():
+            if pin not in pins:
+                c.add(f"pins.{pin}", f"missing: recipe {recipe.name!r} (stage {stage!r}) reads "
+                      f"this pin{_hint(pin, pins)}", line)
+
+
+# ---- entry point --------------------------------------------------------------------------
+
+def load_workspace(root: Path) -> Workspace:
+    """Read ``root/prebake.toml`` and everything it names, or raise one ``ConfigError``."""
+    root = Path(root).resolve()
+    file = root / WORKSPACE_FILE
+    if not file.is_file():
+        raise PrebakeError(f"{file}: no such file (a workspace is a folder with {WORKSPACE_FILE})")
+    text = file.read_text(encoding="utf-8")
+    index = LineIndex(text)
+    data = _parse_toml(text, file, index)
+    c = _Collector(index)
+    top = c.table(data, "", "")
+    proj = c.table(top.get("project", {}), "project", "project")
+    for key, rx in (("name", _PROJECT_NAME), ("version", _VERSION)):
+        if key in proj and not rx.match(proj[key]):
+            c.add(f"project.{key}", f"not usable in an asset name: {proj[key]!r}")
+    pins: dict[str, str] = dict(top.get("pins", {}))
+    platforms = {n: p for n, v in top.get("platforms", {}).items()
+                 if (p := _platform(n, v, c)) is not None}
+    stages = {n: s for n, v in top.get("stages", {}).items() if (s := _stage(n, v, c)) is not None}
+    _check_after(stages, c)
+    aliases = _check_aliases(top.get("aliases", {}), stages, c)
+    stores, default_store = _stores(top.get("stores", {}), root, c)
+    recipes = _load_recipes(root, stages, platforms, c)
+    _check_pins(pins, platforms, recipes, stages, c)
+    if not c.problems:
+        ws = _assemble(root, file, proj, pins, platforms, stages, aliases, stores,
+                       default_store, recipes)
+        _check_deps(stages, recipes, ws.upstream_stages, c)
+    if c.problems:
+        raise ConfigError(str(file), c.problems)
+    return ws
+
+
+def _assemble(root: Path, file: Path, proj: Mapping[str, Any], pins: dict[str, str],
+              platforms: dict[str, Platform], stages: dict[str, Stage],
+              aliases: dict[str, tuple[str, ...]], stores: dict[str, StoreConfig],
+              default_store: str, recipes: dict[str, Recipe]) -> Workspace:
+    project = Project(proj["name"], proj["version"], proj.get("description", ""))
+    return Workspace(root, file, project, pins, platforms, stages, aliases, stores,
+                     default_store, recipes)
+

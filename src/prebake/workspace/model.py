@@ -1,0 +1,157 @@
+"""The workspace as frozen data: what ``prebake.toml`` says once it has been validated.
+
+Load → validate → select are separate steps (STYLE.md): ``prebake.workspace.loader`` turns the
+TOML into these objects or raises one ``ConfigError`` listing every problem; nothing here reads
+files or detects the host.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from prebake.contract import Contract
+from prebake.errors import PrebakeError
+from prebake.recipes.model import Recipe
+
+PackageMode = Literal["prefix", "per-recipe"]
+PYTHON_TOKEN = "{python}"
+DEFAULT_STORE_URL = "file://./releases"
+
+
+def expand_argv(argv: tuple[str, ...]) -> tuple[str, ...]:
+    """Replace the ``{python}`` token by this interpreter (zig ships as a PyPI package)."""
+    return tuple(sys.executable if a == PYTHON_TOKEN else a for a in argv)
+
+
+@dataclass(frozen=True)
+class Project:
+    name: str
+    version: str
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    """Compiler argv prefixes (``{python}`` already expanded) and what identifies them.
+
+    ``spec`` keeps the TOML text as written (``{python}`` unexpanded): it goes into input hashes,
+    the expanded paths do not (they differ between machines).
+    ``pin`` names the pin that identifies the toolchain (e.g. ``emsdk``); without one the
+    compiler's ``--version`` line identifies it.
+    """
+
+    cc: tuple[str, ...]
+    cxx: tuple[str, ...]
+    ar: tuple[str, ...]
+    pin: str | None = None
+    cmake_toolchain: str | None = None
+    spec: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class LinkTest:
+    """Consumer compile+link flags, and an optional runner for the linked program (e.g. node)."""
+
+    flags: tuple[str, ...] = ()
+    run: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class Platform:
+    name: str
+    os: str
+    arch: str
+    toolchain: Toolchain
+    contract: Contract
+    link_test: LinkTest = field(default_factory=LinkTest)
+    env_unset: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    runner: str | None = None
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    recipes: tuple[str, ...]
+    after: tuple[str, ...] = ()
+    package: PackageMode = "prefix"
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class StoreConfig:
+    name: str
+    url: str
+    default: bool = False
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class Workspace:
+    root: Path
+    file: Path
+    project: Project
+    pins: Mapping[str, str]
+    platforms: Mapping[str, Platform]
+    stages: Mapping[str, Stage]
+    aliases: Mapping[str, tuple[str, ...]]
+    stores: Mapping[str, StoreConfig]
+    default_store: str
+    recipes: Mapping[str, Recipe]
+
+    def stage_names(self, selector: str | None = None) -> tuple[str, ...]:
+        """Stages named by ``selector`` (a stage or an alias), in build order; all if ``None``."""
+        order = self.stage_order()
+        if selector is None:
+            return order
+        if selector in self.stages:
+            return (selector,)
+        if selector in self.aliases:
+            wanted = set(self.aliases[selector])
+            return tuple(s for s in order if s in wanted)
+        known = ", ".join([*self.stages, *self.aliases])
+        raise PrebakeError(f"unknown stage or alias {selector!r} (known: {known})")
+
+    def platform_names(self, selector: str | None = None) -> tuple[str, ...]:
+        if selector is None:
+            return tuple(self.platforms)
+        if selector not in self.platforms:
+            known = ", ".join(self.platforms)
+            raise PrebakeError(f"unknown platform {selector!r} (known: {known})")
+        return (selector,)
+
+    def stage_order(self) -> tuple[str, ...]:
+        """Stages with every ``after`` before its dependents; declaration order breaks ties."""
+        done: list[str] = []
+        pending = list(self.stages)
+        while pending:
+            for name in pending:
+                if all(a in done for a in self.stages[name].after):
+                    done.append(name)
+                    pending.remove(name)
+                    break
+            else:  # validation refuses cycles; this only guards hand-built objects
+                raise PrebakeError(f"cycle in stages' after: {', '.join(pending)}")
+        return tuple(done)
+
+    def upstream_stages(self, stage: str) -> tuple[str, ...]:
+        """Every stage ``stage`` comes after, directly or not, in build order."""
+        seen: set[str] = set()
+        todo = list(self.stages[stage].after)
+        while todo:
+            s = todo.pop()
+            if s not in seen:
+                seen.add(s)
+                todo.extend(self.stages[s].after)
+        return tuple(s for s in self.stage_order() if s in seen)
+
+    def stage_of(self, recipe: str) -> str | None:
+        for stage in self.stages.values():
+            if recipe in stage.recipes:
+                return stage.name
+        return None
