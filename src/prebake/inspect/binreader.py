@@ -71,3 +71,45 @@ class Reader:
         if end < 0:
             raise Truncated(f"string at offset {off} has no terminator")
         return bytes(self.buf[off : off + end]).decode("utf-8", "replace")
+
+
+def table(
+    buf: Buffer, off: int, count: int, st: struct.Struct, what: str = "table"
+) -> list[tuple[int, ...]]:
+    """``count`` records of ``st`` at ``off``, unpacked in one C loop after one bounds check.
+
+    The declared count is checked against the buffer before anything is allocated, so a header
+    claiming 2**32 entries costs nothing.
+    """
+    n = count * st.size
+    if off < 0 or count < 0 or off + n > len(buf):
+        raise Truncated(
+            f"{what}: {count} × {st.size} bytes at offset {off} run past the end ({len(buf)} bytes)"
+        )
+    if count == 0:
+        return []
+    return list(st.iter_unpack(buf[off : off + n]))
+
+
+def cstring_at(strtab: bytes, off: int) -> str:
+    """The NUL-terminated name at ``off`` in a string table (empty when out of range)."""
+    if off < 0 or off >= len(strtab):
+        return ""
+    end = strtab.find(b"\0", off)
+    raw = strtab[off:] if end < 0 else strtab[off:end]
+    return raw.decode("utf-8", "replace")
+
+
+def names_at(strtab: bytes, offsets: list[int]) -> list[str]:
+    """Many names from one string table: the hot path of symbol listing.
+
+    ASCII tables (nearly all) are decoded once and sliced as ``str``, which avoids a bytes
+    object and a decode per symbol.
+    """
+    if strtab.isascii():
+        s = strtab.decode("ascii")
+        if not s.endswith("\0"):
+            s += "\0"
+        find = s.find
+        return [s[o : find("\0", o)] if o < len(s) else "" for o in offsets]
+    return [cstring_at(strtab, o) for o in offsets]

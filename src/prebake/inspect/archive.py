@@ -1,0 +1,405 @@
+"""ar archives: GNU/SysV (``/``, ``/SYM64/``, ``//``), BSD/Darwin (``__.SYMDEF``, ``#1/NN``),
+GNU thin archives, and Windows COFF ``.lib`` (two linker members, import libraries).
+
+Layout per ABI-FACTS.md §1: an 8-byte magic, then members with a 60-byte ASCII header
+(name[16] mtime[12] uid[6] gid[6] mode[8] size[10] fmag ``\\x60\\n``) and data padded to an even
+offset. Index offsets point at member *headers*, so members are keyed by header offset, never
+by name (duplicate names are legal; import libraries repeat the DLL name for every member).
+
+Members are parsed by dispatching back into ``inspect_bytes``; the archive's own facts are a
+summary: the common value when members agree, ``"mixed"`` for ``eh``/``lto`` when they do not,
+the highest version for floors, and ``counts`` of every disagreement.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections import Counter
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+
+from prebake.errors import FormatError
+from prebake.inspect.base import ParseOptions
+from prebake.inspect.binreader import Buffer, Truncated, table
+from prebake.inspect.facts import Facts, Symbols
+from prebake.inspect.glibc import version_key
+
+AR_MAGIC = b"!<arch>\n"
+THIN_MAGIC = b"!<thin>\n"
+HEADER = struct.Struct("16s12s6s6s8s10s2s")
+FMAG = b"`\n"
+U32BE = struct.Struct(">I")
+U64BE = struct.Struct(">Q")
+BSD_INDEX = ("__.SYMDEF", "__.SYMDEF SORTED", "__.SYMDEF_64", "__.SYMDEF_64 SORTED")
+COFF_SPECIAL = ("/<ECSYMBOLS>/", "/<HYBRIDMAP>/")
+EVIDENCE_MEMBERS = 8  # members named per value in archive evidence, then "+N more"
+
+
+class IndexKind(StrEnum):
+    GNU32 = "gnu"
+    GNU64 = "gnu64"
+    BSD = "bsd"
+    BSD64 = "bsd64"
+
+
+@dataclass(frozen=True, slots=True)
+class Member:
+    """One regular member. ``data_off``/``size`` locate its bytes (thin: ``size`` of the file)."""
+
+    name: str
+    header_off: int
+    data_off: int
+    size: int
+
+
+@dataclass(slots=True)
+class Archive:
+    thin: bool
+    members: list[Member]
+    index_kind: IndexKind | None
+    index: list[tuple[str, int]]  # (symbol, member header offset)
+    linker_members: int  # 2 for COFF .lib files with the second linker member
+
+
+def is_archive(head: bytes) -> bool:
+    return head[:8] in (AR_MAGIC, THIN_MAGIC)
+
+
+def _num(field: bytes, what: str, off: int, base: int = 10) -> int:
+    text = field.strip(b" \0")
+    if not text:
+        return 0
+    try:
+        value = int(text, base)
+    except ValueError:
+        raise Truncated(f"member header at {off}: {what} {field!r} is not a number") from None
+    if value < 0:
+        raise Truncated(f"member header at {off}: negative {what}")
+    return value
+
+
+def read_archive(data: Buffer) -> Archive:
+    """Walk member headers only (no member data is touched except names and the index)."""
+    head = bytes(data[:8])
+    if head not in (AR_MAGIC, THIN_MAGIC):
+        raise Truncated("not an ar archive (bad magic)")
+    thin = head == THIN_MAGIC
+    size = len(data)
+    off = 8
+    longnames = b""
+    members: list[Member] = []
+    index_kind: IndexKind | None = None
+    index_raw: tuple[IndexKind, bytes] | None = None
+    slash_seen = 0
+    while off < size:
+        if off + HEADER.size > size:
+            if bytes(data[off:size]).strip(b"\n") == b"":
+                break  # trailing padding some writers leave
+            raise Truncated(f"member header at {off} is cut short ({size - off} bytes left)")
+        raw_name, _mt, _uid, _gid, _mode, raw_size, fmag = HEADER.unpack_from(data, off)
+        if fmag != FMAG:
+            raise Truncated(f"member header at {off} has a bad terminator {fmag!r}")
+        msize = _num(raw_size, "size", off)
+        data_off = off + HEADER.size
+        name = raw_name.decode("latin-1").rstrip(" ")
+        special = name in ("/", "//", "/SYM64/") or name in COFF_SPECIAL
+        stored = msize  # bytes that follow the header in this file
+        if thin and not special:
+            stored = 0  # thin members live outside the archive
+        if data_off + stored > size:
+            raise Truncated(
+                f"member {name!r} at {off} declares {msize} bytes, only {size - data_off} left"
+            )
+        if name == "/":
+            slash_seen += 1
+            if slash_seen == 1:
+                index_raw = (IndexKind.GNU32, bytes(data[data_off : data_off + msize]))
+            # a second "/" is the COFF second linker member: same symbols, sorted; skip it
+        elif name == "/SYM64/":
+            index_raw = (IndexKind.GNU64, bytes(data[data_off : data_off + msize]))
+        elif name == "//":
+            longnames = bytes(data[data_off : data_off + msize])
+        elif name in COFF_SPECIAL:
+            pass
+        else:
+            real, skip = _member_name(name, longnames, data, data_off, msize, off)
+            if real in BSD_INDEX:
+                kind = IndexKind.BSD64 if "_64" in real else IndexKind.BSD
+                index_raw = (kind, bytes(data[data_off + skip : data_off + msize]))
+            else:
+                members.append(
+                    Member(real, off, data_off + skip, msize - skip if not thin else msize)
+                )
+        off = data_off + stored + (stored & 1)
+    index: list[tuple[str, int]] = []
+    if index_raw is not None:
+        index_kind = index_raw[0]
+        index = _parse_index(*index_raw)
+    return Archive(thin, members, index_kind, index, slash_seen)
+
+
+def _member_name(
+    name: str, longnames: bytes, data: Buffer, data_off: int, msize: int, off: int
+) -> tuple[str, int]:
+    """The real member name and how many data bytes it occupies (BSD ``#1/NN``)."""
+    if name.startswith("#1/"):
+        n = _num(name[3:].encode(), "BSD name length", off)
+        if n > msize:
+            raise Truncated(f"member at {off}: BSD name length {n} exceeds member size {msize}")
+        real = bytes(data[data_off : data_off + n]).split(b"\0", 1)[0].decode("utf-8", "replace")
+        return real, n
+    if name.startswith("/") and name[1:].isdigit():
+        pos = int(name[1:])
+        if pos >= len(longnames):
+            raise Truncated(f"member at {off}: long name offset {pos} outside the // table")
+        end = longnames.find(b"\n", pos)
+        raw = longnames[pos:] if end < 0 else longnames[pos:end]
+        return raw.decode("utf-8", "replace").removesuffix("/"), 0
+    return (name[:-1] if name.endswith("/") else name), 0
+
+
+def _parse_index(kind: IndexKind, raw: bytes) -> list[tuple[str, int]]:
+    if kind in (IndexKind.GNU32, IndexKind.GNU64):
+        word = U32BE if kind == IndexKind.GNU32 else U64BE
+        if len(raw) < word.size:
+            return []
+        count = word.unpack_from(raw, 0)[0]
+        offsets = [r[0] for r in table(raw, word.size, count, word, "symbol index")]
+        names = raw[word.size * (count + 1) :].split(b"\0")
+        if len(names) < count:
+            raise Truncated(f"symbol index lists {count} offsets but only {len(names)} names")
+        return [(n.decode("utf-8", "replace"), o) for n, o in zip(names, offsets, strict=False)]
+    word = struct.Struct("<I") if kind == IndexKind.BSD else struct.Struct("<Q")
+    if len(raw) < word.size:
+        return []
+    nbytes = word.unpack_from(raw, 0)[0]
+    pairs = table(
+        raw,
+        word.size,
+        nbytes // (2 * word.size),
+        struct.Struct("<" + word.format[-1] * 2),
+        "__.SYMDEF",
+    )
+    stroff = word.size + nbytes
+    if stroff + word.size > len(raw):
+        raise Truncated("__.SYMDEF string table size is cut short")
+    strsize = word.unpack_from(raw, stroff)[0]
+    strtab = raw[stroff + word.size : stroff + word.size + strsize]
+    out = []
+    for so, mo in pairs:
+        if so >= len(strtab):
+            raise Truncated(f"__.SYMDEF name offset {so} outside its string table")
+        end = strtab.find(b"\0", so)
+        out.append(((strtab[so:] if end < 0 else strtab[so:end]).decode("utf-8", "replace"), mo))
+    return out
+
+
+def read_index(path: str | Path) -> list[tuple[str, str]]:
+    """(symbol, member name) pairs from the archive's index alone: the cheap "who defines X".
+
+    Empty when the archive has no index (GNU ar writes none for wasm members).
+    """
+    import mmap
+
+    with open(path, "rb") as fh:
+        if not is_archive(fh.read(8)):
+            raise FormatError(str(path), "not an ar archive")
+        mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        try:
+            ar = read_archive(mm)
+        except Truncated as exc:
+            raise FormatError(str(path), f"truncated or corrupt archive: {exc}") from None
+        finally:
+            mm.close()
+    by_off = {m.header_off: m.name for m in ar.members}
+    return [(sym, by_off.get(off, f"@{off}")) for sym, off in ar.index]
+
+
+# --------------------------------------------------------------------------------------------
+# facts
+
+
+class ArchiveReader:
+    name = "archive"
+
+    def sniff(self, head: bytes) -> bool:
+        return is_archive(head)
+
+    def parse(self, data: Buffer, path: str, opts: ParseOptions) -> Facts:
+        from prebake.inspect import inspect, inspect_bytes
+
+        ar = read_archive(data)
+        facts = Facts(path=path, format="archive", kind="static-library")
+        facts.details["thin"] = ar.thin
+        facts.details["index"] = (
+            {"kind": ar.index_kind.value, "symbols": len(ar.index)} if ar.index_kind else None
+        )
+        if ar.linker_members > 1:
+            facts.details["coff_linker_members"] = ar.linker_members
+        members: list[Facts] = []
+        base = Path(path).parent
+        for m in ar.members:
+            mpath = f"{path}({m.name})"
+            try:
+                if ar.thin:
+                    mf = inspect(base / m.name, opts)
+                    mf.path = mpath
+                else:
+                    mf = inspect_bytes(data[m.data_off : m.data_off + m.size], mpath, opts)
+            except FormatError as exc:
+                mf = Facts(path=mpath, size=m.size, error=exc.reason)
+            mf.details["member"] = m.name
+            mf.details["offset"] = m.header_off
+            members.append(mf)
+        facts.members = members
+        heads = {m.header_off for m in ar.members}
+        dangling = sum(1 for _, off in ar.index if off not in heads)
+        if dangling:
+            facts.details["index_dangling"] = dangling
+            facts.note("index", f"{dangling} index entries point at no member header")
+        summarise(facts, members)
+        if opts.symbols:
+            facts.symbols = _archive_symbols(ar, members)
+        return facts
+
+
+def _archive_symbols(ar: Archive, members: list[Facts]) -> Symbols:
+    """Defined: the index (or the members' definitions); undefined: what no member defines."""
+    defined: dict[str, None] = {}
+    if ar.index:
+        defined.update((s, None) for s, _ in ar.index)
+    undefined: dict[str, None] = {}
+    weak: set[str] = set()
+    for mf in members:
+        sy = mf.symbols
+        if sy is None:
+            continue
+        if not ar.index:
+            defined.update((n, None) for n in sy.defined)
+        undefined.update((n, None) for n in sy.undefined)
+        weak |= sy.weak
+    names = list(defined)
+    return Symbols(
+        defined=names,
+        undefined=[n for n in undefined if n not in defined],
+        exports=names,
+        weak=weak & defined.keys(),
+    )
+
+
+def _short(m: Facts) -> str:
+    return str(m.details.get("member", m.path))
+
+
+def _named(members: list[Facts]) -> str:
+    names = [_short(m) for m in members[:EVIDENCE_MEMBERS]]
+    more = len(members) - len(names)
+    return ", ".join(names) + (f" (+{more} more)" if more > 0 else "")
+
+
+def summarise(facts: Facts, members: list[Facts]) -> None:
+    """Archive-level facts from member facts (also used for folders and assets by callers).
+
+    A value is reported only when it is honest for the whole archive: the common value, or an
+    explicit aggregate (``mixed``, the highest floor, a union of features). Members that could
+    not be parsed are listed in ``details["errors"]`` and left out of the summary.
+    """
+    good = [m for m in members if m.error is None]
+    bad = [m for m in members if m.error is not None]
+    if bad:
+        facts.details["errors"] = {_short(m): m.error for m in bad}
+    for attr in ("os", "arch"):
+        setattr(facts, attr, _common(facts, attr, [(m, getattr(m, attr)) for m in good]))
+    kinds = {m.kind for m in good}
+    if good and kinds == {"import-library"}:
+        facts.kind = "import-library"
+    fmts = Counter(str(m.format) for m in good)
+    if fmts:
+        facts.details["member_formats"] = dict(fmts)
+    abi = facts.abi
+    for fact in ("eh", "lto"):
+        vals = [(m, getattr(m.abi, fact)) for m in good]
+        setattr(abi, fact, _common(facts, fact, vals, mixed="mixed"))
+    for fact in ("cxx_stdlib", "msvc_runtime", "async_"):
+        setattr(
+            abi,
+            fact,
+            _common(
+                facts,
+                fact,
+                [(m, getattr(m.abi, fact)) for m in good],
+                ignore=("none",) if fact == "cxx_stdlib" else (),
+            ),
+        )
+    for fact in ("glibc_max", "glibcxx_max", "macos_min", "macos_sdk"):
+        setattr(abi, fact, _highest(facts, fact, [(m, getattr(m.abi, fact)) for m in good]))
+    for fact in ("threads", "simd128", "relaxed_simd"):
+        setattr(abi, fact, _any(facts, fact, [(m, getattr(m.abi, fact)) for m in good]))
+    feats = [m.abi.wasm_features for m in good if m.abi.wasm_features is not None]
+    if feats:
+        abi.wasm_features = sorted(set().union(*feats))
+        all_feats = Counter(f for fs in feats for f in fs)
+        partial = {f: n for f, n in all_feats.items() if n != len(feats)}
+        if partial:
+            facts.counts["wasm_features"] = dict(sorted(partial.items()))
+
+
+def _group(vals: list[tuple[Facts, object]]) -> dict[object, list[Facts]]:
+    groups: dict[object, list[Facts]] = {}
+    for m, v in vals:
+        groups.setdefault(v, []).append(m)
+    return groups
+
+
+def _record(facts: Facts, fact: str, groups: dict[object, list[Facts]]) -> None:
+    key = "async" if fact == "async_" else fact
+    facts.counts[key] = {str(v) if v is not None else "null": len(ms) for v, ms in groups.items()}
+    for v, ms in sorted(groups.items(), key=lambda kv: -len(kv[1])):
+        facts.note(key, f"{v if v is not None else 'unknown'}: {_named(ms)}")
+
+
+def _common(
+    facts: Facts,
+    fact: str,
+    vals: list[tuple[Facts, object]],
+    mixed: str | None = None,
+    ignore: tuple[str, ...] = (),
+) -> str | None:
+    groups = _group(vals)
+    known = {v for v in groups if v is not None and v not in ignore}
+    if len(groups) > 1:
+        _record(facts, fact, groups)
+    if len(known) == 1:
+        # every member that has the fact agrees (unknown members are counted, not guessed)
+        return str(known.pop())
+    if len(known) == 0:
+        present = [v for v in groups if v is not None]
+        return str(present[0]) if present and len(groups) == 1 else None
+    return mixed
+
+
+def _highest(facts: Facts, fact: str, vals: list[tuple[Facts, object]]) -> str | None:
+    known = [(m, str(v)) for m, v in vals if v is not None]
+    if not known:
+        return None
+    best = max((v for _, v in known), key=version_key)
+    groups = _group([(m, v) for m, v in known])
+    if len(groups) > 1 or len(known) != len(vals):
+        facts.counts[fact] = {str(v): len(ms) for v, ms in groups.items()}
+    facts.note(fact, f"{best}: {_named(groups[best])}")
+    return best
+
+
+def _any(facts: Facts, fact: str, vals: list[tuple[Facts, object]]) -> bool | None:
+    groups = _group(vals)
+    if len(groups) > 1:
+        _record(facts, fact, groups)
+    if True in groups:
+        return True
+    if False in groups:
+        return False
+    return None
+
+
+READER = ArchiveReader()

@@ -1,0 +1,612 @@
+"""ELF reader (System V gABI + the GNU extensions: symbol versioning, DT_FLAGS_1, GCC LTO).
+
+Facts per ABI-FACTS.md §4: class/endianness/machine from the header; NEEDED, SONAME, RUNPATH and
+FLAGS_1 from ``.dynamic`` (via section headers, or PT_DYNAMIC when those are stripped);
+``glibc_max``/``glibcxx_max`` from ``.gnu.version_r`` for images, and for objects from the
+undefined symbols looked up in the generated glibc table (``glibc.py``); the C++ library from
+the symbol namespace (``St3__1`` libc++, ``St7__cxx11`` libstdc++ — a substring, not a prefix);
+GCC LTO from ``.gnu.lto_*`` sections or ``__gnu_lto_slim``.
+
+Speed matters here: static archives hold thousands of objects. Without ``--symbols`` an object
+costs a header, the section table and one ``split`` of its string table; with it, one
+``iter_unpack`` over the symbol table and slices of a once-decoded string table.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from enum import IntEnum
+
+from prebake.errors import FormatError
+from prebake.inspect import glibc
+from prebake.inspect.base import ParseOptions
+from prebake.inspect.binreader import Buffer, Truncated, names_at, table
+from prebake.inspect.facts import Facts, Symbols
+
+MAGIC = b"\x7fELF"
+
+
+class EType(IntEnum):
+    REL = 1
+    EXEC = 2
+    DYN = 3
+    CORE = 4
+
+
+class SHT(IntEnum):
+    SYMTAB = 2
+    STRTAB = 3
+    DYNAMIC = 6
+    NOBITS = 8
+    DYNSYM = 11
+    GNU_VERDEF = 0x6FFFFFFD
+    GNU_VERNEED = 0x6FFFFFFE
+    GNU_VERSYM = 0x6FFFFFFF
+
+
+class DT(IntEnum):
+    NULL = 0
+    NEEDED = 1
+    STRTAB = 5
+    STRSZ = 10
+    SONAME = 14
+    RPATH = 15
+    RUNPATH = 29
+    FLAGS_1 = 0x6FFFFFFB
+
+
+PT_LOAD = 1
+PT_DYNAMIC = 2
+PT_INTERP = 3
+DF_1_PIE = 0x08000000
+SHN_UNDEF = 0
+SHN_ABS = 0xFFF1
+SHN_XINDEX = 0xFFFF
+STB_LOCAL, STB_GLOBAL, STB_WEAK, STB_GNU_UNIQUE = 0, 1, 2, 10
+STT_SECTION, STT_FILE = 3, 4
+STV_HIDDEN, STV_INTERNAL = 2, 1
+
+MACHINES = {62: "x86_64", 183: "aarch64", 40: "arm", 3: "i686"}
+MACHINE_CLASS = {62: 2, 183: 2, 40: 1, 3: 1}  # x32 (EM_X86_64 in ELFCLASS32) is not x86_64
+
+# References that only exception-using code makes (C++ throw/catch/cleanups, C cleanups).
+EH_MARKERS = frozenset(
+    {
+        b"__gxx_personality_v0",
+        b"__gcc_personality_v0",
+        b"_Unwind_Resume",
+        b"__cxa_throw",
+        b"__cxa_begin_catch",
+        b"__cxa_rethrow",
+    }
+)
+CXX_RUNTIME_MARKERS = frozenset({b"__gxx_personality_v0", b"__cxa_throw", b"_Znwm", b"_Znwj"})
+VERSION_FAMILIES = ("GLIBC", "GLIBCXX", "CXXABI", "GCC")
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """Struct shapes for one ELF class and byte order."""
+
+    ehdr: struct.Struct
+    shdr: struct.Struct
+    phdr: struct.Struct
+    sym: struct.Struct  # -> (st_name, st_info, st_other, st_shndx)
+    dyn: struct.Struct
+    u16: struct.Struct
+    u32: struct.Struct
+    is64: bool
+
+
+def _layout(is64: bool, e: str) -> Layout:
+    if is64:
+        return Layout(
+            ehdr=struct.Struct(e + "16sHHIQQQIHHHHHH"),
+            shdr=struct.Struct(e + "IIQQQQIIQQ"),
+            phdr=struct.Struct(e + "IIQQQQQQ"),
+            sym=struct.Struct(e + "IBBH16x"),
+            dyn=struct.Struct(e + "qQ"),
+            u16=struct.Struct(e + "H"),
+            u32=struct.Struct(e + "I"),
+            is64=True,
+        )
+    return Layout(
+        ehdr=struct.Struct(e + "16sHHIIIIIHHHHHH"),
+        shdr=struct.Struct(e + "IIIIIIIIII"),
+        phdr=struct.Struct(e + "IIIIIIII"),
+        sym=struct.Struct(e + "I8xBBH"),
+        dyn=struct.Struct(e + "iI"),
+        u16=struct.Struct(e + "H"),
+        u32=struct.Struct(e + "I"),
+        is64=False,
+    )
+
+
+LAYOUTS = {(c, d): _layout(c == 2, "<" if d == 1 else ">") for c in (1, 2) for d in (1, 2)}
+
+
+@dataclass(slots=True)
+class Section:
+    name: int
+    type: int
+    addr: int
+    offset: int
+    size: int
+    link: int
+    info: int
+    entsize: int
+
+
+class ElfFile:
+    """One parsed ELF: header, sections, and bounded accessors to their bytes."""
+
+    def __init__(self, data: Buffer, path: str) -> None:
+        self.data = data
+        self.path = path
+        size = len(data)
+        if size < 52:
+            raise Truncated(f"ELF header needs 52 bytes, file has {size}")
+        cls, enc = data[4], data[5]
+        if (cls, enc) not in LAYOUTS:
+            raise FormatError(path, f"unknown ELF class/data bytes {cls}/{enc}")
+        self.lay = lay = LAYOUTS[(cls, enc)]
+        if size < lay.ehdr.size:
+            raise Truncated(f"ELF header needs {lay.ehdr.size} bytes, file has {size}")
+        (
+            ident,
+            self.type,
+            self.machine,
+            _v,
+            _entry,
+            self.phoff,
+            self.shoff,
+            self.flags,
+            _ehsize,
+            self.phentsize,
+            self.phnum,
+            self.shentsize,
+            self.shnum,
+            self.shstrndx,
+        ) = lay.ehdr.unpack_from(data, 0)
+        self.cls = cls
+        self.osabi = ident[7]
+        self.sections = self._sections()
+        self.shstrtab = b""
+        if 0 < self.shstrndx < len(self.sections):
+            self.shstrtab = self.section_bytes(self.sections[self.shstrndx])
+
+    def _sections(self) -> list[Section]:
+        lay = self.lay
+        if self.shoff == 0:
+            return []
+        if self.shentsize < lay.shdr.size:
+            raise FormatError(
+                self.path, f"section header entries of {self.shentsize} bytes are too small"
+            )
+        count = self.shnum
+        if (
+            count == 0 or self.shstrndx == SHN_XINDEX
+        ):  # extended numbering: real values in section 0
+            first = table(self.data, self.shoff, 1, lay.shdr, "section header 0")[0]
+            count = count or first[5]
+            if self.shstrndx == SHN_XINDEX:
+                self.shstrndx = first[6]
+        if count * self.shentsize > len(self.data):
+            raise Truncated(f"{count} section headers do not fit in {len(self.data)} bytes")
+        if self.shentsize == lay.shdr.size:
+            rows = table(self.data, self.shoff, count, lay.shdr, "section headers")
+        else:
+            rows = []
+            for i in range(count):
+                off = self.shoff + i * self.shentsize
+                rows.extend(table(self.data, off, 1, lay.shdr, "section header"))
+        return [Section(r[0], r[1], r[3], r[4], r[5], r[6], r[7], r[9]) for r in rows]
+
+    def section_bytes(self, sec: Section) -> bytes:
+        if sec.type == SHT.NOBITS or sec.size == 0:
+            return b""
+        end = sec.offset + sec.size
+        if sec.offset < 0 or end > len(self.data):
+            raise Truncated(
+                f"section at {sec.offset} (+{sec.size}) runs past the end ({len(self.data)} bytes)"
+            )
+        return bytes(self.data[sec.offset : end])
+
+    def linked_strtab(self, sec: Section) -> bytes:
+        if not 0 < sec.link < len(self.sections):
+            raise FormatError(self.path, f"section's string table index {sec.link} is out of range")
+        return self.section_bytes(self.sections[sec.link])
+
+    def first(self, sht: int) -> Section | None:
+        for s in self.sections:
+            if s.type == sht:
+                return s
+        return None
+
+    def segments(self) -> list[tuple[int, ...]]:
+        lay = self.lay
+        if self.phoff == 0 or self.phnum == 0:
+            return []
+        if self.phentsize < lay.phdr.size:
+            raise FormatError(
+                self.path, f"program header entries of {self.phentsize} bytes are too small"
+            )
+        out: list[tuple[int, ...]] = []
+        for i in range(min(self.phnum, len(self.data) // self.phentsize)):
+            out.extend(
+                table(self.data, self.phoff + i * self.phentsize, 1, lay.phdr, "program header")
+            )
+        # normalise to (type, offset, vaddr, filesz) for both classes
+        if lay.is64:
+            return [(p[0], p[2], p[3], p[5]) for p in out]
+        return [(p[0], p[1], p[2], p[4]) for p in out]
+
+
+# --------------------------------------------------------------------------------------------
+# facts
+
+
+def _os_evidence(elf: ElfFile, needed: list[str] | None, versions: list[str]) -> str | None:
+    if elf.osabi == 3:
+        return "EI_OSABI is GNU/Linux"
+    for n in needed or []:
+        if n.startswith(("libc.so", "ld-linux")):
+            return f"NEEDED {n}"
+    if any(v.startswith("GLIBC_") for v in versions):
+        return "requires GLIBC_* symbol versions"
+    if elf.osabi == 0 and b".note.GNU-stack\0" in elf.shstrtab:
+        return "System V ABI object with the GNU toolchain's .note.GNU-stack"
+    return None
+
+
+def _dynamic(elf: ElfFile) -> tuple[list[tuple[int, int]], bytes]:
+    """(tag, value) entries of the dynamic section and the string table they refer to."""
+    lay = elf.lay
+    sec = elf.first(SHT.DYNAMIC)
+    if sec is not None:
+        raw = elf.section_bytes(sec)
+        rows = list(lay.dyn.iter_unpack(raw[: len(raw) - len(raw) % lay.dyn.size]))
+        strtab = elf.linked_strtab(sec)
+        return _until_null(rows), strtab
+    if elf.sections:
+        return [], b""
+    # stripped section headers: PT_DYNAMIC, and DT_STRTAB mapped through PT_LOAD
+    segs = elf.segments()
+    dyn = next((s for s in segs if s[0] == PT_DYNAMIC), None)
+    if dyn is None:
+        return [], b""
+    count = dyn[3] // lay.dyn.size
+    rows = _until_null(table(elf.data, dyn[1], count, lay.dyn, "dynamic segment"))
+    addr = next((v for t, v in rows if t == DT.STRTAB), None)
+    strsz = next((v for t, v in rows if t == DT.STRSZ), 0)
+    if addr is None:
+        return rows, b""
+    for typ, off, vaddr, filesz in segs:
+        if typ == PT_LOAD and vaddr <= addr < vaddr + filesz:
+            start = off + (addr - vaddr)
+            end = min(start + strsz, off + filesz, len(elf.data))
+            return rows, bytes(elf.data[start:end])
+    return rows, b""
+
+
+def _until_null(rows: list[tuple[int, ...]]) -> list[tuple[int, int]]:
+    out = []
+    for tag, val in rows:
+        if tag == DT.NULL:
+            break
+        out.append((tag, val))
+    return out
+
+
+def _str(strtab: bytes, off: int) -> str:
+    return names_at(strtab, [off])[0] if 0 <= off < len(strtab) else ""
+
+
+def _verneed(elf: ElfFile) -> tuple[list[tuple[str, str]], dict[int, str]]:
+    """(library, version name) pairs and version index -> name, from ``.gnu.version_r``."""
+    sec = elf.first(SHT.GNU_VERNEED)
+    if sec is None:
+        return [], {}
+    raw = elf.section_bytes(sec)
+    strtab = elf.linked_strtab(sec)
+    u16, u32 = elf.lay.u16, elf.lay.u32
+    out: list[tuple[str, str]] = []
+    index: dict[int, str] = {}
+    off = 0
+    budget = len(raw) // 16 + 1  # every record is 16 bytes: more steps means a cycle
+    while budget > 0 and off + 16 <= len(raw):
+        budget -= 1
+        cnt = u16.unpack_from(raw, off + 2)[0]
+        lib = _str(strtab, u32.unpack_from(raw, off + 4)[0])
+        aux = off + u32.unpack_from(raw, off + 8)[0]
+        for _ in range(cnt):
+            if budget <= 0 or aux + 16 > len(raw):
+                break
+            budget -= 1
+            other = u16.unpack_from(raw, aux + 6)[0]
+            name = _str(strtab, u32.unpack_from(raw, aux + 8)[0])
+            out.append((lib, name))
+            index[other & 0x7FFF] = name
+            nxt = u32.unpack_from(raw, aux + 12)[0]
+            if nxt == 0:
+                break
+            aux += nxt
+        nxt = u32.unpack_from(raw, off + 12)[0]
+        if nxt == 0:
+            break
+        off += nxt
+    return out, index
+
+
+def _verdef_names(elf: ElfFile) -> set[str]:
+    sec = elf.first(SHT.GNU_VERDEF)
+    if sec is None:
+        return set()
+    raw = elf.section_bytes(sec)
+    strtab = elf.linked_strtab(sec)
+    u32 = elf.lay.u32
+    out: set[str] = set()
+    off = 0
+    budget = len(raw) // 20 + 1
+    while budget > 0 and off + 20 <= len(raw):
+        budget -= 1
+        aux = off + u32.unpack_from(raw, off + 12)[0]
+        if aux + 8 <= len(raw):
+            out.add(_str(strtab, u32.unpack_from(raw, aux)[0]))
+        nxt = u32.unpack_from(raw, off + 16)[0]
+        if nxt == 0:
+            break
+        off += nxt
+    return out
+
+
+def _family_max(names: list[str], family: str) -> str | None:
+    prefix = family + "_"
+    vers = [
+        n[len(prefix) :]
+        for n in names
+        if n.startswith(prefix) and n[len(prefix) : len(prefix) + 1].isdigit()
+    ]
+    return glibc.max_version(vers)
+
+
+def _symbols(
+    elf: ElfFile, sec: Section, strtab: bytes
+) -> tuple[list[tuple[int, int, int, int]], int]:
+    """Named global/weak/unique symbols: (name_off, bind, visibility, shndx), and the row count."""
+    raw = elf.section_bytes(sec)
+    st = elf.lay.sym
+    want = len(raw) - len(raw) % st.size
+    out = []
+    for name, info, other, shndx in st.iter_unpack(raw[:want]):
+        bind = info >> 4
+        if bind == STB_LOCAL or name == 0 or (info & 0xF) in (STT_SECTION, STT_FILE):
+            continue
+        out.append((name, bind, other & 3, shndx))
+    return out, want // st.size
+
+
+def _cxx_stdlib(facts: Facts, names: bytes, needed: list[str] | None, versions: list[str]) -> None:
+    """libc++ vs libstdc++ by namespace (§4.3), NEEDED, or GLIBCXX versions; "none" for C."""
+    abi = facts.abi
+    if b"St3__1" in names:
+        abi.cxx_stdlib = "libc++"
+        facts.note("cxx_stdlib", "symbols in libc++'s std::__1 namespace (St3__1)")
+        return
+    reasons = []
+    if b"St7__cxx11" in names:
+        reasons.append("symbols in libstdc++'s std::__cxx11 namespace")
+    reasons += [f"NEEDED {n}" for n in needed or [] if n.startswith("libstdc++")]
+    if any(v.startswith("GLIBCXX_") for v in versions):
+        reasons.append("requires GLIBCXX_* versions")
+    libcxx = [n for n in needed or [] if n.startswith("libc++.so")]
+    if libcxx:
+        abi.cxx_stdlib = "libc++"
+        facts.note("cxx_stdlib", f"NEEDED {libcxx[0]}")
+    elif reasons:
+        abi.cxx_stdlib = "libstdc++"
+        for r in reasons:
+            facts.note("cxx_stdlib", r)
+    elif (
+        not names.startswith(b"_Z")
+        and b"\0_Z" not in names
+        and not (CXX_RUNTIME_MARKERS & set(names.split(b"\0")))
+    ):
+        abi.cxx_stdlib = "none"
+        facts.note("cxx_stdlib", "no C++ (mangled) symbols")
+    # else: C++ without a namespace marker (old ABI, no std types): unknown, stays null
+
+
+def _gcc_lto(elf: ElfFile, facts: Facts, names: set[bytes]) -> None:
+    lto_sections = b".gnu.lto_" in elf.shstrtab
+    slim = b"__gnu_lto_slim" in names
+    if lto_sections or slim:
+        facts.abi.lto = "gcc-lto"
+        if lto_sections:
+            facts.note("lto", "has .gnu.lto_* sections (GCC GIMPLE)")
+        if slim:
+            facts.note("lto", "defines __gnu_lto_slim (slim LTO object: no machine code)")
+            facts.format = "gcc-lto"
+    else:
+        facts.abi.lto = "none"
+
+
+def _eh(facts: Facts, names: set[bytes]) -> None:
+    hits = sorted(n.decode() for n in EH_MARKERS & names)
+    if hits:
+        facts.abi.eh = "native"
+        facts.note("eh", "references " + ", ".join(hits))
+    else:
+        facts.abi.eh = "none"
+        facts.note("eh", "no personality routine, throw, catch or unwind-resume references")
+
+
+def _object_glibc(
+    elf: ElfFile,
+    facts: Facts,
+    names: set[bytes],
+    strtab: bytes,
+    syms: list[tuple[int, int, int, int]] | None,
+    symsec: Section,
+) -> None:
+    """glibc floor of an object from its undefined symbols and the generated table."""
+    arch = facts.arch
+    if arch is None or facts.os != "linux":
+        return
+    tab = glibc.table(arch)
+    hits: set[bytes] = set(glibc.names(arch) & names)
+    if hits:
+        if syms is None:
+            syms, _ = _symbols(elf, symsec, strtab)
+        undef_offs = [s[0] for s in syms if s[3] == SHN_UNDEF]
+        undef = set(names_at(strtab, undef_offs))
+        hits = {h for h in hits if h.decode() in undef}
+    if not hits:
+        facts.note("glibc_max", f"no undefined symbol needs a glibc newer than {glibc.TABLE_FLOOR}")
+        return
+    best = glibc.max_version([tab[h] for h in hits])
+    facts.abi.glibc_max = best
+    for h in sorted(hits, key=lambda h: glibc.version_key(tab[h]), reverse=True)[:5]:
+        facts.note("glibc_max", f"references {h.decode()} (glibc {tab[h]})")
+
+
+class ElfReader:
+    name = "elf"
+
+    def sniff(self, head: bytes) -> bool:
+        return head[:4] == MAGIC
+
+    def parse(self, data: Buffer, path: str, opts: ParseOptions) -> Facts:
+        elf = ElfFile(data, path)
+        facts = Facts(path=path, format="elf")
+        arch = MACHINES.get(elf.machine)
+        if arch is not None and MACHINE_CLASS[elf.machine] != elf.cls:
+            arch = None  # e.g. x32
+        facts.arch = arch
+        facts.details["machine"] = elf.machine
+        facts.details["class"] = 64 if elf.lay.is64 else 32
+        if elf.machine == 40:
+            facts.details["arm_float_abi"] = "hard" if elf.flags & 0x400 else "soft"
+        if elf.type == EType.REL:
+            self._object(elf, facts, opts)
+        elif elf.type in (EType.DYN, EType.EXEC):
+            self._image(elf, facts, opts)
+        else:
+            facts.kind = None
+            facts.details["e_type"] = elf.type
+        return facts
+
+    def _object(self, elf: ElfFile, facts: Facts, opts: ParseOptions) -> None:
+        facts.kind = "object"
+        sec = elf.first(SHT.SYMTAB)
+        strtab = elf.linked_strtab(sec) if sec is not None else b""
+        names = set(strtab.split(b"\0"))
+        ev = _os_evidence(elf, None, [])
+        if ev:
+            facts.os = "linux"
+            facts.note("os", ev)
+        _gcc_lto(elf, facts, names)
+        _eh(facts, names)
+        _cxx_stdlib(facts, strtab, None, [])
+        syms = None
+        if sec is not None and opts.symbols:
+            syms, _ = _symbols(elf, sec, strtab)
+            facts.symbols = _object_symbols(syms, strtab)
+        if sec is not None:
+            _object_glibc(elf, facts, names, strtab, syms, sec)
+
+    def _image(self, elf: ElfFile, facts: Facts, opts: ParseOptions) -> None:
+        rows, dynstr = _dynamic(elf)
+        needed = [_str(dynstr, v) for t, v in rows if t == DT.NEEDED]
+        soname = next((_str(dynstr, v) for t, v in rows if t == DT.SONAME), None)
+        runpath = [_str(dynstr, v) for t, v in rows if t in (DT.RUNPATH, DT.RPATH)]
+        flags1 = next((v for t, v in rows if t == DT.FLAGS_1), 0)
+        interp = any(s[0] == PT_INTERP for s in elf.segments())
+        if elf.type == EType.EXEC or flags1 & DF_1_PIE:
+            facts.kind = "executable"
+        else:
+            facts.kind = "shared-library"
+            if interp:
+                facts.note("kind", "shared object with a program interpreter (PT_INTERP)")
+        facts.needed = needed
+        facts.soname = soname
+        if runpath:
+            facts.details["runpath"] = runpath
+        verneed, verindex = _verneed(elf)
+        vnames = [v for _, v in verneed]
+        ev = _os_evidence(elf, needed, vnames)
+        if ev:
+            facts.os = "linux"
+            facts.note("os", ev)
+        abi = facts.abi
+        abi.glibc_max = _family_max(vnames, "GLIBC")
+        abi.glibcxx_max = _family_max(vnames, "GLIBCXX")
+        for fam in VERSION_FAMILIES:
+            best = _family_max(vnames, fam)
+            if best is not None:
+                facts.details.setdefault("version_max", {})[fam] = best
+                facts.note(
+                    "glibc_max"
+                    if fam == "GLIBC"
+                    else "glibcxx_max"
+                    if fam == "GLIBCXX"
+                    else "versions",
+                    f"requires {fam}_{best}",
+                )
+        if facts.os == "linux" and not verneed:
+            facts.note("glibc_max", "no symbol versions: static or not linked against glibc")
+        dsec = elf.first(SHT.DYNSYM)
+        dstr = elf.linked_strtab(dsec) if dsec is not None else b""
+        names = set(dstr.split(b"\0"))
+        _gcc_lto(elf, facts, names | set(elf.shstrtab.split(b"\0")))
+        _eh(facts, names)
+        _cxx_stdlib(facts, dstr, needed, vnames)
+        if dsec is not None and opts.symbols:
+            facts.symbols = _image_symbols(elf, dsec, dstr, verindex)
+
+
+def _object_symbols(syms: list[tuple[int, int, int, int]], strtab: bytes) -> Symbols:
+    defined_offs = [s[0] for s in syms if s[3] != SHN_UNDEF]
+    undef_offs = [s[0] for s in syms if s[3] == SHN_UNDEF]
+    defined = names_at(strtab, defined_offs)
+    out = Symbols(defined=defined, undefined=names_at(strtab, undef_offs))
+    visible = [s[2] not in (STV_HIDDEN, STV_INTERNAL) for s in syms if s[3] != SHN_UNDEF]
+    out.exports = [n for n, v in zip(defined, visible, strict=True) if v]
+    weak = [s[1] == STB_WEAK for s in syms if s[3] != SHN_UNDEF]
+    out.weak = {n for n, w in zip(defined, weak, strict=True) if w}
+    return out
+
+
+def _image_symbols(elf: ElfFile, sec: Section, strtab: bytes, verindex: dict[int, str]) -> Symbols:
+    raw = elf.section_bytes(sec)
+    st = elf.lay.sym
+    rows = list(st.iter_unpack(raw[: len(raw) - len(raw) % st.size]))
+    versym: list[int] = []
+    vsec = elf.first(SHT.GNU_VERSYM)
+    if vsec is not None:
+        vraw = elf.section_bytes(vsec)
+        versym = [v[0] for v in elf.lay.u16.iter_unpack(vraw[: len(vraw) - len(vraw) % 2])]
+    verdefs = _verdef_names(elf)
+    names = names_at(strtab, [r[0] for r in rows])
+    out = Symbols()
+    for i, ((_, info, other, shndx), name) in enumerate(zip(rows, names, strict=True)):
+        bind = info >> 4
+        if bind == STB_LOCAL or not name or (info & 0xF) in (STT_SECTION, STT_FILE):
+            continue
+        if shndx == SHN_UNDEF:
+            out.undefined.append(name)
+            if i < len(versym) and (versym[i] & 0x7FFF) in verindex:
+                out.versions[name] = verindex[versym[i] & 0x7FFF]
+            continue
+        if shndx == SHN_ABS and name in verdefs:
+            continue  # the version-name symbol (VERS_1.30.0), not code
+        out.defined.append(name)
+        if bind == STB_WEAK:
+            out.weak.add(name)
+        if other & 3 not in (STV_HIDDEN, STV_INTERNAL):
+            out.exports.append(name)
+    return out
+
+
+READER = ElfReader()
