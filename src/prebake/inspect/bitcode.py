@@ -1,0 +1,451 @@
+"""LLVM bitcode (``-flto`` objects), raw ``BC C0 DE`` or in the Darwin wrapper → ``Facts``.
+
+Specs: LLVM's "LLVM Bitcode File Format" (the bitstream container: abbreviations, blocks,
+records, blobs) and ``llvm/Object/IRSymtab.h`` (the symbol table LLVM writes next to the
+module so linkers need not load it). ABI-FACTS.md §2 records what was verified with
+``llvm-bcanalyzer``: thin vs full LTO from the MODULE block's summary sub-block (20 thin,
+24 full), the irsymtab header layout and symbol flags.
+
+Only top-level blocks and the MODULE block's own records are walked; every sub-block is
+skipped by its word length, so function bodies are never decoded. Every read is checked
+against the stream's end and every loop consumes input or is bounded, so hostile input ends
+in ``Truncated``/``ValueError`` (a one-line ``FormatError``), never a hang or a huge list.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Any
+
+from prebake.inspect.base import ParseOptions
+from prebake.inspect.binreader import Buffer, Reader, Truncated
+from prebake.inspect.facts import Facts, Symbols
+
+RAW_MAGIC = b"BC\xc0\xde"
+WRAPPER_MAGIC = b"\xde\xc0\x17\x0b"
+_CHAR6 = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._"
+
+
+class Block(IntEnum):
+    BLOCKINFO = 0
+    MODULE = 8
+    IDENTIFICATION = 13
+    GLOBALVAL_SUMMARY = 20  # ThinLTO summary
+    FULL_LTO_GLOBALVAL_SUMMARY = 24
+    STRTAB = 23
+    SYMTAB = 25
+
+
+MODULE_CODE_TRIPLE = 2
+MODULE_CODE_SOURCE_FILENAME = 16
+BLOB_RECORD = 1  # SYMTAB_BLOB / STRTAB_BLOB
+
+
+class SymFlag(IntEnum):
+    """irsymtab::Symbol::FlagBits (bit numbers)."""
+
+    UNDEFINED = 3
+    WEAK = 4
+    COMMON = 5
+    TLS = 8
+    GLOBAL = 10
+    EXECUTABLE = 13
+
+
+IRSYMTAB_VERSION = 3
+
+
+class Bits:
+    """A little-endian bit cursor over ``[start, end)`` bytes of a reader."""
+
+    __slots__ = ("buf", "end", "pos")
+
+    def __init__(self, r: Reader, start: int, end: int) -> None:
+        r.check(start, end - start, "bitstream")
+        self.buf = r.buf
+        self.pos = start * 8
+        self.end = end * 8
+
+    def left(self) -> int:
+        return self.end - self.pos
+
+    def read(self, n: int) -> int:
+        if n == 0:
+            return 0
+        if n > 64 or self.pos + n > self.end:
+            raise Truncated(f"bitstream read of {n} bits at bit {self.pos} runs past {self.end}")
+        first = self.pos >> 3
+        last = (self.pos + n + 7) >> 3
+        word = int.from_bytes(self.buf[first:last], "little")
+        v = (word >> (self.pos & 7)) & ((1 << n) - 1)
+        self.pos += n
+        return v
+
+    def vbr(self, n: int) -> int:
+        if n < 2 or n > 32:
+            raise ValueError(f"invalid VBR width {n}")
+        hi = 1 << (n - 1)
+        value = 0
+        shift = 0
+        while True:
+            chunk = self.read(n)
+            value |= (chunk & (hi - 1)) << shift
+            if not chunk & hi:
+                return value
+            shift += n - 1
+            if shift > 64:
+                raise ValueError(f"VBR value longer than 64 bits at bit {self.pos}")
+
+    def align32(self) -> None:
+        self.pos = (self.pos + 31) & ~31
+        if self.pos > self.end:
+            raise Truncated("bitstream alignment runs past the end")
+
+    def take(self, nbytes: int) -> bytes:
+        """Aligned bytes (blobs)."""
+        if self.pos & 7 or nbytes < 0 or self.pos + nbytes * 8 > self.end:
+            raise Truncated(f"blob of {nbytes} bytes at bit {self.pos} runs past the end")
+        start = self.pos >> 3
+        self.pos += nbytes * 8
+        return bytes(self.buf[start : start + nbytes])
+
+
+# An abbreviation operand: ("lit", value) | ("fixed", w) | ("vbr", w) | ("array",) | ("char6",)
+# | ("blob",)
+Op = tuple[str, int]
+_ENCODINGS = {1: "fixed", 2: "vbr", 3: "array", 4: "char6", 5: "blob"}
+
+
+def _define_abbrev(b: Bits) -> list[Op]:
+    n = b.vbr(5)
+    if n == 0 or n > b.left():
+        raise ValueError(f"abbreviation with {n} operands")
+    ops: list[Op] = []
+    for _ in range(n):
+        if b.read(1):
+            ops.append(("lit", b.vbr(8)))
+            continue
+        enc = _ENCODINGS.get(b.read(3))
+        if enc is None:
+            raise ValueError(f"unknown abbreviation encoding at bit {b.pos}")
+        width = b.vbr(5) if enc in ("fixed", "vbr") else 0
+        if width > 64 or (enc == "vbr" and width < 2 and width != 0):
+            raise ValueError(f"invalid {enc} width {width}")
+        ops.append((enc, width))
+    return ops
+
+
+def _scalar(b: Bits, op: Op) -> int:
+    kind, w = op
+    if kind == "lit":
+        return w
+    if kind == "fixed":
+        return b.read(w)
+    if kind == "vbr":
+        return b.vbr(w) if w else 0
+    if kind == "char6":
+        return ord(_CHAR6[b.read(6)])
+    raise ValueError(f"{kind} cannot be an array element or a scalar here")
+
+
+def _abbrev_record(b: Bits, ops: list[Op]) -> tuple[list[int], bytes | None]:
+    """Values of one abbreviated record (the code first) and its blob, if any."""
+    vals: list[int] = []
+    blob: bytes | None = None
+    i = 0
+    while i < len(ops):
+        kind = ops[i][0]
+        if kind == "array":
+            if i + 2 != len(ops):
+                raise ValueError("an array must be the next-to-last abbreviation operand")
+            n = b.vbr(6)
+            elt = ops[i + 1]
+            if elt[0] in ("array", "blob"):
+                raise ValueError("invalid array element encoding")
+            zero_width = elt[0] == "lit" or (elt[0] in ("fixed", "vbr") and elt[1] == 0)
+            if zero_width:
+                if n > 1 << 20:
+                    raise ValueError(f"array of {n} zero-width elements")
+                vals.extend(_scalar(b, elt) for _ in range(n))
+            else:
+                if n > b.left():
+                    raise Truncated(f"array of {n} elements cannot fit the stream")
+                vals.extend(_scalar(b, elt) for _ in range(n))
+            return vals, blob
+        if kind == "blob":
+            n = b.vbr(6)
+            b.align32()
+            blob = b.take(n)
+            b.align32()
+        else:
+            vals.append(_scalar(b, ops[i]))
+        i += 1
+    return vals, blob
+
+
+@dataclass
+class _Block:
+    """What a walk of one block collected: records by code and sub-block ids."""
+
+    records: list[tuple[int, list[int], bytes | None]] = field(default_factory=list)
+    subblocks: list[int] = field(default_factory=list)
+
+
+def _walk_block(b: Bits, width: int, end: int, want_records: frozenset[int]) -> _Block:
+    """Records (codes in ``want_records``) and sub-block ids of one block, sub-blocks skipped."""
+    out = _Block()
+    abbrevs: list[list[Op]] = []
+    while b.pos < end:
+        aid = b.read(width)
+        if aid == 0:  # END_BLOCK
+            b.align32()
+            return out
+        if aid == 1:  # ENTER_SUBBLOCK: skip by its length
+            bid = b.vbr(8)
+            b.vbr(4)
+            b.align32()
+            words = b.read(32)
+            if b.pos + words * 32 > end:
+                raise Truncated(f"block {bid} of {words} words runs past its parent")
+            b.pos += words * 32
+            out.subblocks.append(bid)
+        elif aid == 2:
+            abbrevs.append(_define_abbrev(b))
+        elif aid == 3:  # UNABBREV_RECORD
+            code = b.vbr(6)
+            n = b.vbr(6)
+            if n > b.left():
+                raise Truncated(f"record of {n} operands cannot fit the stream")
+            vals = [b.vbr(6) for _ in range(n)]
+            if code in want_records:
+                out.records.append((code, vals, None))
+        else:
+            if aid - 4 >= len(abbrevs):
+                raise ValueError(f"record uses undefined abbreviation {aid} at bit {b.pos}")
+            vals, blob = _abbrev_record(b, abbrevs[aid - 4])
+            if not vals:
+                raise ValueError(f"abbreviated record without a code at bit {b.pos}")
+            if vals[0] in want_records:
+                out.records.append((vals[0], vals[1:], blob))
+    raise Truncated("block has no END_BLOCK before its declared end")
+
+
+@dataclass
+class Bitcode:
+    """The facts a top-level walk yields."""
+
+    top_blocks: list[int] = field(default_factory=list)
+    module_subblocks: list[int] = field(default_factory=list)
+    triple: str | None = None
+    source_file: str | None = None
+    symtab: bytes | None = None
+    strtab: bytes | None = None
+
+
+def _text(vals: list[int]) -> str:
+    return bytes(v & 0xFF for v in vals).decode("utf-8", "replace")
+
+
+def walk(r: Reader, start: int, end: int) -> Bitcode:
+    """Top-level blocks of one bitstream; MODULE's records, SYMTAB/STRTAB blobs."""
+    if r.bytes(start, 4, "magic") != RAW_MAGIC:
+        raise ValueError("bitcode stream does not start with BC C0 DE")
+    b = Bits(r, start + 4, end)
+    out = Bitcode()
+    while b.left() >= 2 + 32:
+        aid = b.read(2)
+        if aid == 0:  # padding after the last block (the wrapper may round up)
+            break
+        if aid != 1:
+            raise ValueError(f"top-level abbreviation id {aid} at bit {b.pos} (expected a block)")
+        bid = b.vbr(8)
+        width = b.vbr(4)
+        b.align32()
+        words = b.read(32)
+        body_end = b.pos + words * 32
+        if body_end > b.end:
+            raise Truncated(f"block {bid} of {words} words runs past the end of the stream")
+        out.top_blocks.append(bid)
+        if bid == Block.MODULE and out.triple is None:
+            blk = _walk_block(b, width, body_end,
+                              frozenset({MODULE_CODE_TRIPLE, MODULE_CODE_SOURCE_FILENAME}))
+            out.module_subblocks = blk.subblocks
+            for code, vals, _ in blk.records:
+                if code == MODULE_CODE_TRIPLE:
+                    out.triple = _text(vals)
+                elif code == MODULE_CODE_SOURCE_FILENAME:
+                    out.source_file = _text(vals)
+        elif bid in (Block.SYMTAB, Block.STRTAB):
+            blk = _walk_block(b, width, body_end, frozenset({BLOB_RECORD}))
+            blob = next((bl for _, _, bl in blk.records if bl is not None), None)
+            if bid == Block.SYMTAB:
+                out.symtab = blob
+            else:
+                out.strtab = blob
+        b.pos = body_end
+    return out
+
+
+# --- irsymtab ----------------------------------------------------------------------------------
+
+
+@dataclass
+class IrSymtab:
+    producer: str
+    triple: str
+    source_file: str
+    symbols: list[tuple[str, int]]  # (name, flags)
+
+
+def _str(strtab: bytes, symtab: bytes, off: int) -> str:
+    s_off, s_size = struct.unpack_from("<II", symtab, off)
+    if s_off + s_size > len(strtab):
+        raise Truncated(f"irsymtab string ({s_off}, {s_size}) runs past the string table")
+    return strtab[s_off : s_off + s_size].decode("utf-8", "replace")
+
+
+def parse_irsymtab(symtab: bytes, strtab: bytes) -> IrSymtab | None:
+    """The irsymtab header and symbols (§2.4); ``None`` for another table version."""
+    if len(symtab) < 76:
+        raise Truncated(f"irsymtab of {len(symtab)} bytes is shorter than its header")
+    (version,) = struct.unpack_from("<I", symtab, 0)
+    if version != IRSYMTAB_VERSION:
+        return None
+    sym_off, sym_count = struct.unpack_from("<II", symtab, 28)
+    if sym_off + sym_count * 24 > len(symtab):
+        raise Truncated(f"irsymtab lists {sym_count} symbols past its end")
+    syms = []
+    for i in range(sym_count):
+        at = sym_off + 24 * i
+        (flags,) = struct.unpack_from("<I", symtab, at + 20)
+        syms.append((_str(strtab, symtab, at), flags))
+    return IrSymtab(
+        producer=_str(strtab, symtab, 4),
+        triple=_str(strtab, symtab, 44),
+        source_file=_str(strtab, symtab, 52),
+        symbols=syms,
+    )
+
+
+# --- triples -----------------------------------------------------------------------------------
+
+
+def triple_os_arch(triple: str) -> tuple[str | None, str | None]:
+    """``x86_64-apple-macosx11.0.0`` → ("macos", "x86_64"); unknown parts stay ``None``."""
+    parts = triple.split("-")
+    a = parts[0]
+    arch: str | None
+    if a in ("x86_64", "amd64"):
+        arch = "x86_64"
+    elif a in ("aarch64", "arm64", "arm64e", "aarch64_be"):
+        arch = "aarch64"
+    elif a in ("i386", "i486", "i586", "i686"):
+        arch = "i686"
+    elif a.startswith(("arm", "thumb")):
+        arch = "arm"
+    elif a in ("wasm32", "wasm64"):
+        arch = a
+    else:
+        arch = None
+    rest = "-".join(parts[1:])
+    os: str | None = None
+    if "emscripten" in rest:
+        os = "emscripten"
+    elif "wasi" in rest:
+        os = "wasi"
+    elif "linux" in rest:
+        os = "linux"
+    elif "macos" in rest or "darwin" in rest:
+        os = "macos"
+    elif "windows" in rest or "win32" in rest or "mingw" in rest:
+        os = "windows"
+    elif arch in ("wasm32", "wasm64") and rest in ("unknown-unknown", "unknown", "none", ""):
+        os = "none"
+    return os, arch
+
+
+# --- the reader --------------------------------------------------------------------------------
+
+
+def _stream_bounds(r: Reader, f: Facts) -> tuple[int, int]:
+    if r.bytes(0, 4, "magic") == WRAPPER_MAGIC:
+        version, offset, size, cputype = (r.u32(4), r.u32(8), r.u32(12), r.u32(16))
+        r.check(offset, size, "wrapped bitcode")
+        f.details["wrapper"] = {"version": version, "offset": offset, "size": size,
+                                "cputype": f"0x{cputype:08x}"}
+        return offset, offset + size
+    return 0, r.size
+
+
+def _lto_kind(bc: Bitcode, f: Facts) -> None:
+    subs = set(bc.module_subblocks)
+    if Block.GLOBALVAL_SUMMARY in subs:
+        f.details["lto_kind"] = "thin"
+        f.note("lto", "ThinLTO summary block (20) in the module")
+    elif Block.FULL_LTO_GLOBALVAL_SUMMARY in subs:
+        f.details["lto_kind"] = "full"
+        f.note("lto", "full-LTO summary block (24) in the module")
+    else:
+        f.details["lto_kind"] = None  # Apple -flto and plain -emit-llvm both have no summary
+        f.note("lto", "no summary block: full LTO for an Apple target, or non-LTO bitcode")
+
+
+def _symbols(tab: IrSymtab) -> Symbols:
+    out = Symbols()
+    for name, flags in tab.symbols:
+        if flags & (1 << SymFlag.UNDEFINED):
+            out.undefined.append(name)
+            continue
+        if not flags & ((1 << SymFlag.GLOBAL) | (1 << SymFlag.WEAK)):
+            continue  # internal linkage: not visible to a linker
+        out.defined.append(name)
+        if flags & (1 << SymFlag.WEAK):
+            out.weak.add(name)
+        if flags & 0x3 != 1:  # visibility bits: 1 = hidden
+            out.exports.append(name)
+    return out
+
+
+class BitcodeReader:
+    """``FormatReader`` for LLVM bitcode (raw and wrapped)."""
+
+    name = "llvm-bitcode"
+
+    def sniff(self, head: bytes) -> bool:
+        return head[:4] in (RAW_MAGIC, WRAPPER_MAGIC)
+
+    def parse(self, data: Buffer, path: str, opts: ParseOptions) -> Facts:
+        r = Reader(data)
+        f = Facts(path=path, format="llvm-bitcode", kind="object")
+        f.abi.lto = "llvm-bitcode"
+        start, end = _stream_bounds(r, f)
+        bc = walk(r, start, end)
+        f.note("lto", "LLVM bitcode" + (" (Darwin wrapper)" if "wrapper" in f.details else ""))
+        _lto_kind(bc, f)
+        tab = None
+        if bc.symtab is not None and bc.strtab is not None:
+            tab = parse_irsymtab(bc.symtab, bc.strtab)
+        triple = bc.triple or (tab.triple if tab else None)
+        details: dict[str, Any] = {
+            "triple": triple,
+            "top_blocks": bc.top_blocks,
+            "module_subblocks": sorted(set(bc.module_subblocks)),
+            "producer": tab.producer if tab else None,
+            "source_file": bc.source_file or (tab.source_file if tab else None),
+            "irsymtab": tab is not None,
+        }
+        f.details.update(details)
+        if triple:
+            f.os, f.arch = triple_os_arch(triple)
+            if f.os:
+                f.note("os", f"target triple {triple}")
+            if f.arch:
+                f.note("arch", f"target triple {triple}")
+        if tab is not None:
+            f.symbols = _symbols(tab)
+        return f
+
+
+READER = BitcodeReader()

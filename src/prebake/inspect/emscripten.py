@@ -1,0 +1,75 @@
+"""Emscripten JS glue analysis: the facts a minified ``.wasm`` alone cannot show.
+
+ABI-FACTS.md §3.7: JSPI leaves the wasm untouched (only the glue's ``WebAssembly.Suspending`` /
+``WebAssembly.promising`` show it), and a minified legacy-EH build renames every import, so
+its exception model is read from the glue's ``invoke_*`` wrappers
+(``function X(a,…){var sp=save();try{…}catch(e){restore(sp);if(e!==e+0)throw e;setThrew(1,0)}}``)
+and the C++ EH runtime's ``"no exception to throw"`` string. The wrappers alone are not enough:
+JS-based setjmp/longjmp uses the very same ones (§3.4).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+GLUE_SUFFIXES = (".mjs", ".js")
+MAX_GLUE_BYTES = 64 << 20  # a glue file is tens of KB; refuse to slurp anything absurd
+
+_INVOKE_WRAPPER = re.compile(
+    r"function\s*([\w$]+)\s*\([^()]*\)\s*\{\s*var\s+([\w$]+)\s*=\s*[\w$.]+\(\)\s*;?\s*"
+    r"try\s*\{[^{}]*\}\s*catch\s*\(\s*([\w$]+)\s*\)\s*\{[^{}]*?"
+    r"if\s*\(\s*\3\s*!==\s*\3\s*\+\s*0"
+)
+_CXX_EH_RUNTIME = re.compile(r"""["']no exception to throw["']""")
+_JSPI = re.compile(
+    r"WebAssembly\s*\.\s*(Suspending|promising)\b"
+    r"""|\b(suspending|promising)\s*:\s*["']first["']"""  # the pre-2024 JSPI API
+)
+_EMSCRIPTEN = re.compile(r"emscripten|Emscripten|EMSCRIPTEN")
+
+
+@dataclass(frozen=True)
+class Glue:
+    """What the loader next to a module says about it."""
+
+    path: str
+    invoke_wrappers: int
+    cxx_eh_runtime: bool  # the "no exception to throw" string of library_exceptions.js
+    jspi_markers: tuple[str, ...]  # e.g. ("WebAssembly.Suspending", "WebAssembly.promising")
+    emscripten: bool
+
+
+def find_glue(wasm_path: str) -> Path | None:
+    """``X.wasm`` → ``X.mjs`` or ``X.js`` in the same folder (Emscripten's naming), if present."""
+    p = Path(wasm_path)
+    if p.suffix != ".wasm":
+        return None
+    for suffix in GLUE_SUFFIXES:
+        cand = p.with_suffix(suffix)
+        if cand.is_file():
+            return cand
+    return None
+
+
+def read_glue(path: Path) -> Glue | None:
+    """Scan one glue file; ``None`` when it cannot be read or is implausibly large."""
+    try:
+        if path.stat().st_size > MAX_GLUE_BYTES:
+            return None
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    markers: list[str] = []
+    for m in _JSPI.finditer(text):
+        name = f"WebAssembly.{m.group(1)}" if m.group(1) else f"{m.group(2)}: 'first'"
+        if name not in markers:
+            markers.append(name)
+    return Glue(
+        path=str(path),
+        invoke_wrappers=sum(1 for _ in _INVOKE_WRAPPER.finditer(text)),
+        cxx_eh_runtime=_CXX_EH_RUNTIME.search(text) is not None,
+        jspi_markers=tuple(markers),
+        emscripten=_EMSCRIPTEN.search(text) is not None,
+    )

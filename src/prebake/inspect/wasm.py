@@ -1,0 +1,809 @@
+"""WebAssembly modules and relocatable objects → ``Facts`` (ABI-FACTS.md §3).
+
+Specs: the WebAssembly core binary format (sections, imports, limits), LLVM's
+``tool-conventions/Linking.md`` (the ``linking`` custom section of relocatable objects),
+``tool-conventions/ProducersSection.md`` and the ``target_features`` section, plus the
+exception-handling, threads and SIMD proposals. Every read is bounded by its section (and the
+section by the file) through ``binreader.Reader``; a bad length raises ``Truncated``, which the
+frame turns into a one-line ``FormatError`` naming the file.
+
+Relocatable objects (they carry a ``linking`` section) get symbols from its symbol table and
+features from ``target_features``. Linked modules (Emscripten output has no custom sections at
+all) get threads from shared memory, EH from tags/imports/the JS glue, Asyncify from the
+runtime's byte patterns, and SIMD from ``v128`` in types/locals, or from a full decode
+(``ParseOptions.deep``).
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Any
+
+from prebake.inspect import emscripten, wasm_code
+from prebake.inspect.base import ParseOptions
+from prebake.inspect.binreader import Buffer, Reader, Truncated
+from prebake.inspect.facts import Facts, Symbols
+
+MAGIC = b"\x00asm"
+VERSION_1 = b"\x01\x00\x00\x00"
+
+
+class Sec(IntEnum):
+    CUSTOM = 0
+    TYPE = 1
+    IMPORT = 2
+    FUNCTION = 3
+    TABLE = 4
+    MEMORY = 5
+    GLOBAL = 6
+    EXPORT = 7
+    START = 8
+    ELEMENT = 9
+    CODE = 10
+    DATA = 11
+    DATACOUNT = 12
+    TAG = 13
+
+
+class Ext(IntEnum):
+    """Import/export kinds."""
+
+    FUNC = 0
+    TABLE = 1
+    MEMORY = 2
+    GLOBAL = 3
+    TAG = 4
+
+
+class SymKind(IntEnum):
+    FUNCTION = 0
+    DATA = 1
+    GLOBAL = 2
+    SECTION = 3
+    TAG = 4
+    TABLE = 5
+
+
+class SymFlag(IntEnum):
+    WEAK = 0x01
+    LOCAL = 0x02
+    HIDDEN = 0x04
+    UNDEFINED = 0x10
+    EXPORTED = 0x20
+    EXPLICIT_NAME = 0x40
+    NO_STRIP = 0x80
+    TLS = 0x100
+
+
+LINKING_VERSION = 2
+SYMBOL_TABLE = 8
+
+# C++ EH markers of Emscripten's JS-based ("legacy") exceptions (§3.4). invoke_*, __THREW__ and
+# getTempRet0 are *not* among them: JS setjmp/longjmp produces those too.
+_LEGACY_EH = re.compile(r"^(__resumeException|__cxa_find_matching_catch_\d+|llvm_eh_typeid_for)$")
+_INVOKE = re.compile(r"^invoke_\w+$")
+_WASM_EH_SYMBOLS = ("__cpp_exception", "__wasm_lpad_context")
+# Names only an Emscripten-targeted object or module imports (its JS runtime provides them).
+_EMSCRIPTEN_NAMES = re.compile(
+    r"^(emscripten_\w+|_emscripten_\w+|__syscall_\w+|invoke_\w+|__cxa_find_matching_catch_\d+"
+    r"|__resumeException|getTempRet0|setTempRet0|saveSetjmp|testSetjmp|_embind_\w+)$"
+)
+_WASI_MODULES = ("wasi_snapshot_preview1", "wasi_unstable")
+_READABLE_MODULES = ("env", "GOT.mem", "GOT.func", *_WASI_MODULES)
+
+# Asyncify's runtime functions, byte for byte (§3.7): set state (1 unwind / 2 rewind), store
+# the data pointer, trap if data.stack_ptr > data.stack_end. Global indices are LEBs.
+_LEB = rb"((?:[\x80-\xff]{0,4})[\x00-\x7f])"
+_ASYNCIFY_START = re.compile(
+    rb"\x00\x41([\x01\x02])\x24" + _LEB + rb"\x20\x00\x24" + _LEB
+    + rb"\x23\3\x28\x02\x00\x23\3\x28\x02\x04\x4b\x04\x40\x00\x0b\x0b"
+)
+_STOP_TEMPLATE = b"\x00\x41\x00\x24%s\x23%s\x28\x02\x00\x23%s\x28\x02\x04\x4b\x04\x40\x00\x0b\x0b"
+
+
+@dataclass
+class Import:
+    module: str
+    field: str
+    kind: int
+    shared: bool = False
+    memory64: bool = False
+    mutable: bool = False
+    limits: tuple[int, int | None] | None = None
+
+
+@dataclass
+class Module:
+    """The parsed container: what later rules read."""
+
+    sections: list[tuple[int, str, int, int]] = field(default_factory=list)  # id, name, start, end
+    imports: list[Import] = field(default_factory=list)
+    exports: list[tuple[str, int, int]] = field(default_factory=list)  # name, kind, index
+    memories: list[dict[str, Any]] = field(default_factory=list)
+    functions: int = 0
+    globals: int = 0
+    tags: int = 0
+    types: int = 0
+    v128_in_types: int = 0
+    exnref_in_types: int = 0
+    multivalue_types: int = 0
+    gc_types: bool = False
+    features: dict[str, str] | None = None  # name -> prefix ("+", "-", "=")
+    producers: dict[str, list[str]] = field(default_factory=dict)
+    linking: tuple[int, int] | None = None  # payload bounds of the linking section
+    code: tuple[int, int] | None = None
+
+    def imports_of(self, kind: int) -> list[Import]:
+        return [i for i in self.imports if i.kind == kind]
+
+
+class _Cur:
+    """A cursor bounded by ``end`` over the reader's buffer (LEBs, names, bytes)."""
+
+    __slots__ = ("buf", "end", "pos")
+
+    def __init__(self, r: Reader, pos: int, end: int) -> None:
+        r.check(pos, end - pos, "section")
+        self.buf = r.buf
+        self.pos = pos
+        self.end = end
+
+    def u8(self) -> int:
+        if self.pos >= self.end:
+            raise Truncated(f"byte at offset {self.pos} runs past its section end {self.end}")
+        b = int(self.buf[self.pos])
+        self.pos += 1
+        return b
+
+    def uleb(self) -> int:
+        v, self.pos = wasm_code.uleb(self.buf, self.pos, self.end)
+        return v
+
+    def count(self, min_item_bytes: int = 1) -> int:
+        """A vector length, refused when its items cannot fit in what is left."""
+        n = self.uleb()
+        if n * min_item_bytes > self.end - self.pos:
+            raise Truncated(f"vector of {n} items at offset {self.pos} cannot fit its section")
+        return n
+
+    def bytes(self, n: int) -> bytes:
+        if n < 0 or self.pos + n > self.end:
+            raise Truncated(f"{n} bytes at offset {self.pos} run past the section end {self.end}")
+        out = bytes(self.buf[self.pos : self.pos + n])
+        self.pos += n
+        return out
+
+    def name(self) -> str:
+        return self.bytes(self.uleb()).decode("utf-8", "replace")
+
+    def skip_leb(self) -> None:
+        self.pos = wasm_code.skip_leb(self.buf, self.pos, self.end)
+
+    def skip_valtype(self) -> int:
+        t = self.u8()
+        if t in (wasm_code.REF_NULL_HT, wasm_code.REF_HT):
+            self.skip_leb()
+        return t
+
+    def limits(self) -> tuple[int, int, int | None]:
+        flags = self.u8()
+        lo = self.uleb()
+        hi = self.uleb() if flags & 0x01 else None
+        return flags, lo, hi
+
+
+# --- container ---------------------------------------------------------------------------------
+
+
+def _sections(r: Reader) -> list[tuple[int, str, int, int]]:
+    if r.bytes(0, 4, "magic") != MAGIC:
+        raise Truncated("not a WebAssembly file")
+    version = r.bytes(4, 4, "version")
+    if version != VERSION_1:
+        raise ValueError(f"unsupported wasm version {version.hex(' ')} (a component?)")
+    out: list[tuple[int, str, int, int]] = []
+    pos = 8
+    while pos < r.size:
+        sid = r.u8(pos)
+        size, start = wasm_code.uleb(r.buf, pos + 1, r.size)
+        end = start + size
+        r.check(start, size, f"section {sid}")
+        if sid == Sec.CUSTOM:
+            c = _Cur(r, start, end)
+            name = c.name()
+            out.append((sid, name, c.pos, end))
+        elif sid <= Sec.TAG:
+            out.append((sid, Sec(sid).name.capitalize(), start, end))
+        else:
+            raise ValueError(f"unknown section id {sid} at offset {pos}")
+        pos = end
+    return out
+
+
+def _parse_types(m: Module, c: _Cur) -> None:
+    n = c.count(3)
+    for _ in range(n):
+        form = c.u8()
+        if form != 0x60:  # GC proposal types: stop here, the rest is not needed for facts
+            m.gc_types = True
+            return
+        m.types += 1
+        results = 0
+        for part in range(2):
+            for _ in range(c.count()):
+                t = c.skip_valtype()
+                if t == wasm_code.V128:
+                    m.v128_in_types += 1
+                elif t == wasm_code.EXNREF:
+                    m.exnref_in_types += 1
+                results += part
+        if results > 1:
+            m.multivalue_types += 1
+
+
+def _parse_imports(m: Module, c: _Cur) -> None:
+    for _ in range(c.count(4)):
+        imp = Import(c.name(), c.name(), c.u8())
+        if imp.kind == Ext.FUNC:
+            c.skip_leb()
+        elif imp.kind == Ext.TABLE:
+            c.skip_valtype()
+            c.limits()
+        elif imp.kind == Ext.MEMORY:
+            flags, lo, hi = c.limits()
+            imp.shared, imp.memory64, imp.limits = bool(flags & 2), bool(flags & 4), (lo, hi)
+        elif imp.kind == Ext.GLOBAL:
+            c.skip_valtype()
+            imp.mutable = c.u8() == 1
+        elif imp.kind == Ext.TAG:
+            c.u8()
+            c.skip_leb()
+        else:
+            raise ValueError(f"unknown import kind {imp.kind} for {imp.module}.{imp.field}")
+        m.imports.append(imp)
+
+
+def _parse_features(m: Module, c: _Cur) -> None:
+    m.features = {}
+    for _ in range(c.count(2)):
+        prefix = chr(c.u8())
+        m.features[c.name()] = prefix
+
+
+def _parse_producers(m: Module, c: _Cur) -> None:
+    for _ in range(c.count(2)):
+        key = c.name()
+        vals = m.producers.setdefault(key, [])
+        for _ in range(c.count(2)):
+            name, ver = c.name(), c.name()
+            vals.append(f"{name} {ver}".strip())
+
+
+def parse_container(r: Reader) -> Module:
+    """Sections, imports, exports, memories, counts, custom sections: the cheap facts."""
+    m = Module(sections=_sections(r))
+    for sid, name, start, end in m.sections:
+        c = _Cur(r, start, end)
+        if sid == Sec.TYPE:
+            _parse_types(m, c)
+        elif sid == Sec.IMPORT:
+            _parse_imports(m, c)
+        elif sid == Sec.FUNCTION:
+            m.functions = c.count()
+        elif sid == Sec.GLOBAL:
+            m.globals = c.count()
+        elif sid == Sec.TAG:
+            m.tags = c.count()
+        elif sid == Sec.MEMORY:
+            for _ in range(c.count(2)):
+                flags, lo, hi = c.limits()
+                m.memories.append({"min": lo, "max": hi, "shared": bool(flags & 2),
+                                   "memory64": bool(flags & 4), "imported": None})
+        elif sid == Sec.EXPORT:
+            for _ in range(c.count(3)):
+                m.exports.append((c.name(), c.u8(), c.uleb()))
+        elif sid == Sec.CODE:
+            m.code = (start, end)
+        elif sid == Sec.CUSTOM and name == "target_features":
+            _parse_features(m, c)
+        elif sid == Sec.CUSTOM and name == "producers":
+            _parse_producers(m, c)
+        elif sid == Sec.CUSTOM and name == "linking":
+            m.linking = (start, end)
+    for imp in m.imports_of(Ext.MEMORY):
+        lo, hi = imp.limits or (0, None)
+        m.memories.insert(0, {"min": lo, "max": hi, "shared": imp.shared,
+                              "memory64": imp.memory64, "imported": f"{imp.module}.{imp.field}"})
+    return m
+
+
+# --- relocatable objects: the linking section --------------------------------------------------
+
+
+@dataclass
+class Symbol:
+    kind: int
+    flags: int
+    name: str
+
+    @property
+    def undefined(self) -> bool:
+        return bool(self.flags & SymFlag.UNDEFINED)
+
+
+def parse_symbols(r: Reader, m: Module) -> list[Symbol] | None:
+    """The SYMBOL_TABLE subsection (§3.2); ``None`` for an unknown linking version."""
+    assert m.linking is not None
+    c = _Cur(r, *m.linking)
+    if c.uleb() != LINKING_VERSION:
+        return None
+    by_kind = {
+        SymKind.FUNCTION: [i.field for i in m.imports_of(Ext.FUNC)],
+        SymKind.GLOBAL: [i.field for i in m.imports_of(Ext.GLOBAL)],
+        SymKind.TAG: [i.field for i in m.imports_of(Ext.TAG)],
+        SymKind.TABLE: [i.field for i in m.imports_of(Ext.TABLE)],
+    }
+    out: list[Symbol] = []
+    while c.pos < c.end:
+        sub = c.u8()
+        size = c.uleb()
+        sc = _Cur(r, c.pos, c.pos + size) if c.pos + size <= c.end else None
+        if sc is None:
+            raise Truncated(f"linking subsection at offset {c.pos} (+{size}) runs past its section")
+        c.pos += size
+        if sub != SYMBOL_TABLE:
+            continue
+        for _ in range(sc.count(2)):
+            kind, flags = sc.u8(), sc.uleb()
+            if kind in by_kind:
+                index = sc.uleb()
+                undefined = bool(flags & SymFlag.UNDEFINED)
+                if not undefined or flags & SymFlag.EXPLICIT_NAME:
+                    name = sc.name()
+                else:  # an import without an explicit name: the import's field name
+                    names = by_kind[SymKind(kind)]
+                    if index >= len(names):
+                        raise ValueError(f"symbol refers to missing import {index} of kind {kind}")
+                    name = names[index]
+            elif kind == SymKind.DATA:
+                name = sc.name()
+                if not flags & SymFlag.UNDEFINED:
+                    sc.skip_leb()
+                    sc.skip_leb()
+                    sc.skip_leb()
+            elif kind == SymKind.SECTION:
+                sc.skip_leb()
+                continue
+            else:
+                raise ValueError(f"unknown symbol kind {kind} in the linking section")
+            out.append(Symbol(kind, flags, name))
+    return out
+
+
+def _symbols_of_object(syms: list[Symbol]) -> Symbols:
+    out = Symbols()
+    for s in syms:
+        if s.flags & SymFlag.LOCAL:
+            continue
+        if s.undefined:
+            out.undefined.append(s.name)
+            continue
+        out.defined.append(s.name)
+        if s.flags & SymFlag.WEAK:
+            out.weak.add(s.name)
+        if not s.flags & SymFlag.HIDDEN:
+            out.exports.append(s.name)
+    return out
+
+
+# --- shared rules ------------------------------------------------------------------------------
+
+
+def _arch(m: Module) -> tuple[str | None, str | None]:
+    if m.features and m.features.get("memory64") == "+":
+        return "wasm64", "target_features +memory64"
+    if m.memories:
+        mem = m.memories[0]
+        where = mem["imported"] or "defined memory"
+        if mem["memory64"]:
+            return "wasm64", f"{where} has 64-bit limits"
+        return "wasm32", f"{where} has 32-bit limits"
+    return None, None
+
+
+def _list(names: list[str], limit: int = 6) -> str:
+    shown = ", ".join(names[:limit])
+    return shown + (f" (+{len(names) - limit} more)" if len(names) > limit else "")
+
+
+def _details(m: Module) -> dict[str, Any]:
+    return {
+        "sections": [name for _, name, _, _ in m.sections],
+        "imports": len(m.imports),
+        "exports": len(m.exports),
+        "functions": m.functions,
+        "imported_functions": len(m.imports_of(Ext.FUNC)),
+        "globals": m.globals,
+        "tags": m.tags,
+        "imported_tags": len(m.imports_of(Ext.TAG)),
+        "memories": m.memories,
+        "producers": m.producers or None,
+    }
+
+
+# --- objects -----------------------------------------------------------------------------------
+
+
+def _object_facts(r: Reader, m: Module, f: Facts, opts: ParseOptions) -> None:
+    f.kind = "object"
+    f.abi.lto = "none"
+    f.note("lto", "wasm relocatable object (machine code, not bitcode)")
+    syms = parse_symbols(r, m)
+    if syms is None:
+        f.details["linking_version"] = "unsupported"
+    else:
+        f.symbols = _symbols_of_object(syms)
+    undefined = sorted(f.symbols.undefined) if f.symbols else []
+    feats = m.features or {}
+    enabled = sorted(k for k, v in feats.items() if v in "+=")
+    disallowed = sorted(k for k, v in feats.items() if v == "-")
+    f.abi.wasm_features = enabled
+    if disallowed:
+        f.details["disallowed_features"] = disallowed
+    if m.features is None:
+        f.note("wasm_features", "no target_features section (no feature enabled)")
+    else:
+        f.note("wasm_features", "target_features: " + ", ".join(
+            f"{v}{k}" for k, v in sorted(feats.items())) if feats else "target_features: empty")
+    _object_threads(f, feats)
+    f.abi.simd128 = "simd128" in enabled
+    f.abi.relaxed_simd = "relaxed-simd" in enabled
+    f.note("simd128", "target_features " + ("+simd128" if f.abi.simd128 else "lacks simd128"))
+    f.note("relaxed_simd", "target_features " + (
+        "+relaxed-simd" if f.abi.relaxed_simd else "lacks relaxed-simd"))
+    f.arch, why = _arch(m)
+    if why:
+        f.note("arch", why)
+    emc = [n for n in undefined if _EMSCRIPTEN_NAMES.match(n)]
+    if emc:
+        f.os = "emscripten"
+        f.note("os", "references " + _list(emc, 4))
+    _object_eh(f, m, syms or [], enabled, opts, r)
+
+
+def _object_threads(f: Facts, feats: dict[str, str]) -> None:
+    has = [k for k in ("atomics", "bulk-memory") if feats.get(k) in ("+", "=")]
+    if len(has) == 2:
+        f.abi.threads = True
+        f.note("threads", "target_features +atomics, +bulk-memory")
+        return
+    f.abi.threads = False
+    missing = [k for k in ("atomics", "bulk-memory") if k not in has]
+    if feats.get("shared-mem") == "-":
+        reason = ("target_features -shared-mem: --shared-memory is disallowed by this object "
+                  "because it was not compiled with 'atomics' or 'bulk-memory' features")
+    else:
+        reason = "not compiled with " + " and ".join(f"'{k}'" for k in missing) + " features"
+    f.note("threads", reason)
+    f.details["threads_reason"] = reason
+
+
+def _object_eh(f: Facts, m: Module, syms: list[Symbol], enabled: list[str],
+               opts: ParseOptions, r: Reader) -> None:
+    undefined = [s.name for s in syms if s.undefined]
+    legacy = sorted({n for n in undefined if _LEGACY_EH.match(n)})
+    invokes = sorted({n for n in undefined if _INVOKE.match(n)})
+    wasm: list[str] = []
+    if "exception-handling" in enabled:
+        wasm.append("target_features +exception-handling")
+    names = {s.name for s in syms}
+    wasm += [f"{'references' if n in undefined else 'defines'} {n}"
+             for n in _WASM_EH_SYMBOLS if n in names]
+    if m.tags:
+        wasm.append(f"tag section ({m.tags})")
+    if opts.deep and m.code:
+        deep = _deep(r, m)
+        f.details["opcodes"] = dict(deep.counts)
+        n = sum(deep.counts[k] for k in ("eh_legacy", "eh_exnref", "eh_throw"))
+        if n:
+            wasm.append(f"{n} EH instructions")
+    if legacy:
+        f.note("eh", "references " + _list(legacy + invokes))
+    if wasm:
+        f.note("eh", "; ".join(wasm))
+    if legacy and wasm:
+        f.abi.eh = "mixed"
+    elif legacy:
+        f.abi.eh = "emscripten-legacy"
+    elif wasm:
+        f.abi.eh = "wasm"
+    else:
+        f.abi.eh = "none"
+        why = "no C++ EH markers (__resumeException, __cxa_find_matching_catch_*, " \
+              "llvm_eh_typeid_for, exception-handling, __cpp_exception)"
+        if invokes:
+            why += f"; {_list(invokes, 3)} only serve JS setjmp/longjmp"
+        f.note("eh", why)
+
+
+# --- linked modules ----------------------------------------------------------------------------
+
+
+def _deep(r: Reader, m: Module) -> wasm_code.DeepScan:
+    assert m.code is not None
+    start, end = m.code
+    buf = bytes(r.view(start, end - start, "code section"))
+    scan = wasm_code.scan_locals(buf, 0, len(buf), keep_bodies=True)
+    return wasm_code.decode_bodies(buf, scan.bodies)
+
+
+@dataclass
+class _Asyncify:
+    state_global: int
+    data_global: int
+    functions: list[str]
+    state_checks: int
+
+
+def _asyncify(r: Reader, m: Module, bodies: list[tuple[int, int]]) -> _Asyncify | None:
+    """Asyncify's runtime functions, found by their exact bodies at function starts (§3.7)."""
+    assert m.code is not None
+    start, end = m.code
+    code = bytes(r.view(start, end - start, "code section"))
+    starts = [b - start for b, _ in bodies]  # bodies hold file offsets; ``code`` is a slice
+    nimp = len(m.imports_of(Ext.FUNC))
+    exported = {idx: name for name, kind, idx in m.exports if kind == Ext.FUNC}
+    found: dict[bytes, dict[str, int]] = {}
+    for mt in _ASYNCIFY_START.finditer(code):
+        i = bisect.bisect_left(starts, mt.start())
+        if i == len(starts) or starts[i] != mt.start():
+            continue  # not at the start of a body: a coincidence inside other code
+        role = "start_unwind" if mt.group(1) == b"\x01" else "start_rewind"
+        found.setdefault(mt.group(2) + mt.group(3), {})[role] = i
+    for key, roles in found.items():
+        if len(roles) != 2:
+            continue
+        g_state, g_data = _split_globals(key)
+        if code.find(_STOP_TEMPLATE % (g_state, g_data, g_data)) < 0:
+            continue
+        names = [exported.get(nimp + roles[k], f"func[{nimp + roles[k]}]")
+                 for k in ("start_unwind", "start_rewind")]
+        checks = code.count(b"\x23" + g_state + b"\x41\x02\x46")
+        return _Asyncify(_leb_value(g_state), _leb_value(g_data), names, checks)
+    return None
+
+
+def _split_globals(key: bytes) -> tuple[bytes, bytes]:
+    """Split the two concatenated LEBs matched by the Asyncify pattern."""
+    for i, b in enumerate(key):
+        if b < 0x80:
+            return key[: i + 1], key[i + 1 :]
+    raise ValueError("malformed global index")
+
+
+def _leb_value(b: bytes) -> int:
+    v, _ = wasm_code.uleb(b, 0, len(b))
+    return v
+
+
+def _module_facts(r: Reader, m: Module, f: Facts, path: str, opts: ParseOptions) -> None:
+    f.kind = "module"
+    f.abi.lto = "none"
+    f.note("lto", "linked wasm module")
+    imported = [i.field for i in m.imports]
+    f.symbols = Symbols(
+        defined=[n for n, _, _ in m.exports],
+        undefined=imported,
+        exports=[n for n, _, _ in m.exports],
+    )
+    f.arch, why = _arch(m)
+    if why:
+        f.note("arch", why)
+    mods = sorted({i.module for i in m.imports})
+    readable = not m.imports or any(mo in _READABLE_MODULES for mo in mods)
+    f.details["import_modules"] = mods
+    f.details["import_names_minified"] = not readable
+    glue = None
+    gpath = emscripten.find_glue(path)
+    if gpath is not None:
+        glue = emscripten.read_glue(gpath)
+    if glue is not None:
+        f.details["glue"] = {"path": glue.path, "invoke_wrappers": glue.invoke_wrappers,
+                             "no_exception_to_throw": glue.cxx_eh_runtime,
+                             "jspi": list(glue.jspi_markers)}
+    _module_os(f, m, glue)
+    scan = None
+    if m.code:
+        start, end = m.code
+        scan = wasm_code.scan_locals(r.buf, start, end, keep_bodies=True)
+        f.details["v128_local_decls"] = scan.v128_locals
+        f.details["exnref_local_decls"] = scan.exnref_locals
+    deep = _deep(r, m) if (opts.deep and m.code) else None
+    if deep is not None:
+        f.details["opcodes"] = dict(sorted(deep.counts.items()))
+        f.details["decoded_functions"] = deep.functions
+    _module_threads(f, m)
+    _module_simd(f, m, scan, deep)
+    _module_eh(f, m, glue, readable, scan, deep)
+    _module_async(f, r, m, glue, scan)
+    _module_features(f, m, scan, deep)
+
+
+def _module_os(f: Facts, m: Module, glue: emscripten.Glue | None) -> None:
+    emc = [i.field for i in m.imports if _EMSCRIPTEN_NAMES.match(i.field)]
+    if emc:
+        f.os = "emscripten"
+        f.note("os", "imports " + _list(sorted(set(emc)), 4))
+    elif glue is not None and (glue.emscripten or glue.invoke_wrappers):
+        f.os = "emscripten"
+        f.note("os", f"Emscripten JS glue {glue.path}")
+    elif m.imports and all(i.module in _WASI_MODULES for i in m.imports):
+        f.os = "wasi"
+        f.note("os", "imports only from " + ", ".join(sorted({i.module for i in m.imports})))
+
+
+def _module_threads(f: Facts, m: Module) -> None:
+    if not m.memories:
+        f.note("threads", "no memory")
+        return
+    mem = m.memories[0]
+    where = mem["imported"] or "defined memory"
+    f.abi.threads = bool(mem["shared"])
+    f.note("threads", f"{where} is {'shared' if mem['shared'] else 'not shared'}"
+           f" ({mem['min']}..{mem['max']} pages)")
+
+
+def _module_simd(f: Facts, m: Module, scan: wasm_code.LocalScan | None,
+                 deep: wasm_code.DeepScan | None) -> None:
+    if m.features is not None:
+        f.abi.simd128 = m.features.get("simd128") == "+"
+        f.abi.relaxed_simd = m.features.get("relaxed-simd") == "+"
+        f.note("simd128", "target_features")
+        f.note("relaxed_simd", "target_features")
+        return
+    if deep is not None:
+        n, nr = deep.counts["simd"], deep.counts["relaxed_simd"]
+        f.abi.simd128 = bool(n or nr)
+        f.abi.relaxed_simd = bool(nr)
+        f.note("simd128", f"{n + nr} SIMD instructions decoded")
+        f.note("relaxed_simd", f"{nr} relaxed-SIMD instructions decoded")
+        return
+    hits = []
+    if m.v128_in_types:
+        hits.append(f"v128 in {m.v128_in_types} function type slots")
+    if scan and scan.v128_locals:
+        hits.append(f"{scan.v128_locals} v128 local declarations")
+    if hits:
+        f.abi.simd128 = True
+        f.note("simd128", "; ".join(hits))
+    else:
+        f.note("simd128", "no v128 in types or locals; decode instructions (deep) to be sure")
+    f.note("relaxed_simd", "needs an instruction decode (deep)")
+
+
+def _module_eh(f: Facts, m: Module, glue: emscripten.Glue | None, readable: bool,
+               scan: wasm_code.LocalScan | None, deep: wasm_code.DeepScan | None) -> None:
+    native: list[str] = []
+    if m.tags:
+        native.append(f"tag section ({m.tags} tag{'s' if m.tags > 1 else ''})")
+    itags = m.imports_of(Ext.TAG)
+    if itags:
+        native.append("imports tag " + _list([f"{i.module}.{i.field}" for i in itags], 3))
+    encoding = None
+    if deep is not None:
+        legacy_ops, exn_ops = deep.counts["eh_legacy"], deep.counts["eh_exnref"]
+        if legacy_ops or exn_ops:
+            native.append(f"{legacy_ops} legacy (try/catch/delegate) and {exn_ops} exnref "
+                          "(try_table/throw_ref) instructions")
+            encoding = "exnref" if exn_ops and not legacy_ops else (
+                "legacy" if legacy_ops and not exn_ops else "both")
+    elif (scan and scan.exnref_locals) or m.exnref_in_types:
+        encoding = "exnref"
+    if native and encoding is None:
+        encoding = "exnref" if (scan and scan.exnref_locals) or m.exnref_in_types else None
+    f.details["eh_encoding"] = encoding
+    legacy: list[str] = []
+    names = [i.field for i in m.imports]
+    markers = sorted({n for n in names if _LEGACY_EH.match(n)})
+    if markers:
+        invokes = sorted({n for n in names if _INVOKE.match(n)})
+        legacy.append("imports " + _list(markers + invokes))
+    if glue is not None and glue.cxx_eh_runtime:
+        legacy.append(f"JS glue {glue.path}: {glue.invoke_wrappers} invoke wrappers and the "
+                      "C++ EH runtime (\"no exception to throw\")")
+    for why in native + legacy:
+        f.note("eh", why)
+    if native and legacy:
+        f.abi.eh = "mixed"
+    elif native:
+        f.abi.eh = "wasm"
+    elif legacy:
+        f.abi.eh = "emscripten-legacy"
+    elif readable or glue is not None:
+        f.abi.eh = "none"
+        src = "imports" if readable else f"JS glue {glue.path if glue else ''}"
+        f.note("eh", f"no tags, no C++ EH markers in the {src}")
+    else:
+        f.note("eh", "import names are minified and there is no JS glue next to the module")
+
+
+def _module_async(f: Facts, r: Reader, m: Module, glue: emscripten.Glue | None,
+                  scan: wasm_code.LocalScan | None) -> None:
+    found = _asyncify(r, m, scan.bodies) if (m.code and scan) else None
+    if found is not None:
+        f.abi.async_ = "asyncify"
+        f.note("async", f"Asyncify runtime bodies ({', '.join(found.functions)}); state global "
+               f"{found.state_global} checked {found.state_checks} times")
+        f.details["asyncify"] = {"state_global": found.state_global,
+                                 "data_global": found.data_global,
+                                 "functions": found.functions,
+                                 "state_checks": found.state_checks}
+        return
+    if glue is None:
+        f.note("async", "not Asyncify; JSPI would only show in JS glue, and there is none")
+        return
+    if glue.jspi_markers:
+        f.abi.async_ = "jspi"
+        f.note("async", f"JS glue {glue.path} uses " + ", ".join(glue.jspi_markers))
+    else:
+        f.abi.async_ = "none"
+        f.note("async", f"no Asyncify runtime in the wasm, no JSPI in the glue {glue.path}")
+
+
+def _module_features(f: Facts, m: Module, scan: wasm_code.LocalScan | None,
+                     deep: wasm_code.DeepScan | None) -> None:
+    if m.features is not None:
+        f.abi.wasm_features = sorted(k for k, v in m.features.items() if v in "+=")
+        f.note("wasm_features", "target_features section")
+        return
+    feats: set[str] = set()
+    if any(mem["shared"] for mem in m.memories):
+        feats.add("atomics")
+    if any(mem["memory64"] for mem in m.memories):
+        feats.add("memory64")
+    if any(i.mutable for i in m.imports_of(Ext.GLOBAL)):
+        feats.add("mutable-globals")
+    if m.tags or m.imports_of(Ext.TAG):
+        feats.add("exception-handling")
+    if m.multivalue_types:
+        feats.add("multivalue")
+    if any(sid == Sec.DATACOUNT for sid, _, _, _ in m.sections):
+        feats.add("bulk-memory")
+    if m.v128_in_types or (scan and scan.v128_locals):
+        feats.add("simd128")
+    if deep is not None:
+        feats.update(deep.features())
+    f.abi.wasm_features = sorted(feats)
+    f.note("wasm_features", "inferred from usage (memory, imports, sections, types"
+           + (", every instruction)" if deep else ", locals; deep decode adds opcode families)"))
+
+
+# --- the reader --------------------------------------------------------------------------------
+
+
+class WasmReader:
+    """``FormatReader`` for ``\\0asm`` files: relocatable objects and linked modules."""
+
+    name = "wasm"
+
+    def sniff(self, head: bytes) -> bool:
+        return head[:4] == MAGIC
+
+    def parse(self, data: Buffer, path: str, opts: ParseOptions) -> Facts:
+        r = Reader(data)
+        m = parse_container(r)
+        f = Facts(path=path, format="wasm")
+        if m.linking is not None:
+            _object_facts(r, m, f, opts)
+        else:
+            _module_facts(r, m, f, path, opts)
+        f.details.update(_details(m))
+        if not opts.symbols and f.kind == "module":
+            f.symbols = None  # a module's import/export lists are large; only on request
+        return f
+
+
+READER = WasmReader()

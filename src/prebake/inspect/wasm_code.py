@@ -1,0 +1,363 @@
+"""WebAssembly code-section scans: the cheap local-declaration walk and the full opcode decode.
+
+Spec: the WebAssembly core specification (binary format, §5.4 instructions) plus the proposals
+Emscripten/LLVM emit: sign-extension, non-trapping float-to-int, bulk memory, reference types,
+SIMD (incl. LLVM 14's pre-standard relaxed-SIMD opcodes), threads/atomics, tail calls, typed
+function references, legacy exception handling (try/catch/delegate) and the exnref encoding
+(``try_table``/``throw_ref``). ABI-FACTS.md §3.6 lists the families and how they were verified.
+
+Why two passes: Emscripten release modules carry no ``target_features`` section, so SIMD,
+atomics and the EH encoding are only visible in the instructions. The cheap pass reads only each
+body's local declarations (``v128``/``exnref`` locals are conclusive hits, < 0.1 s on 28 MB); the
+deep pass decodes every instruction (a few MB/s in Python) and is opt-in (``ParseOptions.deep``).
+Both verify that every body is consumed exactly, so a wrong immediate table cannot go unnoticed.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from prebake.inspect.binreader import Buffer, Truncated
+
+V128 = 0x7B
+EXNREF = 0x69
+REF_NULL_HT = 0x63  # (ref null ht)
+REF_HT = 0x64  # (ref ht)
+
+# clang/LLVM 14 encodes relaxed SIMD with pre-standard 0xFD sub-opcodes in gaps of the final
+# SIMD table (verified with `clang --target=wasm32 -msimd128 -mrelaxed-simd` + llvm-objdump:
+# relaxed_swizzle a2, trunc a5 a6 c5 c6, fma/fms af b0 cf d0, laneselect b2 b3 d2 d3,
+# relaxed_min/max b4 e2 d4 ee). The standardised proposal uses 0x100..0x113.
+RELAXED_PRESTANDARD = frozenset(
+    {0xA2, 0xA5, 0xA6, 0xAF, 0xB0, 0xB2, 0xB3, 0xB4, 0xC5, 0xC6, 0xCF, 0xD0, 0xD2, 0xD3, 0xD4,
+     0xE2, 0xEE}
+)
+RELAXED_FINAL = range(0x100, 0x114)
+
+# Feature names (LLVM's target_features spelling) for the families the deep decode counts.
+FAMILY_FEATURE = {
+    "simd": "simd128",
+    "relaxed_simd": "relaxed-simd",
+    "atomics": "atomics",
+    "bulk_memory": "bulk-memory",
+    "sat_trunc": "nontrapping-fptoint",
+    "sign_ext": "sign-ext",
+    "eh_legacy": "exception-handling",
+    "eh_exnref": "exception-handling",
+    "eh_throw": "exception-handling",
+    "tail_call": "tail-call",
+    "reference_types": "reference-types",
+    "typed_funcref": "reference-types",
+}
+
+
+class Bounds(Truncated):
+    """A body did not decode to exactly its declared size (a bug or a corrupt file)."""
+
+
+def uleb(buf: Buffer, pos: int, end: int) -> tuple[int, int]:
+    """Unsigned LEB128 at ``pos`` (at most 10 bytes), bounded by ``end``."""
+    result = 0
+    shift = 0
+    while True:
+        if pos >= end:
+            raise Truncated(f"LEB128 at offset {pos} runs past its section/body end {end}")
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            return result, pos
+        shift += 7
+        if shift >= 70:
+            raise Truncated(f"LEB128 longer than 10 bytes before offset {pos}")
+
+
+def skip_leb(buf: Buffer, pos: int, end: int) -> int:
+    """Position after a (signed or unsigned) LEB128, without computing its value."""
+    start = pos
+    while True:
+        if pos >= end:
+            raise Truncated(f"LEB128 at offset {start} runs past its section/body end {end}")
+        b = buf[pos]
+        pos += 1
+        if b < 0x80:
+            return pos
+        if pos - start >= 10:
+            raise Truncated(f"LEB128 longer than 10 bytes at offset {start}")
+
+
+def skip_valtype(buf: Buffer, pos: int, end: int) -> int:
+    """Skip one value type; ``(ref null? ht)`` carries a heap type (an SLEB)."""
+    if pos >= end:
+        raise Truncated(f"value type at offset {pos} runs past the end {end}")
+    t = buf[pos]
+    if t in (REF_NULL_HT, REF_HT):
+        return skip_leb(buf, pos + 1, end)
+    return pos + 1
+
+
+@dataclass
+class LocalScan:
+    """What the cheap pass saw: local declarations per value type and body extents."""
+
+    functions: int = 0
+    v128_locals: int = 0  # number of local *declarations* (runs) of type v128
+    exnref_locals: int = 0
+    bodies: list[tuple[int, int]] = field(default_factory=list)  # (start of locals, end)
+
+
+def scan_locals(buf: Buffer, start: int, end: int, keep_bodies: bool) -> LocalScan:
+    """Walk the code section's bodies, reading only their local declarations."""
+    out = LocalScan()
+    count, pos = uleb(buf, start, end)
+    for _ in range(count):
+        size, pos = uleb(buf, pos, end)
+        body_end = pos + size
+        if body_end > end:
+            raise Truncated(f"function body at offset {pos} (+{size}) runs past the code section")
+        ndecl, p = uleb(buf, pos, body_end)
+        if ndecl > size:
+            raise Truncated(f"function body at offset {pos} declares {ndecl} local runs")
+        for _ in range(ndecl):
+            p = skip_leb(buf, p, body_end)
+            if p >= body_end:
+                raise Truncated(f"local declaration at offset {p} runs past its body")
+            t = buf[p]
+            if t == V128:
+                out.v128_locals += 1
+            elif t == EXNREF:
+                out.exnref_locals += 1
+            p = skip_valtype(buf, p, body_end)
+        if keep_bodies:
+            out.bodies.append((pos, body_end))
+        out.functions += 1
+        pos = body_end
+    if pos != end:
+        raise Truncated(f"code section has {end - pos} bytes after its {count} bodies")
+    return out
+
+
+# --- the deep decode ---------------------------------------------------------------------------
+
+# Immediate shapes, as small ints so the hot loop is a dict lookup and a few comparisons.
+_NONE, _IDX, _IDX2, _BLOCK, _MEMARG, _I32, _I64, _F32, _F64, _BRTABLE, _SELECT_T, _HEAPTYPE, \
+    _TRY_TABLE, _MEMIDX = range(14)
+
+_MVP: dict[int, int] = {}
+for _op in (0x00, 0x01, 0x05, 0x0A, 0x0F, 0x19, 0x1A, 0x1B, 0xD1, 0xD3):
+    _MVP[_op] = _NONE
+for _op in range(0x45, 0xC5):  # numeric ops, incl. sign-ext C0..C4
+    _MVP[_op] = _NONE
+for _op in (0x02, 0x03, 0x04, 0x06):
+    _MVP[_op] = _BLOCK
+for _op in (0x07, 0x08, 0x09, 0x0C, 0x0D, 0x10, 0x12, 0x14, 0x15, 0x18, 0x20, 0x21, 0x22, 0x23,
+            0x24, 0x25, 0x26, 0xD2, 0xD4, 0xD6):
+    _MVP[_op] = _IDX
+for _op in (0x11, 0x13):
+    _MVP[_op] = _IDX2
+for _op in range(0x28, 0x3F):
+    _MVP[_op] = _MEMARG
+_MVP[0x3F] = _MEMIDX
+_MVP[0x40] = _MEMIDX
+_MVP[0x41] = _I32
+_MVP[0x42] = _I64
+_MVP[0x43] = _F32
+_MVP[0x44] = _F64
+_MVP[0x0E] = _BRTABLE
+_MVP[0x1C] = _SELECT_T
+_MVP[0xD0] = _HEAPTYPE
+_MVP[0x1F] = _TRY_TABLE
+
+_OPENERS = frozenset({0x02, 0x03, 0x04, 0x06, 0x1F})
+
+# 0xFC: 0..7 saturating truncation (no immediates); 8..17 bulk memory / table ops.
+_FC_IMM = {8: 2, 9: 1, 10: 2, 11: 1, 12: 2, 13: 1, 14: 2, 15: 1, 16: 1, 17: 1}
+
+
+def _simd_family(sub: int) -> str:
+    if sub in RELAXED_FINAL or sub in RELAXED_PRESTANDARD:
+        return "relaxed_simd"
+    return "simd"
+
+
+@dataclass
+class DeepScan:
+    """Per-family instruction counts of every decoded body (``Counter`` keys below)."""
+
+    counts: Counter[str] = field(default_factory=Counter)
+    functions: int = 0
+    bytes_decoded: int = 0
+
+    def features(self) -> list[str]:
+        return sorted({FAMILY_FEATURE[k] for k, v in self.counts.items()
+                       if v and k in FAMILY_FEATURE})
+
+
+def _memarg(buf: bytes, pos: int, end: int) -> int:
+    align, pos = uleb(buf, pos, end)
+    if align & 0x40:  # multi-memory: a memory index follows the alignment
+        pos = skip_leb(buf, pos, end)
+    return skip_leb(buf, pos, end)
+
+
+def _blocktype(buf: bytes, pos: int, end: int) -> int:
+    if pos >= end:
+        raise Truncated(f"block type at offset {pos} runs past its body")
+    b = buf[pos]
+    if b in (REF_NULL_HT, REF_HT):
+        return skip_leb(buf, pos + 1, end)
+    if 0x40 <= b <= 0x7F:  # empty (0x40) or a one-byte value type (negative as an s33)
+        return pos + 1
+    return skip_leb(buf, pos, end)  # a type index (a non-negative s33)
+
+
+def decode_body(buf: bytes, pos: int, end: int, counts: Counter[str]) -> None:
+    """Decode one function body (locals first) and count instruction families.
+
+    Raises ``Bounds`` unless the final ``end`` of the body is its last byte.
+    """
+    ndecl, pos = uleb(buf, pos, end)
+    for _ in range(ndecl):
+        pos = skip_leb(buf, pos, end)
+        pos = skip_valtype(buf, pos, end)
+    depth = 0
+    mvp = _MVP
+    while pos < end:
+        op = buf[pos]
+        pos += 1
+        if op == 0x0B:
+            if depth == 0:
+                if pos != end:
+                    raise Bounds(f"function body ends at offset {pos}, {end - pos} bytes early")
+                return
+            depth -= 1
+            continue
+        shape = mvp.get(op)
+        if shape is not None:
+            if shape == _NONE:
+                if 0xC0 <= op <= 0xC4:
+                    counts["sign_ext"] += 1
+                elif op == 0x19:
+                    counts["eh_legacy"] += 1
+                elif op == 0x0A:
+                    counts["eh_exnref"] += 1
+                elif op in (0xD1, 0xD3):
+                    counts["reference_types"] += 1
+            elif shape == _IDX:
+                pos = skip_leb(buf, pos, end)
+                if op in (0x07, 0x08, 0x09):
+                    counts["eh_throw" if op == 0x08 else "eh_legacy"] += 1
+                elif op == 0x18:
+                    counts["eh_legacy"] += 1
+                    depth -= 1  # delegate closes its try
+                elif op in (0x12, 0x13):
+                    counts["tail_call"] += 1
+                elif op in (0x14, 0x15, 0xD4, 0xD6):
+                    counts["typed_funcref"] += 1
+                    if op == 0x15:
+                        counts["tail_call"] += 1
+                elif op in (0x25, 0x26, 0xD2):
+                    counts["reference_types"] += 1
+            elif shape == _MEMARG:
+                pos = _memarg(buf, pos, end)
+            elif shape in (_I32, _I64):
+                pos = skip_leb(buf, pos, end)
+            elif shape == _BLOCK:
+                pos = _blocktype(buf, pos, end)
+                depth += 1
+                if op == 0x06:
+                    counts["eh_legacy"] += 1
+            elif shape == _IDX2:
+                pos = skip_leb(buf, skip_leb(buf, pos, end), end)
+                if op == 0x13:
+                    counts["tail_call"] += 1
+            elif shape == _F32:
+                pos += 4
+            elif shape == _F64:
+                pos += 8
+            elif shape == _MEMIDX:
+                pos = skip_leb(buf, pos, end)
+            elif shape == _BRTABLE:
+                n, pos = uleb(buf, pos, end)
+                if n > end - pos:
+                    raise Truncated(f"br_table at offset {pos} lists {n} labels")
+                for _ in range(n + 1):
+                    pos = skip_leb(buf, pos, end)
+            elif shape == _SELECT_T:
+                n, pos = uleb(buf, pos, end)
+                if n > end - pos:
+                    raise Truncated(f"select at offset {pos} lists {n} types")
+                for _ in range(n):
+                    pos = skip_valtype(buf, pos, end)
+                counts["reference_types"] += 1
+            elif shape == _HEAPTYPE:
+                pos = skip_leb(buf, pos, end)
+                counts["reference_types"] += 1
+            elif shape == _TRY_TABLE:
+                pos = _blocktype(buf, pos, end)
+                n, pos = uleb(buf, pos, end)
+                if n > end - pos:
+                    raise Truncated(f"try_table at offset {pos} lists {n} catches")
+                for _ in range(n):
+                    if pos >= end:
+                        raise Truncated(f"try_table catch at offset {pos} runs past its body")
+                    kind = buf[pos]
+                    pos += 1
+                    if kind in (0, 1):
+                        pos = skip_leb(buf, pos, end)  # tag
+                    elif kind not in (2, 3):
+                        raise Truncated(f"try_table catch kind {kind} at offset {pos - 1}")
+                    pos = skip_leb(buf, pos, end)  # label
+                depth += 1
+                counts["eh_exnref"] += 1
+            continue
+        if op == 0xFD:
+            sub, pos = uleb(buf, pos, end)
+            if sub <= 0x0B or sub in (0x5C, 0x5D):
+                pos = _memarg(buf, pos, end)
+            elif sub in (0x0C, 0x0D):
+                pos += 16
+            elif 0x15 <= sub <= 0x22:
+                pos += 1
+            elif 0x54 <= sub <= 0x5B:
+                pos = _memarg(buf, pos, end) + 1
+            elif sub > 0x113:
+                raise Bounds(f"unknown SIMD sub-opcode 0x{sub:x} at offset {pos}")
+            counts[_simd_family(sub)] += 1
+        elif op == 0xFC:
+            sub, pos = uleb(buf, pos, end)
+            if sub <= 7:
+                counts["sat_trunc"] += 1
+            elif sub <= 17:
+                for _ in range(_FC_IMM[sub]):
+                    pos = skip_leb(buf, pos, end)
+                counts["bulk_memory" if sub <= 11 else "reference_types"] += 1
+            else:
+                raise Bounds(f"unknown 0xFC sub-opcode {sub} at offset {pos}")
+        elif op == 0xFE:
+            sub, pos = uleb(buf, pos, end)
+            if sub == 0x03:  # atomic.fence takes one reserved byte
+                pos += 1
+            elif sub <= 0x4E:
+                pos = _memarg(buf, pos, end)
+            else:
+                raise Bounds(f"unknown atomic sub-opcode 0x{sub:x} at offset {pos}")
+            counts["atomics"] += 1
+        else:
+            raise Bounds(f"unknown opcode 0x{op:02x} at offset {pos - 1}")
+    raise Bounds(f"function body ending at {end} has no final `end` (or an immediate overran it)")
+
+
+def decode_bodies(buf: bytes, bodies: list[tuple[int, int]]) -> DeepScan:
+    """Decode every body; a body that does not decode to exactly its size raises ``Bounds``."""
+    out = DeepScan()
+    counts = out.counts
+    for start, end in bodies:
+        try:
+            decode_body(buf, start, end, counts)
+        except IndexError:
+            raise Truncated(f"function body at offset {start} runs past the data") from None
+        out.functions += 1
+        out.bytes_decoded += end - start
+    return out
