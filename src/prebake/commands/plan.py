@@ -1,0 +1,52 @@
+"""``prebake plan``: the units, their input hashes, and whether the store already has them."""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+
+NAME = "plan"
+HELP = "list the units (stage or recipe × platform) in build order with input hashes and status"
+ORDER = 10
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--stage", metavar="S", help="only this stage or alias (e.g. core, full)")
+    p.add_argument("--platform", metavar="P", help="only this platform")
+    p.add_argument("--explain", metavar="UNIT",
+                   help="show the inputs that make up UNIT's hash (e.g. core/wasm)")
+    p.add_argument("--store", metavar="URL", help="store to look units up in (default: the "
+                   "workspace's default store)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def run(args: argparse.Namespace) -> int:
+    from prebake.commands._common import find_workspace, print_json
+    from prebake.errors import PrebakeError
+    from prebake.plan import make_plan, plan_statuses
+    from prebake.plan.render import explain_json, explain_markdown, markdown_table, plan_json
+    from prebake.workspace import load_workspace, resolve_store_url
+
+    ws = load_workspace(find_workspace(args.workspace))
+    store = resolve_store_url(args.store, ws.root) if args.store else ws.default_store
+    if args.explain:
+        plan = make_plan(ws)
+        unit = plan.unit(args.explain)
+        if unit is None:
+            close = difflib.get_close_matches(args.explain, plan.ids, n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            raise PrebakeError(f"no unit {args.explain!r} in the plan{hint}")
+        status = plan_statuses(type(plan)((unit,), (unit.stage,), (unit.platform,)),
+                               store, ws.root)[unit.id]
+        if args.json:
+            print_json(explain_json(unit, status))
+        else:
+            print(explain_markdown(unit, status), end="")
+        return 0
+    plan = make_plan(ws, args.stage, args.platform)
+    statuses = plan_statuses(plan, store, ws.root)
+    if args.json:
+        print_json(plan_json(ws, plan, statuses, store))
+    else:
+        print(markdown_table(plan, statuses), end="")
+    return 0

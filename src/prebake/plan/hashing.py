@@ -1,0 +1,139 @@
+"""Input hashes: derived from what can change a unit's output, never from hand-kept file lists.
+
+A recipe unit's inputs are the recipe file's bytes, the files/patches it declares, the trees of
+its local sources (relative path + content), the values of exactly the pins it reads, the
+platform profile (contract, toolchain command lines as written, link-test flags, env policy)
+and the toolchain identity (the toolchain pin's value, else the compiler's ``--version`` line).
+Absolute paths, host names and times never enter a hash, so two machines agree.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from prebake.recipes.model import LocalSource, Recipe
+from prebake.workspace.model import PYTHON_TOKEN, Platform, Toolchain
+
+# Bumped when the meaning of a hash changes (a new input kind), so every unit rebuilds once.
+HASH_SCHEME = "prebake-input-hash-1"
+_SKIP_DIRS = {".git", "__pycache__", ".hg", ".svn"}
+
+Identify = Callable[[Toolchain, Mapping[str, str]], str]
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def canonical_digest(obj: Any) -> str:
+    """sha256 of canonical JSON (sorted keys, no whitespace): stable across runs and machines."""
+    text = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return sha256_bytes(text.encode("utf-8"))
+
+
+def file_digest(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def tree_digest(root: Path) -> str:
+    """Digest of a folder: every file's relative path, executable bit and content, sorted."""
+    entries: list[tuple[str, str]] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS)
+        for name in filenames:
+            p = Path(dirpath) / name
+            rel = p.relative_to(root).as_posix()
+            if p.is_symlink():
+                entries.append((rel, "link:" + str(p.readlink())))
+            elif p.is_file():
+                mode = "x" if os.access(p, os.X_OK) else "-"
+                entries.append((rel, f"{mode}:{file_digest(p)}"))
+    return canonical_digest(sorted(entries))
+
+
+def _unexpand(argv: tuple[str, ...] | None) -> list[str] | None:
+    if argv is None:
+        return None
+    return [PYTHON_TOKEN if a == sys.executable else a for a in argv]
+
+
+def platform_profile(platform: Platform) -> dict[str, Any]:
+    """What of a platform can change a build's output (the runner label cannot)."""
+    tc = platform.toolchain
+    return {
+        "os": platform.os,
+        "arch": platform.arch,
+        "toolchain": {
+            "cc": tc.spec.get("cc") or _unexpand(tc.cc),
+            "cxx": tc.spec.get("cxx") or _unexpand(tc.cxx),
+            "ar": tc.spec.get("ar") or _unexpand(tc.ar),
+            "pin": tc.pin,
+            "cmake_toolchain": tc.cmake_toolchain,
+        },
+        "contract": platform.contract.to_json(),
+        "link_test": {"flags": list(platform.link_test.flags),
+                      "run": _unexpand(platform.link_test.run)},
+        "env_unset": sorted(platform.env_unset),
+        "env": dict(sorted(platform.env.items())),
+    }
+
+
+class ToolchainIdentity:
+    """The toolchain's identity, computed once per run: a pinned toolchain is its pin value;
+    otherwise the first line of ``cc --version`` (the compiler release that matters)."""
+
+    def __init__(self, run: Callable[[list[str]], str] | None = None) -> None:
+        self._run = run or _version_line
+        self._cache: dict[tuple[str, ...], str] = {}
+
+    def __call__(self, toolchain: Toolchain, pins: Mapping[str, str]) -> str:
+        if toolchain.pin:
+            return f"pin {toolchain.pin}={pins.get(toolchain.pin, '?')}"
+        key = toolchain.cc
+        if key not in self._cache:
+            self._cache[key] = self._run([*toolchain.cc, "--version"])
+        return self._cache[key]
+
+
+def _version_line(argv: list[str]) -> str:
+    env = {k: os.environ[k] for k in ("PATH", "HOME", "TMPDIR") if k in os.environ}
+    env["LC_ALL"] = "C"
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env,
+                              stdin=subprocess.DEVNULL, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"unavailable ({type(exc).__name__})"
+    lines = (proc.stdout or proc.stderr).strip().splitlines()
+    if proc.returncode != 0 or not lines:
+        return f"unavailable (exit {proc.returncode})"
+    return lines[0].strip()
+
+
+def recipe_inputs(recipe: Recipe, platform: Platform, pins: Mapping[str, str],
+                  identify: Identify) -> dict[str, str]:
+    """The named inputs of one recipe on one platform (what ``--explain`` shows)."""
+    if recipe.path is None:
+        raise ValueError(f"recipe {recipe.name!r} has no file")
+    folder = recipe.path.parent
+    inputs = {"hash-scheme": HASH_SCHEME, "recipe-file": file_digest(recipe.path)}
+    for rel in recipe.files:
+        inputs[f"file:{rel}"] = file_digest(folder / rel)
+    for i, src in enumerate(recipe.sources):
+        if isinstance(src, LocalSource):
+            inputs[f"source[{i}]:{src.path}"] = tree_digest(folder / src.path)
+    for name in recipe.pins_read(platform.name, platform.toolchain.pin):
+        inputs[f"pin:{name}"] = pins.get(name, "")
+    inputs["platform-profile"] = canonical_digest(platform_profile(platform))
+    inputs["toolchain"] = identify(platform.toolchain, pins)
+    return inputs

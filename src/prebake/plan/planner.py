@@ -1,0 +1,87 @@
+"""Make the plan: every (stage or recipe) × platform unit in build order, with its input hash.
+
+A stage packaged as one prefix is one unit per platform whose hash covers its recipes' inputs
+and the units of the stages it comes ``after`` (their outputs are in its build's prefix). In a
+``per-recipe`` stage each recipe is a unit; its hash covers the units holding the ``deps`` it
+builds against, so an unrelated change upstream does not rebuild it.
+"""
+
+from __future__ import annotations
+
+from prebake.plan.hashing import (
+    HASH_SCHEME,
+    Identify,
+    ToolchainIdentity,
+    canonical_digest,
+    recipe_inputs,
+)
+from prebake.plan.model import Plan, Unit
+from prebake.workspace.model import Platform, Stage, Workspace
+
+_IDENTITY = ToolchainIdentity()  # one per process: each compiler's --version runs once per run
+
+
+def _dep_unit(ws: Workspace, dep: str, platform: str) -> str | None:
+    stage = ws.stage_of(dep)
+    if stage is None:
+        return None
+    return f"{stage}/{platform}" if ws.stages[stage].package == "prefix" else f"{dep}/{platform}"
+
+
+def _stage_units(ws: Workspace, stage: Stage, platform: Platform, done: dict[str, Unit],
+                 identify: Identify) -> list[Unit]:
+    p = platform.name
+    covering = tuple(r for r in stage.recipes if ws.recipes[r].strategy_for(p) is not None)
+    if not covering:
+        return []
+    after = tuple(u.id for u in done.values() if u.platform == p and u.stage in stage.after)
+    rin = {r: recipe_inputs(ws.recipes[r], platform, ws.pins, identify) for r in covering}
+    if stage.package == "prefix":
+        inputs = {"hash-scheme": HASH_SCHEME, "project-version": ws.project.version}
+        inputs.update({f"recipe:{r}": canonical_digest(rin[r]) for r in covering})
+        inputs.update({f"unit:{uid}": done[uid].input_hash for uid in after})
+        return [Unit(
+            id=f"{stage.name}/{p}", stage=stage.name, recipe=None, platform=p,
+            input_hash=canonical_digest(inputs), inputs=inputs, deps=after, recipes=covering,
+            package="prefix", asset_name=f"{ws.project.name}-{stage.name}",
+            version=ws.project.version, recipe_inputs=rin,
+        )]
+    units = []
+    for r in covering:
+        recipe = ws.recipes[r]
+        inputs = dict(rin[r])
+        for dep in recipe.deps:
+            uid = _dep_unit(ws, dep, p)
+            if uid is not None and uid in done:
+                inputs[f"unit:{uid}"] = done[uid].input_hash
+        units.append(Unit(
+            id=f"{r}/{p}", stage=stage.name, recipe=r, platform=p,
+            input_hash=canonical_digest(inputs), inputs=inputs, deps=after, recipes=(r,),
+            package="per-recipe", asset_name=r, version=ws.pins[recipe.pin],
+            recipe_inputs={r: rin[r]},
+        ))
+    return units
+
+
+def make_plan(ws: Workspace, stage: str | None = None, platform: str | None = None, *,
+              identify: Identify | None = None) -> Plan:
+    """Units of the selected stage (or alias) and platform, in build order.
+
+    Hashes of units outside the selection are still computed: a selected unit's hash covers
+    the stages it comes after.
+    """
+    identify = identify or _IDENTITY
+    stages = ws.stage_names(stage)
+    platforms = ws.platform_names(platform)
+    done: dict[str, Unit] = {}
+    needed = set(stages)
+    for s in stages:
+        needed.update(ws.upstream_stages(s))
+    for s in ws.stage_order():
+        if s not in needed:
+            continue
+        for p in platforms:
+            for unit in _stage_units(ws, ws.stages[s], ws.platforms[p], done, identify):
+                done[unit.id] = unit
+    units = tuple(u for u in done.values() if u.stage in stages)
+    return Plan(units=units, stages=stages, platforms=platforms)

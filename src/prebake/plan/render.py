@@ -1,0 +1,63 @@
+"""Plan output: a markdown table (a GitHub step summary as is), ``--explain``, and JSON."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from prebake.jsonio import SCHEMA_VERSION
+from prebake.plan.model import Plan, Unit
+from prebake.workspace.model import Workspace
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def markdown_table(plan: Plan, statuses: Mapping[str, str]) -> str:
+    lines = ["| unit | stage | platform | input hash | status |", "|---|---|---|---|---|"]
+    for u in plan.units:
+        lines.append(f"| `{u.id}` | {u.stage} | {u.platform} | `{u.short_hash}` | "
+                     f"{statuses.get(u.id, 'unknown')} |")
+    return "\n".join(lines) + "\n"
+
+
+def _inputs_table(inputs: Mapping[str, str]) -> list[str]:
+    lines = ["| input | value |", "|---|---|"]
+    lines += [f"| {_cell(k)} | `{_cell(v)}` |" for k, v in inputs.items()]
+    return lines
+
+
+def explain_markdown(unit: Unit, status: str) -> str:
+    """Which inputs make up a unit's hash, so a user sees why it will (not) rebuild."""
+    lines = [f"### `{unit.id}` (stage {unit.stage}, platform {unit.platform})", "",
+             f"input hash `{unit.input_hash}`, status: {status}", "",
+             *_inputs_table(unit.inputs)]
+    if unit.package == "prefix":
+        for name, inputs in unit.recipe_inputs.items():
+            lines += ["", f"#### recipe `{name}`", "", *_inputs_table(inputs)]
+    return "\n".join(lines) + "\n"
+
+
+def plan_json(ws: Workspace, plan: Plan, statuses: Mapping[str, str], store: str
+              ) -> dict[str, Any]:
+    units = []
+    for u in plan.units:
+        d = u.to_json()
+        d["status"] = statuses.get(u.id, "unknown")
+        units.append(d)
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "project": {"name": ws.project.name, "version": ws.project.version},
+        "store": store,
+        "stages": list(plan.stages),
+        "platforms": list(plan.platforms),
+        "units": units,
+    }
+
+
+def explain_json(unit: Unit, status: str) -> dict[str, Any]:
+    d = unit.to_json()
+    d["status"] = status
+    d["recipe_inputs"] = {k: dict(v) for k, v in unit.recipe_inputs.items()}
+    return {"schema_version": SCHEMA_VERSION, "unit": d}

@@ -1,0 +1,46 @@
+"""Whether the store already holds a unit's asset built from the same inputs.
+
+The asset's ``.json`` manifest sidecar carries the ``input_hash`` it was built from: equal means
+"built" (the unit is skipped), a different hash "stale", no asset "missing". A store that cannot
+be reached (or not yet implemented) gives "unknown" rather than a guess.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from prebake.errors import PrebakeError
+from prebake.package.naming import MANIFEST_SUFFIX
+from prebake.plan.model import Plan, Unit, asset_for
+from prebake.store.base import Store
+
+STATUSES = ("built", "stale", "missing", "unknown")
+
+
+def unit_status(store: Store, unit: Unit) -> str:
+    try:
+        data = store.read_sidecar(asset_for(unit), MANIFEST_SUFFIX)
+    except (PrebakeError, OSError):
+        return "unknown"
+    if data is None:
+        return "missing"
+    try:
+        manifest = json.loads(data)
+    except ValueError:
+        return "stale"
+    ok = isinstance(manifest, dict) and manifest.get("input_hash") == unit.input_hash
+    return "built" if ok else "stale"
+
+
+def plan_statuses(plan: Plan, store_url: str, root: Path) -> dict[str, str]:
+    """Status per unit id, looked up in the store at ``store_url``."""
+    try:
+        from prebake.store import open_store
+    except ImportError:  # the store layer is optional at this level
+        return {u.id: "unknown" for u in plan.units}
+    try:
+        store = open_store(store_url, root=root)
+    except (PrebakeError, OSError):
+        return {u.id: "unknown" for u in plan.units}
+    return {u.id: unit_status(store, u) for u in plan.units}
