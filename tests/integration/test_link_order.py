@@ -1,0 +1,115 @@
+"""link-order on real archives: Debian's libabsl-dev and a hand-made two-archive cycle.
+
+The order is judged by the real linker: g++ links with the computed order, and fails with the
+reversed order (absl) or without the group (the cycle).
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+
+import pytest
+
+from prebake.cli import main
+from prebake.link.order import compute_link_order
+from tests import support
+
+ABSL = sorted(Path("/usr/lib/x86_64-linux-gnu").glob("libabsl_*.a"))
+
+ABSL_CONSUMER = """\
+#include <absl/container/flat_hash_map.h>
+#include <absl/status/status.h>
+#include <absl/strings/str_cat.h>
+#include <absl/strings/str_split.h>
+#include <absl/synchronization/mutex.h>
+#include <absl/time/clock.h>
+#include <iostream>
+int main() {
+  absl::flat_hash_map<std::string, int> m; m["a"] = 1;
+  std::vector<std::string> parts = absl::StrSplit("a,b,c", ',');
+  absl::Status st = absl::InvalidArgumentError("bad");
+  absl::Mutex mu; { absl::MutexLock l(&mu); }
+  std::cout << absl::StrCat("n=", parts.size(), m.size()) << " " << st << " "
+            << absl::FormatTime(absl::Now()) << "\\n";
+}
+"""
+
+CYCLE = {
+    "a1.c": "int b1(void); int a1(void) { return b1() + 1; }\n",
+    "a2.c": "int a2(void) { return 40; }\n",
+    "b1.c": "int a2(void); int b1(void) { return a2() + 1; }\n",
+    "main.c": "int a1(void); int main(void) { return a1() == 42 ? 0 : 1; }\n",
+}
+CYCLE_CMDS = [
+    ["gcc", "-O1", "-c", "a1.c", "a2.c", "b1.c", "main.c"],
+    ["ar", "rcs", "liba.a", "a1.o", "a2.o"],
+    ["ar", "rcs", "libb.a", "b1.o"],
+]
+
+
+def _link(d: Path, args: list[str]) -> bool:
+    proc = support.run(["g++", "main.o", *args, "-o", "prog"], d, check=False)
+    return proc.returncode == 0
+
+
+@pytest.fixture(scope="module")
+def absl_consumer() -> Path:
+    if not ABSL:
+        pytest.fail("libabsl-dev is not installed (scripts/bootstrap installs it)")
+    return support.build("absl-consumer", {"main.cc": ABSL_CONSUMER},
+                         [["g++", "-std=c++17", "-O1", "-c", "main.cc", "-o", "main.o"]])
+
+
+def test_absl_order_links_and_reversed_does_not(absl_consumer: Path) -> None:
+    lo = compute_link_order(ABSL, [absl_consumer / "main.o"])
+    order = lo.order()
+    assert 3 < len(order) < len(ABSL)  # only what the consumer pulls in
+    assert lo.unused and all(p not in order for p in lo.unused)
+    assert "_ZN4absl" not in " ".join(s for s in lo.unresolved if s.startswith("_ZN4absl7"))
+    assert _link(absl_consumer, shlex.split(lo.render("ld")))
+    assert support.run(["./prog"], absl_consumer).stdout.startswith("n=31 INVALID_ARGUMENT")
+    assert not _link(absl_consumer, [str(p) for p in reversed(order)])
+    assert _link(absl_consumer, [str(p) for p in lo.repeated()])
+
+
+def test_absl_all_members_order_links(absl_consumer: Path) -> None:
+    lo = compute_link_order(ABSL)
+    assert len(lo.order()) == len(ABSL) and not lo.unused
+    assert _link(absl_consumer, shlex.split(lo.render("ld")))
+
+
+def test_two_archive_cycle_links_only_grouped() -> None:
+    d = support.build("link-cycle", CYCLE, CYCLE_CMDS)
+    lo = compute_link_order([d / "libb.a", d / "liba.a"], [d / "main.o"])
+    assert lo.cycles() == [[d / "libb.a", d / "liba.a"]]
+    assert lo.render("ld") == f"-Wl,--start-group {d / 'libb.a'} {d / 'liba.a'} -Wl,--end-group"
+    assert _link(d, shlex.split(lo.render("ld")))
+    assert not _link(d, [str(d / "liba.a"), str(d / "libb.a")])
+    assert not _link(d, [str(d / "libb.a"), str(d / "liba.a")])
+    rep = lo.repeated()
+    assert len(rep) == 3 and _link(d, [str(p) for p in rep])
+    assert "LINK_GROUP:RESCAN" in lo.render("cmake")
+    assert lo.needs[d / "liba.a"][d / "libb.a"] == ["b1"]
+
+
+def test_cli_json_lists_unresolved(capsys: pytest.CaptureFixture[str]) -> None:
+    d = support.build("link-cycle", CYCLE, CYCLE_CMDS)
+    assert main(["link-order", str(d / "libb.a"), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["schema_version"] == 1
+    assert out["order"] == [str(d / "libb.a")]
+    assert out["unresolved"] == {"a2": ["libb.a(b1.o)"]}
+    assert main(["link-order", str(d / "liba.a"), str(d / "libb.a"), "--format", "ld64"]) == 0
+    line = capsys.readouterr().out.strip()
+    assert shlex.split(line) == [str(d / n) for n in ("liba.a", "libb.a", "liba.a")]
+    assert _link(d, shlex.split(line))
+
+
+def test_bad_input_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    junk = tmp_path / "libjunk.a"
+    junk.write_text("not an archive\n")
+    assert main(["link-order", str(junk)]) == 2
+    err = capsys.readouterr().err
+    assert str(junk) in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
