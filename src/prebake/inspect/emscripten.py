@@ -4,7 +4,8 @@ ABI-FACTS.md §3.7: JSPI leaves the wasm untouched (only the glue's ``WebAssembl
 ``WebAssembly.promising`` show it), and a minified legacy-EH build renames every import, so
 its exception model is read from the glue's ``invoke_*`` wrappers
 (``function X(a,…){var sp=save();try{…}catch(e){restore(sp);if(e!==e+0)throw e;setThrew(1,0)}}``)
-and the C++ EH runtime's ``"no exception to throw"`` string. The wrappers alone are not enough:
+and the C++ EH runtime (its ``"no exception to throw"`` message, or in older unminified
+glue its ``___cxa_find_matching_catch_N``/``___resumeException`` functions). The wrappers alone are not enough:
 JS-based setjmp/longjmp uses the very same ones (§3.4).
 """
 
@@ -22,7 +23,11 @@ _INVOKE_WRAPPER = re.compile(
     r"try\s*\{[^{}]*\}\s*catch\s*\(\s*([\w$]+)\s*\)\s*\{[^{}]*?"
     r"if\s*\(\s*\3\s*!==\s*\3\s*\+\s*0"
 )
-_CXX_EH_RUNTIME = re.compile(r"""["']no exception to throw["']""")
+# The JS C++ EH runtime: newer glue is minified but keeps the abort message; 3.1.x glue keeps
+# the library function names (verified on em++ -O1/-O3 output and the onnxruntime-web .mjs).
+_CXX_EH_RUNTIME = re.compile(
+    r"""["'](no exception to throw)["']|\b(___cxa_find_matching_catch_\d+|___resumeException)\b"""
+)
 _JSPI = re.compile(
     r"WebAssembly\s*\.\s*(Suspending|promising)\b"
     r"""|\b(suspending|promising)\s*:\s*["']first["']"""  # the pre-2024 JSPI API
@@ -36,7 +41,7 @@ class Glue:
 
     path: str
     invoke_wrappers: int
-    cxx_eh_runtime: bool  # the "no exception to throw" string of library_exceptions.js
+    cxx_eh_runtime: tuple[str, ...]  # markers of library_exceptions.js ("no exception to throw")
     jspi_markers: tuple[str, ...]  # e.g. ("WebAssembly.Suspending", "WebAssembly.promising")
     emscripten: bool
 
@@ -69,7 +74,8 @@ def read_glue(path: Path) -> Glue | None:
     return Glue(
         path=str(path),
         invoke_wrappers=sum(1 for _ in _INVOKE_WRAPPER.finditer(text)),
-        cxx_eh_runtime=_CXX_EH_RUNTIME.search(text) is not None,
+        cxx_eh_runtime=tuple(sorted({m.group(1) or m.group(2)
+                                     for m in _CXX_EH_RUNTIME.finditer(text)})),
         jspi_markers=tuple(markers),
         emscripten=_EMSCRIPTEN.search(text) is not None,
     )

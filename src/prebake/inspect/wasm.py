@@ -612,7 +612,7 @@ def _module_facts(r: Reader, m: Module, f: Facts, path: str, opts: ParseOptions)
         glue = emscripten.read_glue(gpath)
     if glue is not None:
         f.details["glue"] = {"path": glue.path, "invoke_wrappers": glue.invoke_wrappers,
-                             "no_exception_to_throw": glue.cxx_eh_runtime,
+                             "cxx_eh_runtime": list(glue.cxx_eh_runtime),
                              "jspi": list(glue.jspi_markers)}
     _module_os(f, m, glue)
     scan = None
@@ -713,7 +713,7 @@ def _module_eh(f: Facts, m: Module, glue: emscripten.Glue | None, readable: bool
         legacy.append("imports " + _list(markers + invokes))
     if glue is not None and glue.cxx_eh_runtime:
         legacy.append(f"JS glue {glue.path}: {glue.invoke_wrappers} invoke wrappers and the "
-                      "C++ EH runtime (\"no exception to throw\")")
+                      "JS C++ EH runtime (" + ", ".join(glue.cxx_eh_runtime) + ")")
     for why in native + legacy:
         f.note("eh", why)
     if native and legacy:
