@@ -83,7 +83,7 @@ PLATFORMS = {
     7: "ios-simulator", 8: "tvos-simulator", 9: "watchos-simulator", 10: "driverkit",
     11: "visionos", 12: "visionos-simulator",
 }
-VERSION_MIN_PLATFORM = {
+VERSION_MIN_PLATFORM: dict[int, str] = {
     Cmd.VERSION_MIN_MACOSX: "macos", Cmd.VERSION_MIN_IPHONEOS: "ios",
     Cmd.VERSION_MIN_TVOS: "tvos", Cmd.VERSION_MIN_WATCHOS: "watchos",
 }
@@ -207,6 +207,7 @@ class MachOReader:
             if opts.symbols:
                 facts.symbols = _symbols(r, symoff, nsyms, strtab, is64, thin.trie, kind)
         _cxx_stdlib(facts, thin, strtab)
+        facts.abi.lto = "none"  # native code (LTO inputs for Apple targets are bitcode files)
         return facts
 
 
@@ -243,8 +244,8 @@ def _one_command(r: Reader, thin: _Thin, cmd: int, off: int, size: int) -> None:
         if tools:
             thin.details["build_tools"] = tools
     elif cmd in VERSION_MIN_PLATFORM:
-        _set_version(thin, VERSION_MIN_PLATFORM[Cmd(cmd)], r.u32(off + 8), r.u32(off + 12),
-                     f"LC_VERSION_MIN_{VERSION_MIN_PLATFORM[Cmd(cmd)].upper()}")
+        _set_version(thin, VERSION_MIN_PLATFORM[cmd], r.u32(off + 8), r.u32(off + 12),
+                     f"LC_{Cmd(cmd).name}")
     elif cmd == Cmd.ID_DYLIB:
         thin.soname = _lc_str(r, off, size, 8)
         thin.details["current_version"] = version(r.u32(off + 16), full=True)
