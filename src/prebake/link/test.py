@@ -1,0 +1,239 @@
+"""Link a tiny consumer against a library with the platform's own compiler and consumer flags.
+
+Facts can only say what a binary *is*; the link says whether a consumer can use it. The consumer
+is the recipe's snippet, or a C file that takes the address of each given symbol, or — with
+neither — an empty ``main`` linked with ``--whole-archive`` (``-force_load`` on macOS) so that
+every member is linked and every undefined symbol surfaces, not just the ones a test knew to
+look for.
+
+The environment is built from an allowlist plus the platform's ``env`` (never the caller's
+whole environment: a stray ``CFLAGS=-flto`` must not leak into a guard). On failure the
+linker's own lines are kept verbatim; ``errors`` holds the lines that name an error or an
+undefined symbol (Emscripten 3.1.6 prints those from its JS compiler step, not wasm-ld).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from prebake.errors import PrebakeError
+
+ENV_ALLOWLIST = (
+    "PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "TMP", "TEMP", "SYSTEMROOT", "NODE_PATH",
+    "EM_CACHE", "EM_CONFIG", "EMSDK", "EMSDK_NODE", "ZIG_GLOBAL_CACHE_DIR", "ZIG_LOCAL_CACHE_DIR",
+    "SDKROOT", "DEVELOPER_DIR",
+)
+ERROR_LINE = re.compile(r"error|undefined (symbol|reference)", re.IGNORECASE)
+MAX_ERRORS = 40
+SHARED_SUFFIX = re.compile(r"\.(so(\.\d+)*|dylib|dll)$")
+
+
+class _Toolchain(Protocol):
+    @property
+    def cc(self) -> tuple[str, ...]: ...
+    @property
+    def cxx(self) -> tuple[str, ...]: ...
+
+
+class _LinkTest(Protocol):
+    @property
+    def flags(self) -> tuple[str, ...]: ...
+    @property
+    def run(self) -> tuple[str, ...] | None: ...
+
+
+class LinkPlatform(Protocol):
+    """What link_test needs of ``prebake.workspace.Platform``."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def os(self) -> str: ...
+    @property
+    def toolchain(self) -> _Toolchain: ...
+    @property
+    def link_test(self) -> _LinkTest: ...
+    @property
+    def env(self) -> Mapping[str, str]: ...
+    @property
+    def env_unset(self) -> tuple[str, ...]: ...
+
+
+@dataclass
+class LinkTestResult:
+    """``ok`` when the consumer compiled, linked (and ran, if the platform has a runner)."""
+
+    ok: bool
+    commands: list[list[str]]
+    output: str
+    errors: list[str] = field(default_factory=list)
+    stage: str = "link"  # compile | link | run: where it stopped (or "run"/"link" when ok)
+    workdir: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "stage": self.stage,
+            "commands": self.commands,
+            "errors": self.errors,
+            "output": self.output,
+            "workdir": self.workdir,
+        }
+
+
+def error_lines(output: str) -> list[str]:
+    """The lines naming an error or an undefined symbol, verbatim, first ones first, no repeats."""
+    seen: set[str] = set()
+    out: list[str] = []
+    for line in output.splitlines():
+        s = line.rstrip()
+        if s and ERROR_LINE.search(s) and s not in seen:
+            seen.add(s)
+            out.append(s)
+            if len(out) >= MAX_ERRORS:
+                break
+    return out
+
+
+def _asm_name(sym: str, os_name: str) -> str:
+    """The C-level name for an asm label: Mach-O binary names carry one extra ``_``."""
+    if os_name == "macos" and sym.startswith("_") and (sym.startswith("__Z") or sym[1:2] != "Z"):
+        return sym[1:]
+    return sym
+
+
+def symbols_consumer(symbols: Sequence[str], os_name: str) -> str:
+    """C source that takes the address of each symbol, so the linker must resolve all of them."""
+    if not symbols:
+        return "int main(void) { return 0; }\n"
+    lines = [
+        "/* written by prebake link-test: references each symbol under test */",
+        "#include <stdint.h>",
+        "#define PREBAKE_STR2(x) #x",
+        "#define PREBAKE_STR(x) PREBAKE_STR2(x)",
+        "#define PREBAKE_PFX PREBAKE_STR(__USER_LABEL_PREFIX__)",
+    ]
+    for i, sym in enumerate(symbols):
+        if not re.fullmatch(r"[A-Za-z0-9_.$@?]+", sym):
+            raise PrebakeError(f"link-test: {sym!r} is not a symbol name")
+        name = _asm_name(sym, os_name)
+        lines.append(f'extern void prebake_sym_{i}(void) __asm__(PREBAKE_PFX "{name}");')
+    lines.append("int main(void) {\n  volatile uintptr_t acc = 0;")
+    lines += [f"  acc += (uintptr_t)&prebake_sym_{i};" for i in range(len(symbols))]
+    lines.append("  return acc == 1;\n}")
+    return "\n".join(lines) + "\n"
+
+
+def build_env(platform: LinkPlatform, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    env = {k: os.environ[k] for k in ENV_ALLOWLIST if k in os.environ}
+    env.update(platform.env)
+    if extra:
+        env.update(extra)
+    for k in platform.env_unset:
+        env.pop(k, None)
+    return env
+
+
+def _library_args(library: Path, os_name: str, whole: bool) -> list[str]:
+    lib = str(library)
+    if SHARED_SUFFIX.search(library.name):
+        if os_name in ("windows", "emscripten"):
+            return [lib]
+        return [lib, f"-Wl,-rpath,{library.parent}"]
+    if not whole:
+        return [lib]
+    if os_name == "macos":
+        return [f"-Wl,-force_load,{lib}"]
+    return ["-Wl,--whole-archive", lib, "-Wl,--no-whole-archive"]
+
+
+def _output_name(os_name: str) -> str:
+    return {"emscripten": "consumer.js", "windows": "consumer.exe", "wasi": "consumer.wasm"}.get(
+        os_name, "consumer"
+    )
+
+
+def _run(cmd: list[str], cwd: Path, env: Mapping[str, str], timeout: float) -> tuple[int, str]:
+    try:
+        proc = subprocess.run(cmd, cwd=cwd, env=dict(env), stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True, errors="replace",
+                              timeout=timeout, check=False)
+    except FileNotFoundError:
+        return 127, f"{cmd[0]}: command not found"
+    except subprocess.TimeoutExpired:
+        return 124, f"{' '.join(cmd)}: timed out after {timeout:.0f} s"
+    return proc.returncode, proc.stdout
+
+
+def link_test(library: Path, platform: LinkPlatform, *, include_dirs: Sequence[Path] = (),
+              snippet: str | None = None, symbols: Sequence[str] = (),
+              workdir: Path | None = None, lang: str | None = None,
+              env: Mapping[str, str] | None = None, timeout: float = 900) -> LinkTestResult:
+    """Compile and link a consumer of ``library`` for ``platform``; see the module docstring."""
+    library = Path(library).resolve()
+    if not library.is_file():
+        raise PrebakeError(f"{library}: no such library")
+    if workdir is None:
+        with tempfile.TemporaryDirectory(prefix="prebake-link-test-") as tmp:
+            result = _link_test(library, platform, include_dirs, snippet, symbols, Path(tmp),
+                                lang, env, timeout)
+            result.workdir = None
+            return result
+    workdir = Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    return _link_test(library, platform, include_dirs, snippet, symbols, workdir, lang, env,
+                      timeout)
+
+
+def _link_test(library: Path, platform: LinkPlatform, include_dirs: Sequence[Path],
+               snippet: str | None, symbols: Sequence[str], workdir: Path, lang: str | None,
+               extra_env: Mapping[str, str] | None, timeout: float) -> LinkTestResult:
+    os_name = platform.os
+    if snippet is not None:
+        lang = lang or "c++"
+        source = snippet if snippet.endswith("\n") else snippet + "\n"
+    else:
+        lang = "c"
+        source = symbols_consumer(symbols, os_name)
+    src = workdir / ("consumer.cpp" if lang in ("c++", "cxx", "cpp") else "consumer.c")
+    src.write_text(source)
+    compiler = platform.toolchain.cxx if src.suffix == ".cpp" else platform.toolchain.cc
+    flags = list(platform.link_test.flags)
+    incs = [f"-I{Path(d).resolve()}" for d in include_dirs if Path(d).is_dir()]
+    obj = "consumer.obj" if os_name == "windows" else "consumer.o"
+    out = _output_name(os_name)
+    whole = snippet is None and not symbols
+    commands = [
+        [*compiler, *flags, *incs, "-c", src.name, "-o", obj],
+        [*platform.toolchain.cxx, *flags, obj, *_library_args(library, os_name, whole), "-o", out],
+    ]
+    env = build_env(platform, extra_env)
+    log: list[str] = []
+    ran: list[list[str]] = []
+    for stage, cmd in zip(("compile", "link"), commands, strict=True):
+        ran.append(cmd)
+        rc, text = _run(cmd, workdir, env, timeout)
+        log.append(text)
+        if rc != 0:
+            output = "".join(log)
+            errors = error_lines(output) or [f"{cmd[0]} exited with status {rc}"]
+            return LinkTestResult(False, ran, output, errors, stage, str(workdir))
+    runner = platform.link_test.run
+    if runner:
+        cmd = [*runner, out]
+        ran.append(cmd)
+        rc, text = _run(cmd, workdir, env, timeout)
+        log.append(text)
+        if rc != 0:
+            output = "".join(log)
+            errs = error_lines(text) or [f"{' '.join(cmd)} exited with status {rc}"]
+            return LinkTestResult(False, ran, output, errs, "run", str(workdir))
+        return LinkTestResult(True, ran, "".join(log), [], "run", str(workdir))
+    return LinkTestResult(True, ran, "".join(log), [], "link", str(workdir))
