@@ -48,6 +48,15 @@ class Sec(IntEnum):
     TAG = 13
 
 
+# Section names as wasm-objdump prints them, so the two listings compare directly.
+SECTION_NAMES: dict[int, str] = {
+    Sec.TYPE: "Type", Sec.IMPORT: "Import", Sec.FUNCTION: "Function", Sec.TABLE: "Table",
+    Sec.MEMORY: "Memory", Sec.GLOBAL: "Global", Sec.EXPORT: "Export", Sec.START: "Start",
+    Sec.ELEMENT: "Elem", Sec.CODE: "Code", Sec.DATA: "Data", Sec.DATACOUNT: "DataCount",
+    Sec.TAG: "Tag",
+}
+
+
 class Ext(IntEnum):
     """Import/export kinds."""
 
@@ -216,7 +225,7 @@ def _sections(r: Reader) -> list[tuple[int, str, int, int]]:
             name = c.name()
             out.append((sid, name, c.pos, end))
         elif sid <= Sec.TAG:
-            out.append((sid, Sec(sid).name.capitalize(), start, end))
+            out.append((sid, SECTION_NAMES[sid], start, end))
         else:
             raise ValueError(f"unknown section id {sid} at offset {pos}")
         pos = end
