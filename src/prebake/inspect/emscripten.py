@@ -5,8 +5,8 @@ ABI-FACTS.md §3.7: JSPI leaves the wasm untouched (only the glue's ``WebAssembl
 its exception model is read from the glue's ``invoke_*`` wrappers
 (``function X(a,…){var sp=save();try{…}catch(e){restore(sp);if(e!==e+0)throw e;setThrew(1,0)}}``)
 and the C++ EH runtime (its ``"no exception to throw"`` message, or in older unminified
-glue its ``___cxa_find_matching_catch_N``/``___resumeException`` functions). The wrappers alone are not enough:
-JS-based setjmp/longjmp uses the very same ones (§3.4).
+glue its ``___cxa_find_matching_catch_N``/``___resumeException`` functions). The wrappers
+alone are not enough: JS-based setjmp/longjmp uses the very same ones (§3.4).
 """
 
 from __future__ import annotations
