@@ -2,8 +2,9 @@
 
 Facts can only say what a binary *is*; the link says whether a consumer can use it. The consumer
 is the recipe's snippet, or a C file that takes the address of each given symbol, or — with
-neither — an empty ``main`` linked with ``--whole-archive`` (``-force_load`` on macOS) so that
-every member is linked and every undefined symbol surfaces, not just the ones a test knew to
+neither — an empty ``main`` linked with ``--whole-archive`` (``-force_load`` on macOS; plus
+``--no-gc-sections`` for wasm, whose linker would drop the unused members) so that every member
+is linked and every undefined symbol surfaces, not just the ones a test knew to
 look for.
 
 The environment is built from an allowlist plus the platform's ``env`` (never the caller's
@@ -151,7 +152,11 @@ def _library_args(library: Path, os_name: str, whole: bool) -> list[str]:
         return [lib]
     if os_name == "macos":
         return [f"-Wl,-force_load,{lib}"]
-    return ["-Wl,--whole-archive", lib, "-Wl,--no-whole-archive"]
+    whole_args = ["-Wl,--whole-archive", lib, "-Wl,--no-whole-archive"]
+    if os_name in ("emscripten", "wasi"):
+        # emcc links with --gc-sections: unreferenced members' imports would vanish unchecked
+        whole_args.append("-Wl,--no-gc-sections")
+    return whole_args
 
 
 def _output_name(os_name: str) -> str:

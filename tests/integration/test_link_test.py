@@ -1,0 +1,133 @@
+"""link-test reproduces real link failures with real toolchains.
+
+The story of prebake: an archive built with Emscripten's legacy JS exceptions (``-fexceptions``)
+linked by a consumer built with ``-fwasm-exceptions -sERROR_ON_UNDEFINED_SYMBOLS=1`` fails, and
+the report carries the undefined symbols the toolchain printed; the same library built with
+``-fwasm-exceptions`` links.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from prebake.cli import main
+from prebake.contract import Contract
+from prebake.link.test import error_lines, link_test, symbols_consumer
+from prebake.workspace.model import LinkTest, Platform, Toolchain
+from tests import support
+
+THROWER = """\
+#include <stdexcept>
+int may_throw(int x) { if (x < 0) throw std::runtime_error("negative"); return x * 2; }
+int safe_call(int x) { try { return may_throw(x); } catch (const std::exception&) { return -1; } }
+"""
+HEADER = "int may_throw(int x);\nint safe_call(int x);\n"
+SNIPPET = """\
+#include <thrower.h>
+#include <cstdio>
+int main() {
+  try { std::printf("%d %d\\n", safe_call(3), safe_call(-1)); } catch (...) { return 2; }
+  return 0;
+}
+"""
+
+
+def _em_platform(eh_flag: str) -> Platform:
+    env = support.tool_env()
+    return Platform(
+        name="wasm", os="emscripten", arch="wasm32",
+        toolchain=Toolchain(cc=("emcc",), cxx=("em++",), ar=("emar",)),
+        contract=Contract(eh="wasm"),
+        link_test=LinkTest(flags=(eh_flag, "-sERROR_ON_UNDEFINED_SYMBOLS=1")),
+        env={k: env[k] for k in ("NODE_PATH", "EM_CACHE")},
+    )
+
+
+def _thrower(flag: str) -> Path:
+    tag = flag.lstrip("-")
+    return support.build(f"thrower-{tag}", {"thrower.cpp": THROWER, "include/thrower.h": HEADER},
+                         [["em++", "-O1", flag, "-c", "thrower.cpp", "-o", f"thrower.{tag}.o"],
+                          ["emar", "rcs", "libthrower.a", f"thrower.{tag}.o"]])
+
+
+@pytest.fixture(scope="module")
+def legacy() -> Path:
+    return _thrower("-fexceptions")
+
+
+@pytest.fixture(scope="module")
+def wasmeh() -> Path:
+    return _thrower("-fwasm-exceptions")
+
+
+def test_legacy_eh_archive_fails_like_the_real_link(legacy: Path, tmp_path: Path) -> None:
+    r = link_test(legacy / "libthrower.a", _em_platform("-fwasm-exceptions"),
+                  include_dirs=[legacy / "include"], snippet=SNIPPET, workdir=tmp_path)
+    assert not r.ok and r.stage == "link"
+    text = "\n".join(r.errors)
+    assert "undefined symbol: __resumeException" in text
+    assert all(line in r.output for line in r.errors)  # verbatim
+    assert r.commands[1][0] == "em++" and "-fwasm-exceptions" in r.commands[1]
+
+
+def test_wasm_eh_archive_links(wasmeh: Path) -> None:
+    r = link_test(wasmeh / "libthrower.a", _em_platform("-fwasm-exceptions"),
+                  include_dirs=[wasmeh / "include"], snippet=SNIPPET)
+    assert r.ok, r.output
+    assert r.errors == []
+
+
+def test_whole_archive_without_snippet_surfaces_every_member(legacy: Path) -> None:
+    r = link_test(legacy / "libthrower.a", _em_platform("-fwasm-exceptions"))
+    assert not r.ok
+    assert any("__resumeException" in e for e in r.errors)
+    clean = link_test(_thrower("-fwasm-exceptions") / "libthrower.a",
+                      _em_platform("-fwasm-exceptions"))
+    assert clean.ok, clean.output
+
+
+def test_symbols_consumer_links_natively(tmp_path: Path) -> None:
+    d = support.build("lt-native", {"f.c": "int lt_answer(void) { return 42; }\n"},
+                      [["gcc", "-c", "f.c"], ["ar", "rcs", "libf.a", "f.o"]])
+    plat = Platform(name="linux-x86_64", os="linux", arch="x86_64",
+                    toolchain=Toolchain(cc=("gcc",), cxx=("g++",), ar=("ar",)),
+                    contract=Contract(), link_test=LinkTest(flags=("-O1",), run=()))
+    assert link_test(d / "libf.a", plat, symbols=["lt_answer"]).ok
+    bad = link_test(d / "libf.a", plat, symbols=["lt_answer", "lt_missing"])
+    assert not bad.ok and any("undefined reference to `lt_missing'" in e for e in bad.errors)
+
+
+def test_symbols_consumer_source() -> None:
+    src = symbols_consumer(["_ZN4absl3FooEv"], "linux")
+    assert '__asm__(PREBAKE_PFX "_ZN4absl3FooEv")' in src
+    assert '"_ZN4absl3FooEv"' in symbols_consumer(["__ZN4absl3FooEv"], "macos")
+    assert error_lines("ok\nwasm-ld: error: x\nerror: x\nwasm-ld: error: x\n") == [
+        "wasm-ld: error: x", "error: x"]
+
+
+def test_cli_with_a_workspace_platform(legacy: Path, tmp_path: Path,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    env = support.tool_env()
+    (tmp_path / "prebake.toml").write_text(f"""\
+[project]
+name = "lt"
+version = "0.1.0"
+
+[platforms.wasm]
+os = "emscripten"
+arch = "wasm32"
+toolchain = {{ cc = "emcc", cxx = "em++", ar = "emar" }}
+contract = {{ eh = "wasm" }}
+link_test = {{ flags = ["-fwasm-exceptions", "-sERROR_ON_UNDEFINED_SYMBOLS=1"] }}
+env = {{ NODE_PATH = "{env['NODE_PATH']}", EM_CACHE = "{env['EM_CACHE']}" }}
+""")
+    snippet = tmp_path / "snippet.cpp"
+    snippet.write_text(SNIPPET)
+    rc = main(["-C", str(tmp_path), "link-test", str(legacy / "libthrower.a"), "--platform",
+               "wasm", "--snippet", str(snippet), "--include", str(legacy / "include"), "--json"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 1 and out["ok"] is False and out["schema_version"] == 1
+    assert any("__resumeException" in e for e in out["errors"])
