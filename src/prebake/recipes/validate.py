@@ -140,36 +140,38 @@ def _check_platform_keys(recipe: Recipe, platforms: Collection[str], where: str
     return problems
 
 
-def validate_recipe(recipe: Recipe, *, platforms: Collection[str] | None = None) -> list[Problem]:
+def validate_recipe(recipe: Recipe, *, platforms: Collection[str] | None = None,
+                    display: str | None = None) -> list[Problem]:
     """Problems with ``recipe`` on its own; ``platforms`` (if given) are the names it may use.
 
     Built-in recipes pass ``platforms=None``: they may cover platforms a workspace lacks.
     """
-    where = str(recipe.path) if recipe.path else f"recipe {recipe.name!r}"
+    shown = display or (str(recipe.path) if recipe.path else f"recipe {recipe.name!r}")
+    where = f"{shown}: RECIPE"
     folder = recipe.path.parent if recipe.path else None
     problems: list[Problem] = []
     if not isinstance(recipe.name, str) or not _NAME_RE.match(recipe.name):
-        problems.append(Problem(f"{where}: name", f"not a valid asset name: {recipe.name!r}"))
+        problems.append(Problem(f"{where}.name", f"not a valid asset name: {recipe.name!r}"))
     if not isinstance(recipe.pin, str) or not recipe.pin:
-        problems.append(Problem(f"{where}: pin", "must name the pin holding the version"))
+        problems.append(Problem(f"{where}.pin", "must name the pin holding the version"))
     for i, src in enumerate(recipe.sources):
         problems += _check_source(src, i, folder, where)
     if not recipe.platforms:
-        problems.append(Problem(f"{where}: platforms", "names no platform (use '*' for all)"))
+        problems.append(Problem(f"{where}.platforms", "names no platform (use '*' for all)"))
     for key, strat in recipe.platforms.items():
         problems += _check_strategy(key, strat, recipe.deps, where)
     for key, kind in recipe.kind.items():
         if kind not in ("static", "shared"):
-            problems.append(Problem(f"{where}: kind[{key!r}]",
+            problems.append(Problem(f"{where}.kind[{key!r}]",
                                     f"must be 'static' or 'shared'; got {kind!r}"))
     if platforms is not None:
-        problems += _check_platform_keys(recipe, platforms, f"{where}:")
+        problems += _check_platform_keys(recipe, platforms, where)
     for rel in recipe.files:
         if folder is not None and not (folder / rel).is_file():
-            problems.append(Problem(f"{where}: files", f"no such file: {folder / rel}"))
+            problems.append(Problem(f"{where}.files", f"no such file: {folder / rel}"))
     if recipe.link_test is not None and not isinstance(recipe.link_test, Snippet):
-        problems.append(Problem(f"{where}: link_test", "must be a Snippet or None"))
+        problems.append(Problem(f"{where}.link_test", "must be a Snippet or None"))
     for comp in recipe.bundled:
         if not isinstance(comp, Component):
-            problems.append(Problem(f"{where}: bundled", f"must hold Components; got {comp!r}"))
+            problems.append(Problem(f"{where}.bundled", f"must hold Components; got {comp!r}"))
     return problems

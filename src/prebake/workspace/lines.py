@@ -46,7 +46,8 @@ class LineIndex:
             m = _HEADER.match(line)
             if m:
                 table = _dotted(m[1])
-                self._add(table, no)
+                for i in range(1, len(table) + 1):  # [a.b.c] also locates a and a.b
+                    self._add(table[:i], no)
                 continue
             m = _ASSIGN.match(line)
             if not m:

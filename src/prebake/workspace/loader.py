@@ -41,6 +41,13 @@ WORKSPACE_FILE = "prebake.toml"
 PACKAGE_MODES = ("prefix", "per-recipe")
 # Aliases that must never contain some stages (DESIGN.md: ``extra`` is never part of ``full``).
 ALIAS_FORBIDS: Mapping[str, tuple[str, ...]] = {"full": ("extra",)}
+# Spellings other tools use, so the message can say what prebake calls them.
+SYNONYMS: Mapping[str, str] = {
+    "amd64": "x86_64", "x64": "x86_64", "x86-64": "x86_64", "arm64": "aarch64",
+    "armv8": "aarch64", "wasm": "wasm32", "x86": "i686", "i386": "i686",
+    "darwin": "macos", "osx": "macos", "mac": "macos", "win32": "windows", "win": "windows",
+    "mingw": "windows", "web": "emscripten", "emsdk": "emscripten",
+}
 _PLATFORM_NAME = re.compile(r"^[a-z0-9]+(?:-[a-z0-9_]+)*$")
 _PROJECT_NAME = re.compile(r"^[A-Za-z0-9_.+]+(?:-[A-Za-z_][A-Za-z0-9_.+]*)*$")
 _VERSION = re.compile(r"^[0-9][A-Za-z0-9_.+~]*$")
@@ -90,7 +97,7 @@ ARGV = Spec(_is_argv, "a command (string or list of strings)")
 SCHEMA: Mapping[str, Mapping[str, Spec]] = {
     "": {
         "project": Spec(_is_table, "a table", required=True),
-        "pins": Spec(_is_str_table, "a table of version strings"),
+        "pins": TABLE,
         "platforms": TABLE,
         "stages": TABLE,
         "aliases": TABLE,
@@ -135,6 +142,8 @@ SCHEMA: Mapping[str, Mapping[str, Spec]] = {
 
 
 def _hint(word: str, choices: Any) -> str:
+    if SYNONYMS.get(word) in choices:
+        return f" (prebake calls it '{SYNONYMS[word]}')"
     close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
     return f" (did you mean '{close[0]}'?)" if close else ""
 
@@ -303,6 +312,19 @@ def resolve_store_url(url: str, root: Path) -> str:
 
 # ---- cross-field rules --------------------------------------------------------------------
 
+def _pins(data: Mapping[str, Any], c: _Collector) -> dict[str, str]:
+    pins: dict[str, str] = {}
+    for name, value in data.items():
+        if not isinstance(value, str):
+            c.add(f"pins.{name}", f"must be a version string (quoted); got {_describe(value)}")
+        elif not _VERSION.match(value):
+            c.add(f"pins.{name}", f"not a version (starts with a digit, no '-' or spaces): "
+                  f"{value!r}")
+        else:
+            pins[name] = value
+    return pins
+
+
 def _check_after(stages: Mapping[str, Stage], c: _Collector) -> None:
     for st in stages.values():
         for i, dep in enumerate(st.after):
@@ -360,17 +382,21 @@ def _load_recipes(root: Path, stages: Mapping[str, Stage], platforms: Mapping[st
                 c.add(where, f"recipe {name!r} is already in stage {seen[name]!r}")
                 continue
             seen[name] = st.name
+            if st.package == "per-recipe" and name in stages:
+                c.add(where, f"recipe {name!r} has the name of a stage (unit ids would clash)")
             path = find_recipe(name, root)
             if path is None:
                 c.add(where, f"unknown recipe {name!r}{_hint(name, known)} "
-                      f"(no {root / 'recipes' / (name + '.py')} and no built-in)")
+                      f"(no recipes/{name}.py in the workspace and no built-in)")
                 continue
             recipe, problems = try_load_recipe(path)
             c.problems.extend(problems)
             if recipe is None:
                 continue
             builtin = path.parent == BUILTIN_DIR
-            c.problems.extend(validate_recipe(recipe, platforms=None if builtin else platforms))
+            shown = f"builtin/{path.name}" if builtin else f"recipes/{path.name}"
+            c.problems.extend(validate_recipe(recipe, platforms=None if builtin else platforms,
+                                              display=shown))
             recipes[name] = recipe
     return recipes
 
@@ -394,10 +420,6 @@ def _check_deps(stages: Mapping[str, Stage], recipes: Mapping[str, Recipe], ws_u
 def _check_pins(pins: Mapping[str, str], platforms: Mapping[str, Platform],
                 recipes: Mapping[str, Recipe], stages: Mapping[str, Stage],
                 c: _Collector) -> None:
-    for name, value in pins.items():
-        if not _VERSION.match(value):
-            c.add(f"pins.{name}", f"not a version (starts with a digit, no '-' or spaces): "
-                  f"{value!r}")
     line = c.index.line_of("pins")
     for p in platforms.values():
         pin = p.toolchain.pin
@@ -429,7 +451,7 @@ def load_workspace(root: Path) -> Workspace:
     for key, rx in (("name", _PROJECT_NAME), ("version", _VERSION)):
         if key in proj and not rx.match(proj[key]):
             c.add(f"project.{key}", f"not usable in an asset name: {proj[key]!r}")
-    pins: dict[str, str] = dict(top.get("pins", {}))
+    pins = _pins(top.get("pins", {}), c)
     platforms = {n: p for n, v in top.get("platforms", {}).items()
                  if (p := _platform(n, v, c)) is not None}
     stages = {n: s for n, v in top.get("stages", {}).items() if (s := _stage(n, v, c)) is not None}

@@ -1,0 +1,228 @@
+"""The plan: build order, and input hashes that change exactly when a unit's inputs change."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from collections.abc import Mapping
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from prebake.cli import main
+from prebake.package.naming import asset_id
+from prebake.plan import ToolchainIdentity, asset_for, make_plan
+from prebake.workspace import Toolchain, load_workspace
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+SDK = ROOT / "examples" / "sdk"
+SCHEMA = json.loads((ROOT / "schemas" / "plan.schema.json").read_text())
+ALL_PLATFORMS = {"wasm", "linux-x86_64", "linux-aarch64", "macos-arm64", "macos-x86_64",
+                 "windows-x86_64"}
+
+
+@pytest.fixture
+def sdk(tmp_path: Path) -> Path:
+    dest = tmp_path / "sdk"
+    shutil.copytree(SDK, dest, ignore=shutil.ignore_patterns("releases", "__pycache__"))
+    return dest
+
+
+def hashes(ws_dir: Path, identify: ToolchainIdentity | None = None) -> dict[str, str]:
+    plan = make_plan(load_workspace(ws_dir), identify=identify)
+    return {u.id: u.input_hash for u in plan.units}
+
+
+def changed(before: Mapping[str, str], after: Mapping[str, str]) -> set[str]:
+    assert set(before) == set(after)
+    return {k for k in before if before[k] != after[k]}
+
+
+def edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text, f"{old!r} not in {path}"
+    path.write_text(text.replace(old, new, 1))
+
+
+def units(prefix: str) -> set[str]:
+    return {f"{prefix}/{p}" for p in ALL_PLATFORMS}
+
+
+def test_every_stage_and_platform_in_dependency_order() -> None:
+    plan = make_plan(load_workspace(SDK))
+    assert set(plan.ids) == units("core") | units("media") | units("onnxruntime")
+    position = {uid: i for i, uid in enumerate(plan.ids)}
+    for u in plan.units:
+        for dep in u.deps:
+            assert position[dep] < position[u.id], f"{dep} must come before {u.id}"
+    media = plan.unit("media/wasm")
+    assert media is not None and media.deps == ("core/wasm",)
+    ort = plan.unit("onnxruntime/linux-aarch64")
+    assert ort is not None and ort.deps == ("core/linux-aarch64",) and ort.recipe == "onnxruntime"
+    assert all(re.fullmatch(r"[0-9a-f]{64}", u.input_hash) for u in plan.units)
+    assert len({u.input_hash for u in plan.units}) == len(plan.units)
+
+
+def test_selection_by_stage_alias_and_platform() -> None:
+    ws = load_workspace(SDK)
+    assert make_plan(ws, "full").ids == tuple(
+        f"{s}/{p}" for s in ("core", "media") for p in ws.platforms)
+    only = make_plan(ws, "media", "wasm")
+    assert only.ids == ("media/wasm",)
+    # a selected unit's hash is the same as in the full plan (it covers its upstream stages)
+    assert only.units[0].input_hash == make_plan(ws).unit("media/wasm").input_hash  # type: ignore[union-attr]
+
+
+def test_bumping_the_onnxruntime_pin_changes_exactly_its_units(sdk: Path) -> None:
+    before = hashes(sdk)
+    edit(sdk / "prebake.toml", 'onnxruntime = "1.27.0"', 'onnxruntime = "1.27.1"')
+    assert changed(before, hashes(sdk)) == units("onnxruntime")
+
+
+def test_bumping_the_toolchain_pin_changes_exactly_that_platform(sdk: Path) -> None:
+    before = hashes(sdk)
+    edit(sdk / "prebake.toml", 'emsdk = "5.0.5"', 'emsdk = "5.0.6"')
+    assert changed(before, hashes(sdk)) == {"core/wasm", "media/wasm", "onnxruntime/wasm"}
+
+
+def test_unrelated_pin_changes_nothing(sdk: Path) -> None:
+    before = hashes(sdk)
+    edit(sdk / "prebake.toml", 'pixelbuf = "0.9.2"', 'pixelbuf = "0.9.2"\nzlib = "1.3.1"')
+    assert changed(before, hashes(sdk)) == set()
+    edit(sdk / "prebake.toml", 'zlib = "1.3.1"', 'zlib = "1.3.2"')
+    assert changed(before, hashes(sdk)) == set()
+
+
+def test_editing_a_recipe_file_changes_only_its_units(sdk: Path) -> None:
+    before = hashes(sdk)
+    edit(sdk / "recipes" / "pixelbuf.py", '"*": "-O2 -fPIC"', '"*": "-O3 -fPIC"')
+    assert changed(before, hashes(sdk)) == units("media")
+
+
+def test_editing_a_core_source_rebuilds_core_and_what_builds_against_it(sdk: Path) -> None:
+    before = hashes(sdk)
+    edit(sdk / "src" / "vecmath" / "src" / "vecmath.cpp", "zero vector", "zero-length vector")
+    # media comes after core and its pixelbuf reads vecmath; onnxruntime does not build against it
+    assert changed(before, hashes(sdk)) == units("core") | units("media")
+
+
+def test_a_new_file_in_a_local_source_counts(sdk: Path) -> None:
+    before = hashes(sdk)
+    (sdk / "src" / "pixelbuf" / "NOTES.txt").write_text("hello\n")
+    assert changed(before, hashes(sdk)) == units("media")
+
+
+def test_platform_profile_changes_only_that_platform(sdk: Path) -> None:
+    before = hashes(sdk)
+    edit(sdk / "prebake.toml", 'glibc_max = "2.28"', 'glibc_max = "2.31"')
+    assert changed(before, hashes(sdk)) == {"core/linux-aarch64", "media/linux-aarch64",
+                                            "onnxruntime/linux-aarch64"}
+
+
+def test_runner_label_is_not_an_input(sdk: Path) -> None:
+    before = hashes(sdk)
+    edit(sdk / "prebake.toml", 'runner = "macos-14"', 'runner = "macos-15"')
+    assert changed(before, hashes(sdk)) == set()
+
+
+def test_hashes_do_not_depend_on_the_workspace_path(sdk: Path, tmp_path: Path) -> None:
+    elsewhere = tmp_path / "somewhere" / "else"
+    shutil.copytree(sdk, elsewhere)
+    assert hashes(sdk) == hashes(elsewhere)
+
+
+def test_compiler_version_matters_only_without_a_toolchain_pin(sdk: Path) -> None:
+    calls: list[list[str]] = []
+
+    def fake_version(version: str) -> ToolchainIdentity:
+        def run(argv: list[str]) -> str:
+            calls.append(argv)
+            return f"cc {version}"
+        return ToolchainIdentity(run)
+
+    before = hashes(sdk, fake_version("12.2.0"))
+    after = hashes(sdk, fake_version("13.1.0"))
+    wasm = {uid for uid in before if uid.endswith("/wasm")}
+    assert changed(before, after) == set(before) - wasm
+    # once per compiler per run, not once per unit
+    assert len(calls) == 2 * 5
+
+
+def test_real_toolchain_identity_is_the_version_line() -> None:
+    ident = ToolchainIdentity()
+    line = ident(Toolchain(cc=("gcc",), cxx=("g++",), ar=("ar",)), {})
+    assert line.startswith("gcc") and re.search(r"\d+\.\d+", line)
+    assert ident(Toolchain(cc=("emcc",), cxx=("em++",), ar=("emar",), pin="emsdk"),
+                 {"emsdk": "5.0.5"}) == "pin emsdk=5.0.5"
+    missing = ident(Toolchain(cc=("no-such-compiler-xyz",), cxx=(), ar=()), {})
+    assert missing.startswith("unavailable")
+
+
+def test_asset_names() -> None:
+    plan = make_plan(load_workspace(SDK))
+    core = plan.unit("core/wasm")
+    ort = plan.unit("onnxruntime/linux-x86_64")
+    assert core is not None and ort is not None
+    assert asset_for(core) == asset_id("kiln-sdk-core", "0.12.0", "wasm")
+    assert asset_for(ort).filename == "onnxruntime-1.27.0-linux-x86_64.tar.xz"
+
+
+def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    rc = main(list(args))
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def test_cli_json_matches_the_schema(capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, _ = _run(capsys, "-C", str(SDK), "plan", "--json")
+    assert rc == 0
+    data = json.loads(out)
+    jsonschema.validate(data, SCHEMA)
+    assert data["schema_version"] == 1
+    assert [u["id"] for u in data["units"]] == list(make_plan(load_workspace(SDK)).ids)
+    rc, again, _ = _run(capsys, "-C", str(SDK), "plan", "--json")
+    assert again == out  # stable
+
+
+def test_cli_markdown_table(capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, _ = _run(capsys, "-C", str(SDK), "plan", "--stage", "core", "--platform", "wasm")
+    assert rc == 0
+    lines = out.splitlines()
+    assert lines[0] == "| unit | stage | platform | input hash | status |"
+    assert lines[1] == "|---|---|---|---|---|"
+    assert re.fullmatch(r"\| `core/wasm` \| core \| wasm \| `[0-9a-f]{12}` \| \w+ \|", lines[2])
+    assert len(lines) == 3
+
+
+def test_cli_explain(capsys: pytest.CaptureFixture[str]) -> None:
+    rc, out, _ = _run(capsys, "-C", str(SDK), "plan", "--explain", "onnxruntime/wasm")
+    assert rc == 0
+    assert "| pin:onnxruntime | `1.27.0` |" in out
+    assert "| pin:emsdk | `5.0.5` |" in out
+    assert "| toolchain | `pin emsdk=5.0.5` |" in out
+    assert "recipe-file" in out and "platform-profile" in out
+    rc, out, _ = _run(capsys, "-C", str(SDK), "plan", "--explain", "media/wasm", "--json")
+    data = json.loads(out)
+    assert data["unit"]["inputs"]["unit:core/wasm"] == make_plan(
+        load_workspace(SDK)).unit("core/wasm").input_hash  # type: ignore[union-attr]
+    assert "source[0]:../src/pixelbuf" in data["unit"]["recipe_inputs"]["pixelbuf"]
+    rc, _, err = _run(capsys, "-C", str(SDK), "plan", "--explain", "core/wasn")
+    assert rc == 2 and "did you mean 'core/wasm'" in err
+
+
+def test_status_comes_from_the_store(sdk: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    plan = make_plan(load_workspace(sdk))
+    core, media = plan.unit("core/wasm"), plan.unit("media/wasm")
+    assert core is not None and media is not None
+    release = sdk / "releases" / "continuous"
+    release.mkdir(parents=True)
+    for unit, h in ((core, core.input_hash), (media, "0" * 64)):
+        name = asset_for(unit).filename
+        (release / name).write_bytes(b"not really an archive")
+        (release / f"{name}.sha256").write_text(f"{'1' * 64}  {name}\n")
+        (release / f"{name}.json").write_text(json.dumps({"input_hash": h}))
+    _, out, _ = _run(capsys, "-C", str(sdk), "plan", "--json", "--platform", "wasm")
+    status = {u["id"]: u["status"] for u in json.loads(out)["units"]}
+    assert status == {"core/wasm": "built", "media/wasm": "stale", "onnxruntime/wasm": "missing"}
