@@ -200,7 +200,12 @@ def read_symbols(r: Reader, symptr: int, nsyms: int, symsize: int,
 
 
 def classify(symbols: list[RawSymbol | None]) -> Symbols:
-    """defined/undefined/weak from storage class and section number (as ``llvm-nm`` does)."""
+    """defined/undefined/weak from storage class and section number.
+
+    As ``llvm-nm`` except for weak externals: one whose fallback symbol is defined in this object
+    is reported defined and weak, whatever its search type (llvm-nm prints the GNU ``NoLibrary``
+    kind as ``w``, undefined), because the link always resolves it, at worst to that fallback.
+    """
     sy = Symbols()
     for s in symbols:
         if s is None:
@@ -407,11 +412,15 @@ def _import_sections(r: Reader, facts: Facts, sections: list[Section]) -> None:
     facts.kind = "import-library"
     facts.details["import_format"] = "long"
     for s in idata:
-        if s.name == ".idata$7" and s.raw_size and s.raw_ptr:
-            text = r.bytes(s.raw_ptr, min(s.raw_size, 1024), ".idata$7").split(b"\0")[0]
-            name = text.decode("utf-8", "replace")
-            if name.lower().endswith((".dll", ".exe", ".sys", ".drv", ".ocx")):
-                facts.needed = [name]
+        # binutils puts the DLL name in .idata$7, llvm-dlltool/lib.exe in .idata$6 of the
+        # import-descriptor member; other .idata$6 blocks hold hint + function name.
+        if s.name in (".idata$6", ".idata$7") and s.raw_size and s.raw_ptr:
+            text = r.bytes(s.raw_ptr, min(s.raw_size, 1024), s.name)
+            for part in text.split(b"\0"):
+                name = part.decode("utf-8", "replace")
+                if name.lower().endswith(DLL_SUFFIXES):
+                    facts.needed = [name]
+                    return
 
 
 class AnonObjectReader:
@@ -445,6 +454,7 @@ class AnonObjectReader:
         return facts
 
 
+DLL_SUFFIXES = (".dll", ".exe", ".sys", ".drv", ".ocx", ".cpl")
 IMPORT_TYPES = {0: "code", 1: "data", 2: "const"}
 IMPORT_NAME_TYPES = {0: "ordinal", 1: "name", 2: "noprefix", 3: "undecorate", 4: "exportas"}
 
@@ -467,6 +477,9 @@ def _short_import(r: Reader, machine: int, path: str, opts: ParseOptions) -> Fac
         "ordinal_hint": hint,
     }
     facts.details["import_format"] = "short"
+    facts.abi.lto = "none"
+    hit = cxx_from_names([symbol])
+    facts.abi.cxx_stdlib = hit[0] if hit else None if is_cxx_name(symbol) else "none"
     if opts.symbols:
         defined = [f"__imp_{symbol}"] + ([symbol] if itype == "code" else [])
         facts.symbols = Symbols(defined=defined, exports=list(defined))
