@@ -18,7 +18,7 @@ from prebake.inspect.base import FormatReader, ParseOptions
 from prebake.inspect.binreader import Buffer, Truncated
 from prebake.inspect.facts import Facts
 
-__all__ = ["Facts", "FormatError", "ParseOptions", "inspect", "inspect_bytes", "readers"]
+__all__ = ["Facts", "FormatError", "ParseOptions", "inspect", "inspect_bytes", "readers", "sniff"]
 
 # Archives inside archives inside fat files…: a hostile file must not recurse without end.
 MAX_NESTING = 8

@@ -14,6 +14,8 @@ the highest version for floors, and ``counts`` of every disagreement.
 from __future__ import annotations
 
 import struct
+import sys
+from array import array
 from collections import Counter
 from dataclasses import dataclass
 from enum import StrEnum
@@ -165,11 +167,19 @@ def _parse_index(kind: IndexKind, raw: bytes) -> list[tuple[str, int]]:
         if len(raw) < word.size:
             return []
         count = word.unpack_from(raw, 0)[0]
-        offsets = [r[0] for r in table(raw, word.size, count, word, "symbol index")]
-        names = raw[word.size * (count + 1) :].split(b"\0")
+        end = word.size * (count + 1)
+        if end > len(raw):
+            raise Truncated(f"symbol index declares {count} entries, has room for fewer")
+        offsets = array("I" if word is U32BE else "Q")
+        if offsets.itemsize != word.size:
+            offsets = array("L" if word is U32BE else "Q")
+        offsets.frombytes(raw[word.size : end])
+        if sys.byteorder == "little":
+            offsets.byteswap()
+        names = raw[word.size * (count + 1) :].decode("utf-8", "replace").split("\0")
         if len(names) < count:
             raise Truncated(f"symbol index lists {count} offsets but only {len(names)} names")
-        return [(n.decode("utf-8", "replace"), o) for n, o in zip(names, offsets, strict=False)]
+        return list(zip(names, offsets, strict=False))
     word = struct.Struct("<I") if kind == IndexKind.BSD else struct.Struct("<Q")
     if len(raw) < word.size:
         return []
@@ -254,10 +264,10 @@ class ArchiveReader:
             members.append(mf)
         facts.members = members
         heads = {m.header_off for m in ar.members}
-        dangling = sum(1 for _, off in ar.index if off not in heads)
+        dangling = len({off for _, off in ar.index} - heads)
         if dangling:
             facts.details["index_dangling"] = dangling
-            facts.note("index", f"{dangling} index entries point at no member header")
+            facts.note("index", f"index entries point at {dangling} offsets with no member")
         summarise(facts, members)
         if opts.symbols:
             facts.symbols = _archive_symbols(ar, members)

@@ -15,8 +15,11 @@ costs a header, the section table and one ``split`` of its string table; with it
 from __future__ import annotations
 
 import struct
+import sys
+from array import array
 from dataclasses import dataclass
 from enum import IntEnum
+from itertools import compress
 
 from prebake.errors import FormatError
 from prebake.inspect import glibc
@@ -73,14 +76,17 @@ MACHINE_CLASS = {62: 2, 183: 2, 40: 1, 3: 1}  # x32 (EM_X86_64 in ELFCLASS32) is
 # References that only exception-using code makes (C++ throw/catch/cleanups, C cleanups).
 EH_MARKERS = frozenset(
     {
-        b"__gxx_personality_v0",
-        b"__gcc_personality_v0",
-        b"_Unwind_Resume",
-        b"__cxa_throw",
-        b"__cxa_begin_catch",
-        b"__cxa_rethrow",
+        "__gxx_personality_v0",
+        "__gcc_personality_v0",
+        "_Unwind_Resume",
+        "__cxa_throw",
+        "__cxa_begin_catch",
+        "__cxa_rethrow",
     }
 )
+GCC_LTO_SLIM = "__gnu_lto_slim"
+# names checked as definitions too (a cheap substring test on the string table)
+_DEFINABLE = tuple(n.encode() for n in sorted(EH_MARKERS | {GCC_LTO_SLIM}))
 CXX_RUNTIME_MARKERS = frozenset({b"__gxx_personality_v0", b"__cxa_throw", b"_Znwm", b"_Znwj"})
 VERSION_FAMILIES = ("GLIBC", "GLIBCXX", "CXXABI", "GCC")
 
@@ -171,37 +177,44 @@ class ElfFile:
         ) = lay.ehdr.unpack_from(data, 0)
         self.cls = cls
         self.osabi = ident[7]
-        self.sections = self._sections()
+        self.little = enc == 1
+        self.count, self._types = self._section_types()
         self.shstrtab = b""
-        if 0 < self.shstrndx < len(self.sections):
-            self.shstrtab = self.section_bytes(self.sections[self.shstrndx])
+        if 0 < self.shstrndx < self.count:
+            self.shstrtab = self.section_bytes(self.section(self.shstrndx))
 
-    def _sections(self) -> list[Section]:
+    def _section_types(self) -> tuple[int, array[int]]:
+        """The number of sections and their sh_type values, in one C-speed strided slice.
+
+        Objects in big C++ archives have hundreds of sections each; only a handful are read,
+        so headers are unpacked one at a time on demand (``section``).
+        """
         lay = self.lay
         if self.shoff == 0:
-            return []
-        if self.shentsize < lay.shdr.size:
-            raise FormatError(
-                self.path, f"section header entries of {self.shentsize} bytes are too small"
-            )
+            return 0, array("I")
+        if self.shentsize < lay.shdr.size or self.shentsize % 4:
+            raise FormatError(self.path, f"section header entries of {self.shentsize} bytes")
         count = self.shnum
-        if (
-            count == 0 or self.shstrndx == SHN_XINDEX
-        ):  # extended numbering: real values in section 0
+        if count == 0 or self.shstrndx == SHN_XINDEX:
+            # extended numbering: the real values live in section 0
             first = table(self.data, self.shoff, 1, lay.shdr, "section header 0")[0]
             count = count or first[5]
             if self.shstrndx == SHN_XINDEX:
                 self.shstrndx = first[6]
-        if count * self.shentsize > len(self.data):
+        end = self.shoff + count * self.shentsize
+        if end > len(self.data):
             raise Truncated(f"{count} section headers do not fit in {len(self.data)} bytes")
-        if self.shentsize == lay.shdr.size:
-            rows = table(self.data, self.shoff, count, lay.shdr, "section headers")
-        else:
-            rows = []
-            for i in range(count):
-                off = self.shoff + i * self.shentsize
-                rows.extend(table(self.data, off, 1, lay.shdr, "section header"))
-        return [Section(r[0], r[1], r[3], r[4], r[5], r[6], r[7], r[9]) for r in rows]
+        words = array("I")
+        words.frombytes(self.data[self.shoff : end])
+        if self.little != (sys.byteorder == "little"):
+            words.byteswap()
+        return count, words[1 :: self.shentsize // 4]
+
+    def section(self, i: int) -> Section:
+        if not 0 <= i < self.count:
+            raise Truncated(f"section index {i} out of range ({self.count} sections)")
+        r = table(self.data, self.shoff + i * self.shentsize, 1, self.lay.shdr, "section header")[0]
+        return Section(r[0], r[1], r[3], r[4], r[5], r[6], r[7], r[9])
 
     def section_bytes(self, sec: Section) -> bytes:
         if sec.type == SHT.NOBITS or sec.size == 0:
@@ -214,15 +227,15 @@ class ElfFile:
         return bytes(self.data[sec.offset : end])
 
     def linked_strtab(self, sec: Section) -> bytes:
-        if not 0 < sec.link < len(self.sections):
+        if not 0 < sec.link < self.count:
             raise FormatError(self.path, f"section's string table index {sec.link} is out of range")
-        return self.section_bytes(self.sections[sec.link])
+        return self.section_bytes(self.section(sec.link))
 
     def first(self, sht: int) -> Section | None:
-        for s in self.sections:
-            if s.type == sht:
-                return s
-        return None
+        try:
+            return self.section(self._types.index(sht))
+        except ValueError:
+            return None
 
     def segments(self) -> list[tuple[int, ...]]:
         lay = self.lay
@@ -269,7 +282,7 @@ def _dynamic(elf: ElfFile) -> tuple[list[tuple[int, int]], bytes]:
         rows = list(lay.dyn.iter_unpack(raw[: len(raw) - len(raw) % lay.dyn.size]))
         strtab = elf.linked_strtab(sec)
         return _until_null(rows), strtab
-    if elf.sections:
+    if elf.count:
         return [], b""
     # stripped section headers: PT_DYNAMIC, and DT_STRTAB mapped through PT_LOAD
     segs = elf.segments()
@@ -371,20 +384,61 @@ def _family_max(names: list[str], family: str) -> str | None:
     return glibc.max_version(vers)
 
 
-def _symbols(
-    elf: ElfFile, sec: Section, strtab: bytes
-) -> tuple[list[tuple[int, int, int, int]], int]:
-    """Named global/weak/unique symbols: (name_off, bind, visibility, shndx), and the row count."""
+# Per-byte lookup tables: one ``bytes.translate`` classifies every symbol of a table at C speed.
+_GLOBAL = bytes(
+    1
+    if (i >> 4) in (STB_GLOBAL, STB_WEAK, STB_GNU_UNIQUE)
+    and (i & 0xF) not in (STT_SECTION, STT_FILE)
+    else 0
+    for i in range(256)
+)
+_WEAK = bytes(1 if (i >> 4) == STB_WEAK else 0 for i in range(256))
+_VISIBLE = bytes(0 if (i & 3) in (STV_HIDDEN, STV_INTERNAL) else 1 for i in range(256))
+_NONZERO = bytes([0] + [1] * 255)
+_ZERO = bytes([1] + [0] * 255)
+
+
+def _and(a: bytes, b: bytes) -> bytes:
+    """Element-wise AND of two equally long 0/1 byte strings (one big-int operation)."""
+    return (int.from_bytes(a, "little") & int.from_bytes(b, "little")).to_bytes(len(a), "little")
+
+
+@dataclass(slots=True)
+class SymTable:
+    """A symbol table split into columns: name offsets plus 0/1 selector byte strings."""
+
+    names: array[int]
+    defined: bytes  # global-ish and defined
+    undefined: bytes  # global-ish and undefined
+    visible: bytes
+    weak: bytes
+
+
+def _symtab(elf: ElfFile, sec: Section) -> SymTable:
     raw = elf.section_bytes(sec)
-    st = elf.lay.sym
-    want = len(raw) - len(raw) % st.size
-    out = []
-    for name, info, other, shndx in st.iter_unpack(raw[:want]):
-        bind = info >> 4
-        if bind == STB_LOCAL or name == 0 or (info & 0xF) in (STT_SECTION, STT_FILE):
-            continue
-        out.append((name, bind, other & 3, shndx))
-    return out, want // st.size
+    es = 24 if elf.lay.is64 else 16
+    raw = raw[: len(raw) - len(raw) % es]
+    info_at = 4 if elf.lay.is64 else 12
+    words = array("I")
+    words.frombytes(raw)
+    if elf.little != (sys.byteorder == "little"):
+        words.byteswap()
+    lo, hi = (info_at + 2, info_at + 3) if elf.little else (info_at + 3, info_at + 2)
+    shndx = int.from_bytes(raw[lo::es], "little") | int.from_bytes(raw[hi::es], "little")
+    n = len(raw) // es
+    has_sec = shndx.to_bytes(n, "little").translate(_NONZERO)
+    glob = raw[info_at::es].translate(_GLOBAL)
+    return SymTable(
+        names=words[0 :: es // 4],
+        defined=_and(glob, has_sec),
+        undefined=_and(glob, has_sec.translate(_ZERO)),
+        visible=raw[info_at + 1 :: es].translate(_VISIBLE),
+        weak=raw[info_at::es].translate(_WEAK),
+    )
+
+
+def _undefined_names(tab: SymTable, strtab: bytes) -> list[str]:
+    return list(filter(None, names_at(strtab, list(compress(tab.names, tab.undefined)))))
 
 
 def _cxx_stdlib(facts: Facts, names: bytes, needed: list[str] | None, versions: list[str]) -> None:
@@ -418,9 +472,9 @@ def _cxx_stdlib(facts: Facts, names: bytes, needed: list[str] | None, versions: 
     # else: C++ without a namespace marker (old ABI, no std types): unknown, stays null
 
 
-def _gcc_lto(elf: ElfFile, facts: Facts, names: set[bytes]) -> None:
+def _gcc_lto(elf: ElfFile, facts: Facts, names: set[str]) -> None:
     lto_sections = b".gnu.lto_" in elf.shstrtab
-    slim = b"__gnu_lto_slim" in names
+    slim = GCC_LTO_SLIM in names
     if lto_sections or slim:
         facts.abi.lto = "gcc-lto"
         if lto_sections:
@@ -432,8 +486,8 @@ def _gcc_lto(elf: ElfFile, facts: Facts, names: set[bytes]) -> None:
         facts.abi.lto = "none"
 
 
-def _eh(facts: Facts, names: set[bytes]) -> None:
-    hits = sorted(n.decode() for n in EH_MARKERS & names)
+def _eh(facts: Facts, names: set[str]) -> None:
+    hits = sorted(EH_MARKERS & names)
     if hits:
         facts.abi.eh = "native"
         facts.note("eh", "references " + ", ".join(hits))
@@ -442,32 +496,18 @@ def _eh(facts: Facts, names: set[bytes]) -> None:
         facts.note("eh", "no personality routine, throw, catch or unwind-resume references")
 
 
-def _object_glibc(
-    elf: ElfFile,
-    facts: Facts,
-    names: set[bytes],
-    strtab: bytes,
-    syms: list[tuple[int, int, int, int]] | None,
-    symsec: Section,
-) -> None:
+def _object_glibc(facts: Facts, undefined: list[str]) -> None:
     """glibc floor of an object from its undefined symbols and the generated table."""
     arch = facts.arch
     if arch is None or facts.os != "linux":
         return
     tab = glibc.table(arch)
-    hits: set[bytes] = set(glibc.names(arch) & names)
-    if hits:
-        if syms is None:
-            syms, _ = _symbols(elf, symsec, strtab)
-        undef_offs = [s[0] for s in syms if s[3] == SHN_UNDEF]
-        undef = set(names_at(strtab, undef_offs))
-        hits = {h for h in hits if h.decode() in undef}
+    hits = [n.encode() for n in glibc.names(arch).intersection(undefined)]
     if not hits:
         facts.note("glibc_max", f"no undefined symbol needs a glibc newer than {glibc.TABLE_FLOOR}")
         return
-    best = glibc.max_version([tab[h] for h in hits])
-    facts.abi.glibc_max = best
-    for h in sorted(hits, key=lambda h: glibc.version_key(tab[h]), reverse=True)[:5]:
+    facts.abi.glibc_max = glibc.max_version([tab[h] for h in hits])
+    for h in sorted(set(hits), key=lambda h: glibc.version_key(tab[h]), reverse=True)[:5]:
         facts.note("glibc_max", f"references {h.decode()} (glibc {tab[h]})")
 
 
@@ -501,20 +541,24 @@ class ElfReader:
         facts.kind = "object"
         sec = elf.first(SHT.SYMTAB)
         strtab = elf.linked_strtab(sec) if sec is not None else b""
-        names = set(strtab.split(b"\0"))
+        tab = _symtab(elf, sec) if sec is not None else None
         ev = _os_evidence(elf, None, [])
         if ev:
             facts.os = "linux"
             facts.note("os", ev)
+        if opts.symbols and tab is not None:
+            facts.symbols = _object_symbols(tab, strtab)
+            undefined = facts.symbols.undefined
+        else:
+            undefined = _undefined_names(tab, strtab) if tab is not None else []
+        # markers a definition can carry too (libsupc++ defines the personality routine)
+        names = set(undefined)
+        if b"personality_v0\0" in strtab or b".gnu.lto_" in elf.shstrtab:
+            names |= {m.decode() for m in _DEFINABLE if b"\0" + m + b"\0" in strtab}
         _gcc_lto(elf, facts, names)
         _eh(facts, names)
         _cxx_stdlib(facts, strtab, None, [])
-        syms = None
-        if sec is not None and opts.symbols:
-            syms, _ = _symbols(elf, sec, strtab)
-            facts.symbols = _object_symbols(syms, strtab)
-        if sec is not None:
-            _object_glibc(elf, facts, names, strtab, syms, sec)
+        _object_glibc(facts, undefined)
 
     def _image(self, elf: ElfFile, facts: Facts, opts: ParseOptions) -> None:
         rows, dynstr = _dynamic(elf)
@@ -558,23 +602,23 @@ class ElfReader:
             facts.note("glibc_max", "no symbol versions: static or not linked against glibc")
         dsec = elf.first(SHT.DYNSYM)
         dstr = elf.linked_strtab(dsec) if dsec is not None else b""
-        names = set(dstr.split(b"\0"))
-        _gcc_lto(elf, facts, names | set(elf.shstrtab.split(b"\0")))
+        names = {n.decode("utf-8", "replace") for n in dstr.split(b"\0")}
+        _gcc_lto(elf, facts, names)
         _eh(facts, names)
         _cxx_stdlib(facts, dstr, needed, vnames)
         if dsec is not None and opts.symbols:
             facts.symbols = _image_symbols(elf, dsec, dstr, verindex)
 
 
-def _object_symbols(syms: list[tuple[int, int, int, int]], strtab: bytes) -> Symbols:
-    defined_offs = [s[0] for s in syms if s[3] != SHN_UNDEF]
-    undef_offs = [s[0] for s in syms if s[3] == SHN_UNDEF]
-    defined = names_at(strtab, defined_offs)
-    out = Symbols(defined=defined, undefined=names_at(strtab, undef_offs))
-    visible = [s[2] not in (STV_HIDDEN, STV_INTERNAL) for s in syms if s[3] != SHN_UNDEF]
-    out.exports = [n for n, v in zip(defined, visible, strict=True) if v]
-    weak = [s[1] == STB_WEAK for s in syms if s[3] != SHN_UNDEF]
-    out.weak = {n for n, w in zip(defined, weak, strict=True) if w}
+def _object_symbols(tab: SymTable, strtab: bytes) -> Symbols:
+    defined = names_at(strtab, list(compress(tab.names, tab.defined)))
+    out = Symbols(defined=defined, undefined=_undefined_names(tab, strtab))
+    out.exports = list(compress(defined, compress(tab.visible, tab.defined)))
+    out.weak = set(compress(defined, compress(tab.weak, tab.defined)))
+    if "" in out.weak or (defined and not all(defined)):
+        out.defined = [n for n in defined if n]
+        out.exports = [n for n in out.exports if n]
+        out.weak.discard("")
     return out
 
 

@@ -46,5 +46,5 @@ def table(arch: str) -> dict[bytes, str]:
 
 
 @functools.cache
-def names(arch: str) -> frozenset[bytes]:
-    return frozenset(table(arch))
+def names(arch: str) -> frozenset[str]:
+    return frozenset(n.decode() for n in table(arch))
