@@ -1,19 +1,53 @@
 """The interface every store backend implements (one Protocol, one registry by URL scheme).
 
 Stores hold *release assets* with their sidecars, grouped by release tag (``continuous`` by
-default). Publishing is atomic from a reader's point of view: an asset is visible only once its
-``.sha256`` and ``.json`` sidecars are there and match it.
+default, the rolling prerelease; a tag such as ``v1.27.0`` for fixed releases). Publishing is
+atomic from a reader's point of view: the ``.sha256`` sidecar is the commit marker, written last
+(and removed first when an asset is replaced), and readers only list assets whose asset file and
+both sidecars are present. A killed publisher leaves at worst an unlisted, unverifiable file.
+
+Helpers shared by the backends live here too: validating an asset before upload, retries with
+backoff on transient errors, and token redaction.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import hashlib
+import json
+import os
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeVar
 
-from prebake.package.naming import AssetId
+from prebake.errors import PrebakeError
+from prebake.package.naming import (
+    MANIFEST_SUFFIX,
+    MAX_ASSET_BYTES,
+    SHA256_SUFFIX,
+    AssetId,
+    parse_asset_name,
+    parse_sha256_line,
+)
 
 DEFAULT_RELEASE = "continuous"
+
+#: ``progress(done_bytes, total_bytes_or_None)``, called as bytes move.
+ProgressFn = Callable[[int, int | None], None]
+
+
+class StoreError(PrebakeError):
+    """A store refused or failed an operation (after retries): one line, exit code 2."""
+
+
+class AuthError(StoreError):
+    """Credentials missing or refused; the message says which variable to set."""
+
+
+class TransientError(StoreError):
+    """A failure worth retrying (5xx, 429, connection reset); raised to ``with_retries``."""
 
 
 class Store(Protocol):
@@ -21,19 +55,139 @@ class Store(Protocol):
     writable: bool
 
     def list_assets(self, release: str | None = None) -> list[AssetId]:
-        """Complete assets (with both sidecars) in ``release`` (``None``: every release)."""
+        """Complete assets (asset + both sidecars) in ``release`` (``None``: every release)."""
+        ...
+
+    def releases(self) -> list[str]:
+        """Release tags this store holds (mirrors that cannot list return the default)."""
         ...
 
     def read_sidecar(self, asset: AssetId, suffix: str, release: str | None = None) -> bytes | None:
-        """The ``.sha256`` or ``.json`` sidecar of a complete asset, or ``None`` if absent."""
+        """The ``.sha256`` or ``.json`` sidecar of ``asset`` in ``release``, ``None`` if absent."""
         ...
 
-    def download(self, asset: AssetId, dest: Path, release: str | None = None) -> Path:
-        """Fetch the asset file to ``dest`` (resuming a partial ``dest``); no verification."""
+    def download(self, asset: AssetId, dest: Path, release: str | None = None, *,
+                 progress: ProgressFn | None = None) -> Path:
+        """Fetch the asset file to ``dest`` (resuming ``dest.part`` where possible); no
+        verification: the caller checks the sha256."""
         ...
 
-    def publish(self, asset_path: Path, release: str | None = None) -> AssetId:
-        """Upload the asset and its sidecars (found next to it) atomically and idempotently."""
+    def publish(self, asset_path: Path, release: str | None = None, *,
+                progress: ProgressFn | None = None) -> AssetId:
+        """Upload the asset and its sidecars (found next to it) atomically and idempotently;
+        an asset of the same name is replaced."""
         ...
 
-    def releases(self) -> Iterator[str]: ...
+    def asset_url(self, asset: AssetId, release: str | None = None) -> str:
+        """Where a human or ``curl`` would download the asset (recorded in locks)."""
+        ...
+
+
+@dataclass(frozen=True)
+class PublishSet:
+    """An asset validated for upload: its sidecars exist, parse, and match its bytes."""
+
+    aid: AssetId
+    asset: Path
+    sha256_file: Path
+    manifest_file: Path
+    sha256: str
+    size: int
+
+
+def file_sha256(path: Path, progress: ProgressFn | None = None) -> str:
+    h = hashlib.sha256()
+    total = path.stat().st_size
+    done = 0
+    with open(path, "rb") as fh:
+        while chunk := fh.read(1 << 20):
+            h.update(chunk)
+            done += len(chunk)
+            if progress:
+                progress(done, total)
+    return h.hexdigest()
+
+
+def prepare_publish(asset_path: Path) -> PublishSet:
+    """Refuse, before any upload, what no reader should ever see: a misnamed asset, one of
+    2 GiB or more, missing or stale sidecars, or a manifest naming another asset."""
+    asset_path = Path(asset_path)
+    aid = parse_asset_name(asset_path.name)
+    if aid is None:
+        raise PrebakeError(f"{asset_path}: not an asset name (<name>-<version>-<platform>.tar.xz)")
+    if not asset_path.is_file():
+        raise PrebakeError(f"{asset_path}: no such file")
+    size = asset_path.stat().st_size
+    if size >= MAX_ASSET_BYTES:
+        raise PrebakeError(
+            f"{asset_path}: {size} bytes; release assets of 2 GiB or more are refused "
+            "(split the asset, e.g. one per recipe)"
+        )
+    sha_file = asset_path.with_name(aid.sha256_name)
+    man_file = asset_path.with_name(aid.manifest_name)
+    for side in (sha_file, man_file):
+        if not side.is_file():
+            raise PrebakeError(f"{side}: missing sidecar; publish needs the asset's .sha256 "
+                               "and .json next to it")
+    digest = parse_sha256_line(sha_file.read_text("utf-8", "replace"), aid.filename)
+    try:
+        manifest = json.loads(man_file.read_text("utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise PrebakeError(f"{man_file}: not JSON ({exc})") from None
+    if not isinstance(manifest, dict):
+        raise PrebakeError(f"{man_file}: manifest is not an object")
+    named = (manifest.get("name"), manifest.get("version"), manifest.get("platform"))
+    if named != (aid.name, aid.version, aid.platform):
+        raise PrebakeError(f"{man_file}: manifest names {named}, the file name says "
+                           f"{(aid.name, aid.version, aid.platform)}")
+    actual = file_sha256(asset_path)
+    if actual != digest:
+        raise PrebakeError(f"{sha_file}: says {digest} but {asset_path.name} hashes to {actual}; "
+                           "the sidecar is stale")
+    return PublishSet(aid, asset_path, sha_file, man_file, digest, size)
+
+
+def retry_delays(attempts: int | None = None) -> list[float]:
+    """Exponential backoff with jitter; ``PREBAKE_RETRY_BASE`` (seconds) scales it (tests use
+    a few milliseconds), ``PREBAKE_RETRIES`` sets the number of attempts."""
+    base = float(os.environ.get("PREBAKE_RETRY_BASE", "1.0"))
+    n = attempts if attempts is not None else int(os.environ.get("PREBAKE_RETRIES", "6"))
+    return [base * (2**i) * (0.5 + random.random()) for i in range(max(n - 1, 0))]
+
+
+T = TypeVar("T")
+
+
+def with_retries(fn: Callable[[], T], what: str, attempts: int | None = None) -> T:
+    """Call ``fn`` until it does not raise ``TransientError``; the last error names ``what``."""
+    delays = retry_delays(attempts)
+    for i in range(len(delays) + 1):
+        try:
+            return fn()
+        except TransientError as exc:
+            if i == len(delays):
+                raise StoreError(f"{what}: {exc} (gave up after {i + 1} attempts)") from None
+            time.sleep(delays[i])
+    raise AssertionError("unreachable")
+
+
+def redact(text: str, *secrets: str | None) -> str:
+    """Remove every secret from ``text`` (error messages must never carry a token)."""
+    for s in secrets:
+        if s:
+            text = text.replace(s, "***")
+    return text
+
+
+def is_complete(names: set[str], filename: str) -> bool:
+    return {filename, filename + SHA256_SUFFIX, filename + MANIFEST_SUFFIX} <= names
+
+
+def complete_assets(names: set[str]) -> list[AssetId]:
+    """The assets among ``names`` whose two sidecars are present too, sorted."""
+    out = []
+    for n in names:
+        aid = parse_asset_name(n)
+        if aid is not None and is_complete(names, n):
+            out.append(aid)
+    return sorted(out)

@@ -1,0 +1,1 @@
+"""Prebake.cmake, the CMake module shipped as package data (see ``prebake cmake-module-path``)."""

@@ -1,0 +1,64 @@
+"""Shared by ``publish`` and ``fetch``: which workspace, which store, which progress display."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from prebake.errors import PrebakeError
+from prebake.store.base import ProgressFn
+
+
+def workspace_root(args: argparse.Namespace) -> Path | None:
+    """``-C DIR`` (must hold prebake.toml) or the nearest parent with one; ``None`` if none."""
+    from prebake.commands._common import find_workspace
+
+    if args.workspace is not None:
+        return find_workspace(args.workspace)
+    try:
+        return find_workspace(None)
+    except PrebakeError:
+        return None
+
+
+def store_url(explicit: str | None, root: Path | None) -> str:
+    """``--store``, else ``$PREBAKE_STORE``, else the workspace's default store."""
+    if explicit:
+        return explicit
+    if os.environ.get("PREBAKE_STORE"):
+        return os.environ["PREBAKE_STORE"]
+    if root is None:
+        raise PrebakeError("no store: pass --store URL, set PREBAKE_STORE, or run inside a "
+                           "workspace (prebake.toml)")
+    from prebake.workspace import load_workspace
+
+    return load_workspace(root).default_store
+
+
+@contextmanager
+def byte_progress(enabled: bool, label: str) -> Iterator[ProgressFn | None]:
+    """A rich progress bar on stderr (stdout stays clean for --json and scripts)."""
+    if not enabled:
+        yield None
+        return
+    from rich.progress import (
+        BarColumn,
+        DownloadColumn,
+        Progress,
+        TextColumn,
+        TransferSpeedColumn,
+    )
+
+    from prebake.commands._common import err_console
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
+                  TransferSpeedColumn(), console=err_console(), transient=True) as bar:
+        task = bar.add_task(label, total=None)
+
+        def update(done: int, total: int | None) -> None:
+            bar.update(task, completed=done, total=total)
+
+        yield update

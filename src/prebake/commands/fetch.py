@@ -1,0 +1,79 @@
+"""``prebake fetch NAME==VERSION --platform P``: download, verify, re-check, unpack, lock."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+NAME = "fetch"
+HELP = "fetch a pinned asset: verify sha256, re-check the contract, unpack safely, write the lock"
+ORDER = 71
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("spec", metavar="NAME==VERSION")
+    p.add_argument("--platform", required=True, metavar="P")
+    p.add_argument("--store", metavar="URL",
+                   help="store or comma-separated mirrors (default: $PREBAKE_STORE or the "
+                        "workspace's default store)")
+    p.add_argument("--release", metavar="TAG", help="release tag (default: v<VERSION>, "
+                   "<VERSION>, continuous, then any)")
+    p.add_argument("--into", metavar="DIR", help="prefix to unpack into "
+                   "(default: prebake_deps/<name>-<platform>)")
+    p.add_argument("--contract", metavar="FILE",
+                   help="consumer contract (default: the workspace platform's contract)")
+    p.add_argument("--lock", metavar="FILE", help="lock file (default: ./prebake.lock in the "
+                   "workspace or the current folder)")
+    p.add_argument("--update", action="store_true",
+                   help="allow re-locking a different version than the lock holds")
+    p.add_argument("--json", action="store_true", help="machine-readable result")
+
+
+def _contract(args: argparse.Namespace, root: Path | None) -> tuple[Any, str | None]:
+    from prebake.contract.model import load_contract_file
+
+    if args.contract:
+        return load_contract_file(Path(args.contract)), None
+    if root is None:
+        return None, None
+    from prebake.workspace import load_workspace
+
+    ws = load_workspace(root)
+    plat = ws.platforms.get(args.platform)
+    if plat is None:
+        return None, f"{ws.file}: no platform {args.platform!r}, facts not re-checked"
+    return plat.contract, None
+
+
+def run(args: argparse.Namespace) -> int:
+    from prebake.commands._common import console, err_console, print_json
+    from prebake.commands._store import byte_progress, store_url, workspace_root
+    from prebake.consume.fetch import default_lock, fetch
+    from prebake.errors import PrebakeError
+    from prebake.jsonio import SCHEMA_VERSION
+
+    name, sep, version = args.spec.partition("==")
+    if not sep or not name or not version:
+        raise PrebakeError(f"{args.spec!r}: expected NAME==VERSION (a pinned version)")
+    root = workspace_root(args)
+    url = store_url(args.store, root)
+    contract, note = _contract(args, root)
+    base = root or Path.cwd()
+    into = Path(args.into) if args.into else base / "prebake_deps" / f"{name}-{args.platform}"
+    lock = Path(args.lock) if args.lock else default_lock(root)
+    with byte_progress(not args.json, f"fetch {name} {version}") as progress:
+        result = fetch(name, version, args.platform, store=url, into=into, contract=contract,
+                       lock_path=lock, release=args.release, root=root, progress=progress,
+                       update_lock=args.update)
+    if note:
+        result.notes.insert(0, note)
+    if args.json:
+        print_json({"schema_version": SCHEMA_VERSION, **result.to_json()})
+        return 0
+    for n in result.notes:
+        err_console().print(f"note: {n}", markup=False)
+    how = "downloaded" if result.downloaded else "from cache"
+    console().print(f"{result.asset.filename} ({how}, sha256 {result.sha256[:12]}…) "
+                    f"→ {result.into}", markup=False)
+    return 0

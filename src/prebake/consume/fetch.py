@@ -1,0 +1,188 @@
+"""Fetch a pinned asset: resolve → download (resumable) → verify sha256 → re-check the consumer's
+contract → unpack safely → lock.
+
+Every check happens before anything is installed: a tampered download, a lock mismatch or a
+contract violation leaves ``into`` exactly as it was. With a lock entry for the dependency, the
+fetch reproduces exactly the locked bytes or fails; a different version than the locked one is
+refused unless ``update_lock`` (the consumer changing its pin on purpose).
+
+Downloads go to a cache (``$PREBAKE_CACHE`` or ``~/.cache/prebake``): partial files resume with
+HTTP ``Range`` on the next attempt; verified assets are kept by sha256 so a re-fetch is local.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from prebake.consume.lock import LOCK_NAME, LockEntry, read_lock
+from prebake.consume.unpack import DEFAULT_MAX_BYTES, safe_extract
+from prebake.contract.model import Contract
+from prebake.errors import CheckFailed, PrebakeError
+from prebake.package.naming import SHA256_SUFFIX, AssetId, asset_id, parse_sha256_line
+from prebake.store import open_store
+from prebake.store.base import DEFAULT_RELEASE, ProgressFn, Store, file_sha256
+
+MANIFEST_IN_PREFIX = "share/prebake/manifest.json"
+
+
+class IntegrityError(CheckFailed):
+    """The bytes are not the ones the sidecar or the lock promise (exit code 1)."""
+
+
+@dataclass
+class FetchResult:
+    asset: AssetId
+    release: str
+    sha256: str
+    url: str
+    into: Path
+    files: list[str]
+    lock_path: Path | None
+    downloaded: bool
+    contract_checked: bool
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.asset.name, "version": self.asset.version,
+            "platform": self.asset.platform, "asset": self.asset.filename,
+            "release": self.release, "sha256": self.sha256, "url": self.url,
+            "into": str(self.into), "files": len(self.files),
+            "lock": str(self.lock_path) if self.lock_path else None,
+            "downloaded": self.downloaded, "contract_checked": self.contract_checked,
+            "notes": self.notes,
+        }
+
+
+def default_cache() -> Path:
+    if os.environ.get("PREBAKE_CACHE"):
+        return Path(os.environ["PREBAKE_CACHE"])
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "prebake"
+
+
+def _resolve(store: Store, aid: AssetId, candidates: list[str]) -> tuple[str, str]:
+    """(release, sha256) of the first candidate release holding the complete asset."""
+    seen: list[str] = []
+    for tag in candidates:
+        if tag in seen:
+            continue
+        seen.append(tag)
+        raw = store.read_sidecar(aid, SHA256_SUFFIX, tag)
+        if raw is not None:
+            return tag, parse_sha256_line(raw.decode("utf-8", "replace"), aid.filename)
+    raise PrebakeError(f"{store.url}: no complete {aid.filename} in release(s) "
+                       f"{', '.join(seen)}")
+
+
+def _candidates(store: Store, aid: AssetId, release: str | None,
+                locked: LockEntry | None) -> list[str]:
+    if release:
+        return [release]
+    first = [locked.release] if locked and locked.release else []
+    first += [f"v{aid.version}", aid.version, DEFAULT_RELEASE]
+    try:
+        others = store.releases()
+    except PrebakeError:
+        others = []
+    return first + [t for t in others if t not in first]
+
+
+def _download_verified(store: Store, aid: AssetId, release: str, expected: str, cache: Path,
+                       progress: ProgressFn | None) -> tuple[Path, bool]:
+    """The verified asset in the cache, downloading (or resuming) when not there yet."""
+    final = cache / "assets" / expected / aid.filename
+    if final.is_file() and file_sha256(final) == expected:
+        return final, False
+    staging = cache / "downloads" / release / aid.filename
+    store.download(aid, staging, release, progress=progress)
+    actual = file_sha256(staging)
+    if actual != expected:
+        staging.unlink(missing_ok=True)
+        raise IntegrityError(
+            f"{store.asset_url(aid, release)}: sha256 {actual} does not match the expected "
+            f"{expected}; the asset was tampered with or corrupted, nothing was installed")
+    final.parent.mkdir(parents=True, exist_ok=True)
+    staging.replace(final)
+    return final, True
+
+
+def _check_contract(asset: Path, contract: Contract) -> None:
+    from prebake.contract.check import check_paths
+
+    report = check_paths([asset], contract)
+    if not report.ok:
+        raise CheckFailed(f"{asset.name} breaks this consumer's contract; nothing was installed"
+                          f"\n{report.render()}", report.to_json())
+
+
+def _prepare_into(into: Path) -> None:
+    """Only an empty folder or an earlier fetch's prefix may be replaced wholesale."""
+    if into.exists() and (not into.is_dir() or (any(into.iterdir())
+                                                 and not (into / MANIFEST_IN_PREFIX).is_file())):
+        raise PrebakeError(f"{into}: exists and is not a prefix prebake fetched; "
+                           "choose an empty or new folder with --into")
+
+
+def fetch(
+    name: str,
+    version: str,
+    platform: str,
+    *,
+    store: Store | str,
+    into: Path,
+    contract: Contract | None = None,
+    lock_path: Path | None = None,
+    release: str | None = None,
+    root: Path | None = None,
+    cache_dir: Path | None = None,
+    progress: ProgressFn | None = None,
+    update_lock: bool = False,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+) -> FetchResult:
+    aid = asset_id(name, version, platform)
+    st = open_store(store, root=root) if isinstance(store, str) else store
+    into = Path(into)
+    lock = read_lock(lock_path) if lock_path is not None else None
+    locked = lock.get(name, platform) if lock is not None else None
+    if locked is not None and locked.version != version and not update_lock:
+        raise PrebakeError(
+            f"{lock_path}: locks {name} {locked.version} for {platform}, not {version}; "
+            "fetch with --update to re-lock")
+    if locked is not None and locked.version != version:
+        locked = None
+    _prepare_into(into)
+
+    tag, expected = _resolve(st, aid, _candidates(st, aid, release, locked))
+    if locked is not None and locked.sha256 != expected:
+        raise IntegrityError(
+            f"{lock_path}: locks {aid.filename} at sha256 {locked.sha256} but {st.url} "
+            f"(release {tag}) now has {expected}; refusing to install other bytes than locked")
+    asset, downloaded = _download_verified(st, aid, tag, expected, cache_dir or default_cache(),
+                                           progress)
+
+    notes: list[str] = []
+    if contract is not None:
+        _check_contract(asset, contract)
+    else:
+        notes.append("no consumer contract given: facts were not re-checked "
+                     "(run inside a workspace or pass --contract)")
+    files = safe_extract(asset, into, replace=True, max_bytes=max_bytes)
+    url = st.asset_url(aid, tag)
+    if lock is not None:
+        lock.put(LockEntry(name, version, platform, expected, url, tag))
+        lock.write()
+    return FetchResult(aid, tag, expected, url, into, files, lock.path if lock else None,
+                       downloaded, contract is not None, notes)
+
+
+def default_lock(root: Path | None) -> Path:
+    return (root or Path.cwd()) / LOCK_NAME
+
+
+def clear_cache(cache: Path) -> None:
+    shutil.rmtree(cache, ignore_errors=True)

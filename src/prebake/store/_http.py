@@ -1,0 +1,126 @@
+"""HTTP plumbing shared by the GitHub and mirror backends: error classes by status, resumable
+downloads (``Range``) with retries, and a client that never logs or echoes credentials."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import httpx
+
+from prebake.store.base import (
+    AuthError,
+    ProgressFn,
+    StoreError,
+    TransientError,
+    redact,
+    with_retries,
+)
+
+TIMEOUT = httpx.Timeout(60.0, connect=10.0)
+USER_AGENT = "prebake (+https://github.com/prebake)"
+
+
+class NotFound(StoreError):
+    """The URL answered 404 (a mirror may lack what another has)."""
+
+
+def make_client() -> httpx.Client:
+    return httpx.Client(timeout=TIMEOUT, follow_redirects=True,
+                        headers={"User-Agent": USER_AGENT})
+
+
+def _message(resp: httpx.Response) -> str:
+    try:
+        body = resp.json()
+        if isinstance(body, dict) and isinstance(body.get("message"), str):
+            return str(body["message"])
+    except ValueError:
+        pass
+    return resp.reason_phrase or ""
+
+
+def check(resp: httpx.Response, what: str, secret: str | None = None) -> httpx.Response:
+    """Map a response to prebake's error classes; the returned response is a success."""
+    code = resp.status_code
+    if code < 400:
+        return resp
+    if not resp.is_stream_consumed:
+        resp.read()
+    msg = redact(f"{what}: HTTP {code} {_message(resp)}".strip(), secret)
+    rate_limited = code == 403 and resp.headers.get("x-ratelimit-remaining") == "0"
+    if code in (401, 403) and not rate_limited:
+        raise AuthError(f"{msg} — authentication failed; check the token in GH_TOKEN/GITHUB_TOKEN "
+                        "and that it may write releases")
+    if code == 404:
+        raise NotFound(msg)
+    if code == 429 or code >= 500 or code == 403:
+        raise TransientError(msg)
+    raise StoreError(msg)
+
+
+def transport_error(exc: Exception, what: str, secret: str | None = None) -> TransientError:
+    return TransientError(redact(f"{what}: {type(exc).__name__}: {exc}", secret))
+
+
+def download(client: httpx.Client, url: str, dest: Path, *, what: str,
+             headers: Mapping[str, str] | None = None, progress: ProgressFn | None = None,
+             secret: str | None = None, attempts: int | None = None) -> Path:
+    """GET ``url`` into ``dest`` via ``dest.part``, resuming with ``Range`` after a break (and
+    across runs); transient failures are retried with backoff."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    part = dest.with_name(dest.name + ".part")
+
+    def attempt() -> None:
+        have = part.stat().st_size if part.exists() else 0
+        h = dict(headers or {})
+        if have:
+            h["Range"] = f"bytes={have}-"
+        try:
+            with client.stream("GET", url, headers=h) as resp:
+                if resp.status_code == 416:  # the partial file is stale or already whole
+                    part.unlink(missing_ok=True)
+                    raise TransientError(f"{what}: stale partial download, starting over")
+                check(resp, what, secret)
+                length = resp.headers.get("content-length")
+                if resp.status_code == 206 and _range_start(resp) == have:
+                    mode, done = "ab", have
+                else:
+                    mode, done = "wb", 0
+                total = done + int(length) if length and length.isdigit() else None
+                with open(part, mode) as fh:
+                    for chunk in resp.iter_bytes(1 << 20):
+                        fh.write(chunk)
+                        done += len(chunk)
+                        if progress:
+                            progress(done, total)
+                if total is not None and done != total:
+                    raise TransientError(f"{what}: connection ended after {done} of {total} bytes")
+        except httpx.TransportError as exc:
+            raise transport_error(exc, what, secret) from None
+
+    with_retries(attempt, what, attempts)
+    part.replace(dest)
+    return dest
+
+
+def _range_start(resp: httpx.Response) -> int | None:
+    cr = resp.headers.get("content-range", "")  # "bytes 100-199/200"
+    try:
+        return int(cr.split()[1].split("-")[0])
+    except (IndexError, ValueError):
+        return None
+
+
+def get_bytes(client: httpx.Client, url: str, *, what: str,
+              headers: Mapping[str, str] | None = None, secret: str | None = None,
+              attempts: int | None = None) -> bytes:
+    """A small GET (sidecars) with retries."""
+
+    def attempt() -> bytes:
+        try:
+            return check(client.get(url, headers=dict(headers or {})), what, secret).content
+        except httpx.TransportError as exc:
+            raise transport_error(exc, what, secret) from None
+
+    return with_retries(attempt, what, attempts)

@@ -1,0 +1,132 @@
+"""``file://`` store: a folder with one sub-folder per release (``releases/continuous/…``).
+
+The embedded default (``file://./releases``, relative to the workspace root). Publishing copies
+the asset under a temporary name and renames it into place; the ``.sha256`` sidecar (the commit
+marker) is removed first and written last, so a reader never lists a partial asset.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from prebake import jsonio
+from prebake.errors import PrebakeError
+from prebake.package.naming import AssetId
+from prebake.store.base import (
+    DEFAULT_RELEASE,
+    ProgressFn,
+    complete_assets,
+    prepare_publish,
+)
+
+_CHUNK = 1 << 20
+
+
+def copy_with_progress(src: Path, dest: Path, progress: ProgressFn | None) -> None:
+    """Copy ``src`` to ``dest`` through a temporary sibling, fsync'd, renamed into place."""
+    total = src.stat().st_size
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
+    try:
+        done = 0
+        with open(src, "rb") as fin, os.fdopen(fd, "wb") as fout:
+            while chunk := fin.read(_CHUNK):
+                fout.write(chunk)
+                done += len(chunk)
+                if progress:
+                    progress(done, total)
+            fout.flush()
+            os.fsync(fout.fileno())
+        Path(tmp).chmod(0o644)
+        Path(tmp).replace(dest)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _check_tag(release: str) -> str:
+    if not release or "/" in release or "\\" in release or release in (".", "..") \
+            or release.startswith("."):
+        raise PrebakeError(f"{release!r}: not a usable release tag")
+    return release
+
+
+class LocalStore:
+    """A folder on disk (or a shared mount)."""
+
+    writable = True
+
+    def __init__(self, url: str, path: Path) -> None:
+        self.url = url
+        self.path = path
+
+    def _dir(self, release: str | None) -> Path:
+        return self.path / _check_tag(release or DEFAULT_RELEASE)
+
+    def releases(self) -> list[str]:
+        if not self.path.is_dir():
+            return []
+        return sorted(p.name for p in self.path.iterdir()
+                      if p.is_dir() and not p.name.startswith("."))
+
+    def list_assets(self, release: str | None = None) -> list[AssetId]:
+        tags = [release] if release else self.releases()
+        found: set[AssetId] = set()
+        for tag in tags:
+            d = self._dir(tag)
+            if d.is_dir():
+                found.update(complete_assets({p.name for p in d.iterdir()}))
+        return sorted(found)
+
+    def read_sidecar(self, asset: AssetId, suffix: str, release: str | None = None) -> bytes | None:
+        d = self._dir(release)
+        if not (d / asset.filename).is_file():
+            return None
+        try:
+            return (d / (asset.filename + suffix)).read_bytes()
+        except FileNotFoundError:
+            return None
+
+    def download(self, asset: AssetId, dest: Path, release: str | None = None, *,
+                 progress: ProgressFn | None = None) -> Path:
+        src = self._dir(release) / asset.filename
+        if not src.is_file():
+            raise PrebakeError(f"{self.url}: no {asset.filename} in release "
+                               f"{release or DEFAULT_RELEASE}")
+        copy_with_progress(src, dest, progress)
+        return dest
+
+    def publish(self, asset_path: Path, release: str | None = None, *,
+                progress: ProgressFn | None = None) -> AssetId:
+        ps = prepare_publish(asset_path)
+        d = self._dir(release)
+        d.mkdir(parents=True, exist_ok=True)
+        final = d / ps.aid.filename
+        if final.resolve() == ps.asset.resolve():
+            return ps.aid  # publishing an asset onto itself: already there, complete
+        (d / ps.aid.sha256_name).unlink(missing_ok=True)  # hide the old asset first
+        copy_with_progress(ps.asset, final, progress)
+        jsonio.atomic_write_bytes(d / ps.aid.manifest_name, ps.manifest_file.read_bytes())
+        jsonio.atomic_write_bytes(d / ps.aid.sha256_name, ps.sha256_file.read_bytes())
+        return ps.aid
+
+    def asset_url(self, asset: AssetId, release: str | None = None) -> str:
+        return (self._dir(release) / asset.filename).resolve().as_uri()
+
+    def delete(self, asset: AssetId, release: str | None = None) -> None:
+        """Remove an asset, commit marker first (used by tests and clean-ups)."""
+        d = self._dir(release)
+        for name in (asset.sha256_name, asset.filename, asset.manifest_name):
+            (d / name).unlink(missing_ok=True)
+        if d.is_dir() and not any(d.iterdir()):
+            shutil.rmtree(d, ignore_errors=True)
+
+
+
+def open_local(url: str, root: Path | None) -> LocalStore:
+    from prebake.store import local_path
+
+    return LocalStore(url, local_path(url, root))
