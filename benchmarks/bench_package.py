@@ -1,0 +1,82 @@
+"""Packaging speed and size: prebake's deterministic ``tar.xz`` vs ``tar -c | xz -T0 -9``.
+
+Builds a ~300 MB tree of real binaries (copies of LLVM 14's static libraries from
+``/usr/lib/llvm-14/lib``, as a from-source onnxruntime build leaves many large archives), then
+in one run times:
+
+- ``tar -c | xz -T0 -9`` (what a release engineer would otherwise write),
+- prebake with in-process ``lzma`` blocks compressed in parallel threads (the default),
+- prebake with an ``xz -T`` subprocess at the same block size (the alternative measured),
+
+and prints each one's time and size relative to the ``tar | xz`` baseline (aim: <= 1.1x time,
+<= 1.0x size). Run: ``.venv/bin/python benchmarks/bench_package.py [--mb 300]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from prebake.package.archive import collect_tree, write_tar_xz
+
+SOURCE = Path("/usr/lib/llvm-14/lib")
+
+
+def make_tree(dest: Path, megabytes: int) -> int:
+    libs = sorted(SOURCE.glob("*.a"), key=lambda p: p.name)
+    total, i = 0, 0
+    (dest / "lib").mkdir(parents=True)
+    (dest / "include").mkdir()
+    while total < megabytes * 1024 * 1024:
+        src = libs[i % len(libs)]
+        shutil.copyfile(src, dest / "lib" / f"{i // len(libs)}-{src.name}")
+        total += src.stat().st_size
+        i += 1
+    for h in sorted(Path("/usr/lib/llvm-14/include/llvm-c").glob("*.h")):
+        shutil.copyfile(h, dest / "include" / h.name)
+    return total
+
+
+def baseline(tree: Path, out: Path) -> float:
+    t = time.perf_counter()
+    with open(out, "wb") as fh:
+        tar = subprocess.Popen(["tar", "-C", str(tree), "-c", "."], stdout=subprocess.PIPE)
+        xz = subprocess.run(["xz", "-T0", "-9"], stdin=tar.stdout, stdout=fh, check=True)
+        assert tar.stdout is not None
+        tar.stdout.close()
+        assert tar.wait() == 0 and xz.returncode == 0
+    return time.perf_counter() - t
+
+
+def prebake(tree: Path, out: Path, compressor: str) -> float:
+    t = time.perf_counter()
+    with open(out, "wb") as fh:
+        write_tar_xz(collect_tree(tree), fh, compressor=compressor)
+    return time.perf_counter() - t
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--mb", type=int, default=300)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench-package-") as tmp:
+        d = Path(tmp)
+        size = make_tree(d / "tree", args.mb)
+        print(f"tree: {size / 2**20:.0f} MiB of LLVM 14 static libraries, {os.cpu_count()} cores")
+        base_t = baseline(d / "tree", d / "base.tar.xz")
+        base_s = (d / "base.tar.xz").stat().st_size
+        print(f"{'tar -c | xz -T0 -9':32} {base_t:7.1f} s  {base_s / 2**20:8.2f} MiB")
+        for comp in ("lzma", "xz"):
+            t = prebake(d / "tree", d / f"{comp}.tar.xz", comp)
+            s = (d / f"{comp}.tar.xz").stat().st_size
+            print(f"{'prebake (' + comp + ')':32} {t:7.1f} s  {s / 2**20:8.2f} MiB  "
+                  f"time x{t / base_t:.2f}  size x{s / base_s:.3f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,48 @@
+"""Recipe command lines with their placeholders filled in (``{src} {prefix} {pins[emsdk]}``…).
+
+A command is an argv tuple or a string split like a shell line (no shell features). A token that
+is exactly ``{cc}``/``{cxx}``/``{ar}`` expands to the whole toolchain argv (``python -m ziglang
+cc -target …``); inside a longer token (``CC={cc}``) the argv is joined with spaces.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from prebake.errors import PrebakeError
+
+ARGV_PLACEHOLDERS = ("cc", "cxx", "ar")
+
+
+@dataclass(frozen=True)
+class Context:
+    """Values for the placeholders of one recipe build on one platform."""
+
+    values: Mapping[str, str]
+    pins: Mapping[str, str]
+    argv: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def fill(self, token: str, where: str) -> str:
+        scalars = {**self.values, **{k: shlex.join(v) for k, v in self.argv.items()}}
+        try:
+            return token.format(pins=dict(self.pins), **scalars)
+        except KeyError as exc:
+            raise PrebakeError(f"{where}: unknown placeholder {{{exc.args[0]}}} in {token!r}"
+                               ) from None
+        except (IndexError, ValueError) as exc:
+            raise PrebakeError(f"{where}: bad placeholder in {token!r}: {exc}") from None
+
+
+def expand(command: Sequence[str] | str, ctx: Context, where: str) -> list[str]:
+    """One command as an argv list with every placeholder filled."""
+    tokens = shlex.split(command) if isinstance(command, str) else list(command)
+    out: list[str] = []
+    for tok in tokens:
+        bare = tok[1:-1] if tok.startswith("{") and tok.endswith("}") else None
+        if bare is not None and bare in ctx.argv:
+            out.extend(ctx.argv[bare])
+        else:
+            out.append(ctx.fill(tok, where))
+    return out

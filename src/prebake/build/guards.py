@@ -1,0 +1,156 @@
+"""The guards every unit passes before anything is packaged: outputs present, facts inspected,
+contract checked, link test linked. Each failure becomes one message; any message fails the unit.
+There is deliberately no switch to downgrade a failure to a warning."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from prebake.errors import PrebakeError
+from prebake.package.libs import Library
+from prebake.package.manifest import facts_summary
+from prebake.recipes.model import Recipe
+from prebake.workspace.model import Platform
+
+
+@dataclass
+class GuardOutcome:
+    failures: list[str] = field(default_factory=list)
+    facts: list[dict[str, Any]] = field(default_factory=list)
+    libs: list[Library] = field(default_factory=list)
+    link_order: list[list[str]] = field(default_factory=list)
+    cxx: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+
+def license_dest(recipe: Recipe) -> str | None:
+    """Where an asset carries a recipe's licence: ``share/licenses/<recipe>/<file>``."""
+    lic = recipe.outputs.license
+    return f"share/licenses/{recipe.name}/{Path(lic).name}" if lic else None
+
+
+def _missing_outputs(recipe: Recipe, platform: str, prefix: Path) -> list[str]:
+    wanted = [*recipe.outputs.libs_for(platform), *recipe.outputs.headers]
+    lic = license_dest(recipe)
+    if lic:
+        wanted.append(lic)
+    return [w for w in wanted if not (prefix / w).exists()]
+
+
+def _kind_of(rel: str, declared: str) -> str:
+    name = rel.rsplit("/", 1)[-1]
+    if name.endswith((".so", ".dylib", ".dll")) or ".so." in name:
+        return "shared"
+    if name.endswith(".a"):
+        return "static"
+    return declared
+
+
+def _libraries(recipe: Recipe, platform: Platform, prefix: Path) -> list[Library]:
+    declared = recipe.kind_for(platform.name)
+    libs = []
+    for rel in recipe.outputs.libs_for(platform.name):
+        implib = None
+        if rel.endswith(".dll"):
+            cand = f"lib/{rel.rsplit('/', 1)[-1][: -len('.dll')]}.lib"
+            implib = cand if (prefix / cand).exists() else None
+        libs.append(Library(rel, _kind_of(rel, declared), implib))
+    return libs
+
+
+def _link_input(paths: list[Path], libs: list[Library], dep_libs: list[Path], workdir: Path,
+                log: Any) -> Path:
+    """The one library the link test links: the recipe's library, or — when it has several
+    static archives or builds on static libraries of earlier stages — one archive holding all
+    their members (``llvm-ar qL`` copies members, for ELF, Mach-O and wasm alike), so the
+    consumer resolves across them like a real link of the whole set would."""
+    static = [p for p, lib in zip(paths, libs, strict=True) if lib.kind == "static"]
+    dep_static = [p for p in dep_libs if p.suffix == ".a"]
+    if not static or len(static) + len(dep_static) < 2:
+        return paths[0]
+    import shutil
+    import subprocess
+
+    combined = workdir / "link-test-input" / static[0].name
+    combined.parent.mkdir(parents=True, exist_ok=True)
+    combined.unlink(missing_ok=True)
+    ar = shutil.which("llvm-ar") or "llvm-ar"
+    for cmd in ([ar, "qcL", str(combined), *map(str, static + dep_static)], [ar, "s", str(combined)]):
+        log.write("$ " + " ".join(cmd))
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise PrebakeError(f"combining archives for the link test failed: {proc.stderr}")
+    return combined
+
+
+def run_guards(recipe: Recipe, platform: Platform, prefix: Path, workdir: Path,
+               log: Any, *, dep_libs: Sequence[Path] = (),
+               include_dirs: Sequence[Path] = ()) -> GuardOutcome:
+    """Run every guard for ``recipe``'s outputs in ``prefix``; ``log`` gets the details.
+
+    ``dep_libs`` are the libraries of the recipes it builds on (earlier stages), which the
+    link test links too; ``include_dirs`` add their headers.
+    """
+    from prebake.contract.check import check_paths
+    from prebake.inspect import ParseOptions, inspect
+    from prebake.link.test import link_test
+
+    out = GuardOutcome()
+    missing = _missing_outputs(recipe, platform.name, prefix)
+    if missing:
+        out.failures.append(f"{recipe.name}: declared outputs missing from the prefix: "
+                            + ", ".join(missing))
+        return out
+    out.libs = _libraries(recipe, platform, prefix)
+    paths = [prefix / lib.path for lib in out.libs]
+    if not paths:
+        out.failures.append(f"{recipe.name}: declares no libraries for {platform.name}")
+        return out
+    for lib, p in zip(out.libs, paths, strict=True):
+        try:
+            facts = inspect(p, ParseOptions(symbols=False))
+        except PrebakeError as exc:
+            out.failures.append(f"{recipe.name}: inspect {lib.path}: {exc}")
+            continue
+        out.facts.append(facts_summary(facts, lib.path))
+        out.cxx = out.cxx or facts.abi.cxx_stdlib not in (None, "none")
+    log.write(f"# guards for {recipe.name}: check {', '.join(lib.path for lib in out.libs)} "
+              f"against the {platform.name} contract")
+    report = check_paths(paths, platform.contract)
+    log.write(report.render())
+    if not report.ok:
+        out.failures.append(f"{recipe.name}: contract check failed for {platform.name}:\n"
+                            + report.render())
+        return out
+    snippet = recipe.link_test
+    lib_in = _link_input(paths, out.libs, list(dep_libs), workdir, log)
+    result = link_test(lib_in, platform,
+                       include_dirs=[prefix / "include", *include_dirs],
+                       snippet=snippet.code if snippet else None,
+                       symbols=snippet.symbols if snippet else (),
+                       lang=snippet.lang if snippet else None,
+                       workdir=workdir / "link-test" / recipe.name)
+    for cmd in result.commands:
+        log.write("$ " + " ".join(cmd))
+    log.write(result.output or "")
+    if not result.ok:
+        detail = "\n".join(result.errors) or result.output
+        out.failures.append(f"{recipe.name}: link test failed for {platform.name}:\n{detail}")
+        return out
+    out.link_order = _link_order([lib for lib in out.libs if lib.kind == "static"], prefix)
+    return out
+
+
+def _link_order(static: list[Library], prefix: Path) -> list[list[str]]:
+    if len(static) < 2:
+        return [[lib.path] for lib in static]
+    from prebake.link.order import compute_link_order
+
+    order = compute_link_order([prefix / lib.path for lib in static])
+    return [[Path(p).relative_to(prefix).as_posix() for p in g] for g in order.groups]

@@ -1,0 +1,98 @@
+"""Run one build command with its output going to the unit's log file, killable as a group.
+
+Each command starts in its own session so that Ctrl-C or a cancelled build kills the whole
+process tree (make, ninja and every compiler under them), not just the direct child.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import signal
+import subprocess
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TextIO
+
+from prebake.build.env import FLAG_VARIABLES
+
+TAIL_LINES = 30
+
+
+class BuildLog:
+    """One unit's log: its commands, environment and everything they printed."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # open for the unit's whole life (closed by ``close``), shared by its commands
+        self._fh: TextIO = open(path, "w", encoding="utf-8", errors="replace")  # noqa: SIM115
+        self._lock = threading.Lock()
+
+    def write(self, text: str) -> None:
+        with self._lock:
+            self._fh.write(text if text.endswith("\n") else text + "\n")
+            self._fh.flush()
+
+    def env(self, env: Mapping[str, str], dropped: Sequence[str]) -> None:
+        lines = ["# environment (allowlist + platform + recipe):"]
+        lines += [f"#   {k}={env[k]}" for k in sorted(env)]
+        if dropped:
+            lines.append(f"# dropped from the caller's environment: {', '.join(dropped)}")
+        absent = [k for k in FLAG_VARIABLES if k not in env]
+        lines.append(f"# not set for the build: {', '.join(absent)}")
+        self.write("\n".join(lines))
+
+    def fileno(self) -> int:
+        return self._fh.fileno()
+
+    def close(self) -> None:
+        self._fh.close()
+
+    def tail(self, n: int = TAIL_LINES) -> str:
+        with contextlib.suppress(OSError):
+            lines = self.path.read_text(encoding="utf-8", errors="replace").splitlines()
+            return "\n".join(lines[-n:])
+        return ""
+
+
+def run_logged(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], log: BuildLog,
+               cancel: threading.Event | None = None) -> int:
+    """Run ``argv``; stdout and stderr go to ``log``. Returns the exit status (-1: cancelled)."""
+    log.write(f"$ cd {shlex.quote(str(cwd))} && {shlex.join(argv)}")
+    cwd.mkdir(parents=True, exist_ok=True)
+    try:
+        proc = subprocess.Popen(list(argv), cwd=cwd, env=dict(env), stdout=log.fileno(),
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True)
+    except OSError as exc:
+        log.write(f"prebake: cannot run {argv[0]}: {exc.strerror or exc}")
+        return 127
+    try:
+        while True:
+            try:
+                rc = proc.wait(timeout=0.2)
+                break
+            except subprocess.TimeoutExpired:
+                if cancel is not None and cancel.is_set():
+                    _kill(proc)
+                    log.write("prebake: cancelled")
+                    return -1
+    except BaseException:  # Ctrl-C: take the whole process group down with us
+        _kill(proc)
+        raise
+    log.write(f"# exit status {rc}")
+    return rc
+
+
+def _kill(proc: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()

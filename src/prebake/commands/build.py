@@ -1,0 +1,127 @@
+"""``prebake build``: build, guard, package and publish what the plan says is missing."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+from typing import Any
+
+NAME = "build"
+HELP = "build the plan's units (skipping those already in the store), guard, package, publish"
+ORDER = 20
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--stage", metavar="S", help="a stage or alias (default: every stage)")
+    p.add_argument("--platform", metavar="P", action="append",
+                   help="a platform (repeatable; default: every platform)")
+    p.add_argument("-j", "--jobs", type=int, default=1, metavar="N",
+                   help="units built in parallel (default 1)")
+    p.add_argument("--force", action="store_true",
+                   help="rebuild units even when the store has an asset with their input hash")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print each unit's exact commands and environment; run nothing")
+    p.add_argument("--json", action="store_true", help="machine-readable report")
+
+
+def _render_dry_run(results: list[Any]) -> None:
+    from prebake.commands._common import console
+
+    out = console()
+    for r in results:
+        out.print(f"# unit {r.unit} -> {r.asset}  (input hash {r.input_hash[:16]}…)",
+                  markup=False)
+        for step in r.dry_run:
+            out.print(f"## recipe {step['recipe']} ({step['strategy']})", markup=False)
+            if step["strategy"] == "repackage":
+                for u in step["download"]:
+                    out.print(f"download {u}", markup=False)
+                flag = "" if step["verified"] else "  (UNVERIFIED: the build would refuse)"
+                out.print(f"sha256 {step['sha256']}{flag}", markup=False)
+                for pat, dest in step["layout"].items():
+                    out.print(f"layout {pat} -> {dest}", markup=False)
+                continue
+            for line in step.get("sources", []):
+                out.print(f"source: {line}", markup=False)
+            out.print("env -i " + " ".join(shlex.quote(f"{k}={v}")
+                                          for k, v in sorted(step["env"].items())),
+                      markup=False)
+            out.print(f"cd {shlex.quote(step['cwd'])}", markup=False)
+            for argv in step["commands"]:
+                out.print(shlex.join(argv), markup=False)
+        out.print("", markup=False)
+
+
+def _table(results: list[Any]) -> Any:
+    from rich.table import Table
+
+    t = Table(title="prebake build")
+    for col in ("unit", "state", "asset", "seconds", "detail"):
+        t.add_column(col)
+    colour = {"built": "green", "skipped": "cyan", "failed": "red", "blocked": "yellow"}
+    for r in results:
+        detail = (r.message.splitlines()[0] if r.message else r.reason)[:100]
+        t.add_row(r.unit, f"[{colour.get(r.state, 'white')}]{r.state}[/]", r.asset or "",
+                  f"{r.seconds:.2f}", detail)
+    return t
+
+
+def run(args: argparse.Namespace) -> int:
+    from prebake.build import Options, build, resolve_units
+    from prebake.commands._common import console, err_console, find_workspace, print_json
+    from prebake.errors import PrebakeError
+    from prebake.jsonio import SCHEMA_VERSION
+    from prebake.workspace import load_workspace
+
+    if args.jobs < 1:
+        raise PrebakeError(f"-j {args.jobs}: needs at least one job")
+    ws = load_workspace(find_workspace(args.workspace))
+    if args.platform:
+        for p in args.platform:
+            ws.platform_names(p)  # one clear error for an unknown platform
+    specs = resolve_units(ws, args.stage, args.platform)
+    opts = Options(jobs=args.jobs, force=args.force, dry_run=args.dry_run,
+                   caller_env=dict(os.environ))
+    if args.json or args.dry_run:
+        results = build(ws, specs, opts)
+    else:
+        results = _with_progress(ws, specs, opts)
+    failed = [r for r in results if r.state in ("failed", "blocked")]
+    if args.json:
+        print_json({"schema_version": SCHEMA_VERSION, "workspace": str(ws.root),
+                    "store": ws.default_store, "dry_run": args.dry_run,
+                    "ok": not failed, "units": [r.to_json() for r in results]})
+    elif args.dry_run:
+        _render_dry_run(results)
+    else:
+        console().print(_table(results))
+        err = err_console()
+        for r in failed:
+            if r.state == "failed":
+                err.print(f"[red]✗ {r.unit} failed[/red] (log: {r.log})")
+                err.print(r.message, markup=False, highlight=False)
+    return 1 if failed else 0
+
+
+def _with_progress(ws: Any, specs: list[Any], opts: Any) -> list[Any]:
+    """Run the build with a live progress display on stderr (one line per running unit)."""
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from prebake.build import build
+    from prebake.commands._common import err_console
+
+    with Progress(SpinnerColumn(), TextColumn("{task.fields[unit]:<28}"),
+                  TextColumn("{task.description}"), TimeElapsedColumn(),
+                  console=err_console(), transient=False) as progress:
+        tasks = {s.id: progress.add_task("waiting", unit=s.id, total=None) for s in specs}
+
+        def emit(unit: str, state: str, message: str) -> None:
+            line = message.splitlines()[0] if message else state
+            if state == "running":
+                progress.update(tasks[unit], description=line[:80])
+            else:
+                progress.update(tasks[unit], description=f"{state}: {line[:70]}", total=1,
+                                completed=1)
+
+        return build(ws, specs, opts, emit)

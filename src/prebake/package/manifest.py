@@ -1,0 +1,63 @@
+"""The asset manifest: what an asset is, how it was made, and every file it holds.
+
+Stored as ``share/prebake/manifest.json`` inside the asset and as the ``.json`` sidecar next to
+it (same bytes), so a store can answer "is this unit already built?" from the sidecar alone (its
+``input_hash``) and a consumer can re-check facts before unpacking. The committed JSON schema is
+``schemas/manifest.schema.json``; ``schema_version`` changes when a field changes meaning.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from prebake import __version__
+from prebake.inspect.facts import Facts
+from prebake.package.naming import AssetId
+
+MANIFEST_SCHEMA_VERSION = 1
+
+
+def facts_summary(facts: Facts, rel: str) -> dict[str, Any]:
+    """The contract-relevant facts of one library, without per-member detail or evidence."""
+    return {
+        "path": rel,
+        "format": facts.format,
+        "kind": facts.kind,
+        "os": facts.os,
+        "arch": facts.arch,
+        "abi": facts.abi.to_json(),
+        "needed": facts.needed,
+        "soname": facts.soname,
+        "members": len(facts.members) if facts.members is not None else None,
+    }
+
+
+def make_manifest(aid: AssetId, *, input_hash: str, toolchain: Mapping[str, Any],
+                  facts: Sequence[Mapping[str, Any]] = (),
+                  link_order: Sequence[Sequence[str]] = (),
+                  recipes: Sequence[Mapping[str, str]] = ()) -> dict[str, Any]:
+    """A manifest without ``files`` (``write_asset`` fills them from what it archives).
+
+    ``link_order`` is a list of groups of library paths relative to the prefix; a group of more
+    than one is a dependency cycle that must be linked as a group. Nothing here depends on the
+    clock or the machine, so rebuilding the same inputs gives the same manifest bytes.
+    """
+    return {
+        "schema_version": MANIFEST_SCHEMA_VERSION,
+        "name": aid.name,
+        "version": aid.version,
+        "platform": aid.platform,
+        "input_hash": input_hash,
+        "toolchain": dict(toolchain),
+        "facts": [dict(f) for f in facts],
+        "link_order": [list(g) for g in link_order],
+        "recipes": [dict(r) for r in recipes],
+        "created_by": f"prebake {__version__}",
+    }
+
+
+def schema_path() -> Path:
+    """The committed schema (a checkout file; tests validate every manifest against it)."""
+    return Path(__file__).resolve().parents[3] / "schemas" / "manifest.schema.json"

@@ -1,0 +1,13 @@
+"""Getting a recipe's sources into a unit's work dir: git, URL archives (sha256 + mirrors), local.
+
+``describe`` gives the exact commands a fetch would run (for ``--dry-run``) without running them;
+``materialize`` runs them. Downloads go through the content-addressed ``SourceCache``.
+"""
+
+from __future__ import annotations
+
+from prebake.sources.cache import SourceCache, default_cache_dir
+from prebake.sources.fetch import describe, git_commands, materialize, render_source
+
+__all__ = ["SourceCache", "default_cache_dir", "describe", "git_commands", "materialize",
+           "render_source"]

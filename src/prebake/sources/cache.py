@@ -1,0 +1,118 @@
+"""A content-addressed download cache: ``<cache>/sources/<sha256>``, verified before every use.
+
+An entry is written to a temporary file beside it and renamed into place only once its sha256
+matches the pin, so an interrupted or tampered download never leaves an entry behind; an entry
+that no longer matches (disk corruption, a hand edit) is discarded and fetched again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from prebake.errors import PrebakeError
+
+CHUNK = 1 << 20
+TIMEOUT = 60.0
+
+
+def default_cache_dir() -> Path:
+    """``$PREBAKE_CACHE`` or ``$XDG_CACHE_HOME/prebake`` or ``~/.cache/prebake``."""
+    if env := os.environ.get("PREBAKE_CACHE"):
+        return Path(env)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "prebake"
+
+
+def _sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(CHUNK):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _download(url: str, tmp: Path) -> str:
+    """Stream ``url`` into ``tmp``; return the sha256 of what was received."""
+    h = hashlib.sha256()
+    req = urllib.request.Request(url, headers={"User-Agent": "prebake"})
+    with urllib.request.urlopen(req, timeout=TIMEOUT) as resp, open(tmp, "wb") as out:
+        while chunk := resp.read(CHUNK):
+            h.update(chunk)
+            out.write(chunk)
+        out.flush()
+        os.fsync(out.fileno())
+    return h.hexdigest()
+
+
+class SourceCache:
+    """Downloads by pinned sha256, trying mirrors in order."""
+
+    def __init__(self, root: Path | None = None,
+                 log: Callable[[str], None] | None = None) -> None:
+        self.root = (root or default_cache_dir()) / "sources"
+        self.log = log or (lambda _msg: None)
+
+    def path_for(self, sha256: str) -> Path:
+        return self.root / sha256
+
+    def lookup(self, sha256: str) -> Path | None:
+        """The verified entry, or ``None`` (a corrupt entry is removed)."""
+        p = self.path_for(sha256)
+        if not p.is_file():
+            return None
+        if _sha256_file(p) == sha256:
+            return p
+        self.log(f"cache entry {p} does not match its sha256; discarding it")
+        p.unlink(missing_ok=True)
+        return None
+
+    def fetch(self, urls: Sequence[str], sha256: str) -> Path:
+        """The file with this sha256, from the cache or the first mirror that serves it."""
+        if not re.fullmatch(r"[0-9a-f]{64}", sha256 or ""):
+            raise PrebakeError(f"{urls[0] if urls else '?'}: sha256 pin {sha256!r} is not "
+                               "64 lowercase hex digits")
+        if hit := self.lookup(sha256):
+            return hit
+        self.root.mkdir(parents=True, exist_ok=True)
+        failures: list[str] = []
+        for url in urls:
+            tmp = self.root / f".{sha256}.{os.getpid()}.part"
+            try:
+                got = _download(url, tmp)
+            except (urllib.error.URLError, OSError, ValueError) as exc:
+                tmp.unlink(missing_ok=True)
+                reason = getattr(exc, "reason", None) or exc
+                failures.append(f"{url}: {reason}")
+                self.log(f"download failed: {url}: {reason}; trying the next mirror")
+                continue
+            except BaseException:
+                tmp.unlink(missing_ok=True)
+                raise
+            if got != sha256:
+                tmp.unlink(missing_ok=True)
+                failures.append(f"{url}: sha256 {got} does not match the pin {sha256}")
+                self.log(f"{url}: sha256 mismatch (got {got}); trying the next mirror")
+                continue
+            final = self.path_for(sha256)
+            tmp.replace(final)
+            self.log(f"downloaded {url} ({final.stat().st_size} bytes, sha256 verified)")
+            return final
+        raise PrebakeError("could not fetch a file with sha256 " + sha256 + ":\n  "
+                           + "\n  ".join(failures))
+
+    def put_file(self, src: Path, sha256: str) -> Path:
+        """Copy a local file into the cache (verified), atomically."""
+        if _sha256_file(src) != sha256:
+            raise PrebakeError(f"{src}: sha256 does not match the pin {sha256}")
+        self.root.mkdir(parents=True, exist_ok=True)
+        tmp = self.root / f".{sha256}.{os.getpid()}.part"
+        shutil.copyfile(src, tmp)
+        tmp.replace(self.path_for(sha256))
+        return self.path_for(sha256)
