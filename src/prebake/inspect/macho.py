@@ -425,9 +425,14 @@ class MachOFatReader:
         from prebake.inspect import inspect_bytes  # the frame dispatches each slice by its magic
 
         parsed: list[Facts] = []
+        table_end = 8 + nfat * (32 if magic == FAT_MAGIC_64 else 20)
         for s in slices:
             name = cpu_name(s.cputype, s.subtype)
+            if s.offset < table_end:
+                raise Truncated(f"slice {name} at offset {s.offset} overlaps the fat header")
             view = r.view(s.offset, s.size, f"slice {name}")
+            if bytes(view[:4]) in (b"\xca\xfe\xba\xbe", b"\xca\xfe\xba\xbf"):
+                raise Truncated(f"slice {name} is itself a fat file")  # Apple never nests them
             sub = inspect_bytes(view, f"{path}[{name}]", opts)
             sub.details.setdefault("fat_offset", s.offset)
             parsed.append(sub)
@@ -450,30 +455,15 @@ def _agree(values: list[Any]) -> Any:
 
 
 def _summarise(facts: Facts) -> None:
-    """Top-level facts where every slice agrees; per-value counts where they do not."""
+    """File-level facts from the slices, with the archive summary's rules (common value or
+    None, highest version floor, per-value counts), so guards read fat files and archives alike."""
+    from prebake.inspect.archive import summarise
+
     slices = facts.slices or []
+    summarise(facts, slices)
     facts.details["archs"] = [s.details.get("cpu", s.arch) for s in slices]
-    for attr in ("kind", "os", "soname"):
+    for attr in ("kind", "soname", "needed"):
         setattr(facts, attr, _agree([getattr(s, attr) for s in slices]))
-    facts.arch = _agree([s.arch for s in slices]) if len(slices) == 1 else None
-    needed = [s.needed for s in slices]
-    facts.needed = _agree(needed)
-    for name in ("macos_min", "macos_sdk", "cxx_stdlib", "lto", "eh"):
-        vals = [getattr(s.abi, name) for s in slices]
-        setattr(facts.abi, name, _agree(vals))
-        if len(set(map(str, vals))) > 1:
-            counts: dict[str, int] = {}
-            for v in vals:
-                counts[str(v)] = counts.get(str(v), 0) + 1
-            facts.counts[name] = counts
-    arch_counts: dict[str, int] = {}
-    for s in slices:
-        arch_counts[str(s.arch)] = arch_counts.get(str(s.arch), 0) + 1
-    facts.counts["arch"] = arch_counts
-    for s in slices:
-        for fact, reasons in s.evidence.items():
-            for reason in reasons:
-                facts.note(fact, f"{s.details.get('cpu', s.arch)}: {reason}")
 
 
 MACHO = MachOReader()
