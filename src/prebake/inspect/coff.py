@@ -136,17 +136,21 @@ _B64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
 
 
 def section_name(raw: bytes, strtab: bytes) -> str:
-    """``/123`` (decimal) and ``//AAAAAA`` (base64, bigobj) point into the string table."""
+    """``/123`` (decimal) and ``//AAAAAA`` (base64, bigobj) point into the string table.
+
+    A reference that does not resolve keeps its raw form: section names are labels, and the
+    ones prebake acts on (``.drectve``, ``.idata$N``) are short enough to be stored inline.
+    """
     name = raw.rstrip(b"\0").decode("utf-8", "replace")
-    if name.startswith("//") and strtab:
+    off = -1
+    if name.startswith("//") and all(ch in _B64 for ch in name[2:]):
         off = 0
         for ch in name[2:]:
-            if ch not in _B64:
-                return name
             off = off * 64 + _B64.index(ch)
+    elif name.startswith("/") and name[1:].isdigit():
+        off = int(name[1:])
+    if 4 <= off < len(strtab):
         return string_at(strtab, off)
-    if name.startswith("/") and name[1:].isdigit() and strtab:
-        return string_at(strtab, int(name[1:]))
     return name
 
 

@@ -149,7 +149,12 @@ def _optional_header(r: Reader, opt: int, opt_size: int, nsec: int, symptr: int,
     ndirs_at = opt + (108 if plus else 92)
     ndirs = min(r.u32(ndirs_at), 16, max(0, (opt + opt_size - ndirs_at - 4) // 8))
     dirs = [(r.u32(ndirs_at + 4 + 8 * i), r.u32(ndirs_at + 8 + 8 * i)) for i in range(ndirs)]
-    strtab = coff.read_strtab(r, symptr, nsyms, coff.SYM_SIZE) if symptr else b""
+    strtab = b""
+    if symptr:  # only GNU ld keeps a COFF symbol table (for long section names); optional
+        try:
+            strtab = coff.read_strtab(r, symptr, nsyms, coff.SYM_SIZE)
+        except Truncated:
+            strtab = b""
     sections = coff.read_sections(r, opt + opt_size, nsec, strtab)
     return _Image(r, plus, image_base, size_of_headers, sections, dirs, budget=r.size // 4)
 
