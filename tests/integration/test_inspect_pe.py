@@ -51,6 +51,8 @@ def mingw() -> Path:
         [MINGW + "g++", "-O2", "-c", "wx.cpp", "-o", "wx.o"],
         [MINGW + "gcc", "-O2", "-shared", "w.c", "ext.c", "-o", "w.dll"],
         [MINGW + "g++", "-O2", "-shared", "wx.cpp", "-o", "wx.dll"],
+        [MINGW + "g++", "-O2", "-shared", "-static-libstdc++", "-static-libgcc", "wx.cpp", "-o",
+         "wx_static.dll"],
         ["i686-w64-mingw32-gcc", "-O2", "-shared", "w.c", "ext.c", "-o", "w32.dll"],
         [MINGW + "dlltool", "-d", "x.def", "-l", "libfoo.dll.a"],
         ["llvm-dlltool", "-m", "i386:x86-64", "-d", "x.def", "-l", "foo.lib"],
@@ -60,11 +62,15 @@ def mingw() -> Path:
 @pytest.fixture(scope="module")
 def clangcl() -> Path:
     """clang-cl stands in for cl.exe: the same /DEFAULTLIB and /FAILIFMISMATCH directives."""
-    return support.build("pe-clangcl", {"w.c": W_C, "dm.c": DM_C}, [
+    return support.build("pe-clangcl", {"w.c": W_C, "dm.c": DM_C, "ext.c": EXT_C}, [
         *[cl(f"/{rt}", "w.c", f"/Fow_{rt}.obj") for rt in ("MD", "MT", "MDd", "MTd")],
         cl("/MD", "dm.c", "/Fodm.obj"),
         cl("/MD", "--target=aarch64-pc-windows-msvc", "w.c", "/Fow_arm64.obj"),
         cl("/MD", "--target=i686-pc-windows-msvc", "w.c", "/Fow_x86.obj"),
+        cl("/MD", "-flto", "w.c", "/Fow_lto.obj"),
+        cl("/MD", "ext.c", "/Foext_MD.obj"),
+        ["llvm-lib", "/out:md.lib", "w_MD.obj", "ext_MD.obj"],
+        ["llvm-lib", "/out:mixed.lib", "w_MD.obj", "w_MT.obj", "ext_MD.obj"],
     ])
 
 
@@ -171,6 +177,23 @@ def test_mingw_cxx_object_is_libstdcxx(mingw: Path) -> None:
     assert set(f.symbols.undefined) == nm(mingw / "wx.o", "-u")
 
 
+def test_static_library_runtime_summary(clangcl: Path) -> None:
+    """A .lib's runtime comes from its members' .drectve; disagreeing members are counted."""
+    md = inspect(clangcl / "md.lib")
+    assert (md.format, md.kind, md.abi.msvc_runtime) == ("archive", "static-library", "MD")
+    mixed = inspect(clangcl / "mixed.lib")
+    assert mixed.abi.msvc_runtime is None
+    assert mixed.counts["msvc_runtime"] == {"MD": 2, "MT": 1}
+    by_member = {m.abi.msvc_runtime for m in mixed.members or []}
+    assert by_member == {"MD", "MT"}
+
+
+def test_clang_cl_flto_is_bitcode_not_ltcg(clangcl: Path) -> None:
+    """clang-cl -flto (and /GL, which clang-cl 14 ignores) is LLVM bitcode, never a COFF object."""
+    f = inspect(clangcl / "w_lto.obj")
+    assert (f.format, f.abi.lto) == ("llvm-bitcode", "llvm-bitcode")
+
+
 def test_ltcg_anonymous_object() -> None:
     """No MSVC here, and clang-cl 14 ignores /GL (clang-cl -flto writes LLVM bitcode, which the
     bitcode reader handles). This script writes the ANON_OBJECT_HEADER_V2 that cl /GL emits:
@@ -247,6 +270,14 @@ def test_mingw_cxx_dll_links_libstdcxx(mingw: Path) -> None:
     assert f.symbols is not None
     assert sorted(f.symbols.exports) == sorted(readobj_exports(mingw / "wx.dll"))
     assert any(e.startswith("_Z5greet") for e in f.symbols.exports)
+
+
+def test_mingw_static_libstdcxx_dll(mingw: Path) -> None:
+    """-static-libstdc++: no libstdc++-6.dll import, the exported Itanium names still tell."""
+    f = inspect(mingw / "wx_static.dll")
+    assert not any("libstdc++" in d for d in f.needed or [])
+    assert f.abi.cxx_stdlib == "libstdc++"
+    assert f.details["toolchain"] == "mingw"
 
 
 def test_i686_dll_is_pe32(mingw: Path) -> None:
