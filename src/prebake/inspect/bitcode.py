@@ -285,6 +285,8 @@ def walk(r: Reader, start: int, end: int) -> Bitcode:
             else:
                 out.strtab = blob
         b.pos = body_end
+    if Block.MODULE not in out.top_blocks:
+        raise Truncated("bitcode stream has no MODULE block")
     return out
 
 
