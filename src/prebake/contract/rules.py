@@ -155,18 +155,17 @@ def _rule_threads(expected: bool, leaf: Facts) -> Finding | None:
         return None
     if leaf.kind == "object":
         feats = _features(leaf)
-        has = feats is not None and {"atomics", "bulk-memory"} <= feats
+        has = (feats is not None and {"atomics", "bulk-memory"} <= feats) or leaf.abi.threads
         if expected:
-            if "shared-mem" in _disallowed_features(leaf) or leaf.abi.threads is False:
+            if "shared-mem" in _disallowed_features(leaf):
                 return Finding("no atomics/bulk-memory", [_shared_mem_message(leaf)])
-            if feats is not None and not has and leaf.abi.threads is not True:
-                missing = sorted({"atomics", "bulk-memory"} - feats)
-                return Finding(
-                    "no atomics/bulk-memory",
-                    [f"{_shared_mem_message(leaf)[:-1]} (lacks {', '.join(missing)})."],
-                )
+            if not has and (feats is not None or leaf.abi.threads is False):
+                missing = sorted({"atomics", "bulk-memory"} - (feats or set()))
+                return Finding("no atomics/bulk-memory", [
+                    f"{member_name(leaf)} was not compiled with "
+                    + " and ".join(f"'{m}'" for m in missing) + " features (-pthread)"])
             return None
-        if has or leaf.abi.threads:
+        if has:
             return Finding("atomics", ["compiled with -pthread ('atomics' feature)"])
         return None
     found = leaf.abi.threads
@@ -226,7 +225,10 @@ def _rule_version_max(fact: str, family: str) -> LeafCheck:
         found = getattr(leaf.abi, fact)
         if found is None or version_tuple(found) <= version_tuple(expected):
             return None
-        ev = _ev(leaf, fact) or _too_new_symbols(leaf, family, expected)
+        ev = _ev(leaf, fact)
+        too_new = _too_new_symbols(leaf, family, expected)
+        if too_new:
+            ev = [*ev, f"references {_names(too_new)}"]
         return Finding(found, ev)
 
     return check
