@@ -54,6 +54,9 @@ def built() -> Path:
         ["clang", "-O2", "-c", "--target=x86_64-apple-macos10.12", "c.c", "-o", "c_1012.o"],
         ["llvm-lipo-14", "-create", "libm_x86.dylib", "libc_arm.dylib", "-output", "libfat.dylib"],
         ["llvm-ar", "--format=darwin", "rcs", "libmixed.a", "c_x86.o", "c_1012.o"],
+        ["llvm-strip-14", "--strip-all", "libc_arm.dylib", "-o", "libc_arm_stripped.dylib"],
+        ["clang", "-c", "--target=arm64e-apple-macos11", "c.c", "-o", "c_arm64e.o"],
+        ["clang", "-c", "--target=arm64-apple-ios14", "c.c", "-o", "c_ios.o"],
     ])
 
 
@@ -215,3 +218,23 @@ def test_onnxruntime_node_darwin_arm64(ort_node: Path) -> None:
     binding = inspect(ort_node / "bin/napi-v6/darwin/arm64/onnxruntime_binding.node")
     assert binding.needed is not None and binding.needed[0] == "@rpath/libonnxruntime.1.dylib"
     assert binding.abi.macos_min == "14.0"
+
+
+def test_stripped_dylib_exports_come_from_the_trie(built: Path) -> None:
+    lib = built / "libc_arm_stripped.dylib"
+    f = inspect(lib, SYMBOLS)
+    assert not nm(lib, "-g", "--defined-only")  # no defined nlist entries left
+    out = subprocess.run(["llvm-objdump", "--macho", "--exports-trie", str(lib)],
+                         capture_output=True, text=True, check=True).stdout
+    trie = sorted(re.findall(r"^0x[0-9A-F]+\s+(\S+)$", out, re.M))
+    assert f.symbols is not None
+    assert f.symbols.exports == trie
+    assert {"_cfunc", "_call"} <= set(f.symbols.defined)
+
+
+def test_arm64e_and_non_macos_platforms(built: Path) -> None:
+    e = inspect(built / "c_arm64e.o")
+    assert (e.arch, e.details["cpu"], e.abi.macos_min) == ("aarch64", "arm64e", "11.0")
+    ios = inspect(built / "c_ios.o")
+    assert (ios.os, ios.abi.macos_min) == (None, None)  # an iOS object has no macOS floor
+    assert (ios.details["platform"], ios.details["min_version"]) == ("ios", "14.0")

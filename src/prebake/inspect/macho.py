@@ -330,6 +330,8 @@ def _symbols(r: Reader, symoff: int, nsyms: int, strtab: bytes, is64: bool,
         (hidden if ntype & N_PEXT else sy.exports).append(name)
     if not sy.exports and trie is not None and kind != "object":
         sy.exports = _trie_exports(r, *trie)  # stripped image: the export trie still names them
+        have = set(sy.defined)
+        sy.defined.extend(n for n in sy.exports if n not in have)
     return sy
 
 
