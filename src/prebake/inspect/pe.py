@@ -50,6 +50,8 @@ MIN_STATIC_CRT_MARKERS = 3
 CXX_IMPORTS = (("msvcp1", "msvc"), ("libstdc++", "libstdc++"), ("libc++", "libc++"))
 MAX_IMPORT_DESCRIPTORS = 1 << 14
 MAX_DEBUG_ENTRIES = 64
+# Import/export table entries read per image (real DLLs have thousands; hostile ones, no end).
+MAX_TABLE_ENTRIES = 1 << 20
 
 
 @dataclass
@@ -156,7 +158,8 @@ def _optional_header(r: Reader, opt: int, opt_size: int, nsec: int, symptr: int,
         except Truncated:
             strtab = b""
     sections = coff.read_sections(r, opt + opt_size, nsec, strtab)
-    return _Image(r, plus, image_base, size_of_headers, sections, dirs, budget=r.size // 4)
+    budget = min(r.size // 4, MAX_TABLE_ENTRIES)
+    return _Image(r, plus, image_base, size_of_headers, sections, dirs, budget=budget)
 
 
 def _header_details(r: Reader, facts: Facts, opt: int, img: _Image) -> None:
