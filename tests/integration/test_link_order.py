@@ -113,3 +113,35 @@ def test_bad_input_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert main(["link-order", str(junk)]) == 2
     err = capsys.readouterr().err
     assert str(junk) in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+THREE = {
+    "a1.c": "int b1(void); int a1(void) { return b1() + 1; }\n",
+    "a2.c": "int a2(void) { return 10; }\n",
+    "b1.c": "int c1(void); int b1(void) { return c1() + 1; }\n",
+    "b2.c": "int b2(void) { return 20; }\n",
+    "c1.c": "int a2(void); int b2(void); int c1(void) { return a2() + b2(); }\n",
+    "d1.c": "int a1(void); int d1(void) { return a1(); }\n",
+    "main.c": "int d1(void); int main(void) { return d1() == 32 ? 0 : 1; }\n",
+}
+THREE_CMDS = [
+    ["gcc", "-O1", "-c", *[n for n in THREE if n != "main.c"], "main.c"],
+    ["ar", "rcs", "liba.a", "a1.o", "a2.o"],
+    ["ar", "rcs", "libb.a", "b1.o", "b2.o"],
+    ["ar", "rcs", "libc.a", "c1.o"],
+    ["ar", "rcs", "libd.a", "d1.o"],
+]
+
+
+@pytest.mark.parametrize("consumer", [True, False])
+def test_three_archive_cycle_behind_a_chain(consumer: bool) -> None:
+    d = support.build("link-three", THREE, THREE_CMDS)
+    libs = [d / n for n in ("libc.a", "liba.a", "libd.a", "libb.a")]
+    lo = compute_link_order(libs, [d / "main.o"] if consumer else [])
+    assert lo.groups[0] == [d / "libd.a"]
+    assert lo.cycles() == [[d / "libc.a", d / "liba.a", d / "libb.a"]]
+    assert _link(d, shlex.split(lo.render("ld")))
+    rep = [str(p) for p in lo.repeated()]
+    assert _link(d, rep)  # GNU ld without groups: the repetition alone must close the cycle
+    assert not _link(d, [str(p) for p in lo.order()])
+    assert rep[0].endswith("libd.a") and len(rep) > 4
