@@ -318,9 +318,13 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Accept-Ranges", "bytes")
         self.end_headers()
-        with self.st.lock:
-            drop, self.st.drop_download_after = self.st.drop_download_after, None
-        if drop is not None and drop < len(body):
+        with self.st.lock:  # only a body longer than the cut point consumes the cut
+            drop = self.st.drop_download_after
+            if drop is not None and drop < len(body):
+                self.st.drop_download_after = None
+            else:
+                drop = None
+        if drop is not None:
             self.wfile.write(body[:drop])
             self.wfile.flush()
             self.close_connection = True
@@ -330,6 +334,12 @@ class _Handler(BaseHTTPRequestHandler):
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        import sys
+
+        if not isinstance(sys.exc_info()[1], ConnectionError):  # killed clients are expected
+            super().handle_error(request, client_address)
     state: GitHubState
     repo: str
     base_url: str

@@ -39,8 +39,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Range", f"bytes {start}-{len(data) - 1}/{len(data)}")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
-        drop, self.server.drop_after = self.server.drop_after, None
+        drop = self.server.drop_after
         if drop is not None and drop < len(body):
+            self.server.drop_after = None
             self.wfile.write(body[:drop])
             self.wfile.flush()
             self.close_connection = True
@@ -56,6 +57,12 @@ class _Handler(BaseHTTPRequestHandler):
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        import sys
+
+        if not isinstance(sys.exc_info()[1], ConnectionError):  # killed clients are expected
+            super().handle_error(request, client_address)
     root: Path
     drop_after: int | None
     requests: list[str]

@@ -73,7 +73,7 @@ def download(client: httpx.Client, url: str, dest: Path, *, what: str,
 
     def attempt() -> None:
         have = part.stat().st_size if part.exists() else 0
-        h = dict(headers or {})
+        h = {**dict(headers or {}), "Accept-Encoding": "identity"}  # byte ranges of the file
         if have:
             h["Range"] = f"bytes={have}-"
         try:
@@ -89,7 +89,7 @@ def download(client: httpx.Client, url: str, dest: Path, *, what: str,
                     mode, done = "wb", 0
                 total = done + int(length) if length and length.isdigit() else None
                 with open(part, mode) as fh:
-                    for chunk in resp.iter_bytes(1 << 20):
+                    for chunk in resp.iter_bytes():  # as they arrive: a cut keeps what came
                         fh.write(chunk)
                         done += len(chunk)
                         if progress:
