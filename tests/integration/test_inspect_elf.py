@@ -45,7 +45,11 @@ std::string greet(const std::string &who) {
   return "hello " + who;
 }
 """,
-    "nx.cpp": """int sum(const int *v, int n) { int s = 0; for (int i = 0; i < n; ++i) s += v[i]; return s; }
+    "nx.cpp": """int sum(const int *v, int n) {
+  int s = 0;
+  for (int i = 0; i < n; ++i) s += v[i];
+  return s;
+}
 """,
     "main.c": """int api_fn(const char *s);
 int main(int argc, char **argv) { return api_fn(argc > 1 ? argv[1] : "1"); }
