@@ -73,6 +73,9 @@ def inspect(path: str | os.PathLike[str], opts: ParseOptions | None = None) -> F
     name = str(path)
     if p.is_dir():
         raise FormatError(name, "is a folder, not a binary")
+    if p.exists() and not p.is_file():
+        # a FIFO or device would block or never end: only regular files are binaries
+        raise FormatError(name, "is not a regular file")
     try:
         with open(p, "rb") as fh:
             size = os.fstat(fh.fileno()).st_size

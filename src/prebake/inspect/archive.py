@@ -237,7 +237,7 @@ class ArchiveReader:
         return is_archive(head)
 
     def parse(self, data: Buffer, path: str, opts: ParseOptions) -> Facts:
-        from prebake.inspect import inspect, inspect_bytes
+        from prebake.inspect import inspect_bytes
 
         ar = read_archive(data)
         facts = Facts(path=path, format="archive", kind="static-library")
@@ -253,8 +253,7 @@ class ArchiveReader:
             mpath = f"{path}({m.name})"
             try:
                 if ar.thin:
-                    mf = inspect(base / m.name, opts)
-                    mf.path = mpath
+                    mf = _thin_member(base / m.name, mpath, opts)
                 else:
                     mf = inspect_bytes(data[m.data_off : m.data_off + m.size], mpath, opts)
             except FormatError as exc:
@@ -272,6 +271,28 @@ class ArchiveReader:
         if opts.symbols:
             facts.symbols = _archive_symbols(ar, members)
         return facts
+
+
+def _thin_member(file: Path, mpath: str, opts: ParseOptions) -> Facts:
+    """A thin archive's member, read from its own file next to the archive.
+
+    GNU ar flattens nested thin archives, so a member that is itself an archive is refused:
+    following it could loop (an archive listing itself) or multiply work without bound.
+    """
+    from prebake.inspect import inspect
+
+    if not file.is_file():  # missing, or a FIFO/device that would block
+        raise FormatError(mpath, f"thin archive member {file} is missing or not a regular file")
+    try:
+        with open(file, "rb") as fh:
+            head = fh.read(8)
+    except OSError as exc:
+        raise FormatError(mpath, f"thin archive member {file}: {exc.strerror or exc}") from None
+    if is_archive(head):
+        raise FormatError(mpath, "a thin archive member that is itself an archive")
+    mf = inspect(file, opts)
+    mf.path = mpath
+    return mf
 
 
 def _archive_symbols(ar: Archive, members: list[Facts]) -> Symbols:
