@@ -63,3 +63,50 @@ def _write_asset(tree: Mapping[str, bytes], filename: str, manifest: dict[str, A
     (out_dir / (filename + ".sha256")).write_text(
         sha256_line(hashlib.sha256(data).hexdigest(), filename))
     return path
+
+
+DEMO_H = "#pragma once\nint demo_answer(void);\n"
+DEMO_C = '#include "demo.h"\nint demo_answer(void) { return 42; }\n'
+DEMO_CONFIG = """\
+# demoConfig.cmake (what prebake's packager generates, reduced to one imported target)
+get_filename_component(_demo_prefix "${CMAKE_CURRENT_LIST_DIR}/../../.." ABSOLUTE)
+if(NOT TARGET demo::demo)
+  add_library(demo::demo STATIC IMPORTED)
+  set_target_properties(demo::demo PROPERTIES
+    IMPORTED_LOCATION "${_demo_prefix}/lib/libdemo.a"
+    INTERFACE_INCLUDE_DIRECTORIES "${_demo_prefix}/include")
+endif()
+"""
+DEMO_CONFIG_VERSION = """\
+set(PACKAGE_VERSION "@VERSION@")
+if(PACKAGE_FIND_VERSION VERSION_GREATER PACKAGE_VERSION)
+  set(PACKAGE_VERSION_COMPATIBLE FALSE)
+else()
+  set(PACKAGE_VERSION_COMPATIBLE TRUE)
+  if(PACKAGE_FIND_VERSION STREQUAL PACKAGE_VERSION)
+    set(PACKAGE_VERSION_EXACT TRUE)
+  endif()
+endif()
+"""
+
+
+def demo_prefix(version: str = "1.0.0") -> Path:
+    """A real host prefix: ``libdemo.a`` built by gcc, its header and a CMake package config."""
+    from tests import support
+
+    built = support.build("demo-static", {"demo.c": DEMO_C, "demo.h": DEMO_H}, [
+        ["gcc", "-O2", "-fPIC", "-c", "demo.c", "-o", "demo.o"],
+        ["ar", "rcsD", "libdemo.a", "demo.o"],
+    ])
+    prefix = built.parent / f"demo-prefix-{version}-{built.name}"
+    if not (prefix / "lib/libdemo.a").exists():
+        tmp = prefix.with_name(prefix.name + ".tmp")
+        (tmp / "include").mkdir(parents=True, exist_ok=True)
+        (tmp / "lib/cmake/demo").mkdir(parents=True, exist_ok=True)
+        (tmp / "include/demo.h").write_text(DEMO_H)
+        (tmp / "lib/libdemo.a").write_bytes((built / "libdemo.a").read_bytes())
+        (tmp / "lib/cmake/demo/demoConfig.cmake").write_text(DEMO_CONFIG)
+        (tmp / "lib/cmake/demo/demoConfigVersion.cmake").write_text(
+            DEMO_CONFIG_VERSION.replace("@VERSION@", version))
+        tmp.rename(prefix)
+    return prefix
