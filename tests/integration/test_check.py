@@ -10,12 +10,15 @@ import json
 import tarfile
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from prebake.cli import main
 from prebake.contract import Contract
 from prebake.contract.check import CheckReport, check_paths
 from tests import support
+
+SCHEMA = json.loads((support.ROOT / "schemas" / "check.schema.json").read_text())
 
 THROWER = """\
 #include <stdexcept>
@@ -225,6 +228,7 @@ def test_strong_symbol_in_two_archives_clashes() -> None:
                        ["ar", "rcs", "libtwo.a", "p.o"]])
     r = check_paths([d / "libone.a", d / "libtwo.a"], Contract())
     only(r, "clash")
+    jsonschema.validate(r.to_json(), SCHEMA)
     assert "plain_add" in r.violations[0].detail
 
 
@@ -257,6 +261,7 @@ def test_cli_contract_file_json_and_exit_codes(tmp_path: Path,
     c.write_text('eh = "wasm"\nlto = "none"\n')
     assert main(["check", str(legacy), "--contract", str(c), "--json"]) == 1
     out = json.loads(capsys.readouterr().out)
+    jsonschema.validate(out, SCHEMA)
     assert out["schema_version"] == 1 and not out["ok"]
     assert [v["rule"] for v in out["violations"]] == ["eh"]
     assert main(["check", str(legacy), "--contract", str(c)]) == 1

@@ -10,12 +10,14 @@ import json
 import shlex
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from prebake.cli import main
 from prebake.link.order import compute_link_order
 from tests import support
 
+SCHEMA = json.loads((support.ROOT / "schemas" / "link-order.schema.json").read_text())
 ABSL = sorted(Path("/usr/lib/x86_64-linux-gnu").glob("libabsl_*.a"))
 
 ABSL_CONSUMER = """\
@@ -98,6 +100,7 @@ def test_cli_json_lists_unresolved(capsys: pytest.CaptureFixture[str]) -> None:
     d = support.build("link-cycle", CYCLE, CYCLE_CMDS)
     assert main(["link-order", str(d / "libb.a"), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
+    jsonschema.validate(out, SCHEMA)
     assert out["schema_version"] == 1
     assert out["order"] == [str(d / "libb.a")]
     assert out["unresolved"] == {"a2": ["libb.a(b1.o)"]}

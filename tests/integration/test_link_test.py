@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from prebake.cli import main
@@ -19,6 +20,7 @@ from prebake.link.test import error_lines, link_test, symbols_consumer
 from prebake.workspace.model import LinkTest, Platform, Toolchain
 from tests import support
 
+SCHEMA = json.loads((support.ROOT / "schemas" / "link-test.schema.json").read_text())
 THROWER = """\
 #include <stdexcept>
 int may_throw(int x) { if (x < 0) throw std::runtime_error("negative"); return x * 2; }
@@ -129,5 +131,6 @@ env = {{ NODE_PATH = "{env['NODE_PATH']}", EM_CACHE = "{env['EM_CACHE']}" }}
     rc = main(["-C", str(tmp_path), "link-test", str(legacy / "libthrower.a"), "--platform",
                "wasm", "--snippet", str(snippet), "--include", str(legacy / "include"), "--json"])
     out = json.loads(capsys.readouterr().out)
+    jsonschema.validate(out, SCHEMA)
     assert rc == 1 and out["ok"] is False and out["schema_version"] == 1
     assert any("__resumeException" in e for e in out["errors"])

@@ -283,6 +283,8 @@ def check_paths(paths: Sequence[Path], contract: Contract, *,
         for t in targets:
             try:
                 facts = inspect_fn(t.path)
+                if facts.error is not None:
+                    raise FormatError(str(t.path), facts.error)
             except FormatError as exc:
                 if t.explicit:
                     raise
