@@ -78,7 +78,7 @@ def test_asyncify_runtime_identified(cheap: dict[str, Facts]) -> None:
     a = cheap["ort-wasm-simd-threaded.asyncify.wasm"].details["asyncify"]
     assert (a["state_global"], a["data_global"]) == (11, 12)
     assert a["functions"] == ["nf", "pf"]  # start_unwind, start_rewind (minified exports)
-    assert 90_000 < a["state_checks"] < 100_000
+    assert a["state_checks"] is None  # counted only by the deep pass
     j = cheap["ort-wasm-simd-threaded.jsep.wasm"].details["asyncify"]
     assert j["functions"] == ["Zd", "$d"]
 
@@ -116,6 +116,8 @@ def test_deep_decode(deep: dict[str, Facts], name: str) -> None:
         f.abi.wasm_features or [])
     if name.endswith("jspi.wasm"):
         assert f.details["eh_encoding"] == "exnref"
+    if BUILDS[name][1] == "asyncify":  # §3.7: `23 0b 41 02 46` occurs 91k–99k times
+        assert 90_000 < f.details["asyncify"]["state_checks"] < 100_000
 
 
 def _objdump_x(path: Path) -> dict[str, object] | None:

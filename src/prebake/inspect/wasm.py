@@ -16,7 +16,6 @@ runtime's byte patterns, and SIMD from ``v128`` in types/locals, or from a full 
 
 from __future__ import annotations
 
-import bisect
 import re
 from dataclasses import dataclass, field
 from enum import IntEnum
@@ -110,6 +109,7 @@ _ASYNCIFY_START = re.compile(
     rb"\x00\x41([\x01\x02])\x24" + _LEB + rb"\x20\x00\x24" + _LEB
     + rb"\x23\3\x28\x02\x00\x23\3\x28\x02\x04\x4b\x04\x40\x00\x0b\x0b"
 )
+_ASYNCIFY_MIN, _ASYNCIFY_MAX = 21, 25 + 16  # stop..start bodies, 1- to 5-byte global LEBs
 _STOP_TEMPLATE = b"\x00\x41\x00\x24%s\x23%s\x28\x02\x00\x23%s\x28\x02\x04\x4b\x04\x40\x00\x0b\x0b"
 
 
@@ -554,33 +554,45 @@ class _Asyncify:
     state_global: int
     data_global: int
     functions: list[str]
-    state_checks: int
+    state_checks: int | None  # instrumentation sites `global.get state; i32.const 2; i32.eq`
 
 
-def _asyncify(r: Reader, m: Module, bodies: list[tuple[int, int]]) -> _Asyncify | None:
-    """Asyncify's runtime functions, found by their exact bodies at function starts (§3.7)."""
+def _asyncify(r: Reader, m: Module, bodies: list[tuple[int, int]],
+              count_checks: bool) -> _Asyncify | None:
+    """Asyncify's runtime functions, found by their exact bodies (§3.7).
+
+    Only bodies of the runtime's size are matched (each ~25 bytes; the pattern is anchored at
+    the body start), so the cheap pass never scans the whole code section.
+    """
     assert m.code is not None
-    start, end = m.code
-    code = bytes(r.view(start, end - start, "code section"))
-    starts = [b - start for b, _ in bodies]  # bodies hold file offsets; ``code`` is a slice
+    buf = r.buf
     nimp = len(m.imports_of(Ext.FUNC))
     exported = {idx: name for name, kind, idx in m.exports if kind == Ext.FUNC}
     found: dict[bytes, dict[str, int]] = {}
-    for mt in _ASYNCIFY_START.finditer(code):
-        i = bisect.bisect_left(starts, mt.start())
-        if i == len(starts) or starts[i] != mt.start():
-            continue  # not at the start of a body: a coincidence inside other code
-        role = "start_unwind" if mt.group(1) == b"\x01" else "start_rewind"
-        found.setdefault(mt.group(2) + mt.group(3), {})[role] = i
+    stops: set[bytes] = set()
+    for i, (start, end) in enumerate(bodies):
+        if not _ASYNCIFY_MIN <= end - start <= _ASYNCIFY_MAX:
+            continue
+        piece = bytes(buf[start:end])
+        mt = _ASYNCIFY_START.fullmatch(piece)
+        if mt is not None:
+            role = "start_unwind" if mt.group(1) == b"\x01" else "start_rewind"
+            found.setdefault(mt.group(2) + mt.group(3), {})[role] = i
+        elif piece.startswith(b"\x00\x41\x00\x24"):
+            stops.add(piece)
     for key, roles in found.items():
         if len(roles) != 2:
             continue
         g_state, g_data = _split_globals(key)
-        if code.find(_STOP_TEMPLATE % (g_state, g_data, g_data)) < 0:
+        if _STOP_TEMPLATE % (g_state, g_data, g_data) not in stops:
             continue
         names = [exported.get(nimp + roles[k], f"func[{nimp + roles[k]}]")
                  for k in ("start_unwind", "start_rewind")]
-        checks = code.count(b"\x23" + g_state + b"\x41\x02\x46")
+        checks = None
+        if count_checks:  # a 30 ms scan of 28 MB: only in the deep pass
+            start, end = m.code
+            code = bytes(r.view(start, end - start, "code section"))
+            checks = code.count(b"\x23" + g_state + b"\x41\x02\x46")
         return _Asyncify(_leb_value(g_state), _leb_value(g_data), names, checks)
     return None
 
@@ -637,7 +649,7 @@ def _module_facts(r: Reader, m: Module, f: Facts, path: str, opts: ParseOptions)
     _module_threads(f, m)
     _module_simd(f, m, scan, deep)
     _module_eh(f, m, glue, readable, scan, deep)
-    _module_async(f, r, m, glue, scan)
+    _module_async(f, r, m, glue, scan, deep is not None)
     _module_features(f, m, scan, deep)
 
 
@@ -740,12 +752,13 @@ def _module_eh(f: Facts, m: Module, glue: emscripten.Glue | None, readable: bool
 
 
 def _module_async(f: Facts, r: Reader, m: Module, glue: emscripten.Glue | None,
-                  scan: wasm_code.LocalScan | None) -> None:
-    found = _asyncify(r, m, scan.bodies) if (m.code and scan) else None
+                  scan: wasm_code.LocalScan | None, deep: bool) -> None:
+    found = _asyncify(r, m, scan.bodies, deep) if (m.code and scan) else None
     if found is not None:
         f.abi.async_ = "asyncify"
+        checked = "" if found.state_checks is None else f" checked {found.state_checks} times"
         f.note("async", f"Asyncify runtime bodies ({', '.join(found.functions)}); state global "
-               f"{found.state_global} checked {found.state_checks} times")
+               f"{found.state_global}{checked}")
         f.details["asyncify"] = {"state_global": found.state_global,
                                  "data_global": found.data_global,
                                  "functions": found.functions,
