@@ -70,6 +70,9 @@ def test_legacy_eh_archive_fails_like_the_real_link(legacy: Path, tmp_path: Path
                   include_dirs=[legacy / "include"], snippet=SNIPPET, workdir=tmp_path)
     assert not r.ok and r.stage == "link"
     text = "\n".join(r.errors)
+    assert ("error: undefined symbol: __resumeException (referenced by top-level compiled C/C++ "
+            "code)") in r.errors
+    assert any("compiler.js" in e for e in r.errors)  # 3.1.6 reports from its JS compiler step
     assert "undefined symbol: __resumeException" in text
     assert all(line in r.output for line in r.errors)  # verbatim
     assert r.commands[1][0] == "em++" and "-fwasm-exceptions" in r.commands[1]
@@ -108,6 +111,8 @@ def test_symbols_consumer_source() -> None:
     assert '"_ZN4absl3FooEv"' in symbols_consumer(["__ZN4absl3FooEv"], "macos")
     assert error_lines("ok\nwasm-ld: error: x\nerror: x\nwasm-ld: error: x\n") == [
         "wasm-ld: error: x", "error: x"]
+    assert error_lines("emcc: warning: linker setting ignored: 'ERROR_ON_UNDEFINED_SYMBOLS'\n"
+                       "warning: To disable errors for undefined symbols use …\n") == []
 
 
 def test_cli_with_a_workspace_platform(legacy: Path, tmp_path: Path,

@@ -31,7 +31,7 @@ ENV_ALLOWLIST = (
     "EM_CACHE", "EM_CONFIG", "EMSDK", "EMSDK_NODE", "ZIG_GLOBAL_CACHE_DIR", "ZIG_LOCAL_CACHE_DIR",
     "SDKROOT", "DEVELOPER_DIR",
 )
-ERROR_LINE = re.compile(r"error|undefined (symbol|reference)", re.IGNORECASE)
+ERROR_LINE = re.compile(r"\berror\b|undefined (symbol|reference)\b", re.IGNORECASE)
 MAX_ERRORS = 40
 SHARED_SUFFIX = re.compile(r"\.(so(\.\d+)*|dylib|dll)$")
 
