@@ -19,7 +19,8 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def do_GET(self) -> None:
-        self.server.requests.append(self.path)
+        rng = self.headers.get("Range")
+        self.server.requests.append(self.path + (f" {rng}" if rng else ""))
         rel = unquote(urlsplit(self.path).path).lstrip("/")
         path = (self.server.root / rel).resolve()
         if self.server.root.resolve() not in path.parents or not path.is_file():
