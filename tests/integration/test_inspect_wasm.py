@@ -6,13 +6,16 @@ and, where wabt can read the file, against ``wasm-objdump -x``.
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
 from pathlib import Path
 
+import jsonschema
 import pytest
 
+from prebake.cli import main
 from prebake.errors import FormatError
 from prebake.inspect import ParseOptions, inspect
 from prebake.inspect.facts import Facts
@@ -328,3 +331,21 @@ def test_truncated_module_is_a_clean_error(built: Path, tmp_path: Path) -> None:
         bad.write_bytes(data[:cut])
         with pytest.raises(FormatError, match=re.escape(str(bad))):
             inspect(bad)
+
+
+# --- the CLI's --json output validates against the committed schema ------------------------------
+
+
+def test_cli_json_validates(built: Path, ort_web: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    schema = json.loads((support.ROOT / "schemas/inspect.schema.json").read_text())
+    paths = [built / "thrower.legacy.o", built / "libmixed.a", built / "wasmeh.wasm",
+             ort_web / "dist" / "ort-wasm-simd-threaded.jspi.wasm"]
+    rc = main(["inspect", "--json", "--symbols", *map(str, paths)])
+    payload = json.loads(capsys.readouterr().out)
+    jsonschema.validate(payload, schema)
+    assert rc == 0
+    by_path = {r["path"]: r for r in payload["results"]}
+    assert by_path[str(paths[0])]["abi"]["eh"] == "emscripten-legacy"
+    assert by_path[str(paths[1])]["abi"]["eh"] == "mixed"
+    assert by_path[str(paths[3])]["abi"]["async"] == "jspi"
+    assert "OrtRun" in {e["name"] for e in by_path[str(paths[3])]["exports"]}
