@@ -81,7 +81,8 @@ def _link_input(paths: list[Path], libs: list[Library], dep_libs: list[Path], wo
     combined.parent.mkdir(parents=True, exist_ok=True)
     combined.unlink(missing_ok=True)
     ar = shutil.which("llvm-ar") or "llvm-ar"
-    for cmd in ([ar, "qcL", str(combined), *map(str, static + dep_static)], [ar, "s", str(combined)]):
+    members = [str(p) for p in static + dep_static]
+    for cmd in ([ar, "qcL", str(combined), *members], [ar, "s", str(combined)]):
         log.write("$ " + " ".join(cmd))
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:

@@ -414,10 +414,12 @@ class UnitBuilder:
         """CMake and pkg-config files per recipe, into the prefix (kept if the recipe made its
         own), so later recipes and stages can ``find_package`` what earlier ones installed."""
         ver = self.ws.pins[recipe.pin]
+        req = [d for d in recipe.deps if d in self.ws.recipes]
         files = {
             **cmake.generated_files(recipe.name, ver, outcome.libs, outcome.link_order,
-                                    arch=self.spec.platform.arch, cxx=outcome.cxx),
-            **pkgconfig.generated_files(recipe.name, ver, outcome.libs, outcome.link_order),
+                                    arch=self.spec.platform.arch, cxx=outcome.cxx, requires=req),
+            **pkgconfig.generated_files(recipe.name, ver, outcome.libs, outcome.link_order,
+                                        requires=req),
         }
         for rel, data in files.items():
             p = prefix / rel
@@ -433,10 +435,15 @@ class UnitBuilder:
         order = _combined_order(outcomes, prefix)
         cxx = any(o.cxx for _r, o in outcomes)
         generated: dict[str, bytes] = {}
-        if aid.name not in {r.name for r, _o in outcomes}:
+        names = {r.name for r, _o in outcomes}
+        req = sorted({d for r, _o in outcomes for d in r.deps if d not in names
+                      and d in self.ws.recipes})
+        if aid.name not in names:
             generated.update(cmake.generated_files(aid.name, aid.version, libs, order,
-                                                   arch=spec.platform.arch, cxx=cxx))
-            generated.update(pkgconfig.generated_files(aid.name, aid.version, libs, order))
+                                                   arch=spec.platform.arch, cxx=cxx,
+                                                   requires=req))
+            generated.update(pkgconfig.generated_files(aid.name, aid.version, libs, order,
+                                                       requires=req))
         manifest = make_manifest(
             aid, input_hash=spec.input_hash,
             toolchain=toolchain_identity(self.ws, spec.platform),

@@ -280,10 +280,11 @@ COMPRESSORS: dict[str, type[ParallelXzWriter] | type[XzProcessWriter]] = {
 
 
 def write_tar_xz(entries: Iterable[Entry], out: BinaryIO, *, threads: int | None = None,
-                 compressor: str = "lzma", limit: int = MAX_ASSET_BYTES) -> tuple[str, int]:
+                 compressor: str = "lzma", limit: int = MAX_ASSET_BYTES,
+                 block_size: int = BLOCK_SIZE) -> tuple[str, int]:
     """Write ``entries`` (already sorted) as ``tar.xz`` to ``out``; returns (sha256, size)."""
     sink = _Sink(out, limit)
-    writer = COMPRESSORS[compressor](sink.write, threads=threads)
+    writer = COMPRESSORS[compressor](sink.write, threads=threads, block_size=block_size)
     try:
         tf = tarfile.TarFile(fileobj=writer, mode="w",  # type: ignore[arg-type]
                              format=tarfile.GNU_FORMAT)

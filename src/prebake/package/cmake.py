@@ -27,8 +27,13 @@ def _target_names(name: str, libs: Sequence[Library]) -> dict[str, str]:
 
 def config_file(name: str, version: str, libs: Sequence[Library],
                 link_order: Sequence[Sequence[str]] = (), *, cxx: bool = True,
-                include_dir: str = "include") -> str:
-    """The ``<name>Config.cmake`` text: one imported target per library plus ``name::name``."""
+                include_dir: str = "include", requires: Sequence[str] = ()) -> str:
+    """The ``<name>Config.cmake`` text: one imported target per library plus ``name::name``.
+
+    ``requires`` names packages (installed next to this one, e.g. from an earlier stage) whose
+    ``<dep>::<dep>`` target the last library links: a static library's dependencies must follow
+    it on the link line.
+    """
     groups = ordered(libs, link_order)
     targets = _target_names(name, libs)
     lines = [
@@ -40,13 +45,21 @@ def config_file(name: str, version: str, libs: Sequence[Library],
         f'set({name}_INCLUDE_DIRS "${{_{name}_prefix}}/{include_dir}")',
         "",
     ]
+    if requires:
+        lines.append("include(CMakeFindDependencyMacro)")
+        lines += [f'find_dependency({dep} CONFIG HINTS "${{CMAKE_CURRENT_LIST_DIR}}/..")'
+                  for dep in requires]
+        lines.append("")
     flat = [lib for g in groups for lib in g]
+    tail = [f"{dep}::{dep}" for dep in requires]
     for gi, group in enumerate(groups):
         nxt = groups[gi + 1] if gi + 1 < len(groups) else []
         for li, lib in enumerate(group):
             t = targets[lib.path]
             kind = "STATIC" if lib.kind == "static" else "SHARED"
             deps = [targets[x.path] for x in group[li + 1:]] + [targets[x.path] for x in nxt[:1]]
+            if gi == len(groups) - 1 and li == len(group) - 1:
+                deps += tail
             props = [f'IMPORTED_LOCATION "${{_{name}_prefix}}/{lib.path}"',
                      f'INTERFACE_INCLUDE_DIRECTORIES "${{_{name}_prefix}}/{include_dir}"']
             if lib.implib:
@@ -111,11 +124,11 @@ def version_file(version: str, arch: str | None) -> str:
 
 def generated_files(name: str, version: str, libs: Sequence[Library],
                     link_order: Sequence[Sequence[str]] = (), *, arch: str | None = None,
-                    cxx: bool = True) -> dict[str, bytes]:
+                    cxx: bool = True, requires: Sequence[str] = ()) -> dict[str, bytes]:
     """Archive path -> bytes for both CMake files."""
     base = f"lib/cmake/{name}"
     return {
         f"{base}/{name}Config.cmake": config_file(name, version, libs, link_order,
-                                                  cxx=cxx).encode(),
+                                                  cxx=cxx, requires=requires).encode(),
         f"{base}/{name}ConfigVersion.cmake": version_file(version, arch).encode(),
     }

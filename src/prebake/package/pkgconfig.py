@@ -18,7 +18,7 @@ def _flag(lib: Library) -> str:
 
 def pc_file(name: str, version: str, libs: Sequence[Library],
             link_order: Sequence[Sequence[str]] = (), *, description: str = "",
-            extra_libs: Sequence[str] = ()) -> str:
+            extra_libs: Sequence[str] = (), requires: Sequence[str] = ()) -> str:
     """The ``.pc`` text; libraries in link order, a cyclic group listed twice."""
     flags: list[str] = []
     for group in ordered(libs, link_order):
@@ -32,6 +32,7 @@ def pc_file(name: str, version: str, libs: Sequence[Library],
         f"Name: {name}",
         f"Description: {description or name + ' (packaged by prebake)'}",
         f"Version: {version}",
+        *([f"Requires: {', '.join(requires)}"] if requires else []),
         f"Libs: -L${{libdir}} {' '.join(flags)}".rstrip(),
         *([f"Libs.private: {' '.join(extra_libs)}"] if extra_libs else []),
         "Cflags: -I${includedir}",
@@ -40,5 +41,7 @@ def pc_file(name: str, version: str, libs: Sequence[Library],
 
 
 def generated_files(name: str, version: str, libs: Sequence[Library],
-                    link_order: Sequence[Sequence[str]] = (), **kw: str) -> dict[str, bytes]:
-    return {f"lib/pkgconfig/{name}.pc": pc_file(name, version, libs, link_order, **kw).encode()}
+                    link_order: Sequence[Sequence[str]] = (), *,
+                    requires: Sequence[str] = ()) -> dict[str, bytes]:
+    text = pc_file(name, version, libs, link_order, requires=requires)
+    return {f"lib/pkgconfig/{name}.pc": text.encode()}

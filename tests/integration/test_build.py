@@ -1,0 +1,255 @@
+"""``prebake build`` on the example workspace, for real: host (gcc) and wasm (Debian's emcc).
+
+One build of a copy of ``examples/sdk`` (module fixture) is shared by the tests that read its
+results; the variants (``-fexceptions``, a stage that overwrites an earlier stage's file) each
+build only the units they need.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+import tarfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from prebake.package.manifest import schema_path
+from tests import support
+
+EXAMPLE = support.ROOT / "examples" / "sdk"
+PLATFORMS = ("linux-x86_64", "wasm")
+LEAKY = {"CFLAGS": "-flto", "CXXFLAGS": "-flto", "LDFLAGS": "-flto", "EMCC_CFLAGS": "-flto",
+         "CPPFLAGS": "-DLEAKED=1"}
+
+
+def prebake(ws: Path, *args: str, env: Mapping[str, str] | None = None
+            ) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "prebake", "-C", str(ws), *args],
+                          env=support.tool_env(env), capture_output=True, text=True,
+                          timeout=600)
+
+
+def build_json(ws: Path, *args: str, env: Mapping[str, str] | None = None
+               ) -> tuple[int, dict[str, Any]]:
+    proc = prebake(ws, "build", *args, "--json", env=env)
+    try:
+        data = json.loads(proc.stdout)
+    except ValueError:
+        raise AssertionError(f"no JSON (rc {proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
+                             ) from None
+    return proc.returncode, data
+
+
+def copy_workspace(dest: Path) -> Path:
+    shutil.copytree(EXAMPLE, dest, ignore=shutil.ignore_patterns(".prebake", "releases"))
+    return dest
+
+
+def assets(ws: Path) -> dict[str, str]:
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted((ws / "releases").rglob("*.tar.xz"))}
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    """The README's main job on a copy of the example, with leaky flag variables exported."""
+    ws = copy_workspace(tmp_path_factory.mktemp("build") / "sdk")
+    args = ["--stage", "full", "-j", "2"]
+    for p in PLATFORMS:
+        args += ["--platform", p]
+    rc, data = build_json(ws, *args, env=LEAKY)
+    assert rc == 0, json.dumps(data, indent=2)
+    return ws, data
+
+
+def test_main_job_builds_checks_and_packages_every_unit(built: tuple[Path, dict[str, Any]]
+                                                        ) -> None:
+    ws, data = built
+    assert data["schema_version"] == 1 and data["ok"] is True
+    states = {u["unit"]: u["state"] for u in data["units"]}
+    assert states == {f"{s}/{p}": "built" for s in ("core", "media") for p in PLATFORMS}
+    names = set(assets(ws))
+    assert names == {f"kiln-sdk-{s}-0.12.0-{p}.tar.xz" for s in ("core", "media")
+                     for p in PLATFORMS}
+    schema = json.loads(schema_path().read_text())
+    for name in names:
+        folder = next((ws / "releases").rglob(name)).parent
+        manifest = json.loads((folder / f"{name}.json").read_text())
+        jsonschema.validate(manifest, schema)
+        unit = next(u for u in data["units"] if u["asset"] == name)
+        assert manifest["input_hash"] == unit["input_hash"]
+        sidecar = (folder / f"{name}.sha256").read_text().split()[0]
+        assert sidecar == hashlib.sha256((folder / name).read_bytes()).hexdigest()
+
+
+def _member(asset: Path, name: str) -> bytes:
+    with tarfile.open(asset) as tf:
+        f = tf.extractfile(name)
+        assert f is not None
+        return f.read()
+
+
+def test_stage_assets_ship_what_each_stage_added(built: tuple[Path, dict[str, Any]]) -> None:
+    ws, _ = built
+    rel = next((ws / "releases").rglob("kiln-sdk-media-0.12.0-linux-x86_64.tar.xz"))
+    with tarfile.open(rel) as tf:
+        names = tf.getnames()
+    assert "lib/libpixelbuf.a" in names and "include/pixelbuf/pixelbuf.hpp" in names
+    assert "lib/libvecmath.a" not in names, "core's files ship in core's asset only"
+    assert "lib/cmake/pixelbuf/pixelbufConfig.cmake" in names
+    assert "lib/pkgconfig/pixelbuf.pc" in names
+    assert "share/licenses/pixelbuf/LICENSE" in names
+
+
+def test_caller_flag_variables_do_not_reach_the_build(built: tuple[Path, dict[str, Any]],
+                                                      tmp_path: Path) -> None:
+    ws, _ = built
+    from prebake.inspect import inspect
+
+    for platform, magic in (("linux-x86_64", b"\x7fELF"), ("wasm", b"\0asm")):
+        asset = next((ws / "releases").rglob(f"kiln-sdk-core-0.12.0-{platform}.tar.xz"))
+        lib = tmp_path / f"{platform}-libvecmath.a"
+        lib.write_bytes(_member(asset, "lib/libvecmath.a"))
+        facts = inspect(lib)
+        assert facts.abi.lto == "none", f"{platform}: objects are {facts.abi.lto}"
+        for m in facts.members or []:
+            assert m.format != "llvm-bitcode"
+        # and the member really is machine code, not bitcode ("BC\xc0\xde")
+        subprocess.run(["ar", "x", lib.name], cwd=tmp_path, check=True)
+        assert (tmp_path / "vecmath.o").read_bytes()[:4] == magic
+        (tmp_path / "vecmath.o").unlink()
+    log = (ws / ".prebake" / "logs" / "core--linux-x86_64.log").read_text()
+    assert "dropped from the caller's environment: CFLAGS, CXXFLAGS, CPPFLAGS, LDFLAGS" in log
+    env_lines = [line for line in log.splitlines() if line.startswith("#   ")]
+    assert env_lines and not any("-flto" in line for line in env_lines)
+
+
+def test_second_run_skips_by_input_hash(built: tuple[Path, dict[str, Any]]) -> None:
+    ws, _ = built
+    before = assets(ws)
+    args = ["--stage", "full", "--platform", "linux-x86_64", "--platform", "wasm"]
+    rc, data = build_json(ws, *args)
+    assert rc == 0
+    for u in data["units"]:
+        assert u["state"] == "skipped", u
+        assert u["seconds"] < 1.0
+    assert assets(ws) == before
+
+
+def test_force_rebuild_is_byte_identical(built: tuple[Path, dict[str, Any]]) -> None:
+    ws, _ = built
+    before = assets(ws)
+    args = ["--stage", "full", "--platform", "linux-x86_64", "--platform", "wasm", "--force"]
+    rc, data = build_json(ws, *args)
+    assert rc == 0 and {u["state"] for u in data["units"]} == {"built"}
+    assert assets(ws) == before
+
+
+CONSUMER_CMAKE = """\
+cmake_minimum_required(VERSION 3.16)
+project(consumer CXX)
+find_package(pixelbuf 0.9 CONFIG REQUIRED)
+find_package(kiln-sdk-core CONFIG REQUIRED)
+add_executable(consumer main.cpp)
+target_link_libraries(consumer PRIVATE pixelbuf::pixelbuf)
+add_executable(core_only core.cpp)
+target_link_libraries(core_only PRIVATE kiln-sdk-core::kiln-sdk-core)
+"""
+CONSUMER_MAIN = """\
+#include <pixelbuf/pixelbuf.hpp>
+#include <vecmath/vecmath.hpp>
+#include <cstdio>
+int main() {
+  pixelbuf::Image img(2, 2);
+  img.fill({10, 20, 30, 255});
+  img.shade({0.0f, 0.0f, 1.0f});
+  std::printf("consumer ok %g\\n", (double)vecmath::length(vecmath::parse_vec3("3,4,0")));
+  return 0;
+}
+"""
+CORE_MAIN = """\
+#include <vecmath/vecmath.hpp>
+#include <cstdio>
+int main() { std::printf("core %g\\n", (double)vecmath::length(vecmath::parse_vec3("0,0,2"))); }
+"""
+
+
+def test_cmake_consumer_finds_the_host_assets(built: tuple[Path, dict[str, Any]],
+                                              tmp_path: Path) -> None:
+    ws, _ = built
+    prefix = tmp_path / "somewhere else" / "deps"  # relocated, with a space in the path
+    prefix.mkdir(parents=True)
+    for stage in ("core", "media"):
+        asset = next((ws / "releases").rglob(f"kiln-sdk-{stage}-0.12.0-linux-x86_64.tar.xz"))
+        with tarfile.open(asset) as tf:
+            tf.extractall(prefix, filter="data")
+    proj = tmp_path / "consumer"
+    proj.mkdir()
+    (proj / "CMakeLists.txt").write_text(CONSUMER_CMAKE)
+    (proj / "main.cpp").write_text(CONSUMER_MAIN)
+    (proj / "core.cpp").write_text(CORE_MAIN)
+    b = proj / "build"
+    support.run(["cmake", "-S", str(proj), "-B", str(b), f"-DCMAKE_PREFIX_PATH={prefix}"],
+                cwd=proj)
+    support.run(["cmake", "--build", str(b)], cwd=proj)
+    assert support.run([str(b / "consumer")], cwd=proj).stdout == "consumer ok 5\n"
+    assert support.run([str(b / "core_only")], cwd=proj).stdout == "core 2\n"
+    # pkg-config finds the same files through ${pcfiledir}
+    pc = support.run(["pkg-config", "--libs", "--cflags", "pixelbuf"], cwd=proj,
+                     env={"PKG_CONFIG_PATH": str(prefix / "lib" / "pkgconfig")}).stdout
+    assert f"-I{prefix}/include" in pc.replace("\\ ", " ").replace("lib/pkgconfig/../../", "")
+    assert pc.index("-lpixelbuf") < pc.index("-lvecmath")
+
+
+def _variant(tmp_path: Path, recipe: str, old: str, new: str) -> Path:
+    ws = copy_workspace(tmp_path / "sdk")
+    f = ws / "recipes" / f"{recipe}.py"
+    text = f.read_text()
+    assert old in text
+    f.write_text(text.replace(old, new))
+    return ws
+
+
+def test_wasm_library_built_with_legacy_eh_fails_its_unit_and_ships_nothing(
+        tmp_path: Path) -> None:
+    ws = _variant(tmp_path, "vecmath", '"wasm": "-O2 -fwasm-exceptions', '"wasm": "-O2 -fexceptions')
+    rc, data = build_json(ws, "--stage", "full", "--platform", "wasm", "--platform",
+                          "linux-x86_64")
+    assert rc == 1 and data["ok"] is False
+    states = {u["unit"]: u for u in data["units"]}
+    assert states["core/wasm"]["state"] == "failed"
+    assert "eh" in states["core/wasm"]["message"]
+    assert "emscripten-legacy" in states["core/wasm"]["message"]
+    assert states["media/wasm"]["state"] == "blocked", "dependents of a failed unit stop"
+    assert states["core/linux-x86_64"]["state"] == "built", "unrelated units finish"
+    assert states["media/linux-x86_64"]["state"] == "built"
+    names = set(assets(ws))
+    assert not any(n.endswith("-wasm.tar.xz") for n in names)
+    assert not list((ws / ".prebake" / "dist").rglob("*-wasm.tar.xz*"))
+    # the human output names the failure too and exits 1, never 0
+    proc = prebake(ws, "build", "--stage", "core", "--platform", "wasm")
+    assert proc.returncode == 1
+    assert "core/wasm failed" in proc.stderr
+
+
+def test_a_stage_that_changes_an_earlier_stage_file_fails_naming_it(tmp_path: Path) -> None:
+    ws = _variant(
+        tmp_path, "pixelbuf",
+        '"cmake -E copy_directory {src}/include {prefix}/include",',
+        '"cmake -E copy_directory {src}/include {prefix}/include",\n'
+        '        "cmake -E copy {src}/LICENSE {prefix}/lib/cmake/vecmath/vecmathConfigVersion.cmake",\n'
+        '        "cmake -E rm -f {prefix}/share/licenses/vecmath/LICENSE",')
+    rc, data = build_json(ws, "--stage", "full", "--platform", "linux-x86_64")
+    assert rc == 1
+    media = next(u for u in data["units"] if u["unit"] == "media/linux-x86_64")
+    assert media["state"] == "failed"
+    assert "changed: lib/cmake/vecmath/vecmathConfigVersion.cmake" in media["message"]
+    assert "deleted: share/licenses/vecmath/LICENSE" in media["message"]
+    assert not any("media" in n for n in assets(ws))
