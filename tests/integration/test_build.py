@@ -219,7 +219,8 @@ def _variant(tmp_path: Path, recipe: str, old: str, new: str) -> Path:
 
 def test_wasm_library_built_with_legacy_eh_fails_its_unit_and_ships_nothing(
         tmp_path: Path) -> None:
-    ws = _variant(tmp_path, "vecmath", '"wasm": "-O2 -fwasm-exceptions', '"wasm": "-O2 -fexceptions')
+    ws = _variant(tmp_path, "vecmath", '"wasm": "-O2 -fwasm-exceptions',
+                  '"wasm": "-O2 -fexceptions')
     rc, data = build_json(ws, "--stage", "full", "--platform", "wasm", "--platform",
                           "linux-x86_64")
     assert rc == 1 and data["ok"] is False
@@ -244,7 +245,8 @@ def test_a_stage_that_changes_an_earlier_stage_file_fails_naming_it(tmp_path: Pa
         tmp_path, "pixelbuf",
         '"cmake -E copy_directory {src}/include {prefix}/include",',
         '"cmake -E copy_directory {src}/include {prefix}/include",\n'
-        '        "cmake -E copy {src}/LICENSE {prefix}/lib/cmake/vecmath/vecmathConfigVersion.cmake",\n'
+        '        "cmake -E copy {src}/LICENSE"\n'
+        '        " {prefix}/lib/cmake/vecmath/vecmathConfigVersion.cmake",\n'
         '        "cmake -E rm -f {prefix}/share/licenses/vecmath/LICENSE",')
     rc, data = build_json(ws, "--stage", "full", "--platform", "linux-x86_64")
     assert rc == 1
