@@ -1,0 +1,182 @@
+"""Truncated and mutated inputs to every registered parser: only ``FormatError`` may come out.
+
+Seeds are small real binaries of every format (built once with the real toolchains and cached);
+hypothesis truncates them, flips bytes (mostly in headers, where sizes and counts live) and
+plants extreme values in 32/64-bit words. Each parse must return facts or raise
+``FormatError``, within a time bound (a hang trips an alarm) and a memory bound (tracemalloc
+peak), whatever sizes the corrupted headers declare. ``test_every_reader_has_a_seed`` fails
+when a new reader lands without a seed here.
+"""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import tracemalloc
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from prebake.errors import FormatError
+from prebake.inspect import ParseOptions, inspect, inspect_bytes, readers, sniff
+from tests import support
+
+TIME_LIMIT_S = 20  # per parse; a hang, not slowness, is what this catches
+MEMORY_SLACK = 64 << 20  # bytes of peak allocation allowed beyond 16 × the input size
+
+SOURCES = {
+    "c.c": "int api(int x) { return x + 1; }\nextern int ext(int);\n"
+           "int call(int x) { return ext(x); }\nint data_sym = 3;\n",
+    "x.cpp": "#include <string>\nstd::string greet(const std::string &s) { return s + \"!\"; }\n",
+    "d.c": "__declspec(dllexport) int exported(int x) { return x + 1; }\n",
+    "foo.def": "LIBRARY foo.dll\nEXPORTS\nfoo_fn\nfoo_data DATA\n",
+}
+SEED_COMMANDS = [
+    ["gcc", "-O2", "-c", "c.c", "-o", "elf.o"],
+    ["gcc", "-O2", "-shared", "-fPIC", "c.c", "-o", "libelf.so"],
+    ["gcc", "-O2", "-flto", "-c", "c.c", "-o", "gcclto.o"],
+    ["ar", "rcs", "libgnu.a", "elf.o"],
+    ["llvm-ar", "--format=bsd", "rcs", "libbsd.a", "elf.o"],
+    ["clang", "-O2", "-flto", "-c", "c.c", "-o", "bitcode.o"],
+    ["clang", "-O2", "-flto", "--target=x86_64-apple-macos11", "-c", "c.c", "-o", "bcwrap.o"],
+    ["clang", "-O2", "--target=wasm32", "-c", "c.c", "-o", "wasm.o"],
+    ["clang", "-O2", "--target=wasm32", "-nostdlib", "-Wl,--no-entry", "-Wl,--export-all",
+     "-Wl,--allow-undefined", "c.c", "-o", "module.wasm"],
+    ["clang", "-O2", "--target=x86_64-apple-macos11", "-c", "c.c", "-o", "macho_x64.o"],
+    ["clang", "-O2", "--target=arm64-apple-macos11", "-c", "c.c", "-o", "macho_a64.o"],
+    ["llvm-lipo-14", "-create", "macho_x64.o", "macho_a64.o", "-output", "fat.o"],
+    ["clang", "-O2", "--target=x86_64-pc-windows-msvc", "-c", "c.c", "-o", "coff.obj"],
+    ["x86_64-w64-mingw32-gcc", "-O2", "-shared", "d.c", "-o", "pe.dll"],
+    ["llvm-dlltool", "-m", "i386:x86-64", "-d", "foo.def", "-l", "imp.lib"],
+]
+SEED_FILES = ("elf.o", "libelf.so", "gcclto.o", "libgnu.a", "libbsd.a", "bitcode.o", "bcwrap.o",
+              "wasm.o", "module.wasm", "macho_x64.o", "fat.o", "coff.obj", "pe.dll", "imp.lib")
+TOOLS = ("gcc", "clang", "llvm-ar", "llvm-lipo-14", "x86_64-w64-mingw32-gcc", "llvm-dlltool")
+
+pytestmark = pytest.mark.skipif(
+    any(shutil.which(t) is None for t in TOOLS), reason="needs gcc, clang/llvm 14 and mingw-w64"
+)
+
+
+def _load_seeds() -> dict[str, bytes]:
+    out = support.build("fuzz-seeds", SOURCES, SEED_COMMANDS)
+    seeds = {name: (out / name).read_bytes() for name in SEED_FILES}
+    # a COFF archive member on its own: the short import object (starts 00 00 FF FF)
+    lib = seeds["imp.lib"]
+    pos = lib.find(b"\0\0\xff\xff\0\0")
+    if pos > 0:
+        seeds["short_import"] = lib[pos : pos + 60]
+    return seeds
+
+
+@pytest.fixture(scope="module")
+def seeds() -> dict[str, bytes]:
+    return _load_seeds()
+
+
+@contextmanager
+def _alarm(seconds: int) -> Iterator[None]:
+    def boom(signum: int, frame: object) -> None:
+        raise TimeoutError(f"parse took more than {seconds} s")
+
+    old = signal.signal(signal.SIGALRM, boom)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def _check(data: bytes, opts: ParseOptions) -> None:
+    tracemalloc.start()
+    try:
+        with _alarm(TIME_LIMIT_S):
+            try:
+                inspect_bytes(data, "fuzz.bin", opts)
+            except FormatError as exc:
+                assert "fuzz.bin" in str(exc)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak <= 16 * len(data) + MEMORY_SLACK, f"peak {peak >> 20} MiB for {len(data)} bytes"
+
+
+def test_every_reader_has_a_seed(seeds: dict[str, bytes]) -> None:
+    claimed = {id(sniff(data[:64])) for data in seeds.values()}
+    missing = [r.name for r in readers() if id(r) not in claimed]
+    assert not missing, f"add a fuzz seed for: {missing}"
+
+
+def test_seeds_parse_cleanly(seeds: dict[str, bytes]) -> None:
+    for name, data in seeds.items():
+        facts = inspect_bytes(data, name, ParseOptions(symbols=True))
+        assert facts.error is None, name
+
+
+def test_every_truncation_of_headers(seeds: dict[str, bytes]) -> None:
+    for data in seeds.values():
+        for cut in [*range(0, min(len(data), 600), 7), *range(600, len(data), max(1, len(data) // 40))]:
+            _check(data[:cut], ParseOptions(symbols=cut % 2 == 0))
+
+
+EXTREMES = (0, 1, 0x7F, 0x80, 0xFF, 0xFFFF, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFF, 2**63, 2**64 - 1)
+
+
+@st.composite
+def mutated(draw: st.DrawFn, seeds: dict[str, bytes]) -> tuple[bytes, ParseOptions]:
+    name = draw(st.sampled_from(sorted(seeds)))
+    data = bytearray(seeds[name])
+    for _ in range(draw(st.integers(1, 6))):
+        op = draw(st.sampled_from(("flip", "word", "truncate", "dup")))
+        if not data:
+            break
+        head = min(len(data), 512)
+        pos = draw(st.one_of(st.integers(0, head - 1), st.integers(0, len(data) - 1)))
+        if op == "flip":
+            data[pos] = draw(st.integers(0, 255))
+        elif op == "word":
+            width = draw(st.sampled_from((2, 4, 8)))
+            value = draw(st.sampled_from(EXTREMES)) % (1 << (8 * width))
+            order = draw(st.sampled_from(("little", "big")))
+            data[pos : pos + width] = value.to_bytes(width, order)
+        elif op == "truncate":
+            del data[pos:]
+        else:
+            chunk = data[pos : pos + draw(st.integers(1, 64))]
+            data[pos:pos] = chunk
+    return bytes(data), ParseOptions(symbols=draw(st.booleans()), deep=draw(st.booleans()))
+
+
+@settings(max_examples=400, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(st.data())
+def test_mutated_inputs_raise_only_format_error(data: st.DataObject) -> None:
+    blob, opts = data.draw(mutated(_SEEDS()))
+    _check(blob, opts)
+
+
+def _SEEDS() -> dict[str, bytes]:  # noqa: N802 (a cached constant, loaded on first use)
+    global _seed_cache
+    if _seed_cache is None:
+        _seed_cache = _load_seeds()
+    return _seed_cache
+
+
+_seed_cache: dict[str, bytes] | None = None
+
+
+def test_mapped_files_close_cleanly_after_errors(seeds: dict[str, bytes], tmp_path: Path) -> None:
+    """``inspect`` maps the file: an error mid-parse must still be a FormatError, not BufferError."""
+    for i, (name, data) in enumerate(sorted(seeds.items())):
+        for cut in (len(data) // 3, len(data) - 1):
+            p = tmp_path / f"{i}-{cut}-{name}"
+            p.write_bytes(data[:cut] if cut > 0 else b"\0")
+            try:
+                inspect(p, ParseOptions(symbols=True))
+            except FormatError as exc:
+                assert str(p) in str(exc)
