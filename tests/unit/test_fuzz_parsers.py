@@ -10,6 +10,7 @@ when a new reader lands without a seed here.
 
 from __future__ import annotations
 
+import functools
 import shutil
 import signal
 import tracemalloc
@@ -120,7 +121,8 @@ def test_seeds_parse_cleanly(seeds: dict[str, bytes]) -> None:
 
 def test_every_truncation_of_headers(seeds: dict[str, bytes]) -> None:
     for data in seeds.values():
-        for cut in [*range(0, min(len(data), 600), 7), *range(600, len(data), max(1, len(data) // 40))]:
+        step = max(1, len(data) // 40)
+        for cut in [*range(0, min(len(data), 600), 7), *range(600, len(data), step)]:
             _check(data[:cut], ParseOptions(symbols=cut % 2 == 0))
 
 
@@ -156,22 +158,18 @@ def mutated(draw: st.DrawFn, seeds: dict[str, bytes]) -> tuple[bytes, ParseOptio
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(st.data())
 def test_mutated_inputs_raise_only_format_error(data: st.DataObject) -> None:
-    blob, opts = data.draw(mutated(_SEEDS()))
+    blob, opts = data.draw(mutated(_cached_seeds()))
     _check(blob, opts)
 
 
-def _SEEDS() -> dict[str, bytes]:  # noqa: N802 (a cached constant, loaded on first use)
-    global _seed_cache
-    if _seed_cache is None:
-        _seed_cache = _load_seeds()
-    return _seed_cache
-
-
-_seed_cache: dict[str, bytes] | None = None
+@functools.cache
+def _cached_seeds() -> dict[str, bytes]:
+    """Seeds for ``@given`` tests, which cannot take module-scoped fixtures."""
+    return _load_seeds()
 
 
 def test_mapped_files_close_cleanly_after_errors(seeds: dict[str, bytes], tmp_path: Path) -> None:
-    """``inspect`` maps the file: an error mid-parse must still be a FormatError, not BufferError."""
+    """``inspect`` maps the file: an error mid-parse is a FormatError, never a BufferError."""
     for i, (name, data) in enumerate(sorted(seeds.items())):
         for cut in (len(data) // 3, len(data) - 1):
             p = tmp_path / f"{i}-{cut}-{name}"
