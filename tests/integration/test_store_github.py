@@ -143,6 +143,20 @@ def test_token_is_not_sent_to_the_storage_host(gh: GitHubServer, tmp_path: Path)
     assert "ghp_test_secret_token" not in repr(s)
 
 
+def test_tag_release_is_a_normal_release(gh: GitHubServer, tmp_path: Path) -> None:
+    asset = make_asset(tmp_path / "o", "demo", "1.0.0", "wasm", {"include/d.h": b"x"})
+    s = store(gh)
+    s.publish(asset, "v1.0.0")
+    s.publish(asset, "v1.0.0")  # idempotent: republishing replaces, no duplicates
+    s.publish(asset)
+    rels = {r.tag: r for r in gh.state.releases.values()}
+    assert not rels["v1.0.0"].prerelease and rels["continuous"].prerelease
+    assert s.releases() == ["continuous", "v1.0.0"]
+    assert sorted(gh.state.uploaded("v1.0.0")) == [
+        "demo-1.0.0-wasm.tar.xz", "demo-1.0.0-wasm.tar.xz.json", "demo-1.0.0-wasm.tar.xz.sha256"]
+    assert len(rels["v1.0.0"].assets) == 3
+
+
 @pytest.mark.parametrize("replace", [False, True], ids=["fresh", "republish"])
 def test_publisher_killed_mid_upload_leaves_nothing_complete(
         gh: GitHubServer, tmp_path: Path, replace: bool) -> None:

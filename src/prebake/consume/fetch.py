@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -65,7 +66,7 @@ def default_cache() -> Path:
     return Path(base) / "prebake"
 
 
-def _resolve(store: Store, aid: AssetId, candidates: list[str]) -> tuple[str, str]:
+def _resolve(store: Store, aid: AssetId, candidates: Iterable[str]) -> tuple[str, str]:
     """(release, sha256) of the first candidate release holding the complete asset."""
     seen: list[str] = []
     for tag in candidates:
@@ -80,16 +81,19 @@ def _resolve(store: Store, aid: AssetId, candidates: list[str]) -> tuple[str, st
 
 
 def _candidates(store: Store, aid: AssetId, release: str | None,
-                locked: LockEntry | None) -> list[str]:
+                locked: LockEntry | None) -> Iterator[str]:
+    """Releases to look in, most specific first; the store is listed only if those miss."""
     if release:
-        return [release]
-    first = [locked.release] if locked and locked.release else []
-    first += [f"v{aid.version}", aid.version, DEFAULT_RELEASE]
+        yield release
+        return
+    if locked and locked.release:
+        yield locked.release
+    yield from (f"v{aid.version}", aid.version, DEFAULT_RELEASE)
     try:
         others = store.releases()
     except PrebakeError:
         others = []
-    return first + [t for t in others if t not in first]
+    yield from others
 
 
 def _download_verified(store: Store, aid: AssetId, release: str, expected: str, cache: Path,

@@ -49,8 +49,11 @@ class S3Store:
 
             cfg = Config(retries={"max_attempts": 6, "mode": "standard"},
                          connect_timeout=10, read_timeout=60)
-            self._client = boto3.client("s3", endpoint_url=self.endpoint,
-                                        region_name=self.region, config=cfg)
+            # a session per store: boto3's default session caches credentials process-wide
+            # and is not thread-safe
+            session = boto3.session.Session()
+            self._client = session.client("s3", endpoint_url=self.endpoint,
+                                          region_name=self.region, config=cfg)
         return self._client
 
     def _key(self, release: str | None, name: str = "") -> str:
