@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from enum import IntEnum
+from pathlib import PurePath
 from typing import Any
 
 from prebake.inspect import emscripten, wasm_code
@@ -467,7 +468,7 @@ def _object_facts(r: Reader, m: Module, f: Facts, opts: ParseOptions) -> None:
     else:
         f.note("wasm_features", "target_features: " + ", ".join(
             f"{v}{k}" for k, v in sorted(feats.items())) if feats else "target_features: empty")
-    _object_threads(f, feats)
+    _object_threads(f, feats, PurePath(f.path).name)
     f.abi.simd128 = "simd128" in enabled
     f.abi.relaxed_simd = "relaxed-simd" in enabled
     f.note("simd128", "target_features " + ("+simd128" if f.abi.simd128 else "lacks simd128"))
@@ -483,7 +484,7 @@ def _object_facts(r: Reader, m: Module, f: Facts, opts: ParseOptions) -> None:
     _object_eh(f, m, syms or [], enabled, opts, r)
 
 
-def _object_threads(f: Facts, feats: dict[str, str]) -> None:
+def _object_threads(f: Facts, feats: dict[str, str], name: str) -> None:
     has = [k for k in ("atomics", "bulk-memory") if feats.get(k) in ("+", "=")]
     if len(has) == 2:
         f.abi.threads = True
@@ -492,7 +493,8 @@ def _object_threads(f: Facts, feats: dict[str, str]) -> None:
     f.abi.threads = False
     missing = [k for k in ("atomics", "bulk-memory") if k not in has]
     if feats.get("shared-mem") == "-":
-        reason = ("target_features -shared-mem: --shared-memory is disallowed by this object "
+        # wasm-ld's own words, so a user can match the link error to this fact
+        reason = (f"target_features -shared-mem: --shared-memory is disallowed by {name} "
                   "because it was not compiled with 'atomics' or 'bulk-memory' features")
     else:
         reason = "not compiled with " + " and ".join(f"'{k}'" for k in missing) + " features"
