@@ -16,6 +16,7 @@ import pytest
 from prebake.cli import main
 from prebake.contract import Contract
 from prebake.contract.check import CheckReport, check_paths
+from prebake.link.order import compute_link_order
 from tests import support
 
 SCHEMA = json.loads((support.ROOT / "schemas" / "check.schema.json").read_text())
@@ -230,6 +231,25 @@ def test_strong_symbol_in_two_archives_clashes() -> None:
     only(r, "clash")
     jsonschema.validate(r.to_json(), SCHEMA)
     assert "plain_add" in r.violations[0].detail
+
+
+TEMPLATE_STATIC = """\
+template <class T> struct Tag { static int dummy; };
+template <class T> int Tag<T>::dummy;
+int use_NAME() { return Tag<int>::dummy; }
+"""
+
+
+def test_template_statics_in_two_archives_do_not_clash() -> None:
+    """g++ emits template static data as STB_GNU_UNIQUE ('u' in nm): merged, not a clash."""
+    d = support.build("chk-unique", {"x.cpp": TEMPLATE_STATIC.replace("NAME", "x"),
+                                     "y.cpp": TEMPLATE_STATIC.replace("NAME", "y")},
+                      [["g++", "-O1", "-c", "x.cpp", "y.cpp"], ["ar", "rcs", "libx.a", "x.o"],
+                       ["ar", "rcs", "liby.a", "y.o"]])
+    nm = support.run(["nm", "libx.a"], d).stdout
+    assert " u _ZN3TagIiE5dummyE" in nm
+    assert check_paths([d / "libx.a", d / "liby.a"], Contract()).ok
+    assert not compute_link_order([d / "libx.a", d / "liby.a"]).clashes
 
 
 # --- folders, assets, the CLI -----------------------------------------------------------------
