@@ -51,6 +51,13 @@ std::string greet(const std::string &who) {
   return s;
 }
 """,
+    "hidden.cpp": """#include <stdexcept>
+#include <string>
+__attribute__((visibility("default"))) int f(const char *s) {
+  try { std::string x(s); if (x.empty()) throw std::runtime_error("e"); return (int)x.size(); }
+  catch (...) { return -1; }
+}
+""",
     "main.c": """int api_fn(const char *s);
 int main(int argc, char **argv) { return api_fn(argc > 1 ? argv[1] : "1"); }
 """,
@@ -71,6 +78,9 @@ def bins() -> Path:
         ["gcc", "-O2", "-shared", "-fPIC", "-Wl,-soname,libc_gcc.so.1", "c.c", "stat.c",
          "-o", "libc_gcc.so"],
         ["g++", "-O2", "-shared", "-fPIC", "x.cpp", "-o", "libx.so"],
+        ["g++", "-O2", "-shared", "-fPIC", "-fvisibility=hidden", "-static-libstdc++",
+         "-static-libgcc", "-Wl,--exclude-libs,ALL", "hidden.cpp", "-o", "libhidden.so"],
+        ["strip", "libhidden.so"],
         ["gcc", "-O2", "c.c", "main.c", "-o", "exe_pie"],
         ["gcc", "-O2", "-no-pie", "c.c", "main.c", "-o", "exe_nopie"],
         [*ZIG_CC, "-target", "aarch64-linux-gnu.2.28", "-O2", "-c", "c.c", "-o", "c_a64.o"],
@@ -176,6 +186,15 @@ def test_shared_library_facts_match_readelf(bins: Path) -> None:
     assert cxx.abi.cxx_stdlib == "libstdc++"
     assert cxx.abi.glibcxx_max == _readelf_version_max(bins / "libx.so", "GLIBCXX")
     assert cxx.abi.eh == "native"
+
+
+def test_stripped_static_libstdcxx_is_not_reported_as_c(bins: Path) -> None:
+    """libstdc++ linked in and hidden: .dynsym shows no C++, so stdlib is unknown, not "none"."""
+    f = inspect(bins / "libhidden.so")
+    assert f.needed is not None and not any("stdc++" in n for n in f.needed)
+    assert f.abi.eh == "native"  # its landing pads are still there
+    assert f.abi.cxx_stdlib is None
+    assert inspect(bins / "libc_gcc.so").abi.cxx_stdlib == "none"
 
 
 def test_cross_shared_library_glibc_floor(bins: Path) -> None:

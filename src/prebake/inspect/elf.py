@@ -441,7 +441,9 @@ def _undefined_names(tab: SymTable, strtab: bytes) -> list[str]:
     return list(filter(None, names_at(strtab, list(compress(tab.names, tab.undefined)))))
 
 
-def _cxx_stdlib(facts: Facts, names: bytes, needed: list[str] | None, versions: list[str]) -> None:
+def _cxx_stdlib(
+    facts: Facts, names: bytes, needed: list[str] | None, versions: list[str], *, complete: bool
+) -> None:
     """libc++ vs libstdc++ by namespace (§4.3), NEEDED, or GLIBCXX versions; "none" for C."""
     abi = facts.abi
     if b"St3__1" in names:
@@ -463,9 +465,10 @@ def _cxx_stdlib(facts: Facts, names: bytes, needed: list[str] | None, versions: 
         for r in reasons:
             facts.note("cxx_stdlib", r)
     elif (
-        not names.startswith(b"_Z")
+        complete
+        and not names.startswith(b"_Z")
         and b"\0_Z" not in names
-        and not (CXX_RUNTIME_MARKERS & set(names.split(b"\0")))
+        and not any(b"\0" + m + b"\0" in names for m in CXX_RUNTIME_MARKERS)
     ):
         abi.cxx_stdlib = "none"
         facts.note("cxx_stdlib", "no C++ (mangled) symbols")
@@ -486,14 +489,22 @@ def _gcc_lto(elf: ElfFile, facts: Facts, names: set[str]) -> None:
         facts.abi.lto = "none"
 
 
-def _eh(facts: Facts, names: set[str]) -> None:
+def _eh(elf: ElfFile, facts: Facts, names: set[str], *, complete: bool) -> None:
+    """``native`` from EH runtime references or landing-pad tables; ``none`` only when the
+    symbols seen are the whole story (objects, unstripped images) and neither is there."""
     hits = sorted(EH_MARKERS & names)
-    if hits:
+    lsda = b".gcc_except_table" in elf.shstrtab
+    if hits or lsda:
         facts.abi.eh = "native"
-        facts.note("eh", "references " + ", ".join(hits))
-    else:
+        if hits:
+            facts.note("eh", "references " + ", ".join(hits))
+        if lsda:
+            facts.note("eh", "has .gcc_except_table (landing pads)")
+    elif complete:
         facts.abi.eh = "none"
-        facts.note("eh", "no personality routine, throw, catch or unwind-resume references")
+        facts.note("eh", "no landing pads and no personality, throw or catch references")
+    else:
+        facts.note("eh", "stripped: no symbol table or section headers to tell")
 
 
 def _object_glibc(facts: Facts, undefined: list[str]) -> None:
@@ -556,8 +567,8 @@ class ElfReader:
         if b"personality_v0\0" in strtab or b".gnu.lto_" in elf.shstrtab:
             names |= {m.decode() for m in _DEFINABLE if b"\0" + m + b"\0" in strtab}
         _gcc_lto(elf, facts, names)
-        _eh(facts, names)
-        _cxx_stdlib(facts, strtab, None, [])
+        _eh(elf, facts, names, complete=True)
+        _cxx_stdlib(facts, strtab, None, [], complete=True)
         _object_glibc(facts, undefined)
 
     def _image(self, elf: ElfFile, facts: Facts, opts: ParseOptions) -> None:
@@ -602,10 +613,15 @@ class ElfReader:
             facts.note("glibc_max", "no symbol versions: static or not linked against glibc")
         dsec = elf.first(SHT.DYNSYM)
         dstr = elf.linked_strtab(dsec) if dsec is not None else b""
-        names = {n.decode("utf-8", "replace") for n in dstr.split(b"\0")}
+        # an unstripped image's .symtab also shows what static linking hid from .dynsym
+        ssec = elf.first(SHT.SYMTAB)
+        sstr = elf.linked_strtab(ssec) if ssec is not None else b""
+        allstr = dstr + b"\0" + sstr
+        names = {n.decode("utf-8", "replace") for n in allstr.split(b"\0")}
         _gcc_lto(elf, facts, names)
-        _eh(facts, names)
-        _cxx_stdlib(facts, dstr, needed, vnames)
+        _eh(elf, facts, names, complete=elf.count > 0)
+        lsda = b".gcc_except_table" in elf.shstrtab
+        _cxx_stdlib(facts, allstr, needed, vnames, complete=ssec is not None or not lsda)
         if dsec is not None and opts.symbols:
             facts.symbols = _image_symbols(elf, dsec, dstr, verindex)
 
