@@ -212,7 +212,7 @@ def _unpack(asset: Path, dest: Path) -> None:
 
 
 def _is_asset(p: Path) -> bool:
-    return p.name.endswith((".tar.xz", ".tar.gz", ".tgz"))
+    return p.name.endswith((".tar.xz", ".tar.gz", ".tgz", ".zip"))
 
 
 @dataclass
