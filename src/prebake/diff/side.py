@@ -1,0 +1,233 @@
+"""One side of a diff read into one shape, whatever it came from.
+
+A side is a release asset (``.tar.xz``, unpacked safely into a temporary folder), a folder (an
+unpacked install prefix with ``lib/``/``include/``, or any tree of binaries), a single binary, or
+— for reports over remote stores — just an asset's manifest (facts, file list, link order, no
+symbols). The comparison only sees ``Side``; it never cares where the bytes were.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import tempfile
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from prebake.errors import PrebakeError
+from prebake.inspect.facts import Facts
+
+ASSET_SUFFIXES = (".tar.xz", ".txz", ".tar.gz", ".tgz")
+MANIFEST_PATH = "share/prebake/manifest.json"
+HEADER_SUFFIXES = (".h", ".hh", ".hpp", ".hxx", ".h++", ".inc", ".inl", ".ipp", ".tcc")
+# Files a tree walk never sniffs as binaries (text that a magic-less COFF check could misread).
+TEXT_SUFFIXES = (*HEADER_SUFFIXES, ".cmake", ".pc", ".json", ".txt", ".md", ".sha256", ".log")
+LIB_DIRS = ("lib", "lib64", "bin")
+
+# Version suffixes stripped to match a library across versions, tried in order (rules as data):
+# libfoo.so.1.2 -> libfoo.so, libfoo.1.2.dylib -> libfoo.dylib, foo-1.2.dll -> foo.dll.
+_VERSION_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"^(.+\.so)(?:\.\d+[A-Za-z0-9]*)+$"), r"\1"),
+    (re.compile(r"^(.+?)(?:\.\d+)+(\.dylib)$"), r"\1\2"),
+    (re.compile(r"^(.+?)-\d+(?:\.\d+)*(\.(?:a|lib|dll|so|dylib|wasm))$"), r"\1\2"),
+)
+
+
+def library_key(name: str) -> str:
+    """The name a library keeps across versions (``libfoo.so.1.2``, ``.1.3`` -> ``libfoo.so``)."""
+    for pattern, repl in _VERSION_RULES:
+        stripped, n = pattern.subn(repl, name)
+        if n:
+            return stripped
+    return name
+
+
+@dataclass
+class Library:
+    """One library of a side; ``facts`` has the manifest's ``facts_summary`` shape."""
+
+    key: str
+    path: str
+    facts: dict[str, Any]
+    exports: frozenset[str] | None  # None: unknown (a manifest-only side)
+    size: int | None
+
+    @property
+    def static(self) -> bool:
+        return self.facts.get("kind") == "static-library"
+
+
+@dataclass
+class Side:
+    """Everything the comparison reads from one side."""
+
+    label: str
+    kind: str  # asset | prefix | tree | binary | manifest
+    libraries: dict[str, Library] = field(default_factory=dict)
+    headers: dict[str, str] | None = None  # path -> sha256 (None: unknown)
+    link_order: list[list[str]] | None = None  # groups of library paths
+    link_order_source: str | None = None  # "manifest" | "computed"
+    size: int | None = None  # the asset file for assets, else the bytes of its files
+    manifest: dict[str, Any] | None = None
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        m = self.manifest or {}
+        return {"label": self.label, "kind": self.kind, "name": m.get("name"),
+                "version": m.get("version"), "platform": m.get("platform"),
+                "input_hash": m.get("input_hash"), "size": self.size}
+
+
+def load_side(path: Path, label: str | None = None) -> Side:
+    """Read an asset, a folder or a binary; bad input raises ``PrebakeError`` naming ``path``."""
+    path = Path(path)
+    label = label or str(path)
+    if not path.exists():
+        raise PrebakeError(f"{path}: no such file or folder")
+    if path.is_dir():
+        return _from_tree(path, label, None)
+    if path.name.endswith(ASSET_SUFFIXES):
+        from prebake.consume.unpack import safe_extract
+
+        with tempfile.TemporaryDirectory(prefix="prebake-diff-") as tmp:
+            dest = Path(tmp) / "asset"
+            safe_extract(path, dest)
+            side = _from_tree(dest, label, "asset")
+        side.size = path.stat().st_size
+        return side
+    lib = _library(path, path.name, library_key(path.name))
+    return Side(label, "binary", {lib.key: lib}, size=lib.size)
+
+
+def side_from_manifest(manifest: Mapping[str, Any], label: str) -> Side:
+    """A side known only from its manifest: facts, files and link order, but no exports."""
+    files = {str(f.get("path")): f for f in _list(manifest.get("files"))
+             if isinstance(f, Mapping)}
+    libs: dict[str, Library] = {}
+    entries = [f for f in _list(manifest.get("facts")) if isinstance(f, Mapping)]
+    keys = _keys([str(f.get("path", "")) for f in entries])
+    for f, key in zip(entries, keys, strict=True):
+        rel = str(f.get("path", ""))
+        size = files.get(rel, {}).get("size")
+        libs[key] = Library(key, rel, dict(f), None, size if isinstance(size, int) else None)
+    headers = {p: str(f.get("sha256")) for p, f in files.items()
+               if p.startswith("include/") and "sha256" in f}
+    order = _order(manifest.get("link_order"))
+    sizes: list[int] = [f["size"] for f in files.values() if isinstance(f.get("size"), int)]
+    return Side(label, "manifest", libs, headers, order, "manifest" if order else None,
+                sum(sizes), dict(manifest))
+
+
+def _list(v: Any) -> list[Any]:
+    return v if isinstance(v, list) else []
+
+
+def _order(v: Any) -> list[list[str]] | None:
+    groups = [[str(p) for p in g] for g in _list(v) if isinstance(g, list) and g]
+    return groups or None
+
+
+def _keys(paths: list[str]) -> list[str]:
+    """Match keys: the unversioned file name, or the unversioned path where names collide."""
+    names = [library_key(p.rsplit("/", 1)[-1]) for p in paths]
+    dup = {n for n in names if names.count(n) > 1}
+    return [(p.rsplit("/", 1)[0] + "/" + n if n in dup and "/" in p else n)
+            for p, n in zip(paths, names, strict=True)]
+
+
+def _read_manifest(root: Path) -> dict[str, Any] | None:
+    p = root / MANIFEST_PATH
+    if not p.is_file():
+        return None
+    try:
+        data = json.loads(p.read_text("utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise PrebakeError(f"{p}: not a JSON manifest ({exc})") from None
+    if not isinstance(data, dict):
+        raise PrebakeError(f"{p}: manifest is not a JSON object")
+    return data
+
+
+def _files(root: Path) -> Iterator[Path]:
+    for p in sorted(root.rglob("*")):
+        if p.is_file() and not p.is_symlink():
+            yield p
+
+
+def _is_binary(p: Path) -> bool:
+    from prebake.inspect import sniff
+
+    if p.name.endswith(TEXT_SUFFIXES):
+        return False
+    with open(p, "rb") as fh:
+        head = fh.read(64)
+    return bool(head) and sniff(head) is not None
+
+
+def _sha256(p: Path) -> str:
+    h = hashlib.sha256()
+    with open(p, "rb") as fh:
+        while chunk := fh.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _from_tree(root: Path, label: str, kind: str | None) -> Side:
+    manifest = _read_manifest(root)
+    prefix = any((root / d).is_dir() for d in (*LIB_DIRS, "include"))
+    if prefix:
+        bins = [p for d in LIB_DIRS if (root / d).is_dir() for p in _files(root / d)
+                if _is_binary(p)]
+        header_files = list(_files(root / "include")) if (root / "include").is_dir() else []
+    else:
+        bins = [p for p in _files(root) if _is_binary(p)]
+        header_files = [p for p in _files(root) if p.name.endswith(HEADER_SUFFIXES)]
+    rels = [p.relative_to(root).as_posix() for p in bins]
+    libs = {}
+    for p, rel, key in zip(bins, rels, _keys(rels), strict=True):
+        libs[key] = _library(p, rel, key)
+    headers = {p.relative_to(root).as_posix(): _sha256(p) for p in header_files}
+    side = Side(label, kind or ("prefix" if prefix else "tree"), libs, headers,
+                manifest=manifest, size=sum(p.stat().st_size for p in _files(root)))
+    order = _order(manifest.get("link_order")) if manifest else None
+    if order:
+        side.link_order, side.link_order_source = order, "manifest"
+    else:
+        side.link_order = _computed_order(root, libs)
+        side.link_order_source = "computed" if side.link_order else None
+    return side
+
+
+def _library(path: Path, rel: str, key: str) -> Library:
+    from prebake.inspect import ParseOptions, inspect
+    from prebake.package.manifest import facts_summary
+
+    facts = inspect(path, ParseOptions(symbols=True))
+    return Library(key, rel, facts_summary(facts, rel), frozenset(exports_of(facts)),
+                   facts.size)
+
+
+def exports_of(facts: Facts) -> set[str]:
+    """What consumers can link against: a shared library's dynamic exports, or the union of an
+    archive's members' non-hidden definitions (the archive index also lists hidden ones)."""
+    members = [m for m in facts.walk()[1:] if m.members is None and m.symbols is not None]
+    if facts.members is not None and members:
+        return {n for m in members for n in (m.symbols.exports if m.symbols else [])}
+    return set(facts.symbols.exports) if facts.symbols is not None else set()
+
+
+def _computed_order(root: Path, libs: Mapping[str, Library]) -> list[list[str]] | None:
+    """Without a manifest: the order ``prebake link-order`` would compute for the archives."""
+    static = [lib for lib in libs.values() if lib.static]
+    if len(static) < 2:
+        return [[lib.path] for lib in static] or None
+    from prebake.link.order import compute_link_order
+
+    try:
+        order = compute_link_order([root / lib.path for lib in static])
+    except PrebakeError:
+        return None
+    return [[Path(p).relative_to(root).as_posix() for p in g] for g in order.groups]

@@ -1,0 +1,127 @@
+"""``prebake report``: one static HTML page for a store — the release matrix (dependency ×
+platform), the diff of each release to the previous one, and sizes across versions.
+
+The page is built here, not in a browser: Jinja2 with autoescaping renders it (every value from
+a manifest or a binary is escaped — symbol names are attacker-controlled text), pygal draws the
+charts as inline SVG, and there is no JavaScript at all, so it opens from disk and reads the
+same with scripts off.
+"""
+
+from __future__ import annotations
+
+import itertools
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from prebake.diff import DiffResult, diff_sides, load_side, side_from_manifest, version_key
+from prebake.diff.side import Side
+from prebake.errors import PrebakeError
+from prebake.package.naming import MANIFEST_SUFFIX, AssetId
+
+# The facts a matrix cell shows (manifest ``facts`` -> abi / top level), in this order.
+CELL_FACTS = ("arch", "eh", "lto", "glibc_max", "glibcxx_max", "cxx_stdlib", "macos_min",
+              "msvc_runtime", "threads", "wasm_features")
+
+
+@dataclass
+class Release:
+    """One asset of the store and what its manifest says."""
+
+    aid: AssetId
+    release: str | None
+    manifest: dict[str, Any]
+
+    @property
+    def size(self) -> int:
+        files = self.manifest.get("files")
+        return sum(f["size"] for f in files if isinstance(f, dict)
+                   and isinstance(f.get("size"), int)) if isinstance(files, list) else 0
+
+
+@dataclass
+class ReportData:
+    store: str
+    releases: list[Release]
+    diffs: dict[tuple[AssetId, AssetId], DiffResult] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+
+def _load_manifest(store: Any, aid: AssetId, release: str | None) -> dict[str, Any] | None:
+    import json
+
+    raw = store.read_sidecar(aid, MANIFEST_SUFFIX, release)
+    if raw is None:
+        return None
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def collect(store: Any, *, download: bool = True,
+            progress: Callable[[str], None] | None = None) -> ReportData:
+    """Every asset's manifest, and the diff of each release to the previous version of the same
+    dependency on the same platform (exports too when ``download``; else manifests only)."""
+    from prebake.diff import assets_in_store
+
+    data = ReportData(store.url, [])
+    for aid, tag in sorted(assets_in_store(store), key=lambda at: at[0]):
+        m = _load_manifest(store, aid, tag)
+        if m is None:
+            data.warnings.append(f"{aid.filename}: manifest sidecar missing or not JSON; skipped")
+            continue
+        data.releases.append(Release(aid, tag, m))
+    by_line: dict[tuple[str, str], list[Release]] = {}
+    for r in data.releases:
+        by_line.setdefault((r.aid.name, r.aid.platform), []).append(r)
+    with tempfile.TemporaryDirectory(prefix="prebake-report-") as tmp:
+        sides: dict[AssetId, Side] = {}
+        for line in by_line.values():
+            line.sort(key=lambda r: version_key(r.aid.version))
+            for a, b in itertools.pairwise(line):
+                if progress:
+                    progress(f"diff {a.aid.filename} → {b.aid.version}")
+                old = _side(store, a, sides, Path(tmp), download, data.warnings)
+                new = _side(store, b, sides, Path(tmp), download, data.warnings)
+                data.diffs[(a.aid, b.aid)] = diff_sides(old, new)
+    return data
+
+
+def _side(store: Any, r: Release, cache: dict[AssetId, Side], tmp: Path, download: bool,
+          warnings: list[str]) -> Side:
+    if r.aid in cache:
+        return cache[r.aid]
+    side = None
+    if download:
+        from prebake.diff import download_verified
+
+        try:
+            path = download_verified(store, r.aid, r.release, tmp)
+            side = load_side(path, r.aid.filename)
+            path.unlink(missing_ok=True)
+        except PrebakeError as exc:
+            warnings.append(f"{r.aid.filename}: compared from its manifest only ({exc})")
+    if side is None:
+        side = side_from_manifest(r.manifest, r.aid.filename)
+    cache[r.aid] = side
+    return side
+
+
+def write_report(store: Any, out_dir: Path, *, download: bool = True,
+                 progress: Callable[[str], None] | None = None) -> Path:
+    """Write ``out_dir/index.html`` (atomically) and return its path."""
+    from prebake.jsonio import atomic_write_text
+    from prebake.report.html import render
+
+    data = collect(store, download=download, progress=progress)
+    out = Path(out_dir) / "index.html"
+    atomic_write_text(out, render(data))
+    return out
+
+
+__all__ = ["CELL_FACTS", "Release", "ReportData", "collect", "write_report"]
+
