@@ -334,7 +334,7 @@ def parse_object(r: Reader, h: _Header, path: str, opts: ParseOptions) -> Facts:
     syms = read_symbols(r, h.symptr, h.nsyms, h.symsize, strtab)
     sy = classify(syms)
     names = {s.name for s in syms if s is not None}
-    facts.details["sections"] = len(sections)
+    facts.details["section_count"] = len(sections)
     toolchain: list[tuple[str, str]] = []
     d = _directives(r, sections)
     if d is not None:
