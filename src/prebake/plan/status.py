@@ -18,9 +18,9 @@ from prebake.store.base import Store
 STATUSES = ("built", "stale", "missing", "unknown")
 
 
-def unit_status(store: Store, unit: Unit) -> str:
+def unit_status(store: Store, unit: Unit, release: str | None = None) -> str:
     try:
-        data = store.read_sidecar(asset_for(unit), MANIFEST_SUFFIX)
+        data = store.read_sidecar(asset_for(unit), MANIFEST_SUFFIX, release)
     except (PrebakeError, OSError):
         return "unknown"
     if data is None:
@@ -33,8 +33,9 @@ def unit_status(store: Store, unit: Unit) -> str:
     return "built" if ok else "stale"
 
 
-def plan_statuses(plan: Plan, store_url: str, root: Path) -> dict[str, str]:
-    """Status per unit id, looked up in the store at ``store_url``."""
+def plan_statuses(plan: Plan, store_url: str, root: Path, release: str | None = None
+                  ) -> dict[str, str]:
+    """Status per unit id, looked up in ``release`` (default: ``continuous``) of the store."""
     try:
         from prebake.store import open_store
     except ImportError:  # the store layer is optional at this level
@@ -43,4 +44,4 @@ def plan_statuses(plan: Plan, store_url: str, root: Path) -> dict[str, str]:
         store = open_store(store_url, root=root)
     except (PrebakeError, OSError):
         return {u.id: "unknown" for u in plan.units}
-    return {u.id: unit_status(store, u) for u in plan.units}
+    return {u.id: unit_status(store, u, release) for u in plan.units}

@@ -3,6 +3,7 @@
 from prebake.workspace.loader import WORKSPACE_FILE, load_workspace, resolve_store_url
 from prebake.workspace.model import (
     DEFAULT_STORE_URL,
+    CiConfig,
     LinkTest,
     PackageMode,
     Platform,
@@ -17,6 +18,7 @@ from prebake.workspace.model import (
 __all__ = [
     "DEFAULT_STORE_URL",
     "WORKSPACE_FILE",
+    "CiConfig",
     "LinkTest",
     "PackageMode",
     "Platform",

@@ -26,6 +26,7 @@ from prebake.recipes.model import Recipe
 from prebake.workspace.lines import LineIndex
 from prebake.workspace.model import (
     DEFAULT_STORE_URL,
+    CiConfig,
     LinkTest,
     PackageMode,
     Platform,
@@ -102,6 +103,7 @@ SCHEMA: Mapping[str, Mapping[str, Spec]] = {
         "stages": TABLE,
         "aliases": TABLE,
         "stores": TABLE,
+        "ci": TABLE,
     },
     "project": {
         "name": Spec(_is_str, "a string", required=True),
@@ -132,6 +134,14 @@ SCHEMA: Mapping[str, Mapping[str, Spec]] = {
         "after": STR_LIST,
         "package": Spec(_is_str, "a string", choices=PACKAGE_MODES),
         "description": STR,
+    },
+    "ci": {
+        "install": STR,
+        "default_branch": STR,
+        "store": STR,
+        "python": STR,
+        "timeout_minutes": Spec(lambda v: isinstance(v, int) and not isinstance(v, bool)
+                                and 1 <= v <= 4320, "a whole number of minutes (1-4320)"),
     },
     "store": {
         "url": Spec(_is_str, "a string", required=True),
@@ -310,6 +320,20 @@ def resolve_store_url(url: str, root: Path) -> str:
     return url
 
 
+def _ci(data: Mapping[str, Any], stores: Mapping[str, StoreConfig], c: _Collector) -> CiConfig:
+    from prebake import __version__
+
+    ok = c.table(data, "ci", "ci")
+    store = ok.get("store")
+    if store is not None and store not in stores:
+        c.add("ci.store", f"unknown store {store!r}{_hint(store, stores)}")
+    return CiConfig(
+        install=ok.get("install", f"python -m pip install prebake=={__version__}"),
+        default_branch=ok.get("default_branch", "main"), store=store,
+        python=ok.get("python", "3.12"), timeout_minutes=ok.get("timeout_minutes", 240),
+    )
+
+
 # ---- cross-field rules --------------------------------------------------------------------
 
 def _pins(data: Mapping[str, Any], c: _Collector) -> dict[str, str]:
@@ -458,11 +482,12 @@ def load_workspace(root: Path) -> Workspace:
     _check_after(stages, c)
     aliases = _check_aliases(top.get("aliases", {}), stages, c)
     stores, default_store = _stores(top.get("stores", {}), root, c)
+    ci = _ci(top.get("ci", {}), stores, c)
     recipes = _load_recipes(root, stages, platforms, c)
     _check_pins(pins, platforms, recipes, stages, c)
     if not c.problems:
-        ws = _assemble(root, file, proj, pins, platforms, stages, aliases, stores,
-                       default_store, recipes)
+        ws = replace(_assemble(root, file, proj, pins, platforms, stages, aliases, stores,
+                               default_store, recipes), ci=ci)
         _check_deps(stages, recipes, ws.upstream_stages, c)
     if c.problems:
         raise ConfigError(str(file), c.problems)

@@ -92,6 +92,22 @@ class StoreConfig:
 
 
 @dataclass(frozen=True)
+class CiConfig:
+    """``[ci]``: how ``prebake ci github`` sets up a runner and where its runs publish.
+
+    ``install`` is the shell line that installs prebake on a runner (run in the workspace
+    folder); ``store`` names the ``[stores.NAME]`` the workflow publishes to (default: the
+    first ``github://`` store, else the default store).
+    """
+
+    install: str = ""
+    default_branch: str = "main"
+    store: str | None = None
+    python: str = "3.12"
+    timeout_minutes: int = 240
+
+
+@dataclass(frozen=True)
 class Workspace:
     root: Path
     file: Path
@@ -103,6 +119,7 @@ class Workspace:
     stores: Mapping[str, StoreConfig]
     default_store: str
     recipes: Mapping[str, Recipe]
+    ci: CiConfig = field(default_factory=CiConfig)
 
     def stage_names(self, selector: str | None = None) -> tuple[str, ...]:
         """Stages named by ``selector`` (a stage or an alias), in build order; all if ``None``."""
