@@ -263,6 +263,7 @@ def test_folder_and_asset(tmp_path: Path) -> None:
     (prefix / "include" / "x.h").write_text("int x;\n")
     (prefix / "lib" / "sub" / "libthrower.a").write_bytes(legacy.read_bytes())
     (prefix / "lib" / "x.pc").write_text("Name: x\n")
+    (prefix / "lib" / "zlink.a").symlink_to("sub/libthrower.a")  # one file, checked once
     r = check_paths([prefix], Contract(eh="wasm"))
     assert r.files == [str(prefix / "lib" / "sub" / "libthrower.a")]
     assert r.skipped == [str(prefix / "lib" / "x.pc")]

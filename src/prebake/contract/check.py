@@ -241,14 +241,15 @@ def _targets(paths: Sequence[Path], tmp: Path, skipped: list[str]) -> list[_Targ
             dest = tmp / f"asset{i}"
             dest.mkdir()
             _unpack(p, dest)
-            for f in _walk(dest):
+            for f in sorted(_walk(dest), key=lambda f: f.is_symlink()):
                 rel = f.relative_to(dest).as_posix()
                 if _is_binary(f):
                     add(f, f"{p}!{rel}", False)
                 else:
                     skipped.append(f"{p}!{rel}")
         elif p.is_dir():
-            for f in _walk(p):
+            # real files first: a symlink to one (libfoo.so -> libfoo.so.1) is the same binary
+            for f in sorted(_walk(p), key=lambda f: f.is_symlink()):
                 if f.is_file() and _is_binary(f):
                     add(f, str(f), False)
                 else:
