@@ -64,6 +64,7 @@ def libs() -> Path:
         ["llvm-ar", "--format=bsd", "rcs", "libbsd.a", *objs],
         ["llvm-ar", "--format=darwin", "rcs", "libdarwin.a", *objs],
         ["env", "SYM64_THRESHOLD=0", "llvm-ar", "--format=gnu", "rcs", "libsym64.a", *objs],
+        ["env", "SYM64_THRESHOLD=0", "llvm-ar", "--format=darwin", "rcs", "libdarwin64.a", *objs],
         ["ar", "rcs", "libeh.a", "x.o", "nx.o"],
         ["gcc-ar", "rcs", "liblto.a", "odd_lto.o", "a.o"],
         ["ar", "rcs", "libc23.a", "a.o", "c23.o"],
@@ -89,7 +90,8 @@ def _armap(path: Path) -> list[tuple[str, str]]:
 @pytest.mark.parametrize(
     ("lib", "kind"),
     [("libgnu.a", "gnu"), ("libllvm_gnu.a", "gnu"), ("libbsd.a", "bsd"),
-     ("libdarwin.a", "bsd"), ("libsym64.a", "gnu64"), ("libthin.a", "gnu")],
+     ("libdarwin.a", "bsd"), ("libsym64.a", "gnu64"), ("libdarwin64.a", "bsd64"),
+     ("libthin.a", "gnu")],
 )
 def test_index_matches_llvm_nm_armap(libs: Path, lib: str, kind: str) -> None:
     f = inspect(libs / lib)
@@ -99,7 +101,7 @@ def test_index_matches_llvm_nm_armap(libs: Path, lib: str, kind: str) -> None:
 
 
 @pytest.mark.parametrize("lib", ["libgnu.a", "libllvm_gnu.a", "libbsd.a", "libdarwin.a",
-                                 "libsym64.a", "libthin.a", "libdup.a"])
+                                 "libsym64.a", "libdarwin64.a", "libthin.a", "libdup.a"])
 def test_member_symbols_match_llvm_nm(libs: Path, lib: str) -> None:
     f = inspect(libs / lib, SYMS)
     ours = {(n, m.details["member"]) for m in f.members or [] if m.symbols
