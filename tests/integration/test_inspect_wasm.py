@@ -90,6 +90,7 @@ MODULES = [
     ["em++", "-O1", "-fwasm-exceptions", "main.cpp", "thrower.wasmeh.o", "-o", "wasmeh.js"],
     ["emcc", "-O2", "-sASYNCIFY", "sleep.c", "-o", "asyncify.js"],
     ["emcc", "-O1", "-pthread", "sleep.c", "-o", "threads.js"],
+    ["emcc", "-O1", "-sSIDE_MODULE=1", "plain.c", "-o", "side.wasm"],
 ]
 
 
@@ -298,6 +299,13 @@ def test_module_threads_from_shared_memory(built: Path) -> None:
     assert "atomics" in (f.abi.wasm_features or [])
     deep = facts(built / "threads.wasm", deep=True)
     assert deep.details["opcodes"]["atomics"] > 0
+
+
+def test_side_module_is_a_shared_library(built: Path) -> None:
+    f = facts(built / "side.wasm")
+    assert (f.format, f.kind, f.arch) == ("wasm", "shared-library", "wasm32")
+    assert f.symbols is not None and "plain_fn" in f.symbols.exports
+    assert "dylink" in " ".join(f.evidence["kind"])
 
 
 def _objdump_headers(path: Path) -> tuple[dict[str, int], list[str]]:

@@ -100,6 +100,7 @@ _EMSCRIPTEN_NAMES = re.compile(
     r"^(emscripten_\w+|_emscripten_\w+|__syscall_\w+|invoke_\w+|__cxa_find_matching_catch_\d+"
     r"|__resumeException|getTempRet0|setTempRet0|saveSetjmp|testSetjmp|_embind_\w+)$"
 )
+_DYLINK = ("dylink.0", "dylink")
 _WASI_MODULES = ("wasi_snapshot_preview1", "wasi_unstable")
 _READABLE_MODULES = ("env", "GOT.mem", "GOT.func", *_WASI_MODULES)
 
@@ -824,8 +825,12 @@ class WasmReader:
             _object_facts(r, m, f, opts)
         else:
             _module_facts(r, m, f, path, opts)
+            dylink = [n for sid, n, _, _ in m.sections if sid == Sec.CUSTOM and n in _DYLINK]
+            if dylink:  # an Emscripten SIDE_MODULE / wasm-ld -shared output
+                f.kind = "shared-library"
+                f.note("kind", f"custom section {dylink[0]!r} (a dynamically linked side module)")
         f.details.update(_details(m))
-        if not opts.symbols and f.kind == "module":
+        if not opts.symbols and f.kind != "object":
             f.symbols = None  # a module's import/export lists are large; only on request
         return f
 
