@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from prebake.errors import PrebakeError
+from prebake.errors import ConfigError, PrebakeError
 from prebake.recipes import Build, LocalSource, Repackage, load_recipe_file
 from prebake.recipes.loader import BUILTIN_DIR
 from prebake.workspace import load_workspace
@@ -118,3 +118,20 @@ def test_line_index() -> None:
     assert idx.line_of("platforms.wasm.contract.features_required[0]") == 10
     assert idx.line_of("platforms.wasm.contract.nothing") == 8
     assert idx.line_of("stages.core") is None
+
+
+def test_builtin_recipe_needs_only_the_pins_of_the_platforms_built(tmp_path: Path) -> None:
+    ws_dir = tmp_path / "linux-only"
+    ws_dir.mkdir()
+    (ws_dir / "prebake.toml").write_text(
+        '[project]\nname = "x"\nversion = "1.0"\n\n[pins]\nonnxruntime = "1.27.0"\n\n'
+        '[platforms.linux-x86_64]\nos = "linux"\narch = "x86_64"\n'
+        'toolchain = { cc = "gcc", cxx = "g++" }\n\n'
+        '[stages.extra]\nrecipes = ["onnxruntime"]\npackage = "per-recipe"\n')
+    ws = load_workspace(ws_dir)  # no emsdk pin needed: no wasm platform here
+    assert set(ws.recipes) == {"onnxruntime"}
+    toml = ws_dir / "prebake.toml"
+    toml.write_text(toml.read_text() + '\n[platforms.wasm]\nos = "emscripten"\narch = "wasm32"\n'
+                    'toolchain = { cc = "emcc", cxx = "em++" }\n')
+    with pytest.raises(ConfigError, match=r"pins\.emsdk.*recipe 'onnxruntime'"):
+        load_workspace(ws_dir)

@@ -452,7 +452,10 @@ def _check_pins(pins: Mapping[str, str], platforms: Mapping[str, Platform],
                   f"{_hint(pin, pins)}", line)
     for recipe in recipes.values():
         stage = next((s.name for s in stages.values() if recipe.name in s.recipes), "?")
-        for pin in recipe.pins_read():
+        # only the platforms this workspace builds it for (a built-in may cover more)
+        read = [pin for p in platforms if recipe.strategy_for(p) is not None
+                for pin in recipe.pins_read(p)]
+        for pin in dict.fromkeys([recipe.pin, *recipe.pins, *read]):
             if pin not in pins:
                 c.add(f"pins.{pin}", f"missing: recipe {recipe.name!r} (stage {stage!r}) reads "
                       f"this pin{_hint(pin, pins)}", line)
