@@ -6,6 +6,8 @@ those tools print it, so a test fails when the reader and LLVM disagree.
 
 from __future__ import annotations
 
+import contextlib
+import random
 import re
 import struct
 import subprocess
@@ -59,6 +61,9 @@ def built() -> Path:
         ["llvm-strip-14", "--strip-all", "libc_arm.dylib", "-o", "libc_arm_stripped.dylib"],
         ["clang", "-c", "--target=arm64e-apple-macos11", "c.c", "-o", "c_arm64e.o"],
         ["clang", "-c", "--target=arm64-apple-ios14", "c.c", "-o", "c_ios.o"],
+        ["clang", "-O2", "-c", "--target=arm64-apple-macos12", "c.c", "-o", "c_a12.o"],
+        ["llvm-ar", "--format=darwin", "rcs", "libarm.a", "c_a12.o"],
+        ["llvm-lipo-14", "-create", "libmixed.a", "libarm.a", "-output", "libuniversal.a"],
     ])
 
 
@@ -241,3 +246,27 @@ def test_arm64e_and_non_macos_platforms(built: Path) -> None:
     ios = inspect(built / "c_ios.o")
     assert (ios.os, ios.abi.macos_min) == (None, None)  # an iOS object has no macOS floor
     assert (ios.details["platform"], ios.details["min_version"]) == ("ios", "14.0")
+
+
+def test_universal_static_library(built: Path) -> None:
+    """lipo of two static archives: each slice is an archive, each member keeps its floor."""
+    f = inspect(built / "libuniversal.a")
+    assert (f.format, f.kind, f.os) == ("macho-fat", "static-library", "macos")
+    assert [(s.format, s.arch) for s in f.slices or []] == [
+        ("archive", "x86_64"), ("archive", "aarch64")]
+    mins = sorted(m.abi.macos_min or "" for s in f.slices or [] for m in s.members or [])
+    assert mins == ["10.12", "11.0", "12.0"]
+    assert f.abi.macos_min == "12.0"
+
+
+def test_mutated_macho_gives_only_clean_errors(built: Path) -> None:
+    """Random byte flips in headers and load commands of real files: a Facts or a FormatError."""
+    rnd = random.Random(5)
+    for name in ("m_arm.o", "libc_arm.dylib", "libfat.dylib"):
+        data = (built / name).read_bytes()
+        for _ in range(150):
+            b = bytearray(data[: rnd.randrange(8, len(data))] if rnd.random() < 0.2 else data)
+            for _ in range(rnd.randrange(1, 12)):
+                b[rnd.randrange(min(len(b), 2048))] = rnd.randrange(256)
+            with contextlib.suppress(FormatError):
+                inspect_bytes(bytes(b), name, SYMBOLS)

@@ -4,6 +4,8 @@ win32 DLLs; facts cross-checked against ``llvm-readobj`` and ``llvm-nm`` output.
 
 from __future__ import annotations
 
+import contextlib
+import random
 import re
 import struct
 import subprocess
@@ -354,3 +356,18 @@ def test_directml_static_crt_reported_with_evidence(ort_node: Path) -> None:
                    for d in plain)
     assert f.abi.msvc_runtime == "MT"
     assert "FlsAlloc" in f.evidence["msvc_runtime"][0]
+
+
+def test_mutated_pe_and_coff_give_only_clean_errors(mingw: Path, clangcl: Path) -> None:
+    """Random byte flips in headers and tables of real files: a Facts or a FormatError."""
+    rnd = random.Random(7)
+    files = [mingw / "w.dll", mingw / "w_big.o", mingw / "wx.o", mingw / "foo.lib",
+             clangcl / "w_MD.obj", clangcl / "dm.obj"]
+    for path in files:
+        data = path.read_bytes()
+        for _ in range(150):
+            b = bytearray(data[: rnd.randrange(8, len(data))] if rnd.random() < 0.2 else data)
+            for _ in range(rnd.randrange(1, 12)):
+                b[rnd.randrange(min(len(b), 4096))] = rnd.randrange(256)
+            with contextlib.suppress(FormatError):
+                inspect_bytes(bytes(b), path.name, SYMBOLS)
