@@ -56,6 +56,11 @@ void add4(float *out, const float *a, const float *b) {
 f4 fma4(f4 a, f4 b, f4 c) { return __builtin_wasm_fma_f32x4(a, b, c); }
 """,
     "plain.c": "int plain_fn(int x) { return x + 1; }\n",
+    # a -mrelaxed-simd leak into a linked program (the DESIGN.md story): only a decode shows it
+    "rmain.c": """typedef float f4 __attribute__((vector_size(16)));
+__attribute__((noinline)) f4 fma4(f4 a, f4 b, f4 c) { return __builtin_wasm_fma_f32x4(a, b, c); }
+int main(int argc, char **argv) { f4 x = {argc, 1, 2, 3}; x = fma4(x, x, x); return (int)x[0]; }
+""",
     "main.cpp": """#include <cstdio>
 int safe_call(int x);
 int main() { std::printf("%d %d\\n", safe_call(3), safe_call(-1)); return 0; }
@@ -91,6 +96,7 @@ MODULES = [
     ["emcc", "-O2", "-sASYNCIFY", "sleep.c", "-o", "asyncify.js"],
     ["emcc", "-O1", "-pthread", "sleep.c", "-o", "threads.js"],
     ["emcc", "-O1", "-sSIDE_MODULE=1", "plain.c", "-o", "side.wasm"],
+    ["emcc", "-O2", "-msimd128", "-mrelaxed-simd", "rmain.c", "-o", "relaxed.js"],
 ]
 
 
@@ -299,6 +305,15 @@ def test_module_threads_from_shared_memory(built: Path) -> None:
     assert "atomics" in (f.abi.wasm_features or [])
     deep = facts(built / "threads.wasm", deep=True)
     assert deep.details["opcodes"]["atomics"] > 0
+
+
+def test_module_relaxed_simd_needs_the_decode(built: Path) -> None:
+    cheap = facts(built / "relaxed.wasm")
+    assert cheap.abi.simd128 is True  # v128 in fma4's signature
+    assert cheap.abi.relaxed_simd is None
+    deep = facts(built / "relaxed.wasm", deep=True)
+    assert deep.abi.relaxed_simd is True
+    assert "relaxed-simd" in (deep.abi.wasm_features or [])
 
 
 def test_side_module_is_a_shared_library(built: Path) -> None:
