@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from prebake.inspect import ParseOptions, inspect
+from prebake.inspect.archive import read_index
 
 DEFAULT_GLOB = "/usr/lib/llvm-14/lib/libLLVM*.a"
 
@@ -41,6 +42,10 @@ def _list_symbols(path: str) -> int:
 def _summary(path: str) -> int:
     facts = inspect(path, ParseOptions(symbols=False))
     return len(facts.members or [])
+
+
+def _index_only(path: str) -> int:
+    return len(read_index(path))
 
 
 def _pooled(fn: Callable[[str], int], paths: list[str], workers: int) -> int:
@@ -86,6 +91,7 @@ def main() -> int:
     t_nm, _ = _best(args.repeat, nm)
     t_sym, n_sym = _best(args.repeat, lambda: _pooled(_list_symbols, paths, args.workers))
     t_sum, _ = _best(args.repeat, lambda: _pooled(_summary, paths, args.workers))
+    t_idx, _ = _best(args.repeat, lambda: sum(_index_only(p) for p in paths))
     n_nm = _llvm_nm_count(paths)
     print(f"llvm-nm (all symbols)            {t_nm:7.3f} s")
     print(
@@ -93,6 +99,7 @@ def main() -> int:
         f"({'matches' if n_sym == n_nm else f'llvm-nm -g lists {n_nm}'})"
     )
     print(f"prebake summary (no --symbols)   {t_sum:7.3f} s")
+    print(f"archive index only (read_index)  {t_idx:7.3f} s  (defined symbols, one process)")
     print(f"ratio symbols / llvm-nm  = {t_sym / t_nm:.2f}  (bar: <= 1.5)")
     print(f"ratio summary / llvm-nm  = {t_sum / t_nm:.2f}")
     print(f"summary speed-up vs --symbols = {t_sym / t_sum:.1f}x")

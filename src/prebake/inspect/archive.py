@@ -19,6 +19,8 @@ from array import array
 from collections import Counter
 from dataclasses import dataclass
 from enum import StrEnum
+from itertools import chain
+from operator import itemgetter
 from pathlib import Path
 
 from prebake.errors import FormatError
@@ -263,7 +265,7 @@ class ArchiveReader:
             members.append(mf)
         facts.members = members
         heads = {m.header_off for m in ar.members}
-        dangling = len({off for _, off in ar.index} - heads)
+        dangling = len(set(map(itemgetter(1), ar.index)) - heads)
         if dangling:
             facts.details["index_dangling"] = dangling
             facts.note("index", f"index entries point at {dangling} offsets with no member")
@@ -297,19 +299,13 @@ def _thin_member(file: Path, mpath: str, opts: ParseOptions) -> Facts:
 
 def _archive_symbols(ar: Archive, members: list[Facts]) -> Symbols:
     """Defined: the index (or the members' definitions); undefined: what no member defines."""
-    defined: dict[str, None] = {}
+    lists = [m.symbols for m in members if m.symbols is not None]
     if ar.index:
-        defined.update((s, None) for s, _ in ar.index)
-    undefined: dict[str, None] = {}
-    weak: set[str] = set()
-    for mf in members:
-        sy = mf.symbols
-        if sy is None:
-            continue
-        if not ar.index:
-            defined.update((n, None) for n in sy.defined)
-        undefined.update((n, None) for n in sy.undefined)
-        weak |= sy.weak
+        defined = dict.fromkeys(map(itemgetter(0), ar.index))
+    else:
+        defined = dict.fromkeys(chain.from_iterable(sy.defined for sy in lists))
+    undefined = dict.fromkeys(chain.from_iterable(sy.undefined for sy in lists))
+    weak: set[str] = set().union(*(sy.weak for sy in lists))
     names = list(defined)
     return Symbols(
         defined=names,
