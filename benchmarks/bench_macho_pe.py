@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from prebake.inspect import ParseOptions, inspect
@@ -61,8 +62,8 @@ def main() -> int:
                 subprocess.run([*cmd, str(path)], check=True, stdout=subprocess.DEVNULL)
 
         t_llvm = median_time(llvm, args.repeat)
-        t_facts = median_time(lambda p=path: inspect(p), args.repeat)
-        t_syms = median_time(lambda p=path: inspect(p, ParseOptions(symbols=True)), args.repeat)
+        t_facts = median_time(partial(inspect, path), args.repeat)
+        t_syms = median_time(partial(inspect, path, ParseOptions(symbols=True)), args.repeat)
         mb = path.stat().st_size / 1e6
         print(f"{rel:44} {mb:6.1f} {t_llvm:8.4f} {t_facts:8.4f} {t_facts / t_llvm:6.2f} "
               f"{t_syms:8.4f} {t_syms / t_llvm:6.2f}")
