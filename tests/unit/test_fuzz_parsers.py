@@ -11,6 +11,7 @@ when a new reader lands without a seed here.
 from __future__ import annotations
 
 import functools
+import mmap
 import shutil
 import signal
 import tracemalloc
@@ -113,10 +114,26 @@ def test_every_reader_has_a_seed(seeds: dict[str, bytes]) -> None:
     assert not missing, f"add a fuzz seed for: {missing}"
 
 
-def test_seeds_parse_cleanly(seeds: dict[str, bytes]) -> None:
+def _holds_a_view(obj: object, depth: int = 0) -> bool:
+    if isinstance(obj, memoryview | mmap.mmap):
+        return True
+    if depth > 12:
+        return False
+    if isinstance(obj, dict):
+        return any(_holds_a_view(v, depth + 1) for v in obj.values())
+    if isinstance(obj, list | tuple | set | frozenset):
+        return any(_holds_a_view(v, depth + 1) for v in obj)
+    if hasattr(obj, "__dict__"):
+        return any(_holds_a_view(v, depth + 1) for v in vars(obj).values())
+    return False
+
+
+def test_seeds_parse_cleanly_and_hold_no_views(seeds: dict[str, bytes]) -> None:
+    """Facts must not keep memoryviews: ``inspect`` closes its map after parsing."""
     for name, data in seeds.items():
-        facts = inspect_bytes(data, name, ParseOptions(symbols=True))
+        facts = inspect_bytes(memoryview(data), name, ParseOptions(symbols=True))
         assert facts.error is None, name
+        assert not _holds_a_view(facts), f"{name}: facts hold a memoryview into the input"
 
 
 def test_every_truncation_of_headers(seeds: dict[str, bytes]) -> None:

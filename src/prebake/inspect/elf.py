@@ -532,8 +532,8 @@ class ElfReader:
         elf = ElfFile(data, path)
         facts = Facts(path=path, format="elf")
         arch = MACHINES.get(elf.machine)
-        if arch is not None and MACHINE_CLASS[elf.machine] != elf.cls:
-            arch = None  # e.g. x32
+        if arch is not None and (MACHINE_CLASS[elf.machine] != elf.cls or not elf.little):
+            arch = None  # x32, or a big-endian variant (aarch64_be, armeb): not prebake's arches
         facts.arch = arch
         facts.details["machine"] = elf.machine
         facts.details["class"] = 64 if elf.lay.is64 else 32
