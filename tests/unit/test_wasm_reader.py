@@ -74,7 +74,7 @@ def parse(data: bytes, **kw: bool) -> Facts:
 # --- relocatable objects ---------------------------------------------------------------------
 
 
-def _object(features: list[str]) -> bytes:
+def _object(features: list[str], linking_version: int = 2) -> bytes:
     imports = vec([
         name("env") + name("__linear_memory") + b"\x02\x00\x01",
         name("env") + name("__cxa_throw") + b"\x00\x00",
@@ -92,7 +92,7 @@ def _object(features: list[str]) -> bytes:
         b"\x01" + leb(0x00) + name("a_global") + leb(0) + leb(0) + leb(4),
         b"\x03" + leb(0x02) + leb(1),  # section symbol: skipped
     ]
-    linking = leb(2) + b"\x08" + leb(len(vec(syms))) + vec(syms)
+    linking = leb(linking_version) + b"\x08" + leb(len(vec(syms))) + vec(syms)
     feats = vec([b"+" + name(f[1:]) if f[0] == "+" else b"-" + name(f[1:]) for f in features])
     return module(
         section(1, vec([FUNC_I32_TO_VOID])),
@@ -134,6 +134,12 @@ def test_object_features(features: list[str], threads: bool, simd: bool, relaxed
     assert abi.wasm_features == sorted(x[1:] for x in features if x[0] == "+")
     if "-shared-mem" in features:
         assert "disallowed" in f.details["threads_reason"]
+
+
+def test_unknown_linking_version_leaves_eh_unknown() -> None:
+    f = parse(_object([], linking_version=1))
+    assert f.symbols is None and f.abi.eh is None
+    assert f.details["linking_version"] == "unsupported"
 
 
 def test_object_with_both_eh_kinds_is_mixed() -> None:

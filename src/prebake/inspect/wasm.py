@@ -482,7 +482,7 @@ def _object_facts(r: Reader, m: Module, f: Facts, opts: ParseOptions) -> None:
     if emc:
         f.os = "emscripten"
         f.note("os", "references " + _list(emc, 4))
-    _object_eh(f, m, syms or [], enabled, opts, r)
+    _object_eh(f, m, syms, enabled, opts, r)
 
 
 def _object_threads(f: Facts, feats: dict[str, str], name: str) -> None:
@@ -503,8 +503,10 @@ def _object_threads(f: Facts, feats: dict[str, str], name: str) -> None:
     f.details["threads_reason"] = reason
 
 
-def _object_eh(f: Facts, m: Module, syms: list[Symbol], enabled: list[str],
+def _object_eh(f: Facts, m: Module, syms: list[Symbol] | None, enabled: list[str],
                opts: ParseOptions, r: Reader) -> None:
+    known = syms is not None  # without the symbol table, "no legacy markers" proves nothing
+    syms = syms or []
     undefined = [s.name for s in syms if s.undefined]
     legacy = sorted({n for n in undefined if _LEGACY_EH.match(n)})
     invokes = sorted({n for n in undefined if _INVOKE.match(n)})
@@ -532,6 +534,8 @@ def _object_eh(f: Facts, m: Module, syms: list[Symbol], enabled: list[str],
         f.abi.eh = "emscripten-legacy"
     elif wasm:
         f.abi.eh = "wasm"
+    elif not known:
+        f.note("eh", "no wasm EH markers, and the symbol table is in an unknown linking version")
     else:
         f.abi.eh = "none"
         why = "no C++ EH markers (__resumeException, __cxa_find_matching_catch_*, " \
