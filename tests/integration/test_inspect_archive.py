@@ -260,3 +260,14 @@ def test_index_only_read_is_independent_of_members(libs: Path, tmp_path: Path) -
     junk.write_bytes(bytes(data))
     assert read_index(junk) == read_index(libs / "libgnu.a")
     assert all(m.error for m in inspect(junk).members or [])
+
+
+def test_cli_json_of_every_format_validates(ort_node: Path, ort_web: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """The committed schema holds for every reader's output (ELF, Mach-O, PE, wasm)."""
+    wasm = [str(p) for p in sorted(ort_web.glob("dist/*.wasm"))]
+    rc, payload = _cli(capsys, str(ort_node / "bin"), *wasm)
+    assert rc == 0
+    formats = {r["format"] for r in payload["results"]}
+    assert {"elf", "macho", "pe", "wasm"} <= formats
+    assert not [r["path"] for r in payload["results"] if "error" in r]
