@@ -40,7 +40,10 @@ class MotoS3:
 
     def __init__(self) -> None:
         from moto.server import ThreadedMotoServer
+        from werkzeug.serving import WSGIRequestHandler
 
+        # small responses written in pieces + delayed ACKs cost 40 ms a request otherwise
+        WSGIRequestHandler.disable_nagle_algorithm = True
         self.server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
         self.server.start()
         host, port = self.server.get_host_and_port()
