@@ -1,9 +1,7 @@
 """The list of format readers, in sniffing order. Add a format: one module + one name here.
 
 Each format module exposes ``READER`` (one ``FormatReader``) or ``READERS`` (several, e.g. PE
-images and magic-less COFF objects, in their own sniffing order). A module that does not
-exist yet is skipped, so the inspector works while formats are being added; any other import
-error is a bug and is raised.
+images and magic-less COFF objects, in their own sniffing order).
 """
 
 from __future__ import annotations
@@ -19,13 +17,7 @@ FORMAT_MODULES = ("archive", "elf", "wasm", "bitcode", "macho", "pe")
 def _load() -> list[FormatReader]:
     out: list[FormatReader] = []
     for name in FORMAT_MODULES:
-        full = f"prebake.inspect.{name}"
-        try:
-            mod = importlib.import_module(full)
-        except ModuleNotFoundError as exc:
-            if exc.name != full:
-                raise
-            continue
+        mod = importlib.import_module(f"prebake.inspect.{name}")
         many = getattr(mod, "READERS", None)
         out.extend(many if many is not None else [mod.READER])
     return out
