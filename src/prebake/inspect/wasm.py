@@ -720,18 +720,17 @@ def _module_eh(f: Facts, m: Module, glue: emscripten.Glue | None, readable: bool
     itags = m.imports_of(Ext.TAG)
     if itags:
         native.append("imports tag " + _list([f"{i.module}.{i.field}" for i in itags], 3))
-    encoding = None
+    encoding = None  # which EH encoding: "legacy" (try/delegate), "exnref" (try_table), "both"
+    exnrefs = (scan.exnref_locals if scan else 0) + m.exnref_in_types
     if deep is not None:
         legacy_ops, exn_ops = deep.counts["eh_legacy"], deep.counts["eh_exnref"]
         if legacy_ops or exn_ops:
             native.append(f"{legacy_ops} legacy (try/catch/delegate) and {exn_ops} exnref "
                           "(try_table/throw_ref) instructions")
-            encoding = "exnref" if exn_ops and not legacy_ops else (
-                "legacy" if legacy_ops and not exn_ops else "both")
-    elif (scan and scan.exnref_locals) or m.exnref_in_types:
+            encoding = "both" if legacy_ops and exn_ops else ("legacy" if legacy_ops else "exnref")
+    elif exnrefs:  # the exnref type exists only in the new EH encoding
+        native.append(f"{exnrefs} exnref local declarations / type slots")
         encoding = "exnref"
-    if native and encoding is None:
-        encoding = "exnref" if (scan and scan.exnref_locals) or m.exnref_in_types else None
     f.details["eh_encoding"] = encoding
     legacy: list[str] = []
     names = [i.field for i in m.imports]
