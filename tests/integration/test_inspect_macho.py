@@ -238,6 +238,9 @@ def test_stripped_dylib_exports_come_from_the_trie(built: Path) -> None:
     assert f.symbols is not None
     assert f.symbols.exports == trie
     assert {"_cfunc", "_call"} <= set(f.symbols.defined)
+    # stripped: no proof that no C++ library was linked in statically, so unknown, not "none"
+    assert f.abi.cxx_stdlib is None
+    assert inspect(built / "libc_arm.dylib").abi.cxx_stdlib == "none"
 
 
 def test_arm64e_and_non_macos_platforms(built: Path) -> None:

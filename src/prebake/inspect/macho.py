@@ -9,6 +9,7 @@ buffer before a table is read, so a hostile ``ncmds``/``nsyms`` cannot allocate 
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any
@@ -206,7 +207,7 @@ class MachOReader:
             strtab = r.bytes(stroff, strsize, "string table")
             if opts.symbols:
                 facts.symbols = _symbols(r, symoff, nsyms, strtab, is64, thin.trie, kind)
-        _cxx_stdlib(facts, thin, strtab)
+        _cxx_stdlib(facts, thin, strtab, lambda: _has_locals(r, thin.symtab, is64))
         facts.abi.lto = "none"  # native code (LTO inputs for Apple targets are bitcode files)
         return facts
 
@@ -379,8 +380,13 @@ def _trie_exports(r: Reader, off: int, size: int) -> list[str]:
     return sorted(out)
 
 
-def _cxx_stdlib(facts: Facts, thin: _Thin, strtab: bytes) -> None:
-    """libc++ vs libstdc++ from the linked C++ library, else from mangled names."""
+def _cxx_stdlib(facts: Facts, thin: _Thin, strtab: bytes, has_locals: Callable[[], bool]) -> None:
+    """libc++ vs libstdc++ from the linked C++ library, else from mangled names.
+
+    "none" needs proof of absence: an object's symbol table holds every reference it makes,
+    but a stripped image may have linked a C++ library statically and kept no name of it,
+    so an image qualifies only while its local symbols are still there.
+    """
     for _how, lib in thin.dylibs:
         for mark, std in CXX_LIBS:
             if lib.endswith(mark):
@@ -393,9 +399,25 @@ def _cxx_stdlib(facts: Facts, thin: _Thin, strtab: bytes) -> None:
             facts.abi.cxx_stdlib = std
             facts.note("cxx_stdlib", f"{n} symbol names with {smark.decode()}")
             return
-    if strtab and b"\0__Z" not in strtab and not strtab.startswith(b"__Z"):
+    if not strtab or b"\0__Z" in strtab or strtab.startswith(b"__Z"):
+        return
+    if facts.kind == "object":
         facts.abi.cxx_stdlib = "none"
-        facts.note("cxx_stdlib", "no C++ symbol names and no C++ library linked")
+        facts.note("cxx_stdlib", "no C++ symbol names")
+    elif has_locals():
+        facts.abi.cxx_stdlib = "none"
+        facts.note("cxx_stdlib", "no C++ library linked and no C++ names (not stripped)")
+
+
+def _has_locals(r: Reader, symtab: tuple[int, int, int, int] | None, is64: bool) -> bool:
+    """Whether a non-external section symbol survives (the image was not stripped)."""
+    if symtab is None:
+        return False
+    symoff, nsyms = symtab[0], symtab[1]
+    entry = 16 if is64 else 12
+    table = r.view(symoff, nsyms * entry, "symbol table")
+    types = bytes(table[4::entry])
+    return any(not t & (N_STAB | N_EXT) and t & N_TYPE == N_SECT for t in types)
 
 
 @dataclass(frozen=True)
