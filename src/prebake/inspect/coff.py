@@ -154,15 +154,18 @@ def section_name(raw: bytes, strtab: bytes) -> str:
     return name
 
 
+_SECTION = struct.Struct("<8sIIIIIIHHI")
+
+
 def read_sections(r: Reader, off: int, count: int, strtab: bytes) -> list[Section]:
-    r.check(off, count * SECTION_HEADER, "section table")
+    table = r.bytes(off, count * SECTION_HEADER, "section table")
     out = []
-    for i in range(count):
-        at = off + i * SECTION_HEADER
-        raw = r.bytes(at, 8, "section name")
-        vsize, va, rsize, rptr = struct.unpack_from("<IIII", r.bytes(at + 8, 16))
-        flags = r.u32(at + 36)
-        out.append(Section(section_name(raw, strtab), vsize, va, rsize, rptr, flags))
+    for raw, vsize, va, rsize, rptr, _rel, _ln, _nrel, _nln, flags in _SECTION.iter_unpack(table):
+        if raw[:1] == b"/":
+            name = section_name(raw, strtab)
+        else:
+            name = raw.rstrip(b"\0").decode("utf-8", "replace")
+        out.append(Section(name, vsize, va, rsize, rptr, flags))
     return out
 
 
@@ -188,18 +191,22 @@ def read_symbols(r: Reader, symptr: int, nsyms: int, symsize: int,
         return out
     table = r.bytes(symptr, nsyms * symsize, "symbol table")
     fmt = struct.Struct("<8sIiHBB" if symsize == SYM_SIZE_BIGOBJ else "<8sIhHBB")
-    i = 0
-    while i < nsyms:
-        raw, value, sec, _type, storage, naux = fmt.unpack_from(table, i * symsize)
+    aux_left = 0
+    current: RawSymbol | None = None
+    for raw, value, sec, _type, storage, naux in fmt.iter_unpack(table):
+        if aux_left:
+            aux_left -= 1
+            out.append(None)
+            if current is not None and not current.aux:  # the first aux record is all we use
+                current.aux = raw + struct.pack("<I", value)
+            continue
         if raw[:4] == b"\0\0\0\0":
-            name = string_at(strtab, struct.unpack_from("<I", raw, 4)[0])
+            name = string_at(strtab, int.from_bytes(raw[4:], "little"))
         else:
             name = raw.rstrip(b"\0").decode("utf-8", "replace")
-        aux_end = min(nsyms, i + 1 + naux)
-        aux = table[(i + 1) * symsize : aux_end * symsize]
-        out.append(RawSymbol(name, value, sec, storage, aux))
-        out.extend([None] * (aux_end - i - 1))
-        i = aux_end
+        current = RawSymbol(name, value, sec, storage, b"")
+        out.append(current)
+        aux_left = naux
     return out
 
 
@@ -385,7 +392,7 @@ def _object_cxx(facts: Facts, sy: Symbols, names: set[str]) -> None:
     if hit is not None:
         facts.abi.cxx_stdlib, why = hit
         facts.note("cxx_stdlib", why)
-    elif names and not any(is_cxx_name(n) for n in ext):
+    elif not any(is_cxx_name(n) for n in ext):
         facts.abi.cxx_stdlib = "none"
         facts.note("cxx_stdlib", "no C++ symbol names")
 
