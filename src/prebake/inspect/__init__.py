@@ -28,16 +28,25 @@ _depth = threading.local()
 _CORRUPT = (ValueError, IndexError, OverflowError, struct.error, RecursionError, MemoryError)
 
 
-def readers() -> list[FormatReader]:
-    """The registry, in sniffing order (specific magics first, magic-less COFF last)."""
-    from prebake.inspect import registry
+_readers: list[FormatReader] | None = None
 
-    return registry.READERS
+
+def readers() -> list[FormatReader]:
+    """The registry, in sniffing order (specific magics first, magic-less COFF last).
+
+    Imported on first use (not at import time), then kept: archives call this per member.
+    """
+    global _readers
+    if _readers is None:
+        from prebake.inspect import registry
+
+        _readers = registry.READERS
+    return _readers
 
 
 def sniff(head: bytes) -> FormatReader | None:
     """The reader that claims these first bytes, if any."""
-    for reader in readers():
+    for reader in _readers if _readers is not None else readers():
         if reader.sniff(head):
             return reader
     return None

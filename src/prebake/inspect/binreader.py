@@ -110,6 +110,9 @@ def names_at(strtab: bytes, offsets: list[int]) -> list[str]:
         s = strtab.decode("ascii")
         if not s.endswith("\0"):
             s += "\0"
+        last = len(s) - 1  # the final NUL: an out-of-range offset reads as ""
+        if offsets and max(offsets) > last:
+            offsets = [o if o <= last else last for o in offsets]
         find = s.find
-        return [s[o : find("\0", o)] if o < len(s) else "" for o in offsets]
+        return [s[o : find("\0", o)] for o in offsets]
     return [cstring_at(strtab, o) for o in offsets]
