@@ -74,7 +74,8 @@ def _diff_view(n: int, d: DiffResult, name: str, platform: str, old: str, new: s
             "breaking": d.breaking, "counts": d.counts(), "breaking_rows": rows(True),
             "compatible_rows": rows(False), "libraries": [r.to_json() for r in d.libraries],
             "size": d.to_json()["size"], "link_order": d.link_order,
-            "old_size": human_size(d.old.get("size")), "new_size": human_size(d.new.get("size"))}
+            "old_size": human_size(d.old.get("size")), "new_size": human_size(d.new.get("size")),
+            "size_kind": "compressed assets" if d.old.get("kind") == "asset" else "unpacked files"}
 
 
 def view(data: ReportData) -> dict[str, Any]:
