@@ -371,3 +371,22 @@ def test_mutated_pe_and_coff_give_only_clean_errors(mingw: Path, clangcl: Path) 
                 b[rnd.randrange(min(len(b), 4096))] = rnd.randrange(256)
             with contextlib.suppress(FormatError):
                 inspect_bytes(bytes(b), path.name, SYMBOLS)
+
+
+MINGW_LIBS = Path("/usr/x86_64-w64-mingw32/lib/libkernel32.a")
+MINGW_STDCXX = Path("/usr/lib/gcc/x86_64-w64-mingw32/12-win32/libstdc++.a")
+
+
+@pytest.mark.skipif(not (MINGW_LIBS.exists() and MINGW_STDCXX.exists()),
+                    reason="Debian's mingw-w64 libraries are not installed")
+def test_debian_mingw_libraries() -> None:
+    """Real mingw-w64 archives: binutils' long-format import library and GCC's libstdc++."""
+    k32 = inspect(MINGW_LIBS)
+    long_members = [m for m in k32.members or [] if m.details.get("import_format") == "long"]
+    assert len(long_members) > 1000
+    assert not any(m.details.get("import_format") == "short" for m in k32.members or [])
+    assert {n for m in k32.members or [] for n in m.needed or []} == {"KERNEL32.dll"}
+    std = inspect(MINGW_STDCXX)
+    assert (std.kind, std.arch, std.abi.cxx_stdlib) == ("static-library", "x86_64", "libstdc++")
+    assert {m.details.get("toolchain") for m in std.members or []} == {"mingw"}
+    assert std.abi.msvc_runtime is None
