@@ -54,6 +54,8 @@ def libs() -> Path:
         ["gcc", "-O2", "-c", "dup.c", "-o", "dup/a.o"],
         ["g++", "-O2", "-c", "x.cpp", "nx.cpp"],
         ["gcc", "-O2", "-flto", "-c", "odd.c", "-o", "odd_lto.o"],
+        ["clang", "-O2", "-flto", "-c", "odd.c", "-o", "odd_bc.o"],
+        ["llvm-ar", "rcs", "libbc.a", "odd_bc.o", "a.o"],
         ["ar", "rcs", "libgnu.a", *objs],
         ["ar", "q", "libgnu.a", "note.txt"],
         ["ar", "q", "libgnu.a", "odd.o"],
@@ -161,6 +163,27 @@ def test_summary_mixed_lto(libs: Path) -> None:
     assert f.counts["lto"] == {"gcc-lto": 1, "none": 1}
     fmts = {m.details["member"]: m.format for m in f.members or []}
     assert fmts == {"odd_lto.o": "gcc-lto", "a.o": "elf"}
+
+
+def test_summary_mixed_llvm_bitcode_and_elf(libs: Path) -> None:
+    f = inspect(libs / "libbc.a")
+    assert f.abi.lto == "mixed"
+    assert f.counts["lto"] == {"llvm-bitcode": 1, "none": 1}
+    assert f.details["member_formats"] == {"llvm-bitcode": 1, "elf": 1}
+    assert {n for n, _ in read_index(libs / "libbc.a")} >= {"odd_fn", "alpha"}
+
+
+def test_schema_enums_match_the_facts_model() -> None:
+    from prebake.inspect import facts
+
+    props = SCHEMA["$defs"]["facts"]["properties"]
+    abi = SCHEMA["$defs"]["abi"]["properties"]
+    for key, values in (("format", facts.FORMATS), ("kind", facts.KINDS), ("os", facts.OSES),
+                        ("arch", facts.ARCHES)):
+        assert props[key]["enum"] == [*values, None], key
+    assert abi["eh"]["enum"] == [*facts.EH_MODELS, None]
+    assert abi["lto"]["enum"] == [*facts.LTO_KINDS, None]
+    assert set(abi) == set(facts.Abi().to_json())
 
 
 def test_isoc23_member_sets_archive_glibc_floor(libs: Path) -> None:

@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 
 from prebake.errors import FormatError
 from prebake.inspect import ParseOptions, inspect, inspect_bytes, readers, sniff
+from prebake.inspect.demangle import demangle, demangle_many
 from tests import support
 
 TIME_LIMIT_S = 20  # per parse; a hang, not slowness, is what this catches
@@ -195,3 +196,22 @@ def test_mapped_files_close_cleanly_after_errors(seeds: dict[str, bytes], tmp_pa
                 inspect(p, ParseOptions(symbols=True))
             except FormatError as exc:
                 assert str(p) in str(exc)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(st.one_of(st.text(max_size=200), st.text(max_size=200).map(lambda t: "_Z" + t),
+                 st.binary(max_size=200).map(lambda b: "_ZN" + b.decode("latin-1"))))
+def test_demangler_never_raises(name: str) -> None:
+    out = demangle(name)
+    assert out is None or isinstance(out, str)
+
+
+def test_demangler_known_names_and_batch() -> None:
+    assert demangle("_ZNKSbIwSt11char_traitsIwESaIwEE8capacityEv") == (
+        "std::basic_string<wchar_t, std::char_traits<wchar_t>, std::allocator<wchar_t> >"
+        "::capacity() const"
+    )
+    assert demangle("__Z7throweri") == "thrower(int)"  # Mach-O's extra underscore
+    assert demangle("main") is None and demangle("?f@@YAXXZ") is None
+    assert demangle("_Z" + "N" * 100_000) is None
+    assert demangle_many(["_Z1fv", "_Z1fv", "x"]) == {"_Z1fv": "f()", "x": None}
