@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from prebake.errors import FormatError
 from prebake.inspect import ParseOptions, inspect_bytes, wasm_code
 from prebake.inspect import bitcode as bc
-from prebake.inspect.binreader import Truncated
+from prebake.inspect.binreader import Reader, Truncated
 from prebake.inspect.facts import Facts
 
 # --- a tiny wasm assembler ---------------------------------------------------------------------
@@ -444,3 +444,20 @@ def test_mutations(seed: bytes, data: st.DataObject) -> None:
         at = data.draw(st.integers(4, len(buf) - 1))
         buf[at] = data.draw(st.sampled_from([0x00, 0x01, 0x7F, 0x80, 0xFF, buf[at] ^ 0x40]))
     _check(bytes(buf))
+
+
+@settings(max_examples=200, deadline=None)
+@given(width=st.integers(2, 12), lead=st.integers(0, 7),
+       values=st.lists(st.integers(0, 2**40), min_size=2, max_size=300), data=st.data())
+def test_skip_vbrs_agrees_with_vbr(width: int, lead: int, values: list[int],
+                                   data: st.DataObject) -> None:
+    w = BitWriter()
+    w.emit(0, lead)  # any bit phase
+    for v in values:
+        w.vbr(v, width)
+    raw = w.data()
+    k = data.draw(st.integers(0, len(values) - 1))
+    bits = bc.Bits(Reader(raw), 0, len(raw))
+    bits.read(lead)
+    bits.skip_vbrs(width, k)
+    assert bits.vbr(width) == values[k]
