@@ -221,23 +221,23 @@ def _members_table(members: list[Facts], label: str) -> Any:
 
 
 def _render_symbols(facts: Facts) -> None:
-    from rich.markup import escape
-
+    """``nm``-style lines (T defined, W weak, U undefined), plain text: archives list 100k+."""
     from prebake.commands._common import console
     from prebake.inspect.demangle import demangle
 
     out = console()
+    out.file.flush()
+    lines: list[str] = []
     for f in facts.walk():
         sy = f.symbols
         if sy is None or f.members is not None:
             continue
+        where = f"  ({f.details.get('member', f.path)})" if f is not facts else ""
         for kind, names in (("defined", sy.defined), ("undefined", sy.undefined)):
             for n in names:
                 dm = demangle(n)
                 tag = "U" if kind == "undefined" else ("W" if n in sy.weak else "T")
-                line = f"  {tag} {escape(n)}"
-                if dm:
-                    line += f"  [dim]{escape(dm)}[/dim]"
-                if f is not facts:
-                    line += f"  [dim]({escape(str(f.details.get('member', f.path)))})[/dim]"
-                out.print(line)
+                lines.append(f"  {tag} {n}" + (f"  {dm}" if dm else "") + where)
+    if lines:
+        out.file.write("\n".join(lines) + "\n")
+        out.file.flush()
