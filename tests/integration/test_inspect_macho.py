@@ -26,6 +26,7 @@ int cfunc(int x) { return x * 2; }
 extern int other(void);
 int call(void) { return other(); }
 """
+MAIN_SRC = "int other(void) { return 1; }\nint main(void) { return 0; }\n"
 CXX_SRC = """
 #include <string>
 #include <vector>
@@ -45,7 +46,7 @@ def zig(*args: str) -> list[str]:
 @pytest.fixture(scope="module")
 def built() -> Path:
     """Objects and dylibs for x86_64-macos 11.0 and aarch64-macos 13.3, plus a fat dylib."""
-    return support.build("macho", {"c.c": C_SRC, "m.cpp": CXX_SRC}, [
+    return support.build("macho", {"c.c": C_SRC, "m.cpp": CXX_SRC, "main.c": MAIN_SRC}, [
         zig("cc", "-O2", "-target", "x86_64-macos.11.0", "-c", "c.c", "-o", "c_x86.o"),
         zig("c++", "-O2", "-target", "aarch64-macos.13.3", "-c", "m.cpp", "-o", "m_arm.o"),
         zig("cc", "-O2", "-target", "aarch64-macos.13.3", "-shared", "c.c", "-o",
@@ -55,6 +56,7 @@ def built() -> Path:
         # libc++ facts of a linked dylib are asserted on onnxruntime's real one below.
         zig("cc", "-O2", "-target", "x86_64-macos.11.0", "-shared", "c.c", "-o",
             "libc_x86.dylib", "-Wl,-undefined,dynamic_lookup"),
+        zig("cc", "-O2", "-target", "x86_64-macos.11.0", "c.c", "main.c", "-o", "exe"),
         ["clang", "-O2", "-c", "--target=x86_64-apple-macos10.12", "c.c", "-o", "c_1012.o"],
         ["llvm-lipo-14", "-create", "libc_x86.dylib", "libc_arm.dylib", "-output", "libfat.dylib"],
         ["llvm-ar", "--format=darwin", "rcs", "libmixed.a", "c_x86.o", "c_1012.o"],
@@ -273,3 +275,12 @@ def test_mutated_macho_gives_only_clean_errors(built: Path) -> None:
                 b[rnd.randrange(min(len(b), 2048))] = rnd.randrange(256)
             with contextlib.suppress(FormatError):
                 inspect_bytes(bytes(b), name, SYMBOLS)
+
+
+def test_executable(built: Path) -> None:
+    f = inspect(built / "exe", SYMBOLS)
+    assert (f.format, f.kind, f.arch, f.abi.macos_min) == ("macho", "executable", "x86_64", "11.0")
+    assert f.soname is None and f.needed == ["/usr/lib/libSystem.B.dylib"]
+    header = objdump_headers(built / "exe")
+    assert re.search(r"^MH_MAGIC_64\s+X86_64\s+ALL\s+\S+\s+EXECUTE ", header, re.M)
+    assert f.symbols is not None and "_main" in f.symbols.defined
