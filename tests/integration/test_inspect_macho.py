@@ -94,7 +94,7 @@ def test_zig_objects_macos_min_arch_and_symbols(built: Path) -> None:
     assert (c.format, c.kind, c.os, c.arch) == ("macho", "object", "macos", "x86_64")
     assert (c.abi.macos_min, c.abi.macos_sdk) == ("11.0", None)  # objects carry sdk 0
     assert llvm_build_version(built / "c_x86.o")[0] == "11.0"
-    assert c.abi.cxx_stdlib == "none" and c.abi.lto == "none"
+    assert c.abi.cxx_stdlib == "none" and c.abi.lto == "none" and c.abi.eh == "none"
     assert c.symbols is not None
     assert set(c.symbols.defined) == nm(built / "c_x86.o", "-g", "--defined-only") == {
         "_cfunc", "_call"}
@@ -105,6 +105,7 @@ def test_zig_objects_macos_min_arch_and_symbols(built: Path) -> None:
     assert (m.arch, m.abi.macos_min, m.details["cpu"]) == ("aarch64", "13.3", "arm64")
     assert m.abi.cxx_stdlib == "libc++"
     assert "St3__1" in m.evidence["cxx_stdlib"][0]
+    assert m.abi.eh == "native"  # std::vector can throw: personality + landing pads
     assert m.symbols is not None
     assert set(m.symbols.defined) == nm(built / "m_arm.o", "-g", "--defined-only")
     assert set(m.symbols.undefined) == nm(built / "m_arm.o", "-u")
@@ -217,6 +218,7 @@ def test_onnxruntime_node_darwin_arm64(ort_node: Path) -> None:
     assert f.needed is not None and len(f.needed) == 15
     assert "/usr/lib/libc++.1.dylib" in f.needed
     assert f.abi.cxx_stdlib == "libc++"
+    assert f.abi.eh == "native"
     assert f.symbols is not None
     assert f.symbols.exports == [
         "_OrtGetApiBase", "_OrtSessionOptionsAppendExecutionProvider_CPU",
@@ -241,8 +243,9 @@ def test_stripped_dylib_exports_come_from_the_trie(built: Path) -> None:
     assert f.symbols.exports == trie
     assert {"_cfunc", "_call"} <= set(f.symbols.defined)
     # stripped: no proof that no C++ library was linked in statically, so unknown, not "none"
-    assert f.abi.cxx_stdlib is None
-    assert inspect(built / "libc_arm.dylib").abi.cxx_stdlib == "none"
+    assert f.abi.cxx_stdlib is None and f.abi.eh is None
+    unstripped = inspect(built / "libc_arm.dylib")
+    assert (unstripped.abi.cxx_stdlib, unstripped.abi.eh) == ("none", "none")
 
 
 def test_arm64e_and_non_macos_platforms(built: Path) -> None:

@@ -162,6 +162,7 @@ def test_mingw_objects_regular_and_bigobj(mingw: Path) -> None:
         assert f.details["toolchain"] == "mingw"
         assert f.details["compiler_ident"].startswith("GCC: (GNU)")
         assert f.details["dllexports"] == ["wfunc"]
+        assert f.abi.eh == "none"
     assert reg.symbols is not None and big.symbols is not None
     assert reg.symbols.defined == big.symbols.defined
     assert reg.symbols.undefined == big.symbols.undefined == ["wext"]
@@ -175,6 +176,8 @@ def test_mingw_objects_regular_and_bigobj(mingw: Path) -> None:
 def test_mingw_cxx_object_is_libstdcxx(mingw: Path) -> None:
     f = inspect(mingw / "wx.o", SYMBOLS)
     assert f.abi.cxx_stdlib == "libstdc++"
+    assert f.abi.eh == "native"
+    assert "__gxx_personality_seh0" in f.evidence["eh"][0]
     assert f.symbols is not None
     assert set(f.symbols.undefined) == nm(mingw / "wx.o", "-u")
 
@@ -256,6 +259,7 @@ def test_mingw_c_dll(mingw: Path) -> None:
     assert f.needed == plain + delay
     assert "msvcrt.dll" in f.needed and f.details["crt"] == "msvcrt"
     assert f.abi.msvc_runtime is None  # the system msvcrt.dll is not an MSVC /MD runtime
+    assert f.abi.eh is None  # an image may link EH statically: no import is no proof
     assert f.details["toolchain"] == "mingw"
     assert "rich" not in f.details
     assert f.details["linker_version"] == "2.40"
@@ -269,6 +273,7 @@ def test_mingw_cxx_dll_links_libstdcxx(mingw: Path) -> None:
     assert "libstdc++-6.dll" in (f.needed or [])
     assert f.abi.cxx_stdlib == "libstdc++"
     assert f.evidence["cxx_stdlib"] == ["imports libstdc++-6.dll"]
+    assert f.abi.eh == "native"
     assert f.symbols is not None
     assert sorted(f.symbols.exports) == sorted(readobj_exports(mingw / "wx.dll"))
     assert any(e.startswith("_Z5greet") for e in f.symbols.exports)
@@ -324,6 +329,8 @@ def test_onnxruntime_node_win32_dll(ort_node: Path, arch: str) -> None:
     assert f.details["toolchain"] == "msvc"
     assert f.abi.msvc_runtime == "MD"
     assert f.abi.cxx_stdlib == "msvc"
+    assert f.abi.eh == "native"
+    assert any("__CxxFrameHandler" in e for e in f.evidence["eh"])
     plain, delay = readobj_imports(dll)
     assert f.needed == plain + delay
     assert f.details["delay_imports"] == delay == [

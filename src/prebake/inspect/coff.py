@@ -86,6 +86,24 @@ CXX_NAME_MARKS = (
 )
 
 
+# C++ exception-handling runtime names (MSVC and mingw/Itanium), matched after stripping the
+# i386 ``_`` decoration and any ``@N`` suffix. SEH (__C_specific_handler) is C, not C++ EH.
+EH_NAMES = frozenset({
+    "__CxxFrameHandler3", "__CxxFrameHandler4", "_CxxThrowException", "__CxxFrameHandler",
+    "__gxx_personality_seh0", "__gxx_personality_v0", "__gxx_personality_sj0",
+    "_Unwind_Resume", "__cxa_throw", "__cxa_begin_catch", "__cxa_rethrow",
+})
+
+
+def eh_hits(names: list[str] | set[str]) -> list[str]:
+    out = set()
+    for n in names:
+        base = n.partition("@")[0] if not n.startswith("?") else n
+        if base in EH_NAMES or base[1:] in EH_NAMES:
+            out.add(base if base in EH_NAMES else base[1:])
+    return sorted(out)
+
+
 @dataclass
 class Section:
     name: str
@@ -368,6 +386,17 @@ def parse_object(r: Reader, h: _Header, path: str, opts: ParseOptions) -> Facts:
     _import_sections(r, facts, sections)
     _set_toolchain(facts, toolchain)
     _object_cxx(facts, sy, names)
+    hits = eh_hits(sy.defined + sy.undefined)
+    lsda = any(s.name.startswith(".gcc_except_table") for s in sections)
+    if hits or lsda:
+        facts.abi.eh = "native"
+        if hits:
+            facts.note("eh", "references " + ", ".join(hits))
+        if lsda:
+            facts.note("eh", "has .gcc_except_table (landing pads)")
+    else:
+        facts.abi.eh = "none"
+        facts.note("eh", "no C++ EH handler, throw or catch references")
     facts.abi.lto = "none"
     if opts.symbols:
         facts.symbols = sy

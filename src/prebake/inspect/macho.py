@@ -112,6 +112,12 @@ CXX_SYMBOL_MARKS: tuple[tuple[bytes, str], ...] = (
     (b"St3__1", "libc++"), (b"St7__cxx11", "libstdc++"),
 )
 
+# Itanium C++ EH runtime names as stored (with the Mach-O ``_`` prefix): referenced or defined,
+# they mean the binary throws/catches (same rule as the ELF reader's EH_MARKERS).
+EH_MARKERS = tuple(b"\0_" + n + b"\0" for n in (
+    b"__gxx_personality_v0", b"__gcc_personality_v0", b"_Unwind_Resume", b"__cxa_throw",
+    b"__cxa_begin_catch", b"__cxa_rethrow"))
+
 MAX_LOAD_COMMANDS = 1 << 16
 MAX_FAT_SLICES = 64
 MAX_TRIE_NODES = 1 << 22
@@ -208,6 +214,8 @@ class MachOReader:
             if opts.symbols:
                 facts.symbols = _symbols(r, symoff, nsyms, strtab, is64, thin.trie, kind)
         _cxx_stdlib(facts, thin, strtab, lambda: _has_locals(r, thin.symtab, is64))
+        lsda = b"__gcc_except_tab" in r.bytes(hdr, sizeofcmds, "load commands")
+        _eh(facts, strtab, lsda, lambda: _has_locals(r, thin.symtab, is64))
         facts.abi.lto = "none"  # native code (LTO inputs for Apple targets are bitcode files)
         return facts
 
@@ -407,6 +415,21 @@ def _cxx_stdlib(facts: Facts, thin: _Thin, strtab: bytes, has_locals: Callable[[
     elif has_locals():
         facts.abi.cxx_stdlib = "none"
         facts.note("cxx_stdlib", "no C++ library linked and no C++ names (not stripped)")
+
+
+def _eh(facts: Facts, strtab: bytes, lsda: bool, has_locals: Callable[[], bool]) -> None:
+    """``native`` from C++ EH runtime names or an LSDA section; ``none`` only with the whole
+    symbol table in view (objects, unstripped images)."""
+    hits = [m[2:-1].decode() for m in EH_MARKERS if m in strtab]
+    if hits or lsda:
+        facts.abi.eh = "native"
+        if hits:
+            facts.note("eh", "references " + ", ".join(hits))
+        if lsda:
+            facts.note("eh", "has a __gcc_except_tab section (landing pads)")
+    elif strtab and (facts.kind == "object" or has_locals()):
+        facts.abi.eh = "none"
+        facts.note("eh", "no landing pads and no personality, throw or catch references")
 
 
 def _has_locals(r: Reader, symtab: tuple[int, int, int, int] | None, is64: bool) -> bool:

@@ -132,6 +132,10 @@ class PeReader:
         _runtime(facts, img, rich is not None)
         _cxx(facts, img, exports)
         facts.abi.lto = "none"
+        hits = coff.eh_hits([n for _, names in img.imports + img.delay for n in names])
+        if hits:  # statically linked EH leaves no import: unknown then, never "none"
+            facts.abi.eh = "native"
+            facts.note("eh", "imports " + ", ".join(hits))
         if opts.symbols:
             undefined = [n for _, names in img.imports + img.delay for n in names]
             facts.symbols = Symbols(defined=list(exports), undefined=undefined,
