@@ -139,3 +139,27 @@ env = {{ NODE_PATH = "{env['NODE_PATH']}", EM_CACHE = "{env['EM_CACHE']}" }}
     jsonschema.validate(out, SCHEMA)
     assert rc == 1 and out["ok"] is False and out["schema_version"] == 1
     assert any("__resumeException" in e for e in out["errors"])
+
+
+def test_zig_cross_link_finds_a_glibc_symbol_too_new_for_the_target() -> None:
+    """An aarch64 archive calling glibc 2.38's ``__isoc23_strtol`` cannot link against 2.28."""
+    target = ["-target", "aarch64-linux-gnu.2.28"]
+    new = "long __isoc23_strtol(const char *, char **, int);\n" \
+          "long parse(const char *s) { return __isoc23_strtol(s, 0, 10); }\n"
+    old = "#include <stdlib.h>\nlong parse(const char *s) { return strtol(s, 0, 10); }\n"
+    d = support.build("lt-zig-glibc", {"new.c": new, "old.c": old},
+                      [[*support.ZIG, "cc", *target, "-c", "new.c"],
+                       [*support.ZIG, "cc", *target, "-c", "old.c"],
+                       ["llvm-ar", "rcs", "libnew.a", "new.o"],
+                       ["llvm-ar", "rcs", "libold.a", "old.o"]])
+    env = support.tool_env()
+    plat = Platform(
+        name="linux-aarch64", os="linux", arch="aarch64",
+        toolchain=Toolchain(cc=(*support.ZIG, "cc", *target), cxx=(*support.ZIG, "c++", *target),
+                            ar=("llvm-ar",)),
+        contract=Contract(glibc_max="2.28"), link_test=LinkTest(flags=("-pthread",)),
+        env={k: env[k] for k in ("ZIG_GLOBAL_CACHE_DIR", "ZIG_LOCAL_CACHE_DIR")})
+    bad = link_test(d / "libnew.a", plat, symbols=["parse"])
+    assert not bad.ok and "ld.lld: error: undefined symbol: __isoc23_strtol" in bad.errors
+    assert bad.commands[1][3] == "cc"  # a C library links with the C driver (no libc++ build)
+    assert link_test(d / "libold.a", plat, symbols=["parse"]).ok

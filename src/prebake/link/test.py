@@ -159,6 +159,24 @@ def _library_args(library: Path, os_name: str, whole: bool) -> list[str]:
     return whole_args
 
 
+def _is_cxx(library: Path) -> bool:
+    """Whether the library needs the C++ runtime; when it cannot be read, assume it does."""
+    from prebake.inspect import ParseOptions, inspect
+
+    try:
+        facts = inspect(library, ParseOptions(symbols=True))
+    except PrebakeError:
+        return True
+    for f in facts.walk():
+        if f.abi.cxx_stdlib not in (None, "none") or f.abi.eh not in (None, "none"):
+            return True
+        sy = f.symbols
+        names = (*sy.undefined, *sy.defined) if sy is not None else ()
+        if any(n.startswith(("_Z", "__Z", "?")) for n in names):
+            return True
+    return False
+
+
 def _output_name(os_name: str) -> str:
     return {"emscripten": "consumer.js", "windows": "consumer.exe", "wasi": "consumer.wasm"}.get(
         os_name, "consumer"
@@ -210,6 +228,9 @@ def _link_test(library: Path, platform: LinkPlatform, include_dirs: Sequence[Pat
     src = workdir / ("consumer.cpp" if lang in ("c++", "cxx", "cpp") else "consumer.c")
     src.write_text(source)
     compiler = platform.toolchain.cxx if src.suffix == ".cpp" else platform.toolchain.cc
+    # link with the C++ driver only when something needs the C++ runtime: it is what a C
+    # consumer would do, and zig builds libc++ for a target on first use (minutes)
+    linker = platform.toolchain.cxx if src.suffix == ".cpp" or _is_cxx(library) else compiler
     flags = list(platform.link_test.flags)
     incs = [f"-I{Path(d).resolve()}" for d in include_dirs if Path(d).is_dir()]
     obj = "consumer.obj" if os_name == "windows" else "consumer.o"
@@ -217,7 +238,7 @@ def _link_test(library: Path, platform: LinkPlatform, include_dirs: Sequence[Pat
     whole = snippet is None and not symbols
     commands = [
         [*compiler, *flags, *incs, "-c", src.name, "-o", obj],
-        [*platform.toolchain.cxx, *flags, obj, *_library_args(library, os_name, whole), "-o", out],
+        [*linker, *flags, obj, *_library_args(library, os_name, whole), "-o", out],
     ]
     env = build_env(platform, extra_env)
     log: list[str] = []
