@@ -37,6 +37,7 @@ DM_C = """
 #pragma comment(lib, "advapi32")
 int f(void) { return 0; }
 """
+ZL_C = '#pragma comment(lib, "advapi32")\nint f(void) { return 0; }\n'
 DEF = "LIBRARY foo.dll\nEXPORTS\n  foo_fn\n  foo_data DATA\n"
 MINGW = "x86_64-w64-mingw32-"
 
@@ -64,12 +65,13 @@ def mingw() -> Path:
 @pytest.fixture(scope="module")
 def clangcl() -> Path:
     """clang-cl stands in for cl.exe: the same /DEFAULTLIB and /FAILIFMISMATCH directives."""
-    return support.build("pe-clangcl", {"w.c": W_C, "dm.c": DM_C, "ext.c": EXT_C}, [
+    return support.build("pe-clangcl", {"w.c": W_C, "dm.c": DM_C, "ext.c": EXT_C, "zl.c": ZL_C}, [
         *[cl(f"/{rt}", "w.c", f"/Fow_{rt}.obj") for rt in ("MD", "MT", "MDd", "MTd")],
         cl("/MD", "dm.c", "/Fodm.obj"),
         cl("/MD", "--target=aarch64-pc-windows-msvc", "w.c", "/Fow_arm64.obj"),
         cl("/MD", "--target=i686-pc-windows-msvc", "w.c", "/Fow_x86.obj"),
         cl("/MD", "-flto", "w.c", "/Fow_lto.obj"),
+        cl("/MD", "/Zl", "zl.c", "/Fozl.obj"),
         cl("/MD", "ext.c", "/Foext_MD.obj"),
         ["llvm-lib", "/out:md.lib", "w_MD.obj", "ext_MD.obj"],
         ["llvm-lib", "/out:mixed.lib", "w_MD.obj", "w_MT.obj", "ext_MD.obj"],
@@ -142,6 +144,13 @@ def test_failifmismatch_wins_over_defaultlib(clangcl: Path) -> None:
     assert f.abi.msvc_runtime == "MT"
     assert f.evidence["msvc_runtime"] == [
         '.drectve /FAILIFMISMATCH:"RuntimeLibrary=MT_StaticRelease"']
+
+
+def test_zl_object_has_no_runtime_marker(clangcl: Path) -> None:
+    """/Zl drops the CRT /DEFAULTLIB: nothing says which runtime, so none is reported."""
+    f = inspect(clangcl / "zl.obj")
+    assert f.details["defaultlibs"] == ["advapi32.lib"]
+    assert f.abi.msvc_runtime is None and "msvc_runtime" not in f.evidence
 
 
 def test_coff_object_machines(clangcl: Path) -> None:

@@ -379,8 +379,10 @@ def parse_object(r: Reader, h: _Header, path: str, opts: ParseOptions) -> Facts:
     if ident:
         facts.details["compiler_ident"] = ident
         toolchain.append(("mingw", f".rdata$zzz {ident}"))
-    if "@comp.id" in names:
-        toolchain.append(("msvc", "@comp.id symbol"))
+    comp = next((x for x in syms if x is not None and x.name == "@comp.id"), None)
+    if comp is not None:  # cl.exe stamps its product id and build number here
+        facts.details["comp_id"] = {"product": comp.value >> 16, "build": comp.value & 0xFFFF}
+        toolchain.append(("msvc", f"@comp.id symbol (build {comp.value & 0xFFFF})"))
     if any(s.name == ".llvm_addrsig" for s in sections):
         facts.details["compiler"] = "clang"
     _import_sections(r, facts, sections)

@@ -22,7 +22,7 @@ from prebake.inspect.facts import Facts, Symbols
 
 PE32 = 0x10B
 PE32_PLUS = 0x20B
-DIR_EXPORT, DIR_IMPORT, DIR_DEBUG, DIR_DELAY = 0, 1, 6, 13
+DIR_EXPORT, DIR_IMPORT, DIR_DEBUG, DIR_DELAY, DIR_CLR = 0, 1, 6, 13, 14
 DEBUG_CODEVIEW = 2
 DEBUG_REPRO = 16
 IMAGE_FILE_DLL = 0x2000
@@ -125,6 +125,8 @@ class PeReader:
         if img.delay:
             facts.details["delay_imports"] = [d for d, _ in img.delay]
         _read_debug(img, facts)
+        if img.dir(DIR_CLR)[0]:
+            facts.details["dotnet"] = True  # a CLR header: managed code, not native ABI facts
         rich = _rich(r, lfanew)
         if rich is not None:
             facts.details["rich"] = rich
