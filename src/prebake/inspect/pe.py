@@ -226,9 +226,9 @@ def _read_delay_imports(img: _Image) -> None:
             "<IIIII", img.r.bytes(at, 20, "delay import descriptor"))
         if name_rva == 0:
             return
-        if not attrs & 1:  # pre-VC7 descriptors hold VAs, not RVAs
+        if not attrs & 1 and name_rva >= img.image_base:  # VC6-style: VAs, not RVAs
             name_rva -= img.image_base
-            int_rva = int_rva - img.image_base if int_rva else 0
+            int_rva = int_rva - img.image_base if int_rva >= img.image_base else 0
         dll = img.cstr(name_rva, "delay-imported DLL name")
         img.delay.append((dll, _thunk_names(img, int_rva, dll)))
         at += 32
