@@ -37,13 +37,13 @@ int main() {
 """
 
 
-def _em_platform(eh_flag: str) -> Platform:
+def _em_platform(eh_flag: str, run: tuple[str, ...] | None = None) -> Platform:
     env = support.tool_env()
     return Platform(
         name="wasm", os="emscripten", arch="wasm32",
         toolchain=Toolchain(cc=("emcc",), cxx=("em++",), ar=("emar",)),
         contract=Contract(eh="wasm"),
-        link_test=LinkTest(flags=(eh_flag, "-sERROR_ON_UNDEFINED_SYMBOLS=1")),
+        link_test=LinkTest(flags=(eh_flag, "-sERROR_ON_UNDEFINED_SYMBOLS=1"), run=run),
         env={k: env[k] for k in ("NODE_PATH", "EM_CACHE")},
     )
 
@@ -83,6 +83,16 @@ def test_wasm_eh_archive_links(wasmeh: Path) -> None:
                   include_dirs=[wasmeh / "include"], snippet=SNIPPET)
     assert r.ok, r.output
     assert r.errors == []
+
+
+def test_runner_runs_the_linked_consumer(wasmeh: Path) -> None:
+    """With a runner (node for 3.1.6 output, TOOLCHAINS.md) the exception is really caught."""
+    r = link_test(wasmeh / "libthrower.a",
+                  _em_platform("-fwasm-exceptions", run=("node", "--no-experimental-fetch")),
+                  include_dirs=[wasmeh / "include"], snippet=SNIPPET)
+    assert r.ok and r.stage == "run", r.output
+    assert r.commands[2] == ["node", "--no-experimental-fetch", "./consumer.js"]
+    assert "6 -1" in r.output
 
 
 def test_whole_archive_without_snippet_surfaces_every_member(legacy: Path) -> None:

@@ -253,7 +253,7 @@ def _link_test(library: Path, platform: LinkPlatform, include_dirs: Sequence[Pat
             return LinkTestResult(False, ran, output, errors, stage, str(workdir))
     runner = platform.link_test.run
     if runner:
-        cmd = [*runner, out]
+        cmd = [*runner, f"./{out}"]
         ran.append(cmd)
         rc, text = _run(cmd, workdir, env, timeout)
         log.append(text)
