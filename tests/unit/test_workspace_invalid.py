@@ -77,7 +77,7 @@ def test_all_problems_are_reported_at_once(tmp_path: Path) -> None:
     assert "did you mean 'package'" in info.value.problems[0].message
 
 
-@pytest.mark.parametrize("name", ["unknown_key", "duplicate_platform", "multiple_problems"])
+@pytest.mark.parametrize("name", [*sorted(CASES), "multiple_problems"])
 def test_cli_exit_2_one_block_no_traceback(tmp_path: Path, name: str,
                                           capsys: pytest.CaptureFixture[str]) -> None:
     ws = _workspace(tmp_path, name)
