@@ -8,6 +8,7 @@ buffer before a table is read, so a hostile ``ncmds``/``nsyms`` cannot allocate 
 
 from __future__ import annotations
 
+import functools
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -92,6 +93,17 @@ TOOLS = {1: "clang", 2: "swift", 3: "ld", 4: "lld"}
 DYLIB_CMDS: dict[int, str] = {
     Cmd.LOAD_DYLIB: "load", Cmd.LOAD_WEAK_DYLIB: "weak", Cmd.REEXPORT_DYLIB: "reexport",
     Cmd.LAZY_LOAD_DYLIB: "lazy", Cmd.LOAD_UPWARD_DYLIB: "upward",
+}
+
+# Smallest valid cmdsize of each command read (loader.h struct sizes), so fields are never
+# read from the next command's bytes.
+MIN_CMD_SIZE: dict[int, int] = {
+    Cmd.BUILD_VERSION: 24, Cmd.VERSION_MIN_MACOSX: 16, Cmd.VERSION_MIN_IPHONEOS: 16,
+    Cmd.VERSION_MIN_TVOS: 16, Cmd.VERSION_MIN_WATCHOS: 16, Cmd.ID_DYLIB: 24,
+    Cmd.LOAD_DYLIB: 24, Cmd.LOAD_WEAK_DYLIB: 24, Cmd.REEXPORT_DYLIB: 24,
+    Cmd.LAZY_LOAD_DYLIB: 24, Cmd.LOAD_UPWARD_DYLIB: 24, Cmd.RPATH: 12, Cmd.UUID: 24,
+    Cmd.SYMTAB: 24, Cmd.DYLD_EXPORTS_TRIE: 16, Cmd.DYLD_INFO: 48, Cmd.DYLD_INFO_ONLY: 48,
+    Cmd.LINKER_OPTION: 12,
 }
 
 # nlist n_type bits
@@ -213,9 +225,10 @@ class MachOReader:
             strtab = r.bytes(stroff, strsize, "string table")
             if opts.symbols:
                 facts.symbols = _symbols(r, symoff, nsyms, strtab, is64, thin.trie, kind)
-        _cxx_stdlib(facts, thin, strtab, lambda: _has_locals(r, thin.symtab, is64))
+        not_stripped = functools.cache(lambda: _has_locals(r, thin.symtab, is64))
+        _cxx_stdlib(facts, thin, strtab, not_stripped)
         lsda = b"__gcc_except_tab" in r.bytes(hdr, sizeofcmds, "load commands")
-        _eh(facts, strtab, lsda, lambda: _has_locals(r, thin.symtab, is64))
+        _eh(facts, strtab, lsda, not_stripped)
         facts.abi.lto = "none"  # native code (LTO inputs for Apple targets are bitcode files)
         return facts
 
@@ -227,6 +240,9 @@ def _walk_commands(r: Reader, hdr: int, ncmds: int, sizeofcmds: int) -> _Thin:
         cmd, size = r.u32(off), r.u32(off + 4)
         if size < 8 or off + size > end:
             raise Truncated(f"load command {i} (cmd {cmd:#x}) has size {size} past the commands")
+        need = MIN_CMD_SIZE.get(cmd, 8)
+        if size < need:
+            raise Truncated(f"load command {i} (cmd {cmd:#x}) is {size} bytes, needs {need}")
         _one_command(r, thin, cmd, off, size)
         off += size
     return thin
