@@ -221,3 +221,19 @@ def test_diff_against_store(prefixes: dict[str, Path], tmp_path: Path) -> None:
     store.publish(a2)
     again = diff_against_store(a2, store)
     assert again is not None and again.changes == []
+
+
+def test_build_summary_for_a_first_and_a_later_release(prefixes: dict[str, Path],
+                                                       tmp_path: Path) -> None:
+    from prebake.diff import build_summary
+    from prebake.store import open_store
+
+    store = open_store(f"file://{tmp_path / 'store'}")
+    a1 = write_demo_asset(prefixes["1"], "demo", "1.0.0", "linux-x86_64", tmp_path / "d1")
+    a3 = write_demo_asset(prefixes["3"], "demo", "1.1.0", "linux-x86_64", tmp_path / "d3")
+    result, md = build_summary(a1, store)
+    assert result is None and "First release" in md and "demo on linux-x86_64" in md
+    store.publish(a1)
+    result, md = build_summary(a3, store)
+    assert result is not None and not result.breaking
+    assert "export added <code>added</code>" in md

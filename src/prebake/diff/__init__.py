@@ -20,9 +20,23 @@ from prebake.errors import PrebakeError
 from prebake.package.naming import SHA256_SUFFIX, AssetId, parse_asset_name, parse_sha256_line
 
 __all__ = [
-    "FACT_RULES", "Change", "DiffResult", "LibraryRow", "Side", "assets_in_store",
-    "classify_fact", "diff_against_store", "diff_paths", "diff_sides", "download_verified",
-    "library_key", "load_side", "previous_in_store", "side_from_manifest", "version_key",
+    "FACT_RULES",
+    "Change",
+    "DiffResult",
+    "LibraryRow",
+    "Side",
+    "assets_in_store",
+    "build_summary",
+    "classify_fact",
+    "diff_against_store",
+    "diff_paths",
+    "diff_sides",
+    "download_verified",
+    "library_key",
+    "load_side",
+    "previous_in_store",
+    "side_from_manifest",
+    "version_key",
 ]
 
 
@@ -88,3 +102,17 @@ def diff_against_store(asset_path: Path, store: Any) -> DiffResult | None:
         old = download_verified(store, prev[0], prev[1], Path(tmp))
         return diff_paths(old, asset_path, old_label=f"{prev[0].filename} (store)",
                           new_label=f"{asset_path.name} (built)")
+
+
+def build_summary(asset_path: Path, store: Any) -> tuple[DiffResult | None, str]:
+    """What ``prebake build --diff`` shows for a freshly packaged asset, before it is published:
+    the diff against the store's current asset and its markdown (a first release says so)."""
+    from prebake.diff.render import code
+
+    result = diff_against_store(asset_path, store)
+    if result is None:
+        aid = parse_asset_name(Path(asset_path).name)
+        what = f"{aid.name} on {aid.platform}" if aid else Path(asset_path).name
+        return None, (f"### prebake diff: {code(Path(asset_path).name)}\n\nFirst release of "
+                      f"{code(what)} in {code(store.url)}: nothing to compare.\n")
+    return result, result.to_markdown()
