@@ -226,3 +226,25 @@ def test_status_comes_from_the_store(sdk: Path, capsys: pytest.CaptureFixture[st
     _, out, _ = _run(capsys, "-C", str(sdk), "plan", "--json", "--platform", "wasm")
     status = {u["id"]: u["status"] for u in json.loads(out)["units"]}
     assert status == {"core/wasm": "built", "media/wasm": "stale", "onnxruntime/wasm": "missing"}
+
+
+def test_per_recipe_stage_orders_and_hashes_recipes_it_depends_on(tmp_path: Path) -> None:
+    (tmp_path / "recipes").mkdir()
+    for name, deps in (("alpha", "()"), ("beta", '("alpha",)'), ("gamma", "()")):
+        (tmp_path / "recipes" / f"{name}.py").write_text(
+            "from prebake.recipes import Build, Recipe\n"
+            f"RECIPE = Recipe(name={name!r}, pin={name!r}, deps={deps},\n"
+            "    platforms={'*': Build(commands=('{cc} -c x.c',))})\n")
+    (tmp_path / "prebake.toml").write_text(
+        '[project]\nname = "p"\nversion = "1.0"\n\n'
+        '[pins]\nalpha = "1.0"\nbeta = "2.0"\ngamma = "3.0"\n\n'
+        '[platforms.linux-x86_64]\nos = "linux"\narch = "x86_64"\n'
+        'toolchain = { cc = "gcc", cxx = "g++" }\n\n'
+        '[stages.extra]\nrecipes = ["alpha", "beta", "gamma"]\npackage = "per-recipe"\n')
+    plan = make_plan(load_workspace(tmp_path))
+    beta = plan.unit("beta/linux-x86_64")
+    assert beta is not None and beta.deps == ("alpha/linux-x86_64",)
+    assert plan.ids.index("alpha/linux-x86_64") < plan.ids.index("beta/linux-x86_64")
+    before = hashes(tmp_path)
+    edit(tmp_path / "prebake.toml", 'alpha = "1.0"', 'alpha = "1.1"')
+    assert changed(before, hashes(tmp_path)) == {"alpha/linux-x86_64", "beta/linux-x86_64"}

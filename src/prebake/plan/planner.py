@@ -46,17 +46,22 @@ def _stage_units(ws: Workspace, stage: Stage, platform: Platform, done: dict[str
             package="prefix", asset_name=f"{ws.project.name}-{stage.name}",
             version=ws.project.version, recipe_inputs=rin,
         )]
-    units = []
+    units: list[Unit] = []
     for r in covering:
         recipe = ws.recipes[r]
         inputs = dict(rin[r])
+        same_stage: list[str] = []
         for dep in recipe.deps:
             uid = _dep_unit(ws, dep, p)
-            if uid is not None and uid in done:
-                inputs[f"unit:{uid}"] = done[uid].input_hash
+            built = done.get(uid or "") or next((u for u in units if u.id == uid), None)
+            if built is not None:
+                inputs[f"unit:{built.id}"] = built.input_hash
+                if built.stage == stage.name:
+                    same_stage.append(built.id)
         units.append(Unit(
             id=f"{r}/{p}", stage=stage.name, recipe=r, platform=p,
-            input_hash=canonical_digest(inputs), inputs=inputs, deps=after, recipes=(r,),
+            input_hash=canonical_digest(inputs), inputs=inputs, deps=(*after, *same_stage),
+            recipes=(r,),
             package="per-recipe", asset_name=r, version=ws.pins[recipe.pin],
             recipe_inputs={r: rin[r]},
         ))
