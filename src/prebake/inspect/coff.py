@@ -358,23 +358,8 @@ def parse_object(r: Reader, h: _Header, path: str, opts: ParseOptions) -> Facts:
     sections = read_sections(r, h.sections_at, h.nsections, strtab)
     syms = read_symbols(r, h.symptr, h.nsyms, h.symsize, strtab)
     sy = classify(syms)
-    names = {s.name for s in syms if s is not None}
     facts.details["section_count"] = len(sections)
-    toolchain: list[tuple[str, str]] = []
-    d = _directives(r, sections)
-    if d is not None:
-        facts.details["directives"] = d.raw[:4096]
-        if d.defaultlibs:
-            facts.details["defaultlibs"] = d.defaultlibs
-        if d.mismatch:
-            facts.details["failifmismatch"] = d.mismatch
-        if d.exports:
-            facts.details["dllexports"] = d.exports
-        runtime_from_directives(facts, d)
-        if d.msvc_style and (d.defaultlibs or d.mismatch):
-            toolchain.append(("msvc", "/DEFAULTLIB or /FAILIFMISMATCH directives"))
-        if d.gnu_style:
-            toolchain.append(("mingw", f"GNU-style directives ({d.raw[:60]})"))
+    toolchain = _directive_facts(r, facts, sections)
     ident = _gcc_ident(r, sections)
     if ident:
         facts.details["compiler_ident"] = ident
@@ -387,7 +372,38 @@ def parse_object(r: Reader, h: _Header, path: str, opts: ParseOptions) -> Facts:
         facts.details["compiler"] = "clang"
     _import_sections(r, facts, sections)
     _set_toolchain(facts, toolchain)
-    _object_cxx(facts, sy, names)
+    _object_cxx(facts, sy)
+    _object_eh(facts, sy, sections)
+    facts.abi.lto = "none"
+    if opts.symbols:
+        facts.symbols = sy
+    return facts
+
+
+def _directive_facts(r: Reader, facts: Facts, sections: list[Section]) -> list[tuple[str, str]]:
+    """``.drectve`` into details and the runtime; returns toolchain clues (name, reason)."""
+    clues: list[tuple[str, str]] = []
+    d = _directives(r, sections)
+    if d is None:
+        return clues
+    facts.details["directives"] = d.raw[:4096]
+    if d.defaultlibs:
+        facts.details["defaultlibs"] = d.defaultlibs
+    if d.mismatch:
+        facts.details["failifmismatch"] = d.mismatch
+    if d.exports:
+        facts.details["dllexports"] = d.exports
+    runtime_from_directives(facts, d)
+    if d.msvc_style and (d.defaultlibs or d.mismatch):
+        clues.append(("msvc", "/DEFAULTLIB or /FAILIFMISMATCH directives"))
+    if d.gnu_style:
+        clues.append(("mingw", f"GNU-style directives ({d.raw[:60]})"))
+    return clues
+
+
+def _object_eh(facts: Facts, sy: Symbols, sections: list[Section]) -> None:
+    """``native`` from EH handler/throw/catch references or GCC landing pads, else ``none``
+    (an object's symbol table lists every reference it makes)."""
     hits = eh_hits(sy.defined + sy.undefined)
     lsda = any(s.name.startswith(".gcc_except_table") for s in sections)
     if hits or lsda:
@@ -399,10 +415,6 @@ def parse_object(r: Reader, h: _Header, path: str, opts: ParseOptions) -> Facts:
     else:
         facts.abi.eh = "none"
         facts.note("eh", "no C++ EH handler, throw or catch references")
-    facts.abi.lto = "none"
-    if opts.symbols:
-        facts.symbols = sy
-    return facts
 
 
 def _set_toolchain(facts: Facts, found: list[tuple[str, str]]) -> None:
@@ -413,7 +425,7 @@ def _set_toolchain(facts: Facts, found: list[tuple[str, str]]) -> None:
         facts.note("toolchain", why)
 
 
-def _object_cxx(facts: Facts, sy: Symbols, names: set[str]) -> None:
+def _object_cxx(facts: Facts, sy: Symbols) -> None:
     ext = sy.defined + sy.undefined
     hit = cxx_from_names(ext)
     if hit is None and facts.details.get("toolchain") == "mingw":
