@@ -331,7 +331,12 @@ def test_onnxruntime_web_only_the_jspi_build_has_wasm_eh(ort_web: Path) -> None:
     assert {v.found for v in r.violations} == {"emscripten-legacy"}
     assert all("invoke" in v.detail for v in r.violations)  # evidence from the JS glue
     jspi = ort_web / "dist" / "ort-wasm-simd-threaded.jspi.wasm"
-    assert check_paths([jspi], Contract(eh="wasm", threads=True, arch="wasm32")).ok
+    design = Contract(eh="wasm", lto="none", threads=True, arch="wasm32",
+                      features_required=("simd128", "exception-handling"),
+                      features_forbidden=("relaxed-simd",))  # DESIGN.md's wasm contract
+    assert check_paths([jspi], design).ok
+    plain = check_paths([ort_web / "dist" / "ort-wasm-simd-threaded.wasm"], design)
+    assert sorted(v.rule for v in plain.violations) == ["eh", "features_required"]
     assert not check_paths([jspi], Contract(eh="emscripten-legacy")).ok
 
 
