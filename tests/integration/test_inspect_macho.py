@@ -215,6 +215,7 @@ def test_onnxruntime_node_darwin_arm64(ort_node: Path) -> None:
     assert f.details["rpaths"] == ["@loader_path"]
     assert f.details["current_version"] == "1.30.0"
     assert f.details["uuid"] == "89ee7b90f9553726b14183314c7c1088"
+    assert f.details["code_signature"] is True
     assert f.needed is not None and len(f.needed) == 15
     assert "/usr/lib/libc++.1.dylib" in f.needed
     assert f.abi.cxx_stdlib == "libc++"

@@ -352,6 +352,11 @@ def test_onnxruntime_node_win32_dll(ort_node: Path, arch: str) -> None:
         "OrtSessionOptionsAppendExecutionProvider_DML"]
     assert f.details["pdb"] == r"N:\_work\1\b\RelWithDebInfo\RelWithDebInfo\onnxruntime.pdb"
     assert f.soname == "onnxruntime.dll"
+    assert f.details["authenticode"] is True
+    flags = re.findall(r"IMAGE_DLL_CHARACTERISTICS_(\w+) \(", readobj(dll, "--file-headers"))
+    assert sorted(f.details["dll_characteristics"]) == sorted(
+        x.lower().replace("_", "-") for x in flags) == [
+        "dynamic-base", "guard-cf", "high-entropy-va", "nx-compat"]
 
 
 def test_onnxruntime_binding_delay_imports_node(ort_node: Path) -> None:

@@ -51,6 +51,7 @@ class Cmd(IntEnum):
     REEXPORT_DYLIB = 0x8000001F
     DYLD_INFO_ONLY = 0x80000022
     LOAD_UPWARD_DYLIB = 0x80000023
+    CODE_SIGNATURE = 0x1D
     DYLD_EXPORTS_TRIE = 0x80000033
 
 
@@ -279,6 +280,8 @@ def _one_command(r: Reader, thin: _Thin, cmd: int, off: int, size: int) -> None:
         thin.dylibs.append((DYLIB_CMDS[cmd], _lc_str(r, off, size, 8)))
     elif cmd == Cmd.RPATH:
         thin.rpaths.append(_lc_str(r, off, size, 8))
+    elif cmd == Cmd.CODE_SIGNATURE:
+        thin.details["code_signature"] = True  # arm64 macOS refuses to load unsigned code
     elif cmd == Cmd.UUID:
         thin.details["uuid"] = r.bytes(off + 8, 16, "LC_UUID").hex()
     elif cmd == Cmd.SYMTAB:

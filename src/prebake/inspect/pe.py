@@ -22,7 +22,10 @@ from prebake.inspect.facts import Facts, Symbols
 
 PE32 = 0x10B
 PE32_PLUS = 0x20B
-DIR_EXPORT, DIR_IMPORT, DIR_DEBUG, DIR_DELAY, DIR_CLR = 0, 1, 6, 13, 14
+DIR_EXPORT, DIR_IMPORT, DIR_SECURITY, DIR_DEBUG, DIR_DELAY, DIR_CLR = 0, 1, 4, 6, 13, 14
+# DllCharacteristics bits a release audit asks about (ASLR, DEP, CFG…)
+DLL_CHARACTERISTICS = {0x20: "high-entropy-va", 0x40: "dynamic-base", 0x100: "nx-compat",
+                       0x400: "no-seh", 0x4000: "guard-cf"}
 DEBUG_CODEVIEW = 2
 DEBUG_REPRO = 16
 IMAGE_FILE_DLL = 0x2000
@@ -125,6 +128,8 @@ class PeReader:
         if img.delay:
             facts.details["delay_imports"] = [d for d, _ in img.delay]
         _read_debug(img, facts)
+        if img.dir(DIR_SECURITY)[1]:
+            facts.details["authenticode"] = True  # a signature blob is attached (not verified)
         if img.dir(DIR_CLR)[0]:
             facts.details["dotnet"] = True  # a CLR header: managed code, not native ABI facts
         rich = _rich(r, lfanew)
@@ -170,6 +175,7 @@ def _optional_header(r: Reader, opt: int, opt_size: int, nsec: int, symptr: int,
 
 def _header_details(r: Reader, facts: Facts, opt: int, img: _Image) -> None:
     sub = r.u16(opt + 68)
+    dllchars = r.u16(opt + 70)
     facts.details.update({
         "pe": "PE32+" if img.pe32plus else "PE32",
         "linker_version": f"{r.u8(opt + 2)}.{r.u8(opt + 3)}",
@@ -177,6 +183,7 @@ def _header_details(r: Reader, facts: Facts, opt: int, img: _Image) -> None:
         "subsystem_version": f"{r.u16(opt + 48)}.{r.u16(opt + 50)}",
         "subsystem": SUBSYSTEMS.get(sub, str(sub)),
         "subsystem_id": sub,
+        "dll_characteristics": [n for bit, n in DLL_CHARACTERISTICS.items() if dllchars & bit],
         "sections": [s.name for s in img.sections],
     })
 
