@@ -120,18 +120,35 @@ def _version_line(argv: list[str]) -> str:
     return lines[0].strip()
 
 
+def _memo(cache: dict[tuple[str, Path], str] | None, kind: str, path: Path,
+          fn: Callable[[Path], str]) -> str:
+    if cache is None:
+        return fn(path)
+    key = (kind, path)
+    if key not in cache:
+        cache[key] = fn(path)
+    return cache[key]
+
+
 def recipe_inputs(recipe: Recipe, platform: Platform, pins: Mapping[str, str],
-                  identify: Identify) -> dict[str, str]:
-    """The named inputs of one recipe on one platform (what ``--explain`` shows)."""
+                  identify: Identify, cache: dict[tuple[str, Path], str] | None = None
+                  ) -> dict[str, str]:
+    """The named inputs of one recipe on one platform (what ``--explain`` shows).
+
+    ``cache`` (one per plan) keeps file and tree digests, so a source tree is read once per
+    plan, not once per platform.
+    """
     if recipe.path is None:
         raise ValueError(f"recipe {recipe.name!r} has no file")
     folder = recipe.path.parent
-    inputs = {"hash-scheme": HASH_SCHEME, "recipe-file": file_digest(recipe.path)}
+    inputs = {"hash-scheme": HASH_SCHEME,
+              "recipe-file": _memo(cache, "file", recipe.path, file_digest)}
     for rel in recipe.files:
-        inputs[f"file:{rel}"] = file_digest(folder / rel)
+        inputs[f"file:{rel}"] = _memo(cache, "file", folder / rel, file_digest)
     for i, src in enumerate(recipe.sources):
         if isinstance(src, LocalSource):
-            inputs[f"source[{i}]:{src.path}"] = tree_digest(folder / src.path)
+            inputs[f"source[{i}]:{src.path}"] = _memo(cache, "tree", folder / src.path,
+                                                      tree_digest)
     for name in recipe.pins_read(platform.name, platform.toolchain.pin):
         inputs[f"pin:{name}"] = pins.get(name, "")
     inputs["platform-profile"] = canonical_digest(platform_profile(platform))

@@ -8,6 +8,8 @@ builds against, so an unrelated change upstream does not rebuild it.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from prebake.plan.hashing import (
     HASH_SCHEME,
     Identify,
@@ -29,13 +31,13 @@ def _dep_unit(ws: Workspace, dep: str, platform: str) -> str | None:
 
 
 def _stage_units(ws: Workspace, stage: Stage, platform: Platform, done: dict[str, Unit],
-                 identify: Identify) -> list[Unit]:
+                 identify: Identify, cache: dict[tuple[str, Path], str]) -> list[Unit]:
     p = platform.name
     covering = tuple(r for r in stage.recipes if ws.recipes[r].strategy_for(p) is not None)
     if not covering:
         return []
     after = tuple(u.id for u in done.values() if u.platform == p and u.stage in stage.after)
-    rin = {r: recipe_inputs(ws.recipes[r], platform, ws.pins, identify) for r in covering}
+    rin = {r: recipe_inputs(ws.recipes[r], platform, ws.pins, identify, cache) for r in covering}
     if stage.package == "prefix":
         inputs = {"hash-scheme": HASH_SCHEME, "project-version": ws.project.version}
         inputs.update({f"recipe:{r}": canonical_digest(rin[r]) for r in covering})
@@ -79,6 +81,7 @@ def make_plan(ws: Workspace, stage: str | None = None, platform: str | None = No
     stages = ws.stage_names(stage)
     platforms = ws.platform_names(platform)
     done: dict[str, Unit] = {}
+    cache: dict[tuple[str, Path], str] = {}  # file/tree digests, read once per plan
     needed = set(stages)
     for s in stages:
         needed.update(ws.upstream_stages(s))
@@ -86,7 +89,7 @@ def make_plan(ws: Workspace, stage: str | None = None, platform: str | None = No
         if s not in needed:
             continue
         for p in platforms:
-            for unit in _stage_units(ws, ws.stages[s], ws.platforms[p], done, identify):
+            for unit in _stage_units(ws, ws.stages[s], ws.platforms[p], done, identify, cache):
                 done[unit.id] = unit
     units = tuple(u for u in done.values() if u.stage in stages)
     return Plan(units=units, stages=stages, platforms=platforms)
