@@ -148,3 +148,22 @@ def test_three_archive_cycle_behind_a_chain(consumer: bool) -> None:
     assert _link(d, rep)  # GNU ld without groups: the repetition alone must close the cycle
     assert not _link(d, [str(p) for p in lo.order()])
     assert rep[0].endswith("libd.a") and len(rep) > 4
+
+
+def test_cmake_snippet_links_the_cycle(tmp_path: Path) -> None:
+    """The cmake format, included by a real CMake project, links the two-archive cycle."""
+    d = support.build("link-cycle", CYCLE, CYCLE_CMDS)
+    lo = compute_link_order([d / "liba.a", d / "libb.a"], [d / "main.o"])
+    (tmp_path / "order.cmake").write_text(lo.render("cmake") + "\n")
+    (tmp_path / "main.c").write_text(CYCLE["main.c"])
+    (tmp_path / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.24)\nproject(cyc C)\n"
+        "include(${CMAKE_SOURCE_DIR}/order.cmake)\n"
+        "add_executable(prog main.c)\n"
+        "target_link_libraries(prog PRIVATE ${PREBAKE_LINK_LIBRARIES})\n")
+    build = tmp_path / "build"
+    support.run(["cmake", "-S", str(tmp_path), "-B", str(build)], tmp_path)
+    support.run(["cmake", "--build", str(build)], tmp_path)
+    assert support.run([str(build / "prog")], tmp_path, check=False).returncode == 0
+    link_line = (build / "CMakeFiles" / "prog.dir" / "link.txt").read_text()
+    assert "--start-group" in link_line  # Linux: the RESCAN group, not the repeated fallback

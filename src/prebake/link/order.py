@@ -119,16 +119,29 @@ class LinkOrder:
         raise PrebakeError(f"unknown link-order format {fmt!r} (one of {', '.join(FORMATS)})")
 
     def _cmake(self) -> str:
-        lines = ["# static archives in link order (computed by prebake link-order)",
-                 "# cycles use $<LINK_GROUP:RESCAN,...> (CMake >= 3.24)",
-                 "set(PREBAKE_LINK_LIBRARIES"]
+        """``PREBAKE_LINK_LIBRARIES`` for ``target_link_libraries``: cycles as LINK_GROUP where
+        the linker supports RESCAN (CMake >= 3.24, GNU ld/lld), else the repeated order."""
+        def item(p: Path) -> str:
+            return f'  "{p.as_posix()}"'
+
+        head = ["# static archives in link order (computed by prebake link-order)"]
+        if not self.cycles():
+            return "\n".join([*head, "set(PREBAKE_LINK_LIBRARIES", *map(item, self.order()), ")"])
+        grouped = []
         for g in self.groups:
             if len(g) > 1:
-                lines.append(f'  "$<LINK_GROUP:RESCAN,{",".join(p.as_posix() for p in g)}>"')
+                grouped.append(f'  "$<LINK_GROUP:RESCAN,{",".join(p.as_posix() for p in g)}>"')
             else:
-                lines.append(f'  "{g[0].as_posix()}"')
-        lines.append(")")
-        return "\n".join(lines)
+                grouped.append(item(g[0]))
+        return "\n".join([
+            *head,
+            "if(CMAKE_VERSION VERSION_GREATER_EQUAL 3.24 AND "
+            "CMAKE_LINK_GROUP_USING_RESCAN_SUPPORTED)",
+            "  set(PREBAKE_LINK_LIBRARIES", *("  " + g for g in grouped), "  )",
+            "else()  # no groups (ld64, link.exe): the cycles' archives repeated",
+            "  set(PREBAKE_LINK_LIBRARIES", *("  " + item(p) for p in self.repeated()), "  )",
+            "endif()",
+        ])
 
     def to_json(self) -> dict[str, Any]:
         return {
