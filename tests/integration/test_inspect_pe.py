@@ -39,6 +39,12 @@ int f(void) { return 0; }
 """
 ZL_C = '#pragma comment(lib, "advapi32")\nint f(void) { return 0; }\n'
 DEF = "LIBRARY foo.dll\nEXPORTS\n  foo_fn\n  foo_data DATA\n"
+VER_RC = """1 VERSIONINFO
+FILEVERSION 1,2,3,4
+PRODUCTVERSION 5,6,7,8
+BEGIN
+END
+"""
 MINGW = "x86_64-w64-mingw32-"
 
 
@@ -48,11 +54,14 @@ def cl(*args: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def mingw() -> Path:
-    return support.build("pe-mingw", {"w.c": W_C, "ext.c": EXT_C, "wx.cpp": WX_CPP, "x.def": DEF}, [
+    return support.build("pe-mingw", {"w.c": W_C, "ext.c": EXT_C, "wx.cpp": WX_CPP, "x.def": DEF,
+                                      "ver.rc": VER_RC}, [
         [MINGW + "gcc", "-O2", "-c", "w.c", "-o", "w.o"],
         [MINGW + "gcc", "-O2", "-c", "-Wa,-mbig-obj", "w.c", "-o", "w_big.o"],
         [MINGW + "g++", "-O2", "-c", "wx.cpp", "-o", "wx.o"],
         [MINGW + "gcc", "-O2", "-shared", "w.c", "ext.c", "-o", "w.dll"],
+        [MINGW + "windres", "ver.rc", "-O", "coff", "-o", "ver.o"],
+        [MINGW + "gcc", "-O2", "-shared", "w.c", "ext.c", "ver.o", "-o", "wver.dll"],
         [MINGW + "g++", "-O2", "-shared", "wx.cpp", "-o", "wx.dll"],
         [MINGW + "g++", "-O2", "-shared", "-static-libstdc++", "-static-libgcc", "wx.cpp", "-o",
          "wx_static.dll"],
@@ -277,6 +286,13 @@ def test_mingw_c_dll(mingw: Path) -> None:
     assert f.soname == "w.dll"
 
 
+def test_version_resource(mingw: Path) -> None:
+    """VERSIONINFO compiled by windres: FILEVERSION/PRODUCTVERSION from VS_FIXEDFILEINFO."""
+    f = inspect(mingw / "wver.dll")
+    assert (f.details["file_version"], f.details["product_version"]) == ("1.2.3.4", "5.6.7.8")
+    assert "file_version" not in inspect(mingw / "w.dll").details
+
+
 def test_mingw_cxx_dll_links_libstdcxx(mingw: Path) -> None:
     f = inspect(mingw / "wx.dll", SYMBOLS)
     assert "libstdc++-6.dll" in (f.needed or [])
@@ -353,6 +369,7 @@ def test_onnxruntime_node_win32_dll(ort_node: Path, arch: str) -> None:
     assert f.details["pdb"] == r"N:\_work\1\b\RelWithDebInfo\RelWithDebInfo\onnxruntime.pdb"
     assert f.soname == "onnxruntime.dll"
     assert f.details["authenticode"] is True
+    assert f.details["file_version"].startswith("1.30.0.")
     flags = re.findall(r"IMAGE_DLL_CHARACTERISTICS_(\w+) \(", readobj(dll, "--file-headers"))
     assert sorted(f.details["dll_characteristics"]) == sorted(
         x.lower().replace("_", "-") for x in flags) == [

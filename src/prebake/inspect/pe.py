@@ -22,7 +22,11 @@ from prebake.inspect.facts import Facts, Symbols
 
 PE32 = 0x10B
 PE32_PLUS = 0x20B
-DIR_EXPORT, DIR_IMPORT, DIR_SECURITY, DIR_DEBUG, DIR_DELAY, DIR_CLR = 0, 1, 4, 6, 13, 14
+DIR_EXPORT, DIR_IMPORT, DIR_RESOURCE, DIR_SECURITY, DIR_DEBUG = 0, 1, 2, 4, 6
+DIR_DELAY, DIR_CLR = 13, 14
+RT_VERSION = 16
+VS_FIXEDFILEINFO_SIGNATURE = b"\xbd\x04\xef\xfe"
+MAX_RESOURCE_ENTRIES = 4096
 # DllCharacteristics bits a release audit asks about (ASLR, DEP, CFG…)
 DLL_CHARACTERISTICS = {0x20: "high-entropy-va", 0x40: "dynamic-base", 0x100: "nx-compat",
                        0x400: "no-seh", 0x4000: "guard-cf"}
@@ -128,6 +132,7 @@ class PeReader:
         if img.delay:
             facts.details["delay_imports"] = [d for d, _ in img.delay]
         _read_debug(img, facts)
+        _read_version(img, facts)
         if img.dir(DIR_SECURITY)[1]:
             facts.details["authenticode"] = True  # a signature blob is attached (not verified)
         if img.dir(DIR_CLR)[0]:
@@ -282,6 +287,41 @@ def _read_debug(img: _Image, facts: Facts) -> None:
             facts.details["pdb"] = img.r.cstr(ptr + 24, limit=min(dsize - 24, 4096))
             facts.details["pdb_guid"] = guid.hex()
             facts.details["pdb_age"] = img.r.u32(ptr + 20)
+
+
+def _first_resource(img: _Image, base: int, rel: int, want: int | None) -> tuple[int, bool] | None:
+    """The entry with id ``want`` (or the first one) of the resource directory at ``rel``:
+    (offset relative to the resource root, is a subdirectory)."""
+    at = base + rel
+    named, ids = img.r.u16(at + 12), img.r.u16(at + 14)
+    for i in range(min(named + ids, MAX_RESOURCE_ENTRIES)):
+        name, off = img.r.u32(at + 16 + 8 * i), img.r.u32(at + 20 + 8 * i)
+        if want is None or (not name & 0x80000000 and name == want):
+            return off & 0x7FFFFFFF, bool(off & 0x80000000)
+    return None
+
+
+def _read_version(img: _Image, facts: Facts) -> None:
+    """FileVersion/ProductVersion from the RT_VERSION resource's VS_FIXEDFILEINFO."""
+    rva, size = img.dir(DIR_RESOURCE)
+    if not rva or not size:
+        return
+    base = img.off(rva, "resource directory")
+    found = _first_resource(img, base, 0, RT_VERSION)
+    for _level in range(2):  # name, then language
+        if found is None or not found[1]:
+            return
+        found = _first_resource(img, base, found[0], None)
+    if found is None or found[1]:
+        return
+    data_rva, data_size = img.r.u32(base + found[0]), img.r.u32(base + found[0] + 4)
+    blob = img.r.bytes(img.off(data_rva, "version resource"), min(data_size, 4096), "version")
+    at = blob.find(VS_FIXEDFILEINFO_SIGNATURE)
+    if at < 0 or at + 24 > len(blob):
+        return
+    fms, fls, pms, pls = struct.unpack_from("<IIII", blob, at + 8)
+    facts.details["file_version"] = f"{fms >> 16}.{fms & 0xFFFF}.{fls >> 16}.{fls & 0xFFFF}"
+    facts.details["product_version"] = f"{pms >> 16}.{pms & 0xFFFF}.{pls >> 16}.{pls & 0xFFFF}"
 
 
 def _rich(r: Reader, lfanew: int) -> dict[str, Any] | None:
