@@ -173,3 +173,18 @@ def test_zig_cross_link_finds_a_glibc_symbol_too_new_for_the_target() -> None:
     assert not bad.ok and "ld.lld: error: undefined symbol: __isoc23_strtol" in bad.errors
     assert bad.commands[1][3] == "cc"  # a C library links with the C driver (no libc++ build)
     assert link_test(d / "libold.a", plat, symbols=["parse"]).ok
+
+
+def test_shared_library_with_an_unresolved_dependency() -> None:
+    src = "int missing_fn(void);\nint api(void) { return missing_fn(); }\n"
+    ok_src = "int api(void) { return 7; }\n"
+    d = support.build("lt-shared", {"u.c": src, "ok.c": ok_src},
+                      [["gcc", "-shared", "-fPIC", "u.c", "-o", "libuser.so"],
+                       ["gcc", "-shared", "-fPIC", "ok.c", "-o", "libok.so"]])
+    plat = Platform(name="linux-x86_64", os="linux", arch="x86_64",
+                    toolchain=Toolchain(cc=("gcc",), cxx=("g++",), ar=("ar",)),
+                    contract=Contract(), link_test=LinkTest(run=("env",)))
+    bad = link_test(d / "libuser.so", plat, symbols=["api"])
+    assert not bad.ok and any("undefined reference to `missing_fn'" in e for e in bad.errors)
+    good = link_test(d / "libok.so", plat, symbols=["api"])
+    assert good.ok and good.stage == "run", good.output  # runs: the rpath finds libok.so
