@@ -617,7 +617,9 @@ class ElfReader:
         ssec = elf.first(SHT.SYMTAB)
         sstr = elf.linked_strtab(ssec) if ssec is not None else b""
         allstr = dstr + b"\0" + sstr
-        names = {n.decode("utf-8", "replace") for n in allstr.split(b"\0")}
+        names = {n.decode("utf-8", "replace") for n in dstr.split(b"\0")}
+        # .symtab can be huge: look only for the few names that matter, not a set of all
+        names |= {m.decode() for m in _DEFINABLE if b"\0" + m + b"\0" in sstr}
         _gcc_lto(elf, facts, names)
         _eh(elf, facts, names, complete=elf.count > 0)
         lsda = b".gcc_except_table" in elf.shstrtab
