@@ -187,6 +187,10 @@ def test_bad_input_is_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixt
     assert main(["diff", str(tmp_path / "missing"), str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "missing" in err and len(err.strip().splitlines()) == 1
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "README.txt").write_text("no binaries here\n")
+    assert main(["diff", str(tmp_path / "docs"), str(tmp_path / "docs")]) == 2
+    assert "holds no binaries or headers" in capsys.readouterr().err
     bad = tmp_path / "demo-1.0.0-linux-x86_64.tar.xz"
     bad.write_bytes(b"not an xz stream")
     assert main(["diff", str(bad), str(bad)]) == 2

@@ -190,6 +190,9 @@ def _from_tree(root: Path, label: str, kind: str | None) -> Side:
     for p, rel, key in zip(bins, rels, _keys(rels), strict=True):
         libs[key] = _library(p, rel, key)
     headers = {p.relative_to(root).as_posix(): _sha256(p) for p in header_files}
+    if not libs and not headers:
+        raise PrebakeError(f"{label}: holds no binaries or headers prebake knows; nothing to "
+                           "compare")
     side = Side(label, kind or ("prefix" if prefix else "tree"), libs, headers,
                 manifest=manifest, size=sum(p.stat().st_size for p in _files(root)))
     order = _order(manifest.get("link_order")) if manifest else None
