@@ -162,3 +162,23 @@ def test_load_contract_file(tmp_path: Path) -> None:
     f.write_text("eh = \n")
     with pytest.raises(PrebakeError, match="not valid TOML"):
         load_contract_file(f)
+
+
+def test_many_members_are_summarised() -> None:
+    bad = []
+    for i in range(8):
+        m = wasm_obj(f"m{i}.o", eh="emscripten-legacy")
+        m.note("eh", f"references invoke_v{i}")
+        bad.append(m)
+    good = [wasm_obj(f"g{i}.o", eh="none") for i in range(33)]
+    v = check_facts(archive(*bad, *good), Contract(eh="wasm"))[0]
+    assert v.total == 41 and len(v.members) == 8 and len(v.evidence) == 8
+    assert "in 8 of 41 members: m0.o (references invoke_v0), " in v.detail
+    assert v.detail.endswith("m4.o (references invoke_v4), … (3 more)")
+
+
+def test_members_with_errors_are_skipped_and_nested_archives_walked() -> None:
+    broken = Facts(path="libx.a(bad.o)", error="truncated")
+    inner = archive(wasm_obj("deep.o", eh="emscripten-legacy"))
+    v = check_facts(archive(broken, inner), Contract(eh="wasm"))[0]
+    assert v.members == ["deep.o"] and v.total == 1
