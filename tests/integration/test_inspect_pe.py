@@ -399,8 +399,8 @@ def test_directml_static_crt_reported_with_evidence(ort_node: Path) -> None:
 def test_mutated_pe_and_coff_give_only_clean_errors(mingw: Path, clangcl: Path) -> None:
     """Random byte flips in headers and tables of real files: a Facts or a FormatError."""
     rnd = random.Random(7)
-    files = [mingw / "w.dll", mingw / "w_big.o", mingw / "wx.o", mingw / "foo.lib",
-             clangcl / "w_MD.obj", clangcl / "dm.obj"]
+    files = [mingw / "w.dll", mingw / "wver.dll", mingw / "w_big.o", mingw / "wx.o",
+             mingw / "foo.lib", clangcl / "w_MD.obj", clangcl / "dm.obj"]
     for path in files:
         data = path.read_bytes()
         for _ in range(150):

@@ -11,6 +11,7 @@ module's ``READERS`` puts the PE reader first and the magic-less COFF reader las
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -131,8 +132,8 @@ class PeReader:
         facts.needed = needed
         if img.delay:
             facts.details["delay_imports"] = [d for d, _ in img.delay]
-        _read_debug(img, facts)
-        _read_version(img, facts)
+        _optional(facts, "debug", lambda: _read_debug(img, facts))
+        _optional(facts, "version", lambda: _read_version(img, facts))
         if img.dir(DIR_SECURITY)[1]:
             facts.details["authenticode"] = True  # a signature blob is attached (not verified)
         if img.dir(DIR_CLR)[0]:
@@ -153,6 +154,15 @@ class PeReader:
             facts.symbols = Symbols(defined=list(exports), undefined=undefined,
                                     exports=list(exports))
         return facts
+
+
+def _optional(facts: Facts, what: str, read: Callable[[], None]) -> None:
+    """Debug and resource data only add details: a broken one is noted, not fatal (linkers
+    and signing tools leave stale debug pointers in otherwise good images)."""
+    try:
+        read()
+    except Truncated as exc:
+        facts.details[f"{what}_error"] = str(exc)
 
 
 def _optional_header(r: Reader, opt: int, opt_size: int, nsec: int, symptr: int,
