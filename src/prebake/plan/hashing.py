@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -38,28 +39,35 @@ def canonical_digest(obj: Any) -> str:
     return sha256_bytes(text.encode("utf-8"))
 
 
-def file_digest(path: Path) -> str:
-    h = hashlib.sha256()
+def file_digest(path: Path | str) -> str:
     with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 def tree_digest(root: Path) -> str:
-    """Digest of a folder: every file's relative path, executable bit and content, sorted."""
+    """Digest of a folder: every file's relative path, executable bit and content, sorted.
+
+    ``os.scandir`` with plain strings: a source tree has thousands of files and this runs on
+    every plan, so per-file overhead matters (benchmarks/bench_plan.py).
+    """
     entries: list[tuple[str, str]] = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS)
-        for name in filenames:
-            p = Path(dirpath) / name
-            rel = p.relative_to(root).as_posix()
-            if p.is_symlink():
-                entries.append((rel, "link:" + str(p.readlink())))
-            elif p.is_file():
-                mode = "x" if os.access(p, os.X_OK) else "-"
-                entries.append((rel, f"{mode}:{file_digest(p)}"))
-    return canonical_digest(sorted(entries))
+
+    def walk(folder: str, prefix: str) -> None:
+        with os.scandir(folder) as it:
+            for entry in it:
+                rel = prefix + entry.name
+                if entry.is_symlink():
+                    entries.append((rel, "link:" + str(Path(entry.path).readlink())))
+                elif entry.is_dir():
+                    if entry.name not in _SKIP_DIRS:
+                        walk(entry.path, rel + "/")
+                elif entry.is_file():
+                    mode = "x" if entry.stat().st_mode & 0o100 else "-"
+                    entries.append((rel, f"{mode}:{file_digest(entry.path)}"))
+
+    walk(str(root), "")
+    entries.sort()
+    return canonical_digest(entries)
 
 
 def _unexpand(argv: tuple[str, ...] | None) -> list[str] | None:
@@ -97,6 +105,17 @@ class ToolchainIdentity:
         self._run = run or _version_line
         self._cache: dict[tuple[str, ...], str] = {}
 
+    def prefetch(self, toolchains: list[Toolchain]) -> None:
+        """Run the ``--version`` of every unpinned compiler at once (each takes ~50 ms)."""
+        todo = list(dict.fromkeys(t.cc for t in toolchains
+                                  if not t.pin and t.cc not in self._cache))
+        if len(todo) < 2:
+            return
+        with ThreadPoolExecutor(max_workers=min(8, len(todo))) as pool:
+            for argv, line in zip(todo, pool.map(lambda a: self._run([*a, "--version"]), todo),
+                                  strict=True):
+                self._cache[argv] = line
+
     def __call__(self, toolchain: Toolchain, pins: Mapping[str, str]) -> str:
         if toolchain.pin:
             return f"pin {toolchain.pin}={pins.get(toolchain.pin, '?')}"
@@ -122,6 +141,7 @@ def _version_line(argv: list[str]) -> str:
 
 def _memo(cache: dict[tuple[str, Path], str] | None, kind: str, path: Path,
           fn: Callable[[Path], str]) -> str:
+    """``fn(path)``, remembered in ``cache`` for the rest of one plan."""
     if cache is None:
         return fn(path)
     key = (kind, path)

@@ -78,6 +78,8 @@ def make_plan(ws: Workspace, stage: str | None = None, platform: str | None = No
     the stages it comes after.
     """
     identify = identify or _IDENTITY
+    if isinstance(identify, ToolchainIdentity):
+        identify.prefetch([ws.platforms[p].toolchain for p in ws.platforms])
     stages = ws.stage_names(stage)
     platforms = ws.platform_names(platform)
     done: dict[str, Unit] = {}
