@@ -241,3 +241,21 @@ def test_build_summary_for_a_first_and_a_later_release(prefixes: dict[str, Path]
     result, md = build_summary(a3, store)
     assert result is not None and not result.breaking
     assert "export added <code>added</code>" in md
+
+
+def test_onnxruntime_web_legacy_eh_vs_jspi_build(ort_web: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """The story's trap as a diff: the public legacy-EH build vs the JSPI build of the same
+    onnxruntime-web release — EH model, async model and wasm features all break consumers."""
+    dist = ort_web / "dist"
+    code, d = run_diff(capsys, str(dist / "ort-wasm-simd-threaded.wasm"),
+                       str(dist / "ort-wasm-simd-threaded.jspi.wasm"))
+    assert code == 1
+    facts = {c["subject"]: c for c in d["changes"] if c["category"] == "fact"}
+    assert (facts["eh"]["old"], facts["eh"]["new"], facts["eh"]["breaking"]) == (
+        "emscripten-legacy", "wasm", True)
+    assert (facts["async"]["new"], facts["async"]["breaking"]) == ("jspi", True)
+    assert facts["wasm_features"]["breaking"]
+    assert "exception-handling" in facts["wasm_features"]["new"]
+    assert "exception-handling" not in facts["wasm_features"]["old"]
+    assert d["size"]["change_pct"] is not None and d["size"]["change_pct"] > 0
