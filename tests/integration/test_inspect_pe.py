@@ -428,3 +428,20 @@ def test_debian_mingw_libraries() -> None:
     assert (std.kind, std.arch, std.abi.cxx_stdlib) == ("static-library", "x86_64", "libstdc++")
     assert {m.details.get("toolchain") for m in std.members or []} == {"mingw"}
     assert std.abi.msvc_runtime is None
+
+
+def test_stale_debug_pointer_is_noted_not_fatal(zigwin: Path) -> None:
+    """A CodeView entry pointing past the end (as after a careless post-link edit): the image's
+    facts still come out, the problem is named in details."""
+    dll = zigwin / "w.dll"
+    text = readobj(dll, "--coff-debug-directory")
+    size, addr, ptr = (int(re.findall(rf"{k}: (0x[0-9A-F]+)", text)[0], 16)
+                       for k in ("SizeOfData", "AddressOfRawData", "PointerToRawData"))
+    entry = struct.pack("<III", size, addr, ptr)
+    data = dll.read_bytes()
+    assert data.count(entry) == 1
+    broken = data.replace(entry, struct.pack("<III", size, addr, len(data) + 64))
+    f = inspect_bytes(broken, "w.dll")
+    assert "pdb" not in f.details and "debug_error" in f.details
+    assert f.symbols is None and f.needed == inspect(dll).needed
+    assert inspect(dll).details["pdb"] == "w.pdb"
