@@ -14,8 +14,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from prebake.diff.model import Change, DiffResult, LibraryRow
-from prebake.diff.side import Library, Side
+from prebake.diff.model import Change, DiffResult, LibraryRow, pct
+from prebake.diff.side import Library, Side, library_key
 
 # fact -> (how a change breaks, why it matters to a consumer)
 #   "changed": any difference between two known values breaks
@@ -41,7 +41,7 @@ FACT_RULES: dict[str, tuple[str, str]] = {
 TOP_LEVEL_FACTS = ("format", "kind", "arch", "needed", "soname")
 
 
-def _fact(facts: Mapping[str, Any], name: str) -> Any:
+def fact_value(facts: Mapping[str, Any], name: str) -> Any:
     if name in TOP_LEVEL_FACTS:
         return facts.get(name)
     abi = facts.get("abi")
@@ -93,7 +93,7 @@ def _exports(key: str, old: Library, new: Library) -> list[Change]:
 def _facts(key: str, old: Library, new: Library) -> list[Change]:
     out = []
     for name in FACT_RULES:
-        a, b = _fact(old.facts, name), _fact(new.facts, name)
+        a, b = fact_value(old.facts, name), fact_value(new.facts, name)
         verdict = classify_fact(name, a, b)
         if verdict is not None:
             out.append(Change("fact", name, verdict[0], verdict[1], key, a, b))
@@ -118,8 +118,6 @@ def _library_changes(old: Side, new: Side) -> tuple[list[Change], list[LibraryRo
         elif a is not None and b is not None:
             mine = _facts(key, a, b) + _exports(key, a, b)
             if a.size != b.size:
-                from prebake.diff.model import pct
-
                 mine.append(Change("size", key, False, f"{_signed(pct(a.size, b.size))}",
                                    key, a.size, b.size))
             changes += mine
@@ -166,8 +164,6 @@ def _headers(old: Side, new: Side) -> list[Change]:
 
 def _order_keys(side: Side) -> list[list[str]]:
     by_path = {lib.path: lib.key for lib in side.libraries.values()}
-    from prebake.diff.side import library_key
-
     return [[by_path.get(p, library_key(p.rsplit("/", 1)[-1])) for p in g]
             for g in side.link_order or []]
 
@@ -208,8 +204,6 @@ def diff_sides(old: Side, new: Side) -> DiffResult:
     lib_changes, rows = _library_changes(old, new)
     order_changes, order_info = _link_order(old, new)
     changes = lib_changes + order_changes + _headers(old, new)
-    from prebake.diff.model import pct
-
     p = pct(old.size, new.size)
     if p is not None and old.size != new.size:
         changes.append(Change("size", "total", False, _signed(p), None, old.size, new.size))

@@ -30,11 +30,11 @@ def _verdict(manifest: Mapping[str, Any], guard: str) -> dict[str, Any]:
 
 
 def _fact_values(facts: Sequence[Mapping[str, Any]], name: str) -> str | None:
-    from prebake.diff.compare import _fact
+    from prebake.diff.compare import fact_value
 
     seen: list[str] = []
     for f in facts:
-        v = _fact(f, name)
+        v = fact_value(f, name)
         if v is None or v == [] or (name == "threads" and v is False):
             continue
         text = ", ".join(map(str, v)) if isinstance(v, list) else (
