@@ -20,21 +20,26 @@ Rules (each rejection names the archive, the member and the rule):
 
 from __future__ import annotations
 
+import bz2
 import contextlib
+import gzip
+import io
 import lzma
 import os
 import posixpath
+import queue
 import re
 import shutil
 import stat
 import tarfile
 import tempfile
+import threading
 import zipfile
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from prebake.errors import PrebakeError
 
@@ -146,6 +151,81 @@ def _zip_members(archive: Path, zf: zipfile.ZipFile, strip: int) -> Iterator[_Me
                           open=opener)
 
 
+# the stream is closed by _ReadAhead.close(), hence no context managers here
+_MAGIC: tuple[tuple[bytes, Callable[[Path], io.BufferedIOBase]], ...] = (
+    (b"\xfd7zXZ\x00", lambda p: lzma.open(p, "rb")),  # noqa: SIM115
+    (b"\x1f\x8b", lambda p: gzip.open(p, "rb")),  # noqa: SIM115
+    (b"BZh", lambda p: bz2.open(p, "rb")),  # noqa: SIM115
+)
+
+
+def _decompressed(archive: Path) -> io.BufferedIOBase:
+    with open(archive, "rb") as fh:
+        head = fh.read(6)
+    for magic, opener in _MAGIC:
+        if head.startswith(magic):
+            return opener(archive)
+    return open(archive, "rb")
+
+
+class _ReadAhead(io.RawIOBase):
+    """Decompress in a background thread while the caller writes files (liblzma and zlib
+    release the GIL), the way ``tar -xJ`` overlaps ``xz -d`` and its own writes."""
+
+    _CHUNK = 1 << 20
+
+    def __init__(self, src: io.BufferedIOBase) -> None:
+        super().__init__()
+        self._src = src
+        self._queue: queue.Queue[bytes | BaseException] = queue.Queue(maxsize=16)
+        self._stop = threading.Event()
+        self._buf = b""
+        self._pos = 0
+        self._eof = False
+        self._thread = threading.Thread(target=self._pump, daemon=True)
+        self._thread.start()
+
+    def _pump(self) -> None:
+        try:
+            while not self._stop.is_set():
+                chunk = self._src.read(self._CHUNK)
+                self._put(chunk)
+                if not chunk:
+                    return
+        except BaseException as exc:  # handed to the reading thread
+            self._put(exc)
+
+    def _put(self, item: bytes | BaseException) -> None:
+        while not self._stop.is_set():
+            try:
+                self._queue.put(item, timeout=0.1)
+                return
+            except queue.Full:
+                continue
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        while self._pos >= len(self._buf) and not self._eof:
+            item = self._queue.get()
+            if isinstance(item, BaseException):
+                raise item
+            if not item:
+                self._eof = True
+            self._buf, self._pos = item, 0
+        n = min(len(b), len(self._buf) - self._pos)
+        b[:n] = memoryview(self._buf)[self._pos:self._pos + n]
+        self._pos += n
+        return n
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._src.close()
+        super().close()
+
+
 @contextlib.contextmanager
 def _open_members(archive: Path, strip: int) -> Iterator[Iterator[_Member]]:
     try:
@@ -153,7 +233,8 @@ def _open_members(archive: Path, strip: int) -> Iterator[Iterator[_Member]]:
             with zipfile.ZipFile(archive) as zf:
                 yield _zip_members(archive, zf, strip)
         else:
-            with tarfile.open(archive, "r:*") as tf:
+            with _ReadAhead(_decompressed(archive)) as stream, \
+                    tarfile.open(fileobj=stream, mode="r|") as tf:
                 yield _tar_members(archive, tf, strip)
     except (tarfile.TarError, zipfile.BadZipFile, EOFError, OSError, lzma.LZMAError,
             zlib.error) as exc:
