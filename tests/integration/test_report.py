@@ -73,6 +73,10 @@ def test_manifests_only_report(store: Path, tmp_path: Path) -> None:
     diff = diff[: diff.index("</section>")]
     assert "floor raised" in diff and "glibc_max" in diff  # facts come from the manifests
     assert "export removed" not in html  # exports need the assets themselves
+    # the same store gives the same bytes (no timestamps, no random chart ids)
+    assert main(["report", "--store", f"file://{store}", "--out", str(tmp_path / "again"),
+                 "--manifests-only"]) == 0
+    assert (tmp_path / "again" / "index.html").read_text() == html
 
 
 def test_empty_store_report(tmp_path: Path) -> None:
