@@ -141,7 +141,7 @@ class PeReader:
         rich = _rich(r, lfanew)
         if rich is not None:
             facts.details["rich"] = rich
-        _toolchain(facts, img, rich is not None, exports)
+        _toolchain(facts, img, rich is not None)
         _runtime(facts, img, rich is not None)
         _cxx(facts, img, exports)
         facts.abi.lto = "none"
@@ -358,7 +358,7 @@ def _lower_imports(img: _Image) -> list[str]:
     return [d.lower() for d, _ in img.imports + img.delay]
 
 
-def _toolchain(facts: Facts, img: _Image, rich: bool, exports: list[str]) -> None:
+def _toolchain(facts: Facts, img: _Image, rich: bool) -> None:
     """msvc / mingw / llvm-mingw, from what each linker and CRT leaves behind (ABI-FACTS §6.1)."""
     dlls = _lower_imports(img)
     linker = facts.details["linker_version"]
