@@ -56,7 +56,7 @@ def test_report_holds_the_matrix_and_diffs(report: Path) -> None:
     assert re.findall(r"<th>(linux-[a-z0-9_]+)</th>", head) == ["linux-aarch64", "linux-x86_64"]
     for text in ("demo", "zlite", "2.0.0", "1.1.0", "1.0.0", "0.9.0", "glibc_max", "2.38",
                  "aarch64", "check: pass", "link test: fail", "link test: not recorded",
-                 "vs 1.1.0: ", "vs 1.0.0: "):
+                 "vs 1.1.0: ", "vs 1.0.0: ", "toolchain"):
         assert text in head, text
     # the removed export with a markup name is shown, escaped, in the 1.0.0 -> 1.1.0 diff
     assert ESCAPED in html

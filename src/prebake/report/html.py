@@ -44,6 +44,20 @@ def _fact_values(facts: Sequence[Mapping[str, Any]], name: str) -> str | None:
     return " | ".join(seen) if seen else None
 
 
+def _toolchain(manifest: Mapping[str, Any]) -> str | None:
+    """``emsdk 5.0.5`` when the toolchain is pinned, else the compiler's version line."""
+    tc = manifest.get("toolchain")
+    if not isinstance(tc, Mapping):
+        return None
+    if tc.get("pin") and tc.get("pin_version"):
+        return f"{tc['pin']} {tc['pin_version']}"
+    version = tc.get("version")
+    if isinstance(version, str) and version:
+        return version if len(version) <= 48 else version[:47] + "…"
+    cc = tc.get("cc")
+    return " ".join(map(str, cc)) if isinstance(cc, list) and cc else None
+
+
 def _cell(r: Release, diff: tuple[int, DiffResult, str] | None) -> dict[str, Any]:
     m = r.manifest
     facts = [f for f in m.get("facts", []) if isinstance(f, Mapping)] \
@@ -53,7 +67,8 @@ def _cell(r: Release, diff: tuple[int, DiffResult, str] | None) -> dict[str, Any
         "version": r.aid.version, "release": r.release, "asset": r.aid.filename,
         "size": human_size(r.size), "input_hash": ih, "input_short": ih[:12],
         "check": _verdict(m, "check"), "link_test": _verdict(m, "link_test"),
-        "facts": [(k, v) for k in CELL_FACTS if (v := _fact_values(facts, k)) is not None],
+        "facts": [(k, v) for k in CELL_FACTS if (v := _fact_values(facts, k)) is not None]
+        + ([("toolchain", tc)] if (tc := _toolchain(m)) else []),
         "libraries": [str(f.get("path")) for f in facts],
         "diff": None,
     }
