@@ -194,6 +194,12 @@ def test_publisher_killed_mid_upload_leaves_nothing_complete(
     debris = [a for a in gh.state.assets.values()
               if a.state != "uploaded" or a.name.endswith(".partial")]
     assert debris, "the kill should have interrupted the publish"
-    # publishing again afterwards completes normally and replaces the debris's final name
+    # publishing again completes normally; debris older than an hour is swept, younger is kept
+    # (it could be a publisher still uploading)
+    young = debris[0]
+    for a in debris[1:]:
+        a.created -= 7200
     store(gh).publish(big)
     assert store(gh).list_assets() == [aid]
+    remaining = {a.id for a in gh.state.assets.values()}
+    assert young.id in remaining and not any(a.id in remaining for a in debris[1:])

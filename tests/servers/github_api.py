@@ -25,6 +25,7 @@ import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -37,6 +38,7 @@ class Asset:
     release_id: int
     state: str = "starter"
     data: bytes = b""
+    created: float = field(default_factory=time.time)
 
 
 @dataclass
@@ -141,7 +143,9 @@ class _Handler(BaseHTTPRequestHandler):
                               "{?name,label}"}
 
     def _asset_json(self, a: Asset) -> dict[str, Any]:
+        created = datetime.fromtimestamp(a.created, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         return {"id": a.id, "name": a.name, "state": a.state, "size": len(a.data),
+                "created_at": created,
                 "browser_download_url": f"{self.server.base_url}/download/{a.id}"}
 
     # -- routing ------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
 from prebake.errors import PrebakeError
@@ -60,6 +61,16 @@ def local_path(url: str, root: Path | None) -> Path:
     if not path.is_absolute():
         path = (root or Path.cwd()) / path
     return path
+
+
+if TYPE_CHECKING:  # mypy proves every backend implements the protocol
+    from prebake.store.github import GitHubStore
+    from prebake.store.http import MirrorStore
+    from prebake.store.local import LocalStore
+    from prebake.store.s3 import S3Store
+
+    def _conforms(a: LocalStore, b: GitHubStore, c: S3Store, d: MirrorStore) -> list[Store]:
+        return [a, b, c, d]
 
 
 __all__ = ["BACKENDS", "DEFAULT_RELEASE", "Store", "local_path", "open_store"]

@@ -27,6 +27,7 @@ from prebake.package.naming import (
     MANIFEST_SUFFIX,
     MAX_ASSET_BYTES,
     SHA256_SUFFIX,
+    TRUST_SIDECAR_SUFFIXES,
     AssetId,
     parse_asset_name,
     parse_sha256_line,
@@ -93,6 +94,15 @@ class PublishSet:
     manifest_file: Path
     sha256: str
     size: int
+    #: optional trust sidecars present next to the asset (``.intoto.json``, ``.sig``); uploaded
+    #: before the ``.sha256`` commit marker, and removed from the store when absent here
+    extras: tuple[Path, ...] = ()
+
+    def stale_extras(self) -> list[str]:
+        """Trust sidecar names a store must delete so an old signature cannot outlive its asset."""
+        have = {p.name for p in self.extras}
+        return [n for n in (self.aid.filename + s for s in TRUST_SIDECAR_SUFFIXES)
+                if n not in have]
 
 
 def file_sha256(path: Path, progress: ProgressFn | None = None) -> str:
@@ -144,7 +154,9 @@ def prepare_publish(asset_path: Path) -> PublishSet:
     if actual != digest:
         raise PrebakeError(f"{sha_file}: says {digest} but {asset_path.name} hashes to {actual}; "
                            "the sidecar is stale")
-    return PublishSet(aid, asset_path, sha_file, man_file, digest, size)
+    extras = tuple(p for s in TRUST_SIDECAR_SUFFIXES
+                   if (p := asset_path.with_name(aid.filename + s)).is_file())
+    return PublishSet(aid, asset_path, sha_file, man_file, digest, size, extras)
 
 
 def retry_delays(attempts: int | None = None) -> list[float]:

@@ -26,6 +26,7 @@ import re
 import secrets
 import time
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -50,6 +51,7 @@ from prebake.store.base import (
 API_DEFAULT = "https://api.github.com"
 _REPO = re.compile(r"^github://([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+)/?$")
 _CREATE_ATTEMPTS = 12
+PARTIAL_MAX_AGE = 3600.0  # seconds before a temporary upload counts as a killed publisher's
 
 
 def token_from_env(env: dict[str, str] | None = None) -> str | None:
@@ -229,8 +231,28 @@ class GitHubStore:
         self._delete_named(rel, ps.aid.sha256_name)  # hide the old asset (commit marker) first
         self._put(rel, ps.asset, ps.aid.filename, progress)
         self._put(rel, ps.manifest_file, ps.aid.manifest_name, None)
+        for name in ps.stale_extras():
+            self._delete_named(rel, name)
+        for extra in ps.extras:
+            self._put(rel, extra, extra.name, None)
         self._put(rel, ps.sha256_file, ps.aid.sha256_name, None)  # commit
+        self._sweep(rel, ps.aid)
         return ps.aid
+
+    def _sweep(self, rel: dict[str, Any], aid: AssetId) -> None:
+        """Delete temporary uploads of this asset left by killed publishers. Only old ones:
+        a young one may belong to a publisher still uploading."""
+        now = time.time()
+        prefixes = tuple(f"{n}." for n in (aid.filename, aid.sha256_name, aid.manifest_name))
+        for a in self._assets(rel):
+            name = str(a["name"])
+            if not (name.endswith(".partial") and name.startswith(prefixes)):
+                continue
+            created = _timestamp(a.get("created_at"))
+            if created is not None and now - created > PARTIAL_MAX_AGE:
+                with contextlib.suppress(_http.NotFound):
+                    self._retrying("DELETE", self._repo_url(f"/releases/assets/{a['id']}"),
+                                   f"delete stale {name}")
 
     def _upload_url(self, rel: dict[str, Any]) -> str:
         if self.uploads:
@@ -271,6 +293,15 @@ class GitHubStore:
                 with contextlib.suppress(_http.NotFound):  # someone else deleted it first
                     self._retrying("DELETE", self._repo_url(f"/releases/assets/{a['id']}"),
                                    f"delete {name}")
+
+
+def _timestamp(value: Any) -> float | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
 
 
 def _already_exists(resp: httpx.Response) -> bool:

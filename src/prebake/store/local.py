@@ -14,7 +14,7 @@ from pathlib import Path
 
 from prebake import jsonio
 from prebake.errors import PrebakeError
-from prebake.package.naming import AssetId
+from prebake.package.naming import TRUST_SIDECAR_SUFFIXES, AssetId
 from prebake.store.base import (
     DEFAULT_RELEASE,
     ProgressFn,
@@ -110,6 +110,10 @@ class LocalStore:
         (d / ps.aid.sha256_name).unlink(missing_ok=True)  # hide the old asset first
         copy_with_progress(ps.asset, final, progress)
         jsonio.atomic_write_bytes(d / ps.aid.manifest_name, ps.manifest_file.read_bytes())
+        for name in ps.stale_extras():
+            (d / name).unlink(missing_ok=True)
+        for extra in ps.extras:
+            jsonio.atomic_write_bytes(d / extra.name, extra.read_bytes())
         jsonio.atomic_write_bytes(d / ps.aid.sha256_name, ps.sha256_file.read_bytes())
         return ps.aid
 
@@ -119,7 +123,8 @@ class LocalStore:
     def delete(self, asset: AssetId, release: str | None = None) -> None:
         """Remove an asset, commit marker first (used by tests and clean-ups)."""
         d = self._dir(release)
-        for name in (asset.sha256_name, asset.filename, asset.manifest_name):
+        for name in (asset.sha256_name, asset.filename, asset.manifest_name,
+                     *(asset.filename + s for s in TRUST_SIDECAR_SUFFIXES)):
             (d / name).unlink(missing_ok=True)
         if d.is_dir() and not any(d.iterdir()):
             shutil.rmtree(d, ignore_errors=True)

@@ -182,7 +182,12 @@ class S3Store:
 
         self._call(f"upload {aid.filename}", self.client.upload_file, Filename=str(ps.asset),
                    Bucket=self.bucket, Key=self._key(release, aid.filename), Callback=cb)
+        for name in ps.stale_extras():
+            self._call("remove old trust sidecar", self.client.delete_object,
+                       Bucket=self.bucket, Key=self._key(release, name))
+        extras = [(p, p.name, "application/octet-stream") for p in ps.extras]
         for side, name, ctype in ((ps.manifest_file, aid.manifest_name, "application/json"),
+                                  *extras,
                                   (ps.sha256_file, aid.sha256_name, "text/plain")):
             self._call(f"upload {name}", self.client.put_object, Bucket=self.bucket,
                        Key=self._key(release, name), Body=side.read_bytes(), ContentType=ctype)
