@@ -84,6 +84,10 @@ def test_empty_store_report(tmp_path: Path) -> None:
     assert main(["report", "--store", f"file://{tmp_path / 'empty'}", "--out",
                  str(tmp_path / "o")]) == 0
     assert "no complete assets" in (tmp_path / "o" / "index.html").read_text()
+    # a mistyped local store is an error, not an empty report
+    assert main(["report", "--store", f"file://{tmp_path / 'nope'}", "--out",
+                 str(tmp_path / "o2")]) == 2
+    assert not (tmp_path / "o2" / "index.html").exists()
 
 
 def chromium(page: Path, tmp: Path, *extra: str) -> subprocess.CompletedProcess[str]:

@@ -34,7 +34,15 @@ def run(args: argparse.Namespace) -> int:
     from prebake.store import open_store
 
     root = workspace_root(args)
-    store = open_store(store_url(args.store, root), root=root or Path.cwd())
+    url = store_url(args.store, root)
+    if "://" not in url or url.lower().startswith("file://"):
+        from prebake.errors import PrebakeError
+        from prebake.store import local_path
+
+        folder = local_path(url, root)
+        if not folder.is_dir():
+            raise PrebakeError(f"{url}: no such store folder ({folder})")
+    store = open_store(url, root=root or Path.cwd())
     status = err_console()
 
     def progress(msg: str) -> None:
