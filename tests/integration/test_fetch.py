@@ -125,6 +125,22 @@ def test_contract_from_consumer_workspace(env: Path, store_url: str, arch: str, 
         assert not (ws / "prebake_deps").exists() and not (ws / "prebake.lock").exists()
 
 
+def test_store_from_consumer_workspace(env: Path, store_url: str,
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    ws = env / "addon"
+    ws.mkdir()
+    (ws / "prebake.toml").write_text(CONSUMER_TOML.format(arch="x86_64") + f"""
+[stores.deps]
+url = "{store_url}"
+default = true
+""")
+    monkeypatch.chdir(env)
+    assert main(["-C", str(ws), "fetch", "demo==1.0.0", "--platform", "linux-x86_64"]) == 0
+    assert (ws / "prebake_deps/demo-linux-x86_64/include/demo.h").exists()
+    (entry,) = json.loads((ws / "prebake.lock").read_text())["packages"]
+    assert entry["url"].startswith(store_url)
+
+
 def _publish_raw(store_dir: Path, filename: str, data: bytes) -> None:
     """Put bytes in a file store as a complete asset (valid sidecars): a hostile publisher."""
     rel = store_dir / "continuous"
