@@ -18,11 +18,8 @@ from prebake.store.base import Store
 STATUSES = ("built", "stale", "missing", "unknown")
 
 
-def unit_status(store: Store, unit: Unit, release: str | None = None) -> str:
-    try:
-        data = store.read_sidecar(asset_for(unit), MANIFEST_SUFFIX, release)
-    except (PrebakeError, OSError):
-        return "unknown"
+def _lookup(store: Store, unit: Unit, release: str | None) -> str:
+    data = store.read_sidecar(asset_for(unit), MANIFEST_SUFFIX, release)
     if data is None:
         return "missing"
     try:
@@ -33,15 +30,29 @@ def unit_status(store: Store, unit: Unit, release: str | None = None) -> str:
     return "built" if ok else "stale"
 
 
+def unit_status(store: Store, unit: Unit, release: str | None = None) -> str:
+    try:
+        return _lookup(store, unit, release)
+    except (PrebakeError, OSError):
+        return "unknown"
+
+
 def plan_statuses(plan: Plan, store_url: str, root: Path, release: str | None = None
                   ) -> dict[str, str]:
-    """Status per unit id, looked up in ``release`` (default: ``continuous``) of the store."""
+    """Status per unit id, looked up in ``release`` (default: ``continuous``) of the store.
+
+    After the first failed look-up (store unreachable, after its own retries) the remaining
+    units are "unknown" at once instead of each retrying again.
+    """
+    statuses = {u.id: "unknown" for u in plan.units}
     try:
         from prebake.store import open_store
     except ImportError:  # the store layer is optional at this level
-        return {u.id: "unknown" for u in plan.units}
+        return statuses
     try:
         store = open_store(store_url, root=root)
+        for u in plan.units:
+            statuses[u.id] = _lookup(store, u, release)
     except (PrebakeError, OSError):
-        return {u.id: "unknown" for u in plan.units}
-    return {u.id: unit_status(store, u, release) for u in plan.units}
+        pass
+    return statuses
