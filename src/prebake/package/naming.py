@@ -16,6 +16,11 @@ ASSET_SUFFIX = ".tar.xz"
 SHA256_SUFFIX = ".sha256"
 MANIFEST_SUFFIX = ".json"
 SIDECAR_SUFFIXES = (SHA256_SUFFIX, MANIFEST_SUFFIX)
+# Optional trust sidecars (prebake.trust): the in-toto provenance statement and the ssh signature
+# over the asset's and the statement's sha256 lines. Stores carry them when present next to an asset.
+PROVENANCE_SUFFIX = ".intoto.json"
+SIGNATURE_SUFFIX = ".sig"
+TRUST_SIDECAR_SUFFIXES = (PROVENANCE_SUFFIX, SIGNATURE_SUFFIX)
 MAX_ASSET_BYTES = 2 * 1024**3  # GitHub refuses release assets of 2 GiB or more
 
 _NAME = r"[A-Za-z0-9_.+]+(?:-[A-Za-z_][A-Za-z0-9_.+]*)*"
