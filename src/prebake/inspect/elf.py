@@ -510,7 +510,9 @@ def _eh(elf: ElfFile, facts: Facts, names: set[str], *, complete: bool) -> None:
 def _object_glibc(facts: Facts, undefined: list[str]) -> None:
     """glibc floor of an object from its undefined symbols and the generated table."""
     arch = facts.arch
-    if arch is None or facts.os != "linux":
+    if arch is None or facts.os not in ("linux", None):
+        # os None: objects rarely say; an x86_64/aarch64/arm/i686 ELF object that calls
+        # __isoc23_strtol needs glibc 2.38 wherever it is linked against glibc
         return
     tab = glibc.table(arch)
     hits = [n.encode() for n in glibc.names(arch).intersection(undefined)]
