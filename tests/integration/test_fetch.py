@@ -218,3 +218,18 @@ def test_library_api_raises_integrity_error(env: Path, store_url: str) -> None:
         fetch("demo", "1.0.0", "linux-x86_64", store=store_url, into=env / "p",
               lock_path=env / "l.lock")
     assert not (env / "p").exists()
+
+
+def test_stale_partial_download_is_redone_from_scratch(env: Path, store_url: str) -> None:
+    """A ``.part`` left from an earlier, interrupted fetch of bytes since re-published: the
+    resumed file fails its sha256, so the download is redone once from the start."""
+    staging = env / "cache/downloads/continuous/demo-1.0.0-linux-x86_64.tar.xz.part"
+    staging.parent.mkdir(parents=True)
+    staging.write_bytes(b"stale bytes of an older upload")
+    with StaticServer(Path(store_url[len("file://"):])) as mirror:
+        result = fetch("demo", "1.0.0", "linux-x86_64", store=mirror.url, into=env / "p")
+        asset_gets = [r for r in mirror.requests if r.split()[0].endswith(".tar.xz")]
+    assert asset_gets == ["/continuous/demo-1.0.0-linux-x86_64.tar.xz bytes=30-",
+                          "/continuous/demo-1.0.0-linux-x86_64.tar.xz"]
+    assert result.downloaded and (env / "p/lib/libdemo.a").exists()
+    assert not staging.exists()

@@ -12,6 +12,7 @@ HTTP ``Range`` on the next attempt; verified assets are kept by sha256 so a re-f
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from collections.abc import Iterable, Iterator
@@ -96,23 +97,50 @@ def _candidates(store: Store, aid: AssetId, release: str | None,
     yield from others
 
 
+@contextlib.contextmanager
+def _exclusive(path: Path) -> Iterator[None]:
+    """Serialise fetches of one asset sharing a cache (parallel CMake configures, CI jobs):
+    two writers appending to one ``.part`` file would interleave bytes."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as fh:
+        try:
+            import fcntl
+        except ImportError:  # Windows: no advisory locks; the sha256 check still holds
+            yield
+            return
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
 def _download_verified(store: Store, aid: AssetId, release: str, expected: str, cache: Path,
                        progress: ProgressFn | None) -> tuple[Path, bool]:
-    """The verified asset in the cache, downloading (or resuming) when not there yet."""
+    """The verified asset in the cache, downloading (or resuming) when not there yet. A
+    resumed download that fails verification is retried once from scratch (the store may have
+    been re-published since the partial file was written)."""
     final = cache / "assets" / expected / aid.filename
-    if final.is_file() and file_sha256(final) == expected:
-        return final, False
     staging = cache / "downloads" / release / aid.filename
-    store.download(aid, staging, release, progress=progress)
-    actual = file_sha256(staging)
-    if actual != expected:
-        staging.unlink(missing_ok=True)
-        raise IntegrityError(
-            f"{store.asset_url(aid, release)}: sha256 {actual} does not match the expected "
-            f"{expected}; the asset was tampered with or corrupted, nothing was installed")
-    final.parent.mkdir(parents=True, exist_ok=True)
-    staging.replace(final)
-    return final, True
+    with _exclusive(staging.with_name(staging.name + ".lock")):
+        if final.is_file() and file_sha256(final) == expected:
+            return final, False
+        for _ in range(2):
+            resumed = staging.with_name(staging.name + ".part").exists()
+            store.download(aid, staging, release, progress=progress)
+            actual = file_sha256(staging)
+            if actual == expected:
+                break
+            staging.unlink(missing_ok=True)
+            if not resumed:
+                break
+        if actual != expected:
+            raise IntegrityError(
+                f"{store.asset_url(aid, release)}: sha256 {actual} does not match the expected "
+                f"{expected}; the asset was tampered with or corrupted, nothing was installed")
+        final.parent.mkdir(parents=True, exist_ok=True)
+        staging.replace(final)
+        return final, True
 
 
 def _check_contract(asset: Path, contract: Contract) -> None:
@@ -147,6 +175,7 @@ def fetch(
     progress: ProgressFn | None = None,
     update_lock: bool = False,
     max_bytes: int = DEFAULT_MAX_BYTES,
+    allowed_signers: Path | None = None,
 ) -> FetchResult:
     aid = asset_id(name, version, platform)
     st = open_store(store, root=root) if isinstance(store, str) else store
@@ -166,10 +195,17 @@ def fetch(
         raise IntegrityError(
             f"{lock_path}: locks {aid.filename} at sha256 {locked.sha256} but {st.url} "
             f"(release {tag}) now has {expected}; refusing to install other bytes than locked")
+    signed_by = None
+    if allowed_signers is not None:  # before the download: the signature covers `expected`
+        from prebake.trust.hooks import verify_in_store
+
+        signed_by = verify_in_store(st, aid, tag, expected, allowed_signers).principal
     asset, downloaded = _download_verified(st, aid, tag, expected, cache_dir or default_cache(),
                                            progress)
 
     notes: list[str] = []
+    if signed_by is not None:
+        notes.append(f"signature valid: signed by {signed_by} (allowed by {allowed_signers})")
     if contract is not None:
         _check_contract(asset, contract)
     else:

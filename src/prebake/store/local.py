@@ -97,6 +97,7 @@ class LocalStore:
             raise PrebakeError(f"{self.url}: no {asset.filename} in release "
                                f"{release or DEFAULT_RELEASE}")
         copy_with_progress(src, dest, progress)
+        dest.with_name(dest.name + ".part").unlink(missing_ok=True)  # nothing to resume here
         return dest
 
     def publish(self, asset_path: Path, release: str | None = None, *,
