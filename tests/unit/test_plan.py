@@ -248,3 +248,31 @@ def test_per_recipe_stage_orders_and_hashes_recipes_it_depends_on(tmp_path: Path
     before = hashes(tmp_path)
     edit(tmp_path / "prebake.toml", 'alpha = "1.0"', 'alpha = "1.1"')
     assert changed(before, hashes(tmp_path)) == {"alpha/linux-x86_64", "beta/linux-x86_64"}
+
+
+def test_explain_names_what_changed_since_the_stored_asset(
+        sdk: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    unit = make_plan(load_workspace(sdk)).unit("onnxruntime/linux-x86_64")
+    assert unit is not None
+    release = sdk / "releases" / "continuous"
+    release.mkdir(parents=True)
+    name = asset_for(unit).filename
+    (release / name).write_bytes(b"x")
+    (release / f"{name}.sha256").write_text(f"{'1' * 64}  {name}\n")
+    (release / f"{name}.json").write_text(json.dumps(
+        {"input_hash": unit.input_hash, "inputs": dict(unit.inputs)}))
+    rc, out, _ = _run(capsys, "-C", str(sdk), "plan", "--explain", unit.id)
+    assert rc == 0 and "status: built" in out and "Changed since" not in out
+
+    edit(sdk / "prebake.toml", 'glibc_max = "2.36"', 'glibc_max = "2.35"')
+    rc, out, _ = _run(capsys, "-C", str(sdk), "plan", "--explain", unit.id)
+    assert "status: stale" in out
+    changed_rows = [line for line in out.splitlines() if line.startswith("| platform-profile |")
+                    and line.count("`") == 4]
+    assert len(changed_rows) == 1  # the profile digest changed; nothing else did
+    rc, out, _ = _run(capsys, "-C", str(sdk), "plan", "--explain", unit.id, "--json")
+    assert [c["input"] for c in json.loads(out)["unit"]["changed"]] == ["platform-profile"]
+
+    (release / f"{name}.json").write_text(json.dumps({"input_hash": "0" * 64}))
+    rc, out, _ = _run(capsys, "-C", str(sdk), "plan", "--explain", unit.id)
+    assert "its manifest does not list them" in out

@@ -25,6 +25,7 @@ def run(args: argparse.Namespace) -> int:
     from prebake.errors import PrebakeError
     from prebake.plan import make_plan, plan_statuses
     from prebake.plan.render import explain_json, explain_markdown, markdown_table, plan_json
+    from prebake.plan.status import changed_inputs, stored_manifest, unit_status_from
     from prebake.workspace import load_workspace, resolve_store_url
 
     ws = load_workspace(find_workspace(args.workspace))
@@ -36,12 +37,16 @@ def run(args: argparse.Namespace) -> int:
             close = difflib.get_close_matches(args.explain, plan.ids, n=1)
             hint = f" (did you mean '{close[0]}'?)" if close else ""
             raise PrebakeError(f"no unit {args.explain!r} in the plan{hint}")
-        status = plan_statuses(type(plan)((unit,), (unit.stage,), (unit.platform,)),
-                               store, ws.root)[unit.id]
+        try:
+            manifest = stored_manifest(unit, store, ws.root)
+            status = unit_status_from(unit, manifest)
+        except (PrebakeError, OSError):
+            manifest, status = None, "unknown"
+        changes = changed_inputs(unit, manifest)
         if args.json:
-            print_json(explain_json(unit, status))
+            print_json(explain_json(unit, status, changes))
         else:
-            print(explain_markdown(unit, status), end="")
+            print(explain_markdown(unit, status, changes), end="")
         return 0
     plan = make_plan(ws, args.stage, args.platform)
     statuses = plan_statuses(plan, store, ws.root)

@@ -26,8 +26,14 @@ def _lookup(store: Store, unit: Unit, release: str | None) -> str:
         manifest = json.loads(data)
     except ValueError:
         return "stale"
-    ok = isinstance(manifest, dict) and manifest.get("input_hash") == unit.input_hash
-    return "built" if ok else "stale"
+    return unit_status_from(unit, manifest if isinstance(manifest, dict) else {})
+
+
+def unit_status_from(unit: Unit, manifest: dict[str, object] | None) -> str:
+    """"built" when the manifest's input hash is the unit's, "stale" if not, "missing"."""
+    if manifest is None:
+        return "missing"
+    return "built" if manifest.get("input_hash") == unit.input_hash else "stale"
 
 
 def unit_status(store: Store, unit: Unit, release: str | None = None) -> str:
@@ -56,3 +62,40 @@ def plan_statuses(plan: Plan, store_url: str, root: Path, release: str | None = 
     except (PrebakeError, OSError):
         pass
     return statuses
+
+
+def stored_manifest(unit: Unit, store_url: str, root: Path, release: str | None = None
+                    ) -> dict[str, object] | None:
+    """The manifest of the unit's asset in the store (any input hash), ``None`` if absent.
+
+    Raises ``PrebakeError``/``OSError`` when the store cannot be asked.
+    """
+    from prebake.store import open_store
+
+    data = open_store(store_url, root=root).read_sidecar(asset_for(unit), MANIFEST_SUFFIX,
+                                                         release)
+    if data is None:
+        return None
+    try:
+        manifest = json.loads(data)
+    except ValueError:
+        return {}
+    return manifest if isinstance(manifest, dict) else {}
+
+
+def changed_inputs(unit: Unit, manifest: dict[str, object] | None
+                   ) -> list[tuple[str, str | None, str | None]] | None:
+    """``(input, stored, now)`` for each input that differs from the stored asset's manifest.
+
+    ``None`` when the manifest does not record its inputs (then only the hash can be compared).
+    """
+    stored = manifest.get("inputs") if manifest else None
+    if not isinstance(stored, dict):
+        return None
+    names = sorted(set(stored) | set(unit.inputs))
+    return [(n, _str_or_none(stored.get(n)), unit.inputs.get(n)) for n in names
+            if _str_or_none(stored.get(n)) != unit.inputs.get(n)]
+
+
+def _str_or_none(v: object) -> str | None:
+    return None if v is None else str(v)
