@@ -178,20 +178,21 @@ class ElfFile:
         self.cls = cls
         self.osabi = ident[7]
         self.little = enc == 1
-        self.count, self._types = self._section_types()
+        self.count, self._low = self._section_types()
         self.shstrtab = b""
         if 0 < self.shstrndx < self.count:
             self.shstrtab = self.section_bytes(self.section(self.shstrndx))
 
-    def _section_types(self) -> tuple[int, array[int]]:
-        """The number of sections and their sh_type values, in one C-speed strided slice.
+    def _section_types(self) -> tuple[int, bytes]:
+        """The number of sections and the low byte of each sh_type, in one strided slice.
 
-        Objects in big C++ archives have hundreds of sections each; only a handful are read,
-        so headers are unpacked one at a time on demand (``section``).
+        Objects in big C++ archives have hundreds of sections each (28 MB of headers in
+        libLLVM*.a); only a handful are read, so headers are unpacked one at a time on demand
+        (``section``) and ``first`` finds candidates with ``bytes.find`` on the low bytes.
         """
         lay = self.lay
         if self.shoff == 0:
-            return 0, array("I")
+            return 0, b""
         if self.shentsize < lay.shdr.size or self.shentsize % 4:
             raise FormatError(self.path, f"section header entries of {self.shentsize} bytes")
         count = self.shnum
@@ -204,11 +205,10 @@ class ElfFile:
         end = self.shoff + count * self.shentsize
         if end > len(self.data):
             raise Truncated(f"{count} section headers do not fit in {len(self.data)} bytes")
-        words = array("I")
-        words.frombytes(self.data[self.shoff : end])
-        if self.little != (sys.byteorder == "little"):
-            words.byteswap()
-        return count, words[1 :: self.shentsize // 4]
+        low_at = self.shoff + (4 if self.little else 7)  # sh_type is the second u32
+        with memoryview(self.data) as mv:
+            low = bytes(mv[low_at : end : self.shentsize])
+        return count, low
 
     def section(self, i: int) -> Section:
         if not 0 <= i < self.count:
@@ -232,10 +232,14 @@ class ElfFile:
         return self.section_bytes(self.section(sec.link))
 
     def first(self, sht: int) -> Section | None:
-        try:
-            return self.section(self._types.index(sht))
-        except ValueError:
-            return None
+        want = sht & 0xFF
+        i = self._low.find(want)
+        while i >= 0:
+            sec = self.section(i)
+            if sec.type == sht:
+                return sec
+            i = self._low.find(want, i + 1)
+        return None
 
     def segments(self) -> list[tuple[int, ...]]:
         lay = self.lay
