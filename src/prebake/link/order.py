@@ -33,6 +33,16 @@ from prebake.jsonio import SCHEMA_VERSION
 
 FORMATS = ("ld", "ld64", "msvc", "cmake")
 MAX_WHY = 3  # symbols quoted per edge
+# Symbols the linker itself defines (GNU ld/lld, wasm-ld): never "missing" from the archives.
+LINKER_DEFINED = frozenset({
+    "_GLOBAL_OFFSET_TABLE_", "_DYNAMIC", "__ehdr_start", "__executable_start", "_edata", "_end",
+    "__bss_start", "_etext", "__dso_handle", "__init_array_start", "__init_array_end",
+    "__fini_array_start", "__fini_array_end", "__preinit_array_start", "__preinit_array_end",
+    "__stack_pointer", "__memory_base", "__table_base", "__indirect_function_table",
+    "__heap_base", "__heap_end", "__data_end", "__global_base", "__tls_base", "__tls_size",
+    "__tls_align", "__wasm_call_ctors", "__ImageBase", "__mh_execute_header",
+})
+LINKER_DEFINED_PREFIXES = ("__start_", "__stop_")  # section bounds (ld, lld)
 
 
 @dataclass(frozen=True)
@@ -452,7 +462,8 @@ def compute_link_order(archives: Sequence[Path], for_objects: Sequence[Path] = (
     comps = _topo(strongly_connected(used, succ), succ)
     result = LinkOrder(
         groups=[[paths[i] for i in c] for c in comps],
-        unresolved={s: sorted(set(r)) for s, r in sorted(unresolved.items())},
+        unresolved={s: sorted(set(r)) for s, r in sorted(unresolved.items())
+                    if s not in LINKER_DEFINED and not s.startswith(LINKER_DEFINED_PREFIXES)},
         unused=[p for i, p in enumerate(paths) if i not in set(used)],
         pulled={paths[a]: sum(1 for k in pulled if k[0] == a) for a in used},
         members={p: len(ix.members[i]) for i, p in enumerate(paths)},
