@@ -21,6 +21,7 @@ from pathlib import Path
 
 from prebake.contract.check import Violation
 from prebake.contract.rules import matching_exports, member_name
+from prebake.errors import PrebakeError
 from prebake.inspect.facts import Facts
 
 MAX_SHOWN = 8
@@ -80,7 +81,7 @@ def gnu_unique(archive: Path, header_offset: int, names: Iterable[str]) -> set[s
                 strtab = elf.linked_strtab(sec)
             finally:
                 view.release()
-    except (OSError, ValueError, IndexError):
+    except (OSError, ValueError, IndexError, PrebakeError):
         return set()
     st = elf.lay.sym
     out: set[str] = set()
