@@ -135,3 +135,28 @@ def test_builtin_recipe_needs_only_the_pins_of_the_platforms_built(tmp_path: Pat
                     'toolchain = { cc = "emcc", cxx = "em++" }\n')
     with pytest.raises(ConfigError, match=r"pins\.emsdk.*recipe 'onnxruntime'"):
         load_workspace(ws_dir)
+
+
+def test_recipe_field_lines(tmp_path: Path) -> None:
+    from prebake.recipes.locate import field_line
+
+    recipe = tmp_path / "r.py"
+    recipe.write_text(
+        "from prebake.recipes import Build, Recipe, UrlSource\n"
+        "SOURCES = (\n"
+        "    UrlSource('https://x/y.tgz',\n"
+        "              sha256='bad'),\n"
+        ")\n"
+        "def build(flags):\n"
+        "    return Build(commands=(flags,))\n"
+        "RECIPE = Recipe(\n"
+        "    name='r', pin='r',\n"
+        "    sources=SOURCES,\n"
+        "    platforms={'wasm': Build(commands=('a', 'b')),\n"
+        "               '*': build('c')},\n"
+        ")\n")
+    assert field_line(recipe, ".sources[0].sha256") == 4  # followed through the constant
+    assert field_line(recipe, ".platforms['wasm'].commands[1]") == 11
+    assert field_line(recipe, ".platforms['*'].commands[0]") == 12  # computed: the call's line
+    assert field_line(recipe, ".pin") == 9
+    assert field_line(recipe, ".nothing") == 8

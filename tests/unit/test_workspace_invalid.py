@@ -23,7 +23,7 @@ CASES: dict[str, tuple[str, str, int | None]] = {
     "missing_toolchain_pin": ("pins.emsdk", "platform 'wasm' toolchain reads this pin", 5),
     "unknown_os": ("platforms.linux-x86_64.os", "did you mean 'linux'", 9),
     "unknown_arch": ("platforms.linux-x86_64.arch", "prebake calls it 'x86_64'", 10),
-    "url_without_sha256": ("recipes/urlnosha.py: RECIPE.sources[0].sha256", "needs a sha256",
+    "url_without_sha256": ("recipes/urlnosha.py:8: RECIPE.sources[0].sha256", "needs a sha256",
                            None),
     "duplicate_platform": ("platforms.linux-x86_64",
                            "duplicate platform name 'linux-x86_64': declared again here, "
@@ -32,7 +32,7 @@ CASES: dict[str, tuple[str, str, int | None]] = {
     "extra_in_full": ("aliases.full", "'extra' must never be part of 'full'", 22),
     "bad_contract": ("platforms.linux-x86_64.contract.eh", "got 'wsam'", 14),
     "two_default_stores": ("stores", "more than one store has default = true: a, b", 16),
-    "bad_placeholder": ("recipes/badplaceholder.py: RECIPE.platforms['*'].commands[0]",
+    "bad_placeholder": ("recipes/badplaceholder.py:8: RECIPE.platforms['*'].commands[0]",
                         "unknown placeholder {sorce} (did you mean 'src'?)", None),
     "syntax_error": ("(TOML syntax)", "Expected ']'", 8),
 }

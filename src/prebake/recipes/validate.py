@@ -14,6 +14,7 @@ from collections.abc import Collection, Iterator
 from pathlib import Path
 
 from prebake.errors import Problem
+from prebake.recipes.locate import field_line
 from prebake.recipes.model import (
     ANY_PLATFORM,
     PLACEHOLDERS,
@@ -174,4 +175,14 @@ def validate_recipe(recipe: Recipe, *, platforms: Collection[str] | None = None,
     for comp in recipe.bundled:
         if not isinstance(comp, Component):
             problems.append(Problem(f"{where}.bundled", f"must hold Components; got {comp!r}"))
-    return problems
+    return [_located(p, recipe, shown, where) for p in problems]
+
+
+def _located(problem: Problem, recipe: Recipe, shown: str, where: str) -> Problem:
+    """``recipes/x.py: RECIPE.sources[0]`` -> ``recipes/x.py:8: RECIPE.sources[0]``."""
+    if recipe.path is None or not problem.key.startswith(where):
+        return problem
+    line = field_line(recipe.path, problem.key[len(where):])
+    if line is None:
+        return problem
+    return Problem(f"{shown}:{line}: RECIPE{problem.key[len(where):]}", problem.message)
