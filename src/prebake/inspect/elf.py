@@ -19,7 +19,8 @@ import sys
 from array import array
 from dataclasses import dataclass
 from enum import IntEnum
-from itertools import compress
+from itertools import compress, repeat
+from operator import add, itemgetter
 
 from prebake.errors import FormatError
 from prebake.inspect import glibc
@@ -445,6 +446,28 @@ def _undefined_names(tab: SymTable, strtab: bytes) -> list[str]:
     return list(filter(None, names_at(strtab, list(compress(tab.names, tab.undefined)))))
 
 
+_IS_US = bytes(1 if i == 0x5F else 0 for i in range(256))  # "_"
+_NOT_Z = bytes(0 if i == 0x5A else 1 for i in range(256))  # not "Z"
+
+
+def _undefined_c_names(tab: SymTable, strtab: bytes) -> list[str]:
+    """Undefined names except Itanium-mangled ones (``_Z…``), for the summary's checks.
+
+    The glibc table and the EH markers hold only C names, and a C++ object's undefined
+    symbols are mostly ``_Z…``: their first two bytes are read for all symbols at once
+    (``itemgetter`` over offsets) and only the rest become strings.
+    """
+    offs = list(compress(tab.names, tab.undefined))
+    if len(offs) < 2 or max(offs) + 1 >= len(strtab):
+        return _undefined_names(tab, strtab)
+    first = bytes(itemgetter(*offs)(strtab)).translate(_IS_US)
+    second = bytes(itemgetter(*map(add, offs, repeat(1)))(strtab)).translate(_NOT_Z)
+    n = len(offs)
+    mangled = int.from_bytes(first, "little") & ~int.from_bytes(second, "little")
+    keep = (((1 << (8 * n)) - 1) // 255 & ~mangled).to_bytes(n, "little")  # 0x01 per kept
+    return list(filter(None, names_at(strtab, list(compress(offs, keep)))))
+
+
 def _cxx_stdlib(
     facts: Facts, names: bytes, needed: list[str] | None, versions: list[str], *, complete: bool
 ) -> None:
@@ -567,7 +590,7 @@ class ElfReader:
             facts.symbols = _object_symbols(tab, strtab)
             undefined = facts.symbols.undefined
         else:
-            undefined = _undefined_names(tab, strtab) if tab is not None else []
+            undefined = _undefined_c_names(tab, strtab) if tab is not None else []
         # markers a definition can carry too (libsupc++ defines the personality routine)
         names = set(undefined)
         if b"personality_v0\0" in strtab or b".gnu.lto_" in elf.shstrtab:
