@@ -156,6 +156,7 @@ def _leg_job(ws: Workspace, leg: Leg, workdir: str, store: str) -> dict[str, Any
                            "restore-keys": f"ccache-{leg.stage}-{leg.platform}-"}})
     for after in stage.after:
         steps.append({"name": f"Take over stage {after} from this run",
+                      "if": f"needs.build-{after}-{leg.platform}.outputs.built == 'true'",
                       "uses": ACTIONS["download"],
                       "with": {"pattern": f"prebake-{after}-{leg.platform}",
                                "path": _under(workdir, "releases/continuous"),
@@ -187,6 +188,8 @@ def _leg_job(ws: Workspace, leg: Leg, workdir: str, store: str) -> dict[str, Any
         "needs": needs,
         "runs-on": platform.runner or DEFAULT_RUNNER,
         "timeout-minutes": ws.ci.timeout_minutes,
+        # later legs and the publish job take over artifacts only from legs that built
+        "outputs": {"built": "${{ steps.skip.outputs.skip == 'false' }}"},
         "steps": steps,
     }
 
@@ -230,7 +233,9 @@ def _publish_job(ws: Workspace, stage: str, stage_legs: list[Leg], workdir: str
     return {
         "name": f"publish {stage}",
         "needs": ["plan", *(leg.job_id for leg in stage_legs)],
-        "if": "needs.plan.outputs.release != ''",
+        "if": "needs.plan.outputs.release != '' && ("
+              + " || ".join(f"needs.{leg.job_id}.outputs.built == 'true'" for leg in stage_legs)
+              + ")",
         "runs-on": DEFAULT_RUNNER,
         "timeout-minutes": PUBLISH_TIMEOUT,
         "permissions": {"contents": "write"},
