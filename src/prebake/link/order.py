@@ -33,6 +33,7 @@ from prebake.jsonio import SCHEMA_VERSION
 
 FORMATS = ("ld", "ld64", "msvc", "cmake")
 MAX_WHY = 3  # symbols quoted per edge
+MAX_ENTRY_SIMULATIONS = 2000  # per cycle, when no consumer is given (see _worst_sequence)
 # Symbols the linker itself defines (GNU ld/lld, wasm-ld): never "missing" from the archives.
 LINKER_DEFINED = frozenset({
     "_GLOBAL_OFFSET_TABLE_", "_DYNAMIC", "__ehdr_start", "__executable_start", "_edata", "_end",
@@ -184,6 +185,7 @@ class _Index:
     members: list[list[Member]]
     # symbol -> [(archive index, member index)], strong definitions before weak, argument order
     definers: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    _tables: list[dict[str, list[int]]] | None = None
 
     def build(self) -> None:
         strong: dict[str, list[tuple[int, int]]] = {}
@@ -195,6 +197,18 @@ class _Index:
         self.definers = strong
         for sym, where in weak.items():
             self.definers.setdefault(sym, []).extend(where)
+
+    def tables(self) -> list[dict[str, list[int]]]:
+        """Per archive: symbol -> members defining it (built once, shared by simulations)."""
+        if self._tables is None:
+            self._tables = []
+            for ms in self.members:
+                table: dict[str, list[int]] = {}
+                for m_i, m in enumerate(ms):
+                    for sym in m.defined:
+                        table.setdefault(sym, []).append(m_i)
+                self._tables.append(table)
+        return self._tables
 
     def resolve(self, sym: str, from_archive: int) -> tuple[int, int] | None:
         where = self.definers.get(sym)
@@ -329,13 +343,7 @@ class _Linker:
         self.undefined = undefined - defined
         self.defined = defined
         self.loaded: set[tuple[int, int]] = set()
-        self.by_archive: list[dict[str, list[int]]] = []
-        for ms in ix.members:
-            table: dict[str, list[int]] = {}
-            for m_i, m in enumerate(ms):
-                for sym in m.defined:
-                    table.setdefault(sym, []).append(m_i)
-            self.by_archive.append(table)
+        self.by_archive = ix.tables()
 
     def visit(self, a: int) -> int:
         """Scan archive ``a`` once (with rescans); the number of members it loaded."""
@@ -393,19 +401,21 @@ def _worst_sequence(ix: _Index, comps: list[list[int]]) -> dict[int, list[int]]:
             continue
         longest = len(group)
         limit = sum(len(ix.members[a]) for a in group) + 1
-        for a0 in group:
-            for m in ix.members[a0]:
-                sim = _Linker(ix, set(m.defined), set())
-                last = 0
-                for n in range(limit):
-                    progress = False
-                    for i, a in enumerate(group):
-                        if sim.visit(a):
-                            progress = True
-                            last = n * len(group) + i + 1
-                    if not progress:
-                        break
-                longest = max(longest, last)
+        entries = [m for a0 in group for m in ix.members[a0] if m.defined]
+        if len(entries) > MAX_ENTRY_SIMULATIONS:  # huge cycles: the members that export most
+            entries = sorted(entries, key=lambda m: -len(m.defined))[:MAX_ENTRY_SIMULATIONS]
+        for m in entries:
+            sim = _Linker(ix, set(m.defined), set())
+            last = 0
+            for n in range(limit):
+                progress = False
+                for i, a in enumerate(group):
+                    if sim.visit(a):
+                        progress = True
+                        last = n * len(group) + i + 1
+                if not progress:
+                    break
+            longest = max(longest, last)
         reps = -(-longest // len(group))
         out[gi] = (group * reps)[:longest]
     return out
