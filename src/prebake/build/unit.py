@@ -169,6 +169,7 @@ class UnitBuilder:
         self.cache = opts.cache or SourceCache()
         self.steps: list[dict[str, Any]] = []
         self._log: BuildLog | None = None
+        self.started_on = time.time()  # wall clock, for the provenance sidecar only
 
     # ---- helpers -------------------------------------------------------------------------
     @property
@@ -450,10 +451,18 @@ class UnitBuilder:
             facts=[f for _r, o in outcomes for f in o.facts], link_order=order,
             recipes=[{"name": r.name, "version": self.ws.pins[r.pin]} for r, _o in outcomes],
         )
+        from prebake.trust.hooks import unit_trust
+
+        work_root = self.layout.work(spec.platform.name, spec.stage if not spec.per_recipe
+                                     else f"{spec.stage}-{spec.recipes[0].name}")
+        trust = unit_trust(self.ws, spec, manifest["toolchain"], work_root, self.started_on)
+        manifest["provenance"] = trust.definition  # deterministic: no times, no host
+        generated.update(trust.generated)  # share/prebake/sbom.cdx.json
         self._say(f"packaging {aid.filename}")
         out_dir = self.layout.dist(spec.platform.name)
         path = write_asset(prefix, aid, manifest, out_dir, generated=generated, entries=entries)
         digest = (out_dir / aid.sha256_name).read_text().split()[0]
+        trust.finish(path, digest)  # <asset>.intoto.json: the statement with builder and times
         if self.opts.publish:
             self._say(f"publishing {aid.filename} to {self.store.url}")
             self.store.publish(path)

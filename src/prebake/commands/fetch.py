@@ -27,6 +27,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "workspace or the current folder)")
     p.add_argument("--update", action="store_true",
                    help="allow re-locking a different version than the lock holds")
+    p.add_argument("--allowed-signers", metavar="FILE",
+                   help="refuse assets without a valid ssh signature (<asset>.sig) from a key in "
+                        "this allowed-signers file (default: [trust] allowed_signers in the "
+                        "workspace's prebake.toml)")
     p.add_argument("--json", action="store_true", help="machine-readable result")
 
 
@@ -62,10 +66,14 @@ def run(args: argparse.Namespace) -> int:
     base = root or Path.cwd()
     into = Path(args.into) if args.into else base / "prebake_deps" / f"{name}-{args.platform}"
     lock = Path(args.lock) if args.lock else default_lock(root)
+    from prebake.trust.hooks import workspace_allowed_signers
+
+    allowed = (Path(args.allowed_signers) if args.allowed_signers
+               else workspace_allowed_signers(root))
     with byte_progress(not args.json, f"fetch {name} {version}") as progress:
         result = fetch(name, version, args.platform, store=url, into=into, contract=contract,
                        lock_path=lock, release=args.release, root=root, progress=progress,
-                       update_lock=args.update)
+                       update_lock=args.update, allowed_signers=allowed)
     if note:
         result.notes.insert(0, note)
     if args.json:

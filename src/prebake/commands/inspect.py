@@ -40,6 +40,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="run expensive passes too (e.g. a full wasm code decode)",
     )
+    p.add_argument(
+        "--allowed-signers",
+        metavar="FILE",
+        help="check an asset's <asset>.sig against this allowed-signers file "
+        "(default: an 'allowed_signers' file next to the asset)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -53,16 +59,36 @@ def run(args: argparse.Namespace) -> int:
     for raw in args.paths:
         results.extend(inspect_path(Path(raw), opts))
     failed = all(f.error is not None for f in results)
+    trust = _trust(args)
     if args.json:
-        print_json(
-            {
-                "schema_version": SCHEMA_VERSION,
-                "results": [f.to_json(symbols=args.symbols, demangle=demangle) for f in results],
-            }
-        )
+        payload: dict[str, Any] = {
+            "schema_version": SCHEMA_VERSION,
+            "results": [f.to_json(symbols=args.symbols, demangle=demangle) for f in results],
+        }
+        if trust:
+            payload["trust"] = trust
+        print_json(payload)
     else:
         render(results, symbols=args.symbols)
-    return 2 if failed else 0
+        from prebake.commands._common import console
+        from prebake.trust.render import trust_lines
+
+        for t in trust:
+            for line in trust_lines(t):
+                console().print(line, markup=False, highlight=False)
+    if failed:
+        return 2
+    return 1 if any(t["signature"]["status"] == "invalid" or t["provenance_error"]
+                    for t in trust) else 0
+
+
+def _trust(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Provenance and signature status of each ``.tar.xz`` asset named (prebake.trust)."""
+    from prebake.trust.hooks import asset_status
+
+    allowed = Path(args.allowed_signers) if args.allowed_signers else None
+    return [asset_status(Path(raw), allowed) for raw in args.paths
+            if raw.endswith(".tar.xz") and Path(raw).is_file()]
 
 
 def inspect_path(path: Path, opts: ParseOptions) -> list[Facts]:

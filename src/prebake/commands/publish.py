@@ -17,6 +17,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "(default: $PREBAKE_STORE or the workspace's default store)")
     p.add_argument("--release", metavar="TAG", default=None,
                    help="release tag (default: the rolling 'continuous' prerelease)")
+    p.add_argument("--sign", metavar="KEY",
+                   help="sign each asset (and its .intoto.json provenance) with this ssh key "
+                        "(ssh-keygen -Y sign, namespace 'prebake'; a .pub whose key is in "
+                        "ssh-agent works too) and upload <asset>.sig with it")
     p.add_argument("--json", action="store_true", help="machine-readable result")
 
 
@@ -32,6 +36,11 @@ def run(args: argparse.Namespace) -> int:
     url = store_url(args.store, root)
     # validate every asset (size, sidecars, checksums) before the first byte is uploaded
     sets = [prepare_publish(Path(a)) for a in args.assets]
+    if args.sign:
+        from prebake.trust.sign import sign_asset
+
+        for ps in sets:  # next to the asset, so the store uploads it with the other sidecars
+            sign_asset(ps.asset, Path(args.sign))
     store = open_store(url, root=root)
     if not store.writable:
         raise PrebakeError(f"{url}: this store is read-only (mirrors cannot be published to)")

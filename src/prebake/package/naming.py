@@ -17,7 +17,7 @@ SHA256_SUFFIX = ".sha256"
 MANIFEST_SUFFIX = ".json"
 SIDECAR_SUFFIXES = (SHA256_SUFFIX, MANIFEST_SUFFIX)
 # Optional trust sidecars (prebake.trust): the in-toto provenance statement and the ssh signature
-# over the asset's and the statement's sha256 lines. Stores carry them when present next to an asset.
+# over the asset's and the statement's sha256 lines. Stores carry them when next to an asset.
 PROVENANCE_SUFFIX = ".intoto.json"
 SIGNATURE_SUFFIX = ".sig"
 TRUST_SIDECAR_SUFFIXES = (PROVENANCE_SUFFIX, SIGNATURE_SUFFIX)

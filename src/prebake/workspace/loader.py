@@ -104,6 +104,7 @@ SCHEMA: Mapping[str, Mapping[str, Spec]] = {
         "aliases": TABLE,
         "stores": TABLE,
         "ci": TABLE,
+        "trust": TABLE,
     },
     "project": {
         "name": Spec(_is_str, "a string", required=True),
@@ -143,6 +144,8 @@ SCHEMA: Mapping[str, Mapping[str, Spec]] = {
         "timeout_minutes": Spec(lambda v: isinstance(v, int) and not isinstance(v, bool)
                                 and 1 <= v <= 4320, "a whole number of minutes (1-4320)"),
     },
+    # prebake.trust: fetch refuses assets not signed by a key in this file (relative to root)
+    "trust": {"allowed_signers": STR},
     "store": {
         "url": Spec(_is_str, "a string", required=True),
         "default": Spec(_is_bool, "true or false"),
@@ -486,6 +489,7 @@ def load_workspace(root: Path) -> Workspace:
     aliases = _check_aliases(top.get("aliases", {}), stages, c)
     stores, default_store = _stores(top.get("stores", {}), root, c)
     ci = _ci(top.get("ci", {}), stores, c)
+    c.table(top.get("trust", {}), "trust", "trust")  # read by prebake.trust.hooks
     recipes = _load_recipes(root, stages, platforms, c)
     _check_pins(pins, platforms, recipes, stages, c)
     if not c.problems:
