@@ -294,7 +294,7 @@ _Dumper.add_representer(str, _str)
 
 def render(workflow: Mapping[str, Any]) -> str:
     body = yaml.dump(dict(workflow), Dumper=_Dumper, sort_keys=False, default_flow_style=False,
-                     width=100, allow_unicode=True)
+                     width=10_000, allow_unicode=True)  # no folded long lines
     return HEADER + body
 
 
