@@ -7,6 +7,7 @@ import json
 import os
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from prebake.cli import main
@@ -16,6 +17,7 @@ from tests.servers.assets import make_asset
 from tests.servers.backends import Backend
 from tests.servers.fixtures import moto_s3, store_backend  # noqa: F401
 
+SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
 FILES = {"include/demo.h": b"int demo(void);\n", "lib/libdemo.a": os.urandom(4096)}
 
 
@@ -33,7 +35,10 @@ def test_publish_then_fetch(store_backend: Backend, tmp_path: Path,  # noqa: F81
                             capsys: pytest.CaptureFixture[str]) -> None:
     b = store_backend
     asset = make_asset(tmp_path / "out", "demo", "1.0.0", "linux-x86_64", FILES)
-    assert publish(b, asset) == 0, capsys.readouterr().err
+    assert main(["publish", str(asset), "--store", b.publish_url, "--json"]) == 0
+    published = json.loads(capsys.readouterr().out)
+    jsonschema.validate(published, json.loads((SCHEMAS / "publish.schema.json").read_text()))
+    assert published["published"][0]["asset"] == asset.name
     if b.name != "mirrors":
         listed = open_store(b.publish_url).list_assets()
         assert asset_id("demo", "1.0.0", "linux-x86_64") in listed
@@ -54,6 +59,8 @@ def test_publish_then_fetch(store_backend: Backend, tmp_path: Path,  # noqa: F81
     capsys.readouterr()
     assert fetch(b, tmp_path, "--json") == 0
     out = json.loads(capsys.readouterr().out)
+    jsonschema.validate(out, json.loads((SCHEMAS / "fetch.schema.json").read_text()))
+    jsonschema.validate(lock, json.loads((SCHEMAS / "lock.schema.json").read_text()))
     assert out["downloaded"] is False and out["sha256"] == digest
     assert (prefix / "include/demo.h").read_bytes() == FILES["include/demo.h"]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from prebake.cli import main
@@ -13,6 +14,12 @@ from prebake.consume.lock import LockEntry, read_lock
 from prebake.errors import PrebakeError
 
 A, B = "a" * 64, "b" * 64
+SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
+
+
+def schema(name: str) -> dict[str, object]:
+    data: dict[str, object] = json.loads((SCHEMAS / f"{name}.schema.json").read_text())
+    return data
 
 
 def write(path: Path, *entries: tuple[str, str, str, str]) -> Path:
@@ -29,6 +36,7 @@ def test_round_trip_is_sorted_and_deterministic(tmp_path: Path) -> None:
     p2 = write(tmp_path / "2.lock", ("abseil", "2024", "wasm", B), ("zlib", "1.3", "wasm", A))
     assert p1.read_bytes() == p2.read_bytes()
     data = json.loads(p1.read_text())
+    jsonschema.validate(data, schema("lock"))
     assert [e["name"] for e in data["packages"]] == ["abseil", "zlib"]
     assert read_lock(p1).get("zlib", "wasm") == LockEntry(
         "zlib", "1.3", "wasm", A, "file:///s/zlib-1.3-wasm.tar.xz", "continuous")
@@ -74,6 +82,7 @@ def test_disagreements_are_each_reported(tmp_path: Path,
     assert "ort: version differs: 1.26.0 in" in out and "zlib (wasm): sha256 differs" in out
     assert main(["agree", "--json", str(a), str(b)]) == 1
     payload = json.loads(capsys.readouterr().out)
+    jsonschema.validate(payload, schema("agree"))
     assert payload["ok"] is False and len(payload["disagreements"]) == 2
 
 

@@ -47,6 +47,7 @@ class FetchResult:
     downloaded: bool
     contract_checked: bool
     notes: list[str] = field(default_factory=list)
+    signed_by: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -56,7 +57,7 @@ class FetchResult:
             "into": str(self.into), "files": len(self.files),
             "lock": str(self.lock_path) if self.lock_path else None,
             "downloaded": self.downloaded, "contract_checked": self.contract_checked,
-            "notes": self.notes,
+            "signed_by": self.signed_by, "notes": self.notes,
         }
 
 
@@ -200,6 +201,11 @@ def fetch(
         from prebake.trust.hooks import verify_in_store
 
         signed_by = verify_in_store(st, aid, tag, expected, allowed_signers).principal
+    signed_by = None
+    if allowed_signers is not None:
+        from prebake.trust.hooks import verify_in_store
+
+        signed_by = verify_in_store(st, aid, tag, expected, allowed_signers).principal
     asset, downloaded = _download_verified(st, aid, tag, expected, cache_dir or default_cache(),
                                            progress)
 
@@ -217,7 +223,7 @@ def fetch(
         lock.put(LockEntry(name, version, platform, expected, url, tag))
         lock.write()
     return FetchResult(aid, tag, expected, url, into, files, lock.path if lock else None,
-                       downloaded, contract is not None, notes)
+                       downloaded, contract is not None, notes, signed_by)
 
 
 def default_lock(root: Path | None) -> Path:

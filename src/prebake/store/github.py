@@ -243,7 +243,7 @@ class GitHubStore:
         """Delete temporary uploads of this asset left by killed publishers. Only old ones:
         a young one may belong to a publisher still uploading."""
         now = time.time()
-        prefixes = tuple(f"{n}." for n in (aid.filename, aid.sha256_name, aid.manifest_name))
+        prefixes = (f"{aid.filename}.",)  # every sidecar's temporary name starts so too
         for a in self._assets(rel):
             name = str(a["name"])
             if not (name.endswith(".partial") and name.startswith(prefixes)):
