@@ -201,11 +201,6 @@ def fetch(
         from prebake.trust.hooks import verify_in_store
 
         signed_by = verify_in_store(st, aid, tag, expected, allowed_signers).principal
-    signed_by = None
-    if allowed_signers is not None:
-        from prebake.trust.hooks import verify_in_store
-
-        signed_by = verify_in_store(st, aid, tag, expected, allowed_signers).principal
     asset, downloaded = _download_verified(st, aid, tag, expected, cache_dir or default_cache(),
                                            progress)
 
