@@ -259,3 +259,19 @@ def test_onnxruntime_web_legacy_eh_vs_jspi_build(ort_web: Path,
     assert "exception-handling" in facts["wasm_features"]["new"]
     assert "exception-handling" not in facts["wasm_features"]["old"]
     assert d["size"]["change_pct"] is not None and d["size"]["change_pct"] > 0
+
+
+def test_macos_deployment_target_raised(capsys: pytest.CaptureFixture[str]) -> None:
+    """zig stamps the triple's macOS version into LC_BUILD_VERSION: 11.0 -> 13.0 breaks."""
+    cmds = [[*support.ZIG, "cc", "-target", f"aarch64-macos.{v}", "-O2", "-shared",
+             "-Wl,-install_name,@rpath/libdemo.dylib", "-o", f"v{v}/libdemo.dylib", "demo.c"]
+            for v in ("11.0", "13.0")]
+    built = support.build("diff-macos", {"demo.c": "int foo(int x) { return x + 1; }\n",
+                                         "v11.0/.keep": "", "v13.0/.keep": ""}, cmds)
+    code, d = run_diff(capsys, str(built / "v11.0"), str(built / "v13.0"))
+    assert code == 1
+    facts = [(c["subject"], c["old"], c["new"], c["breaking"]) for c in d["changes"]
+             if c["category"] == "fact"]
+    assert facts == [("macos_min", "11.0", "13.0", True)]
+    code, d = run_diff(capsys, str(built / "v13.0"), str(built / "v11.0"))
+    assert code == 0  # lowering the floor is compatible
