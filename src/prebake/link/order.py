@@ -33,7 +33,7 @@ from prebake.jsonio import SCHEMA_VERSION
 
 FORMATS = ("ld", "ld64", "msvc", "cmake")
 MAX_WHY = 3  # symbols quoted per edge
-MAX_ENTRY_SIMULATIONS = 2000  # per cycle, when no consumer is given (see _worst_sequence)
+MAX_ENTRY_SIMULATIONS = 200  # per cycle, when no consumer is given (see _worst_sequence)
 # Symbols the linker itself defines (GNU ld/lld, wasm-ld): never "missing" from the archives.
 LINKER_DEFINED = frozenset({
     "_GLOBAL_OFFSET_TABLE_", "_DYNAMIC", "__ehdr_start", "__executable_start", "_edata", "_end",
@@ -340,32 +340,41 @@ class _Linker:
 
     def __init__(self, ix: _Index, undefined: set[str], defined: set[str]) -> None:
         self.ix = ix
-        self.undefined = undefined - defined
-        self.defined = defined
+        self.defined = set(defined)
         self.loaded: set[tuple[int, int]] = set()
         self.by_archive = ix.tables()
+        # archive -> symbols it defines that are undefined now: a visit touches only these
+        self.pending: dict[int, set[str]] = {}
+        for sym in undefined:
+            self._want(sym)
+
+    def _want(self, sym: str) -> None:
+        if sym in self.defined:
+            return
+        for a, _ in self.ix.definers.get(sym, ()):
+            self.pending.setdefault(a, set()).add(sym)
 
     def visit(self, a: int) -> int:
         """Scan archive ``a`` once (with rescans); the number of members it loaded."""
         table = self.by_archive[a]
         n = 0
-        while True:
-            want = [s for s in self.undefined if s in table]
-            if not want:
-                return n
-            for sym in want:
-                if sym in self.defined:
+        todo = self.pending.pop(a, set())
+        while todo:
+            sym = todo.pop()
+            if sym in self.defined:
+                continue
+            for m_i in table.get(sym, ()):
+                if (a, m_i) in self.loaded:
                     continue
-                for m_i in table[sym]:
-                    if (a, m_i) in self.loaded:
-                        continue
-                    self.loaded.add((a, m_i))
-                    n += 1
-                    m = self.ix.members[a][m_i]
-                    self.defined |= m.defined
-                    self.undefined |= m.undefined
-                    break
-            self.undefined -= self.defined
+                self.loaded.add((a, m_i))
+                n += 1
+                m = self.ix.members[a][m_i]
+                self.defined |= m.defined
+                for u in m.undefined:
+                    self._want(u)
+                todo |= self.pending.pop(a, set())  # GNU ld rescans the archive it is in
+                break
+        return n
 
 
 def _sequence(ix: _Index, comps: list[list[int]], linker: _Linker) -> dict[int, list[int]]:
@@ -402,8 +411,11 @@ def _worst_sequence(ix: _Index, comps: list[list[int]]) -> dict[int, list[int]]:
         longest = len(group)
         limit = sum(len(ix.members[a]) for a in group) + 1
         entries = [m for a0 in group for m in ix.members[a0] if m.defined]
-        if len(entries) > MAX_ENTRY_SIMULATIONS:  # huge cycles: the members that export most
-            entries = sorted(entries, key=lambda m: -len(m.defined))[:MAX_ENTRY_SIMULATIONS]
+        margin = 0
+        if len(entries) > MAX_ENTRY_SIMULATIONS:  # huge cycle: a spread sample, one pass spare
+            step = len(entries) / MAX_ENTRY_SIMULATIONS
+            entries = [entries[int(i * step)] for i in range(MAX_ENTRY_SIMULATIONS)]
+            margin = len(group)
         for m in entries:
             sim = _Linker(ix, set(m.defined), set())
             last = 0
@@ -416,6 +428,7 @@ def _worst_sequence(ix: _Index, comps: list[list[int]]) -> dict[int, list[int]]:
                 if not progress:
                     break
             longest = max(longest, last)
+        longest += margin
         reps = -(-longest // len(group))
         out[gi] = (group * reps)[:longest]
     return out
