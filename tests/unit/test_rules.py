@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from prebake.contract import Contract, load_contract_file
-from prebake.contract.check import CheckReport, check_facts
+from prebake.contract.check import CheckReport, check_facts, check_paths
 from prebake.contract.rules import RULES, RULES_BY_KEY, matching_exports, version_tuple
 from prebake.errors import ConfigError, PrebakeError
 from prebake.inspect.facts import Abi, Facts, Symbols
@@ -182,3 +182,14 @@ def test_members_with_errors_are_skipped_and_nested_archives_walked() -> None:
     inner = archive(wasm_obj("deep.o", eh="emscripten-legacy"))
     v = check_facts(archive(broken, inner), Contract(eh="wasm"))[0]
     assert v.members == ["deep.o"] and v.total == 1
+
+
+def test_undecided_rules_are_reported_not_failed(tmp_path: Path) -> None:
+    f = tmp_path / "libx.a"
+    f.write_bytes(b"!<arch>\n")
+    facts = archive(wasm_obj("known.o", eh="wasm"), wasm_obj("blind.o"))
+    r = check_paths([f], Contract(eh="wasm", glibc_max="2.28"), inspect_fn=lambda _p: facts)
+    assert r.ok
+    assert [(u.rule, u.members, u.total) for u in r.unknown] == [("eh", ["blind.o"], 2)]
+    assert "eh: unknown for 1 of 2 member(s)" in r.unknown[0].message()
+    assert r.to_json()["unknown"][0]["members"] == ["blind.o"]

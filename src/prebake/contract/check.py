@@ -66,6 +66,27 @@ class Violation:
 
 
 @dataclass
+class Unknown:
+    """A rule that could not be decided for some leaves: they passed for lack of evidence."""
+
+    rule: str
+    path: str
+    members: list[str]
+    total: int | None
+
+    def message(self) -> str:
+        if self.total is None:
+            return f"{self.path}: {self.rule}: unknown (no evidence either way), not checked"
+        return (f"{self.path}: {self.rule}: unknown for {len(self.members)} of {self.total} "
+                f"member(s) (no evidence either way): {', '.join(self.members[:MAX_MEMBERS_SHOWN])}"
+                + (", …" if len(self.members) > MAX_MEMBERS_SHOWN else ""))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"rule": self.rule, "path": self.path, "members": self.members,
+                "total": self.total}
+
+
+@dataclass
 class CheckReport:
     """Every violation of every file at once; ``ok`` when there is none."""
 
@@ -73,6 +94,7 @@ class CheckReport:
     files: list[str] = field(default_factory=list)
     violations: list[Violation] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # folder entries that are not binaries
+    unknown: list[Unknown] = field(default_factory=list)  # undecided rules (they pass)
 
     @property
     def ok(self) -> bool:
@@ -85,6 +107,7 @@ class CheckReport:
             "contract": self.contract.to_json(),
             "files": self.files,
             "skipped": self.skipped,
+            "unknown": [u.to_json() for u in self.unknown],
             "violations": [v.to_json() for v in self.violations],
         }
 
@@ -124,7 +147,7 @@ def _violation(rule: Rule, value: Any, path: str, hits: list[tuple[str, Finding]
                total: int | None) -> Violation:
     expected = rule.expected(value)
     counts = Counter(f.found for _, f in hits)
-    found = ", ".join(v for v, _ in counts.most_common())
+    found = "; ".join(v for v, _ in counts.most_common())
     detail = f"{rule.key}: required {expected}, found {found}"
     members = [name for name, _ in hits] if total is not None else []
     evidence = {name: f.evidence for name, f in hits if f.evidence}
@@ -170,6 +193,21 @@ def check_facts(facts: Facts, contract: Contract, path: str | None = None) -> li
                 hits.append((member_name(leaf) if nested else shown, finding))
         if hits:
             out.append(_violation(rule, value, shown, hits, total))
+    return out
+
+
+def unknown_facts(facts: Facts, contract: Contract, path: str | None = None) -> list[Unknown]:
+    """Rules of ``contract`` that some leaves of ``facts`` could not be checked against."""
+    shown = path or facts.path
+    leaves, nested = _leaves(facts)
+    out = []
+    for rule in RULES:
+        if rule.unknown is None or _rule_value(contract, rule) is None:
+            continue
+        names = [member_name(leaf) if nested else shown for leaf in leaves if rule.unknown(leaf)]
+        if names:
+            out.append(Unknown(rule.key, shown, names if nested else [],
+                               len(leaves) if nested else None))
     return out
 
 
@@ -296,6 +334,7 @@ def check_paths(paths: Sequence[Path], contract: Contract, *,
                 continue
             report.files.append(t.shown)
             report.violations.extend(check_facts(facts, contract, t.shown))
+            report.unknown.extend(unknown_facts(facts, contract, t.shown))
             if facts.kind == "static-library" and facts.members is not None:
                 archives.append((t.shown, facts))
         if len(archives) > 1:

@@ -51,6 +51,9 @@ class Rule:
     expected: Callable[[Any], str]
     # a fat Mach-O passes when *any* slice passes (it carries the wanted arch among others)
     any_slice: bool = False
+    # True for a leaf the rule applies to but whose fact the inspector could not read: such a
+    # leaf passes (no guessing), and the report lists it so a pass is never silent about it
+    unknown: Callable[[Facts], bool] | None = None
 
 
 # --- helpers -------------------------------------------------------------------------------
@@ -162,8 +165,8 @@ def _rule_threads(expected: bool, leaf: Facts) -> Finding | None:
             if not has and (feats is not None or leaf.abi.threads is False):
                 missing = sorted({"atomics", "bulk-memory"} - (feats or set()))
                 return Finding("no atomics/bulk-memory", [
-                    f"{member_name(leaf)} was not compiled with "
-                    + " and ".join(f"'{m}'" for m in missing) + " features (-pthread)"])
+                    "not compiled with " + " and ".join(f"'{m}'" for m in missing)
+                    + " features (-pthread)"])
             return None
         if has:
             return Finding("atomics", ["compiled with -pthread ('atomics' feature)"])
@@ -322,23 +325,34 @@ def _is(v: Any) -> str:
     return str(v).lower() if isinstance(v, bool) else str(v)
 
 
+def _wasm_features_unknown(f: Facts) -> bool:
+    return is_wasm(f) and _features(f) is None
+
+
 RULES: tuple[Rule, ...] = (
-    Rule("os", _rule_equal("os"), _is),
-    Rule("arch", _rule_equal("arch"), _is, any_slice=True),
-    Rule("eh", _rule_eh, _is),
-    Rule("lto", _rule_lto, _is),
-    Rule("threads", _rule_threads, _is),
-    Rule("features_required", _rule_features_required, lambda v: ", ".join(v)),
-    Rule("features_forbidden", _rule_features_forbidden, lambda v: "none of " + ", ".join(v)),
+    Rule("os", _rule_equal("os"), _is, unknown=lambda f: f.os is None),
+    Rule("arch", _rule_equal("arch"), _is, any_slice=True, unknown=lambda f: f.arch is None),
+    Rule("eh", _rule_eh, _is, unknown=lambda f: f.abi.eh is None),
+    Rule("lto", _rule_lto, _is,
+         unknown=lambda f: f.abi.lto is None and f.format not in LTO_FORMATS),
+    Rule("threads", _rule_threads, _is,
+         unknown=lambda f: is_wasm(f) and f.abi.threads is None and _features(f) is None),
+    Rule("features_required", _rule_features_required, lambda v: ", ".join(v),
+         unknown=_wasm_features_unknown),
+    Rule("features_forbidden", _rule_features_forbidden, lambda v: "none of " + ", ".join(v),
+         unknown=_wasm_features_unknown),
     Rule("glibc_max", _rule_version_max("glibc_max", "GLIBC"), lambda v: f"glibc <= {v}"),
     Rule(
         "glibcxx_max", _rule_version_max("glibcxx_max", "GLIBCXX"), lambda v: f"GLIBCXX <= {v}"
     ),
     Rule("cxx_stdlib", _rule_cxx_stdlib, _is),
-    Rule("macos_min", _rule_macos_min, lambda v: f"macOS minimum <= {v}"),
+    Rule("macos_min", _rule_macos_min, lambda v: f"macOS minimum <= {v}",
+         unknown=lambda f: f.format == "macho" and f.abi.macos_min is None),
     Rule("msvc_runtime", _rule_equal("msvc_runtime"), lambda v: f"/{v}"),
-    Rule("allowed_needed", _rule_allowed_needed, lambda v: "only " + ", ".join(v)),
-    Rule("forbid_exports", _rule_forbid_exports, lambda v: "no exports matching " + ", ".join(v)),
+    Rule("allowed_needed", _rule_allowed_needed, lambda v: "only " + ", ".join(v),
+         unknown=lambda f: f.kind in IMAGE_KINDS and f.needed is None),
+    Rule("forbid_exports", _rule_forbid_exports, lambda v: "no exports matching " + ", ".join(v),
+         unknown=lambda f: f.kind in IMAGE_KINDS and f.symbols is None),
 )
 
 RULES_BY_KEY = {r.key: r for r in RULES}
