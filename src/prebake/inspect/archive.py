@@ -347,7 +347,11 @@ def summarise(facts: Facts, members: list[Facts]) -> None:
     abi = facts.abi
     for fact in ("eh", "lto"):
         vals = [(m, getattr(m.abi, fact)) for m in good]
-        setattr(abi, fact, _common(facts, fact, vals, mixed="mixed"))
+        # EH-free members link with either EH model: an archive of legacy-EH and EH-free
+        # members is a legacy-EH archive, not "mixed". LTO keeps "mixed": a native linker
+        # cannot use the bitcode members of a half-bitcode archive.
+        ignore = ("none",) if fact == "eh" else ()
+        setattr(abi, fact, _common(facts, fact, vals, mixed="mixed", ignore=ignore))
     for fact in ("cxx_stdlib", "msvc_runtime", "async_"):
         setattr(
             abi,
