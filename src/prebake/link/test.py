@@ -203,6 +203,8 @@ def link_test(library: Path, platform: LinkPlatform, *, include_dirs: Sequence[P
     library = Path(library).resolve()
     if not library.is_file():
         raise PrebakeError(f"{library}: no such library")
+    if not platform.toolchain.cc or not platform.toolchain.cxx:
+        raise PrebakeError(f"platform {platform.name}: no toolchain.cc/cxx to link a consumer with")
     if workdir is None:
         with tempfile.TemporaryDirectory(prefix="prebake-link-test-") as tmp:
             result = _link_test(library, platform, include_dirs, snippet, symbols, Path(tmp),
