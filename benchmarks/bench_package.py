@@ -25,7 +25,7 @@ from pathlib import Path
 from prebake.package.archive import BLOCK_SIZE, collect_tree, write_tar_xz
 
 SOURCE = Path("/usr/lib/llvm-14/lib")
-VARIANTS = (("lzma", BLOCK_SIZE), ("lzma", 64 << 20), ("xz", 192 << 20))
+VARIANTS = (("lzma", BLOCK_SIZE), ("xz", BLOCK_SIZE))
 
 
 EXTRA = (Path("/usr/lib/x86_64-linux-gnu/libclang-cpp.so.14"),
@@ -40,8 +40,8 @@ def make_tree(dest: Path, megabytes: int) -> int:
     (dest / "lib").mkdir(parents=True)
     (dest / "include").mkdir()
     for src in libs:
-        if total >= megabytes * 1024 * 1024:
-            break
+        if total + src.stat().st_size > megabytes * 1024 * 1024:
+            continue
         shutil.copyfile(src, dest / "lib" / src.name)
         total += src.stat().st_size
     for h in sorted(Path("/usr/lib/llvm-14/include/llvm-c").glob("*.h")):

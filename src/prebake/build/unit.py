@@ -31,10 +31,10 @@ from prebake.build.immutability import compare, snapshot
 from prebake.build.process import BuildLog, run_logged
 from prebake.errors import PrebakeError
 from prebake.package import cmake, pkgconfig
-from prebake.package.archive import Entry, collect_tree, write_asset
+from prebake.package.archive import Entry, collect_tree, file_sha256, write_asset
 from prebake.package.libs import Library
 from prebake.package.manifest import make_manifest
-from prebake.package.naming import AssetId
+from prebake.package.naming import SHA256_SUFFIX, AssetId, parse_sha256_line
 from prebake.recipes.model import (
     UNVERIFIED_SHA256_PREFIX,
     Build,
@@ -169,6 +169,7 @@ class UnitBuilder:
         self.cache = opts.cache or SourceCache()
         self.steps: list[dict[str, Any]] = []
         self._log: BuildLog | None = None
+        self._t0 = time.monotonic()
         self.started_on = time.time()  # wall clock, for the provenance sidecar only
 
     # ---- helpers -------------------------------------------------------------------------
@@ -180,7 +181,7 @@ class UnitBuilder:
     def _say(self, msg: str) -> None:
         self.emit(self.spec.id, "running", msg)
         if self._log is not None:
-            self.log.write(f"## {msg}")
+            self.log.write(f"## [{time.monotonic() - self._t0:6.1f}s] {msg}")
 
     def _context(self, recipe: Recipe, work: Path, prefix: Path, deps: Path) -> cmdline.Context:
         p = self.spec.platform
@@ -264,7 +265,19 @@ class UnitBuilder:
         self._say(f"restoring stage {stage} from {aid.filename} in the store")
         tmp = files.with_name(files.name + ".download")
         tmp.parent.mkdir(parents=True, exist_ok=True)
-        self.store.download(aid, tmp)
+        try:
+            self.store.download(aid, tmp)
+        except PrebakeError as exc:
+            raise UnitFailed(
+                f"{self.spec.id} builds on stage {stage}, which was not built here and whose "
+                f"asset {aid.filename} is not in {self.store.url} (build --stage {stage} "
+                f"first): {exc}") from None
+        want = self.store.read_sidecar(aid, SHA256_SUFFIX)
+        got = file_sha256(tmp)
+        if want is None or parse_sha256_line(want.decode(), aid.filename) != got:
+            tmp.unlink(missing_ok=True)
+            raise UnitFailed(f"{aid.filename} from {self.store.url} does not match its "
+                             f".sha256 sidecar; not building on it")
         try:
             extract(tmp, files.with_name(files.name + ".new"))
             shutil.rmtree(files, ignore_errors=True)
@@ -272,9 +285,22 @@ class UnitBuilder:
         finally:
             tmp.unlink(missing_ok=True)
 
+    def _preflight(self) -> None:
+        """Refuse before any work what can never succeed: no strategy, an unverified pin."""
+        pname = self.spec.platform.name
+        for recipe in self.spec.recipes:
+            strategy = recipe.strategy_for(pname)
+            if strategy is None:
+                raise UnitFailed(f"recipe {recipe.name} has no strategy for {pname}")
+            if isinstance(strategy, Repackage) and not strategy.verified:
+                raise UnitFailed(
+                    f"{recipe.name}: the {pname} archive's sha256 is a placeholder "
+                    f"({strategy.sha256}); pin the real digest first")
+
     def _build(self) -> tuple[Path, str]:
         spec = self.spec
         pname = spec.platform.name
+        self._preflight()
         root = self.layout.work(pname, spec.stage if not spec.per_recipe
                                 else f"{spec.stage}-{spec.recipes[0].name}")
         if spec.per_recipe:

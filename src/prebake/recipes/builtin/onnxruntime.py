@@ -27,8 +27,16 @@ BUILD_PY = "python3 {src}/tools/ci_build/build.py --config Release --build_dir {
 NO_FLAGS = ("CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "EMCC_CFLAGS")
 SESSION_HEADERS = "{src}/include/onnxruntime/core/session"
 
+# onnxruntime's build.py installs and activates ``--emsdk_version`` inside cmake/external/emsdk
+# (its own submodule); pointing that checkout at the SDK's pinned emsdk tag first makes the
+# emsdk that knows the pinned version the one that installs it, and submodule sync is skipped
+# so build.py does not move it back.
+EMSDK_DIR = "{src}/cmake/external/emsdk"
 WASM = Build(
     commands=(
+        "git -C " + EMSDK_DIR + " fetch --depth 1 https://github.com/emscripten-core/emsdk"
+        " refs/tags/{pins[emsdk]}",
+        "git -C " + EMSDK_DIR + " checkout --detach FETCH_HEAD",
         "bash {src}/build.sh --config Release --build_dir {build} --parallel {jobs}"
         " --build_wasm_static_lib --enable_wasm_simd --enable_wasm_threads --enable_wasm_jspi"
         " --skip_tests --skip_submodule_sync --emsdk_version {pins[emsdk]}"
@@ -44,8 +52,8 @@ LINUX_AARCH64 = Build(
     commands=(
         BUILD_PY + " onnxruntime_USE_ARM_NEON_NCHWC=ON"
         " --build_shared_lib --use_xnnpack --enable_lto",
-        "cmake -E make_directory {prefix}/lib {prefix}/include",
-        "cmake -E copy_directory {build}/Release/lib {prefix}/lib",
+        "cmake --install {build}/Release --prefix {prefix}",
+        "cmake -E make_directory {prefix}/include",
         "cmake -E copy_directory " + SESSION_HEADERS + " {prefix}/include",
     ),
     # CMake takes compiler arguments from CC/CXX (the zig cross compiler's -target).
@@ -55,10 +63,11 @@ LINUX_AARCH64 = Build(
 
 MACOS_ARM64 = Build(
     commands=(
-        BUILD_PY + " --build_shared_lib --use_coreml --use_xnnpack --enable_lto"
+        BUILD_PY + " CMAKE_OSX_DEPLOYMENT_TARGET=13.3"
+        " --build_shared_lib --use_coreml --use_xnnpack --enable_lto"
         " --osx_arch arm64 --apple_deploy_target 13.3",
-        "cmake -E make_directory {prefix}/lib {prefix}/include",
-        "cmake -E copy_directory {build}/Release/lib {prefix}/lib",
+        "cmake --install {build}/Release --prefix {prefix}",
+        "cmake -E make_directory {prefix}/include",
         "cmake -E copy_directory " + SESSION_HEADERS + " {prefix}/include",
     ),
     env_unset=(*NO_FLAGS, "MACOSX_DEPLOYMENT_TARGET"),
@@ -69,8 +78,10 @@ MACOS_ARM64 = Build(
 LAYOUT = {"*/include/*": "include", "*/lib/*": "lib", "*/LICENSE": "share/licenses/onnxruntime"}
 
 
-def repackage(asset: str, sha256: str) -> Repackage:
-    return Repackage(url=f"{RELEASES}/{asset}", sha256=sha256, layout=LAYOUT)
+def repackage(asset: str, sha256: str, mirrors: tuple[str, ...] = ()) -> Repackage:
+    """The upstream release archive ``asset``; ``mirrors`` are base URLs tried in order."""
+    return Repackage(url=f"{RELEASES}/{asset}", sha256=sha256, layout=LAYOUT,
+                     mirrors=tuple(f"{m.rstrip('/')}/{asset}" for m in mirrors))
 
 
 RECIPE = Recipe(
@@ -107,9 +118,14 @@ RECIPE = Recipe(
         license="LICENSE",
     ),
     kind={"wasm": "static", "*": "shared"},
+    # A C consumer: the C API is the ABI every binding (and the host's addons) link against.
     link_test=Snippet(
-        code="#include <onnxruntime_c_api.h>\nint main() { return OrtGetApiBase() == 0; }\n",
-        lang="c++",
+        code=("#include <onnxruntime_c_api.h>\n"
+              "int main(void) {\n"
+              "  const OrtApiBase* base = OrtGetApiBase();\n"
+              "  return base == 0 || base->GetVersionString == 0;\n"
+              "}\n"),
+        lang="c",
         symbols=("OrtGetApiBase",),
     ),
     # Third-party code compiled into the library (cmake/deps.txt); the shared builds must not

@@ -1,0 +1,317 @@
+"""The onnxruntime recipe: source builds checked through ``--dry-run`` (they cannot run here), the
+repackage path run for real against an upstream-layout archive served on 127.0.0.1."""
+
+from __future__ import annotations
+
+import hashlib
+import http.server
+import json
+import shutil
+import socket
+import tarfile
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.integration.test_build import EXAMPLE, build_json, copy_workspace
+
+VERSION = "1.30.0"
+NO_FLAGS = ("CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "EMCC_CFLAGS")
+LEAKY = {"CFLAGS": "-flto", "CXXFLAGS": "-flto", "LDFLAGS": "-flto", "EMCC_CFLAGS": "-flto",
+         "CPPFLAGS": "-DX", "MACOSX_DEPLOYMENT_TARGET": "15.0"}
+
+
+@pytest.fixture(scope="module")
+def dry_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+    ws = copy_workspace(tmp_path_factory.mktemp("ort-dry") / "sdk")
+    rc, data = build_json(ws, "--stage", "extra", "--dry-run", env=LEAKY)
+    assert rc == 0, data
+    assert data["dry_run"] is True
+    steps = {}
+    for u in data["units"]:
+        assert u["state"] == "planned"
+        (step,) = u["steps"]
+        steps[step["platform"]] = step
+    assert not (ws / "releases").exists() and not (ws / ".prebake" / "dist").exists()
+    return steps
+
+
+def _cmd(step: dict[str, Any], needle: str) -> list[str]:
+    return next(c for c in step["commands"] if any(needle in a for a in c))
+
+
+def test_dry_run_lists_every_platform(dry_run: dict[str, dict[str, Any]]) -> None:
+    assert set(dry_run) == {"wasm", "linux-x86_64", "linux-aarch64", "macos-arm64",
+                            "macos-x86_64", "windows-x86_64"}
+    for p in ("wasm", "linux-aarch64", "macos-arm64"):
+        assert dry_run[p]["strategy"] == "build"
+        for var in NO_FLAGS:
+            assert var not in dry_run[p]["env"], f"{p}: {var} leaks into the build"
+        assert "-flto" not in json.dumps(dry_run[p]["env"])
+        src = dry_run[p]["sources"][0]
+        assert src.startswith("git clone -q --branch v1.27.0 --depth 1 --shallow-submodules "
+                              "https://github.com/microsoft/onnxruntime ")
+        assert any("submodule update --init --recursive --depth 1" in s
+                   for s in dry_run[p]["sources"])
+    for p in ("linux-x86_64", "macos-x86_64", "windows-x86_64"):
+        assert dry_run[p]["strategy"] == "repackage"
+        assert dry_run[p]["download"][0].startswith(
+            "https://github.com/microsoft/onnxruntime/releases/download/v1.27.0/onnxruntime-")
+
+
+def test_wasm_uses_onnxruntime_build_sh_with_the_pinned_emsdk(
+        dry_run: dict[str, dict[str, Any]]) -> None:
+    step = dry_run["wasm"]
+    build = _cmd(step, "build.sh")
+    assert build[0] == "bash"
+    assert build[1].endswith("/wasm/extra-onnxruntime/onnxruntime/src/build.sh")
+    for flag in ("--build_wasm_static_lib", "--enable_wasm_simd", "--enable_wasm_threads",
+                 "--enable_wasm_jspi", "--skip_tests", "--skip_submodule_sync"):
+        assert flag in build
+    assert build[build.index("--emsdk_version") + 1] == "5.0.5"
+    assert "onnxruntime_BUILD_UNIT_TESTS=OFF" in build
+    fetch = _cmd(step, "emscripten-core/emsdk")
+    assert fetch[:2] == ["git", "-C"] and fetch[2].endswith("/src/cmake/external/emsdk")
+    assert fetch[-1] == "refs/tags/5.0.5"
+    assert step["commands"].index(fetch) < step["commands"].index(build)
+    copy = _cmd(step, "libonnxruntime_webassembly.a")
+    assert copy[-1].endswith("/prefix/lib/libonnxruntime.a")
+
+
+def test_linux_aarch64_is_shared_with_xnnpack_nchwc_and_lto(
+        dry_run: dict[str, dict[str, Any]]) -> None:
+    step = dry_run["linux-aarch64"]
+    build = _cmd(step, "build.py")
+    for flag in ("--build_shared_lib", "--use_xnnpack", "--enable_lto", "--skip_tests",
+                 "--skip_submodule_sync"):
+        assert flag in build
+    assert "onnxruntime_USE_ARM_NEON_NCHWC=ON" in build
+    assert "aarch64-linux-gnu.2.28" in step["env"]["CC"]
+    assert "aarch64-linux-gnu.2.28" in step["env"]["CXX"]
+    assert _cmd(step, "--install")[:2] == ["cmake", "--install"]
+
+
+def test_macos_arm64_is_shared_with_coreml_xnnpack_and_13_3(
+        dry_run: dict[str, dict[str, Any]]) -> None:
+    step = dry_run["macos-arm64"]
+    build = _cmd(step, "build.py")
+    for flag in ("--build_shared_lib", "--use_coreml", "--use_xnnpack"):
+        assert flag in build
+    assert "CMAKE_OSX_DEPLOYMENT_TARGET=13.3" in build
+    assert build[build.index("--apple_deploy_target") + 1] == "13.3"
+    assert "MACOSX_DEPLOYMENT_TARGET" not in step["env"]
+
+
+def test_unverified_pins_are_flagged_and_refused(dry_run: dict[str, dict[str, Any]],
+                                                 tmp_path: Path) -> None:
+    assert dry_run["windows-x86_64"]["verified"] is False
+    ws = copy_workspace(tmp_path / "sdk")
+    rc, data = build_json(ws, "--stage", "extra", "--platform", "linux-x86_64")
+    assert rc == 1
+    (unit,) = data["units"]
+    assert unit["state"] == "failed" and "placeholder" in unit["message"]
+
+
+# ---- the repackage path, for real ------------------------------------------------------------
+
+C_API_HEADER = """\
+#ifndef ONNXRUNTIME_C_API_H
+#define ONNXRUNTIME_C_API_H
+/* the part of onnxruntime_c_api.h the link test needs (the real header is 5000 lines) */
+#ifdef __cplusplus
+extern "C" {
+#endif
+typedef struct OrtApi OrtApi;
+typedef struct OrtApiBase {
+  const OrtApi* (*GetApi)(unsigned int version);
+  const char* (*GetVersionString)(void);
+} OrtApiBase;
+const OrtApiBase* OrtGetApiBase(void);
+#ifdef __cplusplus
+}
+#endif
+#endif
+"""
+
+
+def upstream_archive(ort_node: Path, dest: Path) -> Path:
+    """``onnxruntime-linux-x64-1.30.0.tgz`` laid out like the GitHub release archive."""
+    so = ort_node / "bin" / "napi-v6" / "linux" / "x64" / "libonnxruntime.so.1"
+    top = dest / f"onnxruntime-linux-x64-{VERSION}"
+    (top / "lib").mkdir(parents=True)
+    (top / "include").mkdir()
+    shutil.copyfile(so, top / "lib" / f"libonnxruntime.so.{VERSION}")
+    (top / "lib" / "libonnxruntime.so.1").symlink_to(f"libonnxruntime.so.{VERSION}")
+    (top / "lib" / "libonnxruntime.so").symlink_to("libonnxruntime.so.1")
+    (top / "include" / "onnxruntime_c_api.h").write_text(C_API_HEADER)
+    (top / "include" / "onnxruntime_cxx_api.h").write_text("#include \"onnxruntime_c_api.h\"\n")
+    (top / "LICENSE").write_text("MIT License\n\nCopyright (c) Microsoft Corporation\n")
+    (top / "VERSION_NUMBER").write_text(VERSION + "\n")
+    tgz = dest / f"onnxruntime-linux-x64-{VERSION}.tgz"
+    with tarfile.open(tgz, "w:gz") as tf:
+        tf.add(top, arcname=top.name)
+    shutil.rmtree(top)
+    return tgz
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[tuple[int, Path]]:
+    root = tmp_path / "www"
+    root.mkdir()
+
+    def handler(*a: Any, **k: Any) -> _Quiet:
+        return _Quiet(*a, directory=str(root), **k)
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    t = threading.Thread(target=httpd.serve_forever, daemon=True)
+    t.start()
+    try:
+        yield httpd.server_address[1], root
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+WORKSPACE = """\
+[project]
+name = "ort-sdk"
+version = "0.1.0"
+
+[pins]
+onnxruntime = "{version}"
+emsdk = "5.0.5"
+
+[platforms.linux-x86_64]
+os = "linux"
+arch = "x86_64"
+env_unset = ["CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS"]
+
+[platforms.linux-x86_64.toolchain]
+cc = "gcc"
+cxx = "g++"
+ar = "ar"
+
+[platforms.linux-x86_64.contract]
+arch = "x86_64"
+glibc_max = "2.28"
+forbid_exports = ["_ZN6google8protobuf*", "_ZN4absl*"]
+
+[platforms.linux-x86_64.link_test]
+flags = ["-pthread"]
+
+[stages.extra]
+recipes = ["onnxruntime"]
+package = "per-recipe"
+
+[stores.local]
+url = "file://./releases"
+default = true
+"""
+
+RECIPE = """\
+# The built-in onnxruntime recipe, reduced to linux-x86_64 with its archive pinned for this
+# test: the first URL is a mirror that is down, the second serves the upstream-layout archive.
+import dataclasses
+
+from prebake.recipes import Outputs, Repackage
+from prebake.recipes.loader import BUILTIN_DIR, load_recipe_file
+
+_base = load_recipe_file(BUILTIN_DIR / "onnxruntime.py")
+_linux = _base.platforms["linux-x86_64"]
+_out = _base.outputs
+RECIPE = dataclasses.replace(
+    _base, path=None, kind={{"linux-x86_64": _base.kind_for("linux-x86_64")}},
+    outputs=Outputs(libs={{"linux-x86_64": _out.libs_for("linux-x86_64")}},
+                    headers=_out.headers, license=_out.license),
+    platforms={{"linux-x86_64": Repackage(
+        url="http://127.0.0.1:{down}/down/onnxruntime-linux-x64-{{version}}.tgz",
+        mirrors=("http://127.0.0.1:{port}/v{{version}}/onnxruntime-linux-x64-{{version}}.tgz",),
+        sha256="{sha256}",
+        layout=_linux.layout,
+    ),
+}})
+"""
+
+
+def test_repackage_downloads_from_the_next_mirror_guards_and_packages(
+        ort_node: Path, server: tuple[int, Path], tmp_path: Path) -> None:
+    port, www = server
+    (www / f"v{VERSION}").mkdir()
+    tgz = upstream_archive(ort_node, www / f"v{VERSION}")
+    sha = hashlib.sha256(tgz.read_bytes()).hexdigest()
+    ws = tmp_path / "ws"
+    (ws / "recipes").mkdir(parents=True)
+    (ws / "prebake.toml").write_text(WORKSPACE.format(version=VERSION))
+    (ws / "recipes" / "onnxruntime.py").write_text(
+        RECIPE.format(down=_closed_port(), port=port, sha256=sha))
+    cache = tmp_path / "cache"
+    env = {"PREBAKE_CACHE": str(cache)}
+    rc, data = build_json(ws, "--platform", "linux-x86_64", env=env)
+    (unit,) = data["units"]
+    assert rc == 0, unit["message"]
+    assert unit["state"] == "built"
+    assert unit["asset"] == f"onnxruntime-{VERSION}-linux-x86_64.tar.xz"
+    log = Path(unit["log"]).read_text()
+    assert "/down/" in log and "trying the next mirror" in log
+    assert "sha256 verified" in log
+    assert "OrtGetApiBase" in (ws / ".prebake" / "work" / "linux-x86_64" / "extra-onnxruntime"
+                               / "onnxruntime" / "link-test" / "onnxruntime" / "consumer.c"
+                               ).read_text()
+    assert (cache / "sources" / sha).is_file(), "the download is cached by content"
+    asset = next((ws / "releases").rglob(unit["asset"]))
+    with tarfile.open(asset) as tf:
+        names = set(tf.getnames())
+        link = tf.getmember("lib/libonnxruntime.so")
+        assert link.issym() and link.linkname == "libonnxruntime.so.1"
+        manifest = json.loads(tf.extractfile("share/prebake/manifest.json").read())  # type: ignore[union-attr]
+    assert {f"lib/libonnxruntime.so.{VERSION}", "include/onnxruntime_c_api.h",
+            "share/licenses/onnxruntime/LICENSE", "lib/cmake/onnxruntime/onnxruntimeConfig.cmake",
+            "lib/pkgconfig/onnxruntime.pc"} <= names
+    (facts,) = manifest["facts"]
+    assert facts["kind"] == "shared-library" and facts["abi"]["glibc_max"] == "2.28"
+    files = {f["path"]: f for f in manifest["files"]}
+    real = ort_node / "bin" / "napi-v6" / "linux" / "x64" / "libonnxruntime.so.1"
+    assert files[f"lib/libonnxruntime.so.{VERSION}"]["sha256"] == hashlib.sha256(
+        real.read_bytes()).hexdigest()
+
+    # a second run skips by hash without touching the network (the archive is gone)
+    for p in www.rglob("*.tgz"):
+        p.unlink()
+    rc, data = build_json(ws, "--platform", "linux-x86_64", env=env)
+    assert rc == 0 and data["units"][0]["state"] == "skipped"
+
+
+def test_repackage_with_a_wrong_pin_fails_and_caches_nothing(
+        ort_node: Path, server: tuple[int, Path], tmp_path: Path) -> None:
+    port, www = server
+    (www / f"v{VERSION}").mkdir()
+    upstream_archive(ort_node, www / f"v{VERSION}")
+    ws = tmp_path / "ws"
+    (ws / "recipes").mkdir(parents=True)
+    (ws / "prebake.toml").write_text(WORKSPACE.format(version=VERSION))
+    (ws / "recipes" / "onnxruntime.py").write_text(
+        RECIPE.format(down=_closed_port(), port=port, sha256="0" * 64))
+    cache = tmp_path / "cache"
+    rc, data = build_json(ws, "--platform", "linux-x86_64", env={"PREBAKE_CACHE": str(cache)})
+    assert rc == 1
+    assert "does not match the pin" in data["units"][0]["message"]
+    assert not any(p.is_file() for p in (cache / "sources").rglob("*"))
+    assert not (ws / "releases").exists() or not list((ws / "releases").rglob("*.tar.xz"))
+
+
+def test_example_workspace_is_untouched() -> None:
+    assert not (EXAMPLE / "recipes" / "onnxruntime.py").exists()
