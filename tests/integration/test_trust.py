@@ -24,6 +24,8 @@ from prebake.package.archive import write_asset
 from prebake.package.naming import asset_id
 from prebake.trust.provenance import schema_path
 from tests import support
+from tests.servers.backends import Backend
+from tests.servers.fixtures import moto_s3, store_backend  # noqa: F401
 
 ASSET = "trustdemo-core-1.0.0-linux-x86_64.tar.xz"
 PLATFORM = "linux-x86_64"
@@ -395,3 +397,31 @@ def test_inspect_shows_provenance_and_signature_status(world: World, store: Path
     _tamper_provenance(world, store)
     assert main(["inspect", str(store / ASSET), "--allowed-signers", str(world.allowed)]) == 1
     assert "signature: INVALID" in capsys.readouterr().out
+
+
+# ---- every store backend carries the trust sidecars -----------------------------------------
+
+def test_signatures_travel_through_every_store(world: World, store_backend: Backend,  # noqa: F811
+                                               tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """file, GitHub Releases API, S3 and HTTP mirrors: the ``.sig`` is uploaded with the asset,
+    read back by fetch, and removed again when the asset is re-published unsigned."""
+    from tests.servers.assets import demo_prefix, make_asset
+
+    monkeypatch.setenv("PREBAKE_CACHE", str(tmp_path / "cache"))
+    b = store_backend
+    asset = make_asset(tmp_path / "out", "demo", "1.0.0", PLATFORM, prefix=demo_prefix())
+    assert main(["publish", str(asset), "--store", b.publish_url, "--sign", str(world.key)]) == 0
+    args = ["fetch", "demo==1.0.0", "--platform", PLATFORM, "--store", b.fetch_url,
+            "--into", str(tmp_path / "deps"), "--allowed-signers", str(world.allowed)]
+    capsys.readouterr()
+    assert main([*args, "--lock", str(tmp_path / "a.lock")]) == 0, capsys.readouterr().err
+    assert (tmp_path / "deps" / "lib" / "libdemo.a").is_file()
+    # re-published without --sign: the old signature must not stay behind in the store
+    (asset.parent / f"{asset.name}.sig").unlink()
+    assert main(["publish", str(asset), "--store", b.publish_url]) == 0
+    shutil.rmtree(tmp_path / "deps")
+    capsys.readouterr()
+    assert main([*args, "--lock", str(tmp_path / "b.lock")]) == 1
+    assert "not signed" in capsys.readouterr().err
+    assert not (tmp_path / "deps").exists()

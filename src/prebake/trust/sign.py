@@ -17,6 +17,7 @@ read from the key.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import tempfile
 from collections.abc import Sequence
@@ -28,6 +29,7 @@ from prebake.package.naming import sha256_line
 from prebake.trust import NAMESPACE
 
 SSH_KEYGEN = "ssh-keygen"
+_PROMPT = re.compile(r"^Enter passphrase[^:]*:\s*")  # the prompt ssh-keygen echoes to stderr
 
 
 class SignatureError(CheckFailed):
@@ -55,27 +57,38 @@ def _env() -> dict[str, str]:
 
 def _reason(proc: subprocess.CompletedProcess[bytes], fallback: str) -> str:
     """ssh-keygen's last stderr line (it never prints key material), or ``fallback``."""
-    lines = [ln.strip() for ln in proc.stderr.decode("utf-8", "replace").splitlines()
-             if ln.strip()]
+    lines = [_PROMPT.sub("", ln).strip() for ln in
+             proc.stderr.decode("utf-8", "replace").splitlines()]
+    lines = [ln for ln in lines if ln]
     return lines[-1] if lines else fallback
 
 
 def sign_bytes(message: bytes, key: Path) -> bytes:
     """An armored SSH signature of ``message`` with the private key file ``key`` (or a public
-    key whose private half is in ssh-agent). A passphrase-protected key needs the agent: there
-    may be no terminal to ask on, and prebake never takes a passphrase itself."""
+    key whose private half is in ssh-agent). A passphrase-protected key needs the agent: the
+    signer runs without a terminal (CI has none; a prompt would hang), and prebake never takes
+    a passphrase itself."""
     key = Path(key)
     if not key.is_file():
         raise PrebakeError(f"{key}: signing key not found")
-    try:
-        proc = subprocess.run([SSH_KEYGEN, "-q", "-Y", "sign", "-n", NAMESPACE, "-f", str(key)],
-                              input=message, capture_output=True, env=_env(), check=False)
-    except FileNotFoundError:
-        raise PrebakeError("ssh-keygen not found (install openssh-client)") from None
-    if proc.returncode != 0 or b"BEGIN SSH SIGNATURE" not in proc.stdout:
-        raise PrebakeError(f"{key}: cannot sign with this key: "
-                           f"{_reason(proc, f'ssh-keygen exit {proc.returncode}')}")
-    return proc.stdout
+    with tempfile.TemporaryDirectory(prefix="prebake-sign-") as tmp:
+        msg = Path(tmp) / "message"
+        msg.write_bytes(message)
+        try:
+            proc = subprocess.run(
+                [SSH_KEYGEN, "-q", "-Y", "sign", "-n", NAMESPACE, "-f", str(key), str(msg)],
+                stdin=subprocess.DEVNULL, capture_output=True, env=_env(), check=False,
+                start_new_session=True)  # no terminal: never prompts, never hangs
+        except FileNotFoundError:
+            raise PrebakeError("ssh-keygen not found (install openssh-client)") from None
+        sig = Path(tmp) / "message.sig"
+        if proc.returncode != 0 or not sig.is_file():
+            err = proc.stderr.lower()
+            hint = ("; a passphrase-protected key must be loaded with ssh-add (pass its .pub)"
+                    if b"passphrase" in err else "")
+            reason = _reason(proc, f"ssh-keygen exit {proc.returncode}")
+            raise PrebakeError(f"{key}: cannot sign with this key: {reason}{hint}")
+        return sig.read_bytes()
 
 
 def find_principals(sig: Path, allowed_signers: Path) -> list[str]:
