@@ -397,7 +397,9 @@ _GLOBAL = bytes(
     else 0
     for i in range(256)
 )
-_WEAK = bytes(1 if (i >> 4) == STB_WEAK else 0 for i in range(256))
+# "weak" in Symbols means "does not clash with another definition": STB_GNU_UNIQUE (static data
+# of inline functions and templates) is merged by the linker just like a weak definition.
+_WEAK = bytes(1 if (i >> 4) in (STB_WEAK, STB_GNU_UNIQUE) else 0 for i in range(256))
 _VISIBLE = bytes(0 if (i & 3) in (STV_HIDDEN, STV_INTERNAL) else 1 for i in range(256))
 _NONZERO = bytes([0] + [1] * 255)
 _ZERO = bytes([1] + [0] * 255)
@@ -693,7 +695,7 @@ def _image_symbols(elf: ElfFile, sec: Section, strtab: bytes, verindex: dict[int
         if shndx == SHN_ABS and name in verdefs:
             continue  # the version-name symbol (VERS_1.30.0), not code
         out.defined.append(name)
-        if bind == STB_WEAK:
+        if bind in (STB_WEAK, STB_GNU_UNIQUE):
             out.weak.add(name)
         if other & 3 not in (STV_HIDDEN, STV_INTERNAL):
             out.exports.append(name)

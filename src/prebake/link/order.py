@@ -54,8 +54,6 @@ class Member:
     defined: frozenset[str]
     undefined: frozenset[str]
     weak: frozenset[str] = frozenset()
-    # ELF archive members: the header offset, to re-read STB_GNU_UNIQUE for clash candidates
-    elf_offset: int | None = None
 
 
 ReadArchive = Callable[[Path], list[Member]]
@@ -70,9 +68,8 @@ def _members_of(facts: Facts) -> list[Member]:
         if m.symbols is None:
             continue
         name = m.path[m.path.rindex("(") + 1 : -1] if m.path.endswith(")") else m.path
-        off = m.details.get("offset") if m.format == "elf" else None
         out.append(Member(name, frozenset(m.symbols.defined), frozenset(m.symbols.undefined),
-                          frozenset(m.symbols.weak), off if isinstance(off, int) else None))
+                          frozenset(m.symbols.weak)))
     return out
 
 
@@ -435,22 +432,12 @@ def _worst_sequence(ix: _Index, comps: list[list[int]]) -> dict[int, list[int]]:
 
 
 def _clashes(ix: _Index) -> dict[str, list[Path]]:
-    from prebake.link.clash import gnu_unique
-
+    """Symbols defined strongly by more than one archive (weak and GNU-unique ones merge)."""
     out: dict[str, list[Path]] = {}
-    probe: dict[tuple[int, int], set[str]] = {}
     for sym, where in ix.definers.items():
-        strong = [(a, m) for a, m in where if sym not in ix.members[a][m].weak]
-        if len({a for a, _ in strong}) > 1:
-            out[sym] = [ix.archives[a] for a in sorted({a for a, _ in strong})]
-            for a, m in strong:
-                if ix.members[a][m].elf_offset is not None:
-                    probe.setdefault((a, m), set()).add(sym)
-    for (a, m), names in probe.items():  # template statics are STB_GNU_UNIQUE: merged, no clash
-        offset = ix.members[a][m].elf_offset
-        assert offset is not None
-        for sym in gnu_unique(ix.archives[a], offset, names & set(out)):
-            out.pop(sym, None)
+        strong = {a for a, m in where if sym not in ix.members[a][m].weak}
+        if len(strong) > 1:
+            out[sym] = [ix.archives[a] for a in sorted(strong)]
     return dict(sorted(out.items()))
 
 
