@@ -100,9 +100,9 @@ def keygen(path: Path, comment: str) -> Path:
     return path
 
 
-def prebake(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "prebake", *args], cwd=cwd,
-                          env=support.tool_env(), capture_output=True, text=True, timeout=300)
+def prebake(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "prebake", *args], env=support.tool_env(env),
+                          capture_output=True, text=True, timeout=300)
 
 
 @dataclass
@@ -224,16 +224,23 @@ def test_sbom_in_the_asset_validates_and_lists_bundled_components(world: World) 
     assert "timestamp" not in bom["metadata"]
 
 
-def test_force_rebuild_keeps_the_asset_byte_identical(world: World) -> None:
+def test_force_rebuild_on_ci_keeps_the_asset_byte_identical(world: World) -> None:
+    """The same build on "CI": the statement names the run, the asset's bytes do not change."""
     before = world.asset.read_bytes()
     statement_before = _statement(world)
-    proc = prebake("-C", str(world.ws), "build", "--platform", PLATFORM, "--force", "--json")
+    ci = {"GITHUB_SERVER_URL": "https://github.com", "GITHUB_REPOSITORY": "kiln/deps",
+          "GITHUB_RUN_ID": "4242", "GITHUB_RUN_ATTEMPT": "1"}
+    proc = prebake("-C", str(world.ws), "build", "--platform", PLATFORM, "--force", "--json",
+                   env=ci)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert world.asset.read_bytes() == before
     after = _statement(world)
     assert after["subject"] == statement_before["subject"]
     assert after["predicate"]["buildDefinition"] == statement_before["predicate"][
         "buildDefinition"]
+    run = "https://github.com/kiln/deps/actions/runs/4242"
+    assert after["predicate"]["runDetails"]["builder"]["id"] == run
+    assert after["predicate"]["runDetails"]["metadata"]["invocationId"] == f"{run}/attempts/1"
 
 
 # ---- sign, publish, fetch -------------------------------------------------------------------
@@ -386,7 +393,8 @@ def test_inspect_shows_provenance_and_signature_status(world: World, store: Path
     (t,) = out["trust"]
     assert t["signature"]["status"] == "valid"
     assert t["signature"]["principal"] == "release@example.org"
-    assert t["provenance"]["builder"].startswith("urn:prebake:host:")
+    assert t["provenance"]["builder"] == _statement(world)["predicate"]["runDetails"][
+        "builder"]["id"]
     assert {"name": "mini:source[0]", "uri": t["provenance"]["inputs"][1]["uri"],
             "digest": f"gitCommit:{world.commit}"} in t["provenance"]["inputs"]
     # human view, and an unchecked signature without an allowed-signers file
