@@ -446,7 +446,7 @@ class UnitBuilder:
             **cmake.generated_files(recipe.name, ver, outcome.libs, outcome.link_order,
                                     arch=self.spec.platform.arch, cxx=outcome.cxx, requires=req),
             **pkgconfig.generated_files(recipe.name, ver, outcome.libs, outcome.link_order,
-                                        requires=req),
+                                        requires=req, os=self.spec.platform.os),
         }
         for rel, data in files.items():
             p = prefix / rel
@@ -470,7 +470,7 @@ class UnitBuilder:
                                                    arch=spec.platform.arch, cxx=cxx,
                                                    requires=req))
             generated.update(pkgconfig.generated_files(aid.name, aid.version, libs, order,
-                                                       requires=req))
+                                                       requires=req, os=spec.platform.os))
         manifest = make_manifest(
             aid, input_hash=spec.input_hash,
             toolchain=toolchain_identity(self.ws, spec.platform),

@@ -16,14 +16,25 @@ def _flag(lib: Library) -> str:
     return "${prefix}/" + (lib.implib or lib.path)
 
 
+GROUPING_OSES = ("linux", "windows")  # GNU ld (and mingw's): one pass over archives
+
+
 def pc_file(name: str, version: str, libs: Sequence[Library],
             link_order: Sequence[Sequence[str]] = (), *, description: str = "",
-            extra_libs: Sequence[str] = (), requires: Sequence[str] = ()) -> str:
-    """The ``.pc`` text; libraries in link order, a cyclic group listed twice."""
+            extra_libs: Sequence[str] = (), requires: Sequence[str] = (),
+            os: str | None = None) -> str:
+    """The ``.pc`` text; libraries in link order.
+
+    A cyclic group becomes ``-Wl,--start-group … -Wl,--end-group`` for GNU ld: listing it twice
+    does not work because pkg-config drops repeated flags. ld64 and lld (macOS, wasm) resolve
+    backward references within the archives they were given, so the group is plain there.
+    """
     flags: list[str] = []
     for group in ordered(libs, link_order):
         g = [_flag(lib) for lib in group]
-        flags += g + (g if len(group) > 1 else [])
+        if len(group) > 1 and os in GROUPING_OSES:
+            g = ["-Wl,--start-group", *g, "-Wl,--end-group"]
+        flags += g
     return "\n".join([
         "prefix=${pcfiledir}/../..",
         "libdir=${prefix}/lib",
@@ -42,6 +53,6 @@ def pc_file(name: str, version: str, libs: Sequence[Library],
 
 def generated_files(name: str, version: str, libs: Sequence[Library],
                     link_order: Sequence[Sequence[str]] = (), *,
-                    requires: Sequence[str] = ()) -> dict[str, bytes]:
-    text = pc_file(name, version, libs, link_order, requires=requires)
+                    requires: Sequence[str] = (), os: str | None = None) -> dict[str, bytes]:
+    text = pc_file(name, version, libs, link_order, requires=requires, os=os)
     return {f"lib/pkgconfig/{name}.pc": text.encode()}

@@ -88,7 +88,8 @@ class SourceCache:
                 got = _download(url, tmp)
             except (urllib.error.URLError, OSError, ValueError) as exc:
                 tmp.unlink(missing_ok=True)
-                reason = getattr(exc, "reason", None) or exc
+                reason = (f"HTTP {exc.code} {exc.reason}" if isinstance(exc, urllib.error.HTTPError)
+                          else getattr(exc, "reason", None) or exc)
                 failures.append(f"{url}: {reason}")
                 self.log(f"download failed: {url}: {reason}; trying the next mirror")
                 continue

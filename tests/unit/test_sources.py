@@ -1,0 +1,218 @@
+"""Sources: the verified download cache with mirrors, git checkouts by tag/commit with
+submodules, local folders, and unpacking with leading-folder stripping."""
+
+from __future__ import annotations
+
+import hashlib
+import http.server
+import io
+import socket
+import subprocess
+import tarfile
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from prebake.errors import PrebakeError
+from prebake.recipes.model import GitSource, LocalSource, UrlSource
+from prebake.sources import SourceCache, describe, git_commands, materialize, render_source
+from prebake.sources import cache as cache_mod
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def www(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    root = tmp_path / "www"
+    root.mkdir()
+
+    def handler(*a: Any, **k: Any) -> _Quiet:
+        return _Quiet(*a, directory=str(root), **k)
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}", root
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def _closed_url() -> str:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{s.getsockname()[1]}/gone.tar.gz"
+
+
+def make_tgz(path: Path, top: str = "lib-1.0") -> str:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tf:
+        for name, data in ((f"{top}/src/a.c", b"int a;\n"), (f"{top}/LICENSE", b"MIT\n")):
+            ti = tarfile.TarInfo(name)
+            ti.size = len(data)
+            tf.addfile(ti, io.BytesIO(data))
+    path.write_bytes(buf.getvalue())
+    return hashlib.sha256(buf.getvalue()).hexdigest()
+
+
+def test_download_tries_mirrors_in_order_and_caches_by_content(
+        www: tuple[str, Path], tmp_path: Path) -> None:
+    base, root = www
+    sha = make_tgz(root / "lib-1.0.tar.gz")
+    (root / "bad.tar.gz").write_bytes(b"tampered")
+    logs: list[str] = []
+    cache = SourceCache(tmp_path / "cache", log=logs.append)
+    got = cache.fetch([_closed_url(), f"{base}/bad.tar.gz", f"{base}/lib-1.0.tar.gz"], sha)
+    assert got == tmp_path / "cache" / "sources" / sha
+    assert hashlib.sha256(got.read_bytes()).hexdigest() == sha
+    assert any("trying the next mirror" in m for m in logs)
+    assert any("sha256 mismatch" in m for m in logs)
+    # a second fetch never touches the network: every URL is dead now
+    (root / "lib-1.0.tar.gz").unlink()
+    assert cache.fetch([_closed_url()], sha) == got
+    assert [p.name for p in got.parent.iterdir()] == [sha], "no partial files left"
+
+
+def test_all_mirrors_failing_names_each_and_leaves_no_entry(
+        www: tuple[str, Path], tmp_path: Path) -> None:
+    base, root = www
+    (root / "x.tar.gz").write_bytes(b"not it")
+    cache = SourceCache(tmp_path / "cache")
+    with pytest.raises(PrebakeError) as err:
+        cache.fetch([_closed_url(), f"{base}/x.tar.gz", f"{base}/missing.tar.gz"], "a" * 64)
+    text = str(err.value)
+    assert "gone.tar.gz" in text and "does not match the pin" in text and "404" in text
+    assert list((tmp_path / "cache" / "sources").iterdir()) == []
+
+
+def test_corrupt_cache_entry_is_discarded_and_fetched_again(
+        www: tuple[str, Path], tmp_path: Path) -> None:
+    base, root = www
+    sha = make_tgz(root / "lib-1.0.tar.gz")
+    cache = SourceCache(tmp_path / "cache")
+    entry = cache.fetch([f"{base}/lib-1.0.tar.gz"], sha)
+    entry.write_bytes(b"bit rot")
+    assert cache.lookup(sha) is None and not entry.exists()
+    again = cache.fetch([f"{base}/lib-1.0.tar.gz"], sha)
+    assert hashlib.sha256(again.read_bytes()).hexdigest() == sha
+
+
+def test_interrupted_download_leaves_no_entry(www: tuple[str, Path], tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    base, root = www
+    sha = make_tgz(root / "lib-1.0.tar.gz")
+    real = cache_mod._download
+
+    def interrupted(url: str, tmp: Path) -> str:
+        real(url, tmp)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cache_mod, "_download", interrupted)
+    cache = SourceCache(tmp_path / "cache")
+    with pytest.raises(KeyboardInterrupt):
+        cache.fetch([f"{base}/lib-1.0.tar.gz"], sha)
+    assert list((tmp_path / "cache" / "sources").iterdir()) == []
+
+
+def test_bad_pin_is_refused_before_any_download(tmp_path: Path) -> None:
+    with pytest.raises(PrebakeError, match="64 lowercase hex"):
+        SourceCache(tmp_path).fetch(["http://127.0.0.1:1/x"], "UNVERIFIED-x")
+
+
+def test_url_source_unpacks_with_strip_components(www: tuple[str, Path], tmp_path: Path
+                                                  ) -> None:
+    base, root = www
+    sha = make_tgz(root / "lib-1.0.tar.gz")
+    src = render_source(UrlSource(url=_closed_url(), sha256=sha,
+                                  mirrors=(f"{base}/lib-{{version}}.tar.gz",)), "1.0", {})
+    assert isinstance(src, UrlSource) and src.mirrors == (f"{base}/lib-1.0.tar.gz",)
+    work = tmp_path / "work"
+    out = materialize(src, work, tmp_path, SourceCache(tmp_path / "cache"))
+    assert (out / "src" / "a.c").read_text() == "int a;\n"
+    assert (out / "LICENSE").is_file()
+
+
+def _git(*args: str, cwd: Path) -> str:
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid",
+           "PATH": "/usr/bin:/bin", "HOME": str(cwd), "GIT_ALLOW_PROTOCOL": "file"}
+    return subprocess.run(["git", "-c", "protocol.file.allow=always", *args], cwd=cwd,
+                          env=env, check=True, capture_output=True, text=True).stdout.strip()
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> tuple[Path, str, str]:
+    """A repo with a submodule, tagged v1.0 at the first commit, one more commit after it."""
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    _git("init", "-q", "-b", "main", cwd=sub)
+    (sub / "dep.h").write_text("#define DEP 1\n")
+    _git("add", ".", cwd=sub)
+    _git("commit", "-qm", "dep", cwd=sub)
+    main = tmp_path / "main"
+    main.mkdir()
+    _git("init", "-q", "-b", "main", cwd=main)
+    (main / "lib.c").write_text("int v = 1;\n")
+    _git("submodule", "add", "-q", str(sub), "third_party/dep", cwd=main)
+    _git("add", ".", cwd=main)
+    _git("commit", "-qm", "v1", cwd=main)
+    _git("tag", "v1.0", cwd=main)
+    first = _git("rev-parse", "HEAD", cwd=main)
+    (main / "lib.c").write_text("int v = 2;\n")
+    _git("commit", "-qam", "v2", cwd=main)
+    return main, first, _git("rev-parse", "HEAD", cwd=main)
+
+
+def _git_runner(cmd: Any, cwd: Path) -> None:
+    _git(*list(cmd)[1:], cwd=cwd)
+
+
+def test_git_tag_with_recursive_submodules(repo: tuple[Path, str, str], tmp_path: Path) -> None:
+    main, first, _ = repo
+    src = render_source(GitSource(url=f"file://{main}", ref="v{version}"), "1.0", {})
+    out = materialize(src, tmp_path / "w", tmp_path, SourceCache(tmp_path / "c"),
+                      run=_git_runner)
+    assert (out / "lib.c").read_text() == "int v = 1;\n"
+    assert (out / "third_party" / "dep" / "dep.h").read_text() == "#define DEP 1\n"
+    assert _git("rev-parse", "HEAD", cwd=out) == first
+
+
+def test_git_full_commit_shallow(repo: tuple[Path, str, str], tmp_path: Path) -> None:
+    main, _, second = repo
+    src = GitSource(url=f"file://{main}", ref=second, shallow=True, submodules=False)
+    cmds = git_commands(src, tmp_path / "w" / "src")
+    assert ["fetch", "-q", "--depth", "1", "origin", second] == cmds[2][3:]
+    out = materialize(src, tmp_path / "w", tmp_path, SourceCache(tmp_path / "c"),
+                      run=_git_runner)
+    assert (out / "lib.c").read_text() == "int v = 2;\n"
+    assert _git("rev-list", "--count", "HEAD", cwd=out) == "1", "shallow: one commit"
+    assert not (out / "third_party" / "dep" / "dep.h").exists()
+
+
+def test_git_unknown_ref_fails_in_one_line(repo: tuple[Path, str, str], tmp_path: Path) -> None:
+    main, _, _ = repo
+    with pytest.raises(PrebakeError, match=r"v9\.9"):
+        materialize(GitSource(url=f"file://{main}", ref="v9.9"), tmp_path / "w", tmp_path,
+                    SourceCache(tmp_path / "c"))
+
+
+def test_local_source_and_describe(tmp_path: Path) -> None:
+    folder = tmp_path / "recipes" / ".." / "src" / "lib"
+    folder.mkdir(parents=True)
+    (folder / "a.c").write_text("int a;\n")
+    src = LocalSource("../src/lib")
+    work = tmp_path / "work"
+    out = materialize(src, work, tmp_path / "recipes", SourceCache(tmp_path / "c"))
+    assert (out / "a.c").read_text() == "int a;\n"
+    (tmp_path / "recipes").mkdir(exist_ok=True)
+    (line,) = describe(src, work, tmp_path / "recipes", SourceCache(tmp_path / "c"))
+    assert line == f"copy {(tmp_path / 'src' / 'lib').resolve()} -> {work / 'src'}"
+    with pytest.raises(PrebakeError, match="leaves the work dir"):
+        materialize(LocalSource("../src/lib", dest="../escape"), work, tmp_path / "recipes",
+                    SourceCache(tmp_path / "c"))
