@@ -60,6 +60,7 @@ class Options:
     caller_env: Mapping[str, str] = field(default_factory=dict)
     cache: SourceCache | None = None
     publish: bool = True
+    diff: bool = False  # diff each new asset against the store's current one, before publishing
 
     @property
     def threads(self) -> int:
@@ -79,6 +80,9 @@ class UnitResult:
     message: str = ""
     reason: str = ""
     dry_run: list[dict[str, Any]] = field(default_factory=list)
+    diff: dict[str, Any] | None = None
+    diff_markdown: str = ""
+    want_diff: bool = False
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -88,6 +92,8 @@ class UnitResult:
         }
         if self.dry_run:
             out["steps"] = self.dry_run
+        if self.want_diff:
+            out["diff"] = self.diff
         return out
 
 
@@ -205,7 +211,9 @@ class UnitBuilder:
     # ---- entry point ---------------------------------------------------------------------
     def run(self) -> UnitResult:
         spec = self.spec
-        res = UnitResult(spec.id, "failed", asset=spec.asset.filename, input_hash=spec.input_hash)
+        res = UnitResult(spec.id, "failed", asset=spec.asset.filename, input_hash=spec.input_hash,
+                         want_diff=self.opts.diff)
+        self._result = res
         t0 = time.monotonic()
         if self.opts.dry_run:
             self._dry_run()
@@ -489,6 +497,13 @@ class UnitBuilder:
         path = write_asset(prefix, aid, manifest, out_dir, generated=generated, entries=entries)
         digest = (out_dir / aid.sha256_name).read_text().split()[0]
         trust.finish(path, digest)  # <asset>.intoto.json: the statement with builder and times
+        if self.opts.diff:
+            from prebake.diff import build_summary
+
+            self._say(f"diffing {aid.filename} against {self.store.url}")
+            result, markdown = build_summary(path, self.store)
+            self._result.diff = result.to_json() if result is not None else None
+            self._result.diff_markdown = markdown
         if self.opts.publish:
             self._say(f"publishing {aid.filename} to {self.store.url}")
             self.store.publish(path)

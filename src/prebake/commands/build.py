@@ -22,6 +22,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="rebuild units even when the store has an asset with their input hash")
     p.add_argument("--dry-run", action="store_true",
                    help="print each unit's exact commands and environment; run nothing")
+    p.add_argument("--diff", action="store_true",
+                   help="diff each new asset against the store's current release before "
+                        "publishing (in --json and appended to $GITHUB_STEP_SUMMARY)")
     p.add_argument("--json", action="store_true", help="machine-readable report")
 
 
@@ -82,12 +85,14 @@ def run(args: argparse.Namespace) -> int:
             ws.platform_names(p)  # one clear error for an unknown platform
     specs = resolve_units(ws, args.stage, args.platform)
     opts = Options(jobs=args.jobs, force=args.force, dry_run=args.dry_run,
-                   caller_env=dict(os.environ))
+                   caller_env=dict(os.environ), diff=args.diff)
     if args.json or args.dry_run:
         results = build(ws, specs, opts)
     else:
         results = _with_progress(ws, specs, opts)
     failed = [r for r in results if r.state in ("failed", "blocked")]
+    if args.diff:
+        _write_summary([r.diff_markdown for r in results if r.diff_markdown])
     if args.json:
         print_json({"schema_version": SCHEMA_VERSION, "workspace": str(ws.root),
                     "store": ws.default_store, "dry_run": args.dry_run,
@@ -102,6 +107,21 @@ def run(args: argparse.Namespace) -> int:
                 err.print(f"[red]✗ {r.unit} failed[/red] (log: {r.log})")
                 err.print(r.message, markup=False, highlight=False)
     return 1 if failed else 0
+
+
+def _write_summary(parts: list[str]) -> None:
+    """Append the diffs to the GitHub step summary when there is one (else print them)."""
+    from prebake.commands._common import err_console
+
+    if not parts:
+        return
+    text = "\n".join(parts)
+    path = os.environ.get("GITHUB_STEP_SUMMARY")
+    if path:
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(text + "\n")
+    else:
+        err_console().print(text, markup=False, highlight=False)
 
 
 def _with_progress(ws: Any, specs: list[Any], opts: Any) -> list[Any]:
