@@ -40,7 +40,7 @@ def store(gh: GitHubServer) -> GitHubStore:
 
 def test_ten_parallel_publishers_leave_one_release_with_every_asset(
         gh: GitHubServer, tmp_path: Path) -> None:
-    gh.state.tag_lag = 0.3  # a new release is invisible by tag for a while, as on github.com
+    gh.state.tag_lag = 1.0  # a new release is invisible by tag for a while, as on github.com
     assets = [make_asset(tmp_path / f"a{i}", f"lib{i}", "1.0.0", "linux-x86_64",
                          {"include/x.h": f"// {i}\n".encode()}) for i in range(10)]
     barrier = threading.Barrier(10)
@@ -49,6 +49,7 @@ def test_ten_parallel_publishers_leave_one_release_with_every_asset(
     def leg(path: Path) -> None:
         try:
             s = store(gh)
+            assert s.client is not None  # build the HTTP client (CA bundle) before the start
             barrier.wait()
             s.publish(path, "continuous")
         except BaseException as exc:
