@@ -255,3 +255,33 @@ def test_a_stage_that_changes_an_earlier_stage_file_fails_naming_it(tmp_path: Pa
     assert "changed: lib/cmake/vecmath/vecmathConfigVersion.cmake" in media["message"]
     assert "deleted: share/licenses/vecmath/LICENSE" in media["message"]
     assert not any("media" in n for n in assets(ws))
+
+
+def test_ctrl_c_kills_the_build_and_leaves_no_asset(tmp_path: Path) -> None:
+    import signal
+    import time
+
+    marker = "41.2345"  # a sleep nobody else runs, to find leftover processes
+    ws = _variant(tmp_path, "vecmath",
+                  '"cmake -E make_directory {build}/obj {prefix}/lib {prefix}/include",',
+                  '"cmake -E make_directory {build}/obj {prefix}/lib {prefix}/include",\n'
+                  f'        "sleep {marker}",')
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "prebake", "-C", str(ws), "build", "--stage", "core",
+         "--platform", "linux-x86_64", "--json"],
+        env=support.tool_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    log = ws / ".prebake" / "logs" / "core--linux-x86_64.log"
+    deadline = time.monotonic() + 60
+    while not (log.exists() and f"sleep {marker}" in log.read_text()):
+        assert time.monotonic() < deadline, "the build never reached its sleep"
+        time.sleep(0.1)
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGINT)
+    _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "interrupted" in err
+    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    assert f"sleep {marker}" not in ps, "the build's process group was killed"
+    assert not assets(ws)
+    assert not list((ws / ".prebake").rglob("*.tar.xz*"))
+    assert "cancelled" in log.read_text()
