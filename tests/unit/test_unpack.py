@@ -245,3 +245,14 @@ def test_zip_good(tmp_path: Path) -> None:
                                         ("d/l", b"a.txt", 0o120777)])
     safe_extract(archive, tmp_path / "out")
     assert (tmp_path / "out/d/l").read_text() == "hi"
+
+
+def test_case_only_duplicates_on_case_insensitive_systems(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    archive = make_tar(tmp_path / "c.tar.xz", lambda tf: (_file(tf, "inc/A.h"),
+                                                          _file(tf, "inc/a.h")))
+    monkeypatch.setattr("prebake.consume.unpack.sys.platform", "darwin")
+    with pytest.raises(UnsafeArchive, match="case-insensitive"):
+        safe_extract(archive, tmp_path / "mac")
+    monkeypatch.setattr("prebake.consume.unpack.sys.platform", "linux")
+    assert safe_extract(archive, tmp_path / "linux") == ["inc/A.h", "inc/a.h"]

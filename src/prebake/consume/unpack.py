@@ -31,6 +31,7 @@ import queue
 import re
 import shutil
 import stat
+import sys
 import tarfile
 import tempfile
 import threading
@@ -254,6 +255,9 @@ class _Extractor:
         self.max_members = max_members
         self.kinds: dict[str, str] = {}
         self.implicit: set[str] = set()
+        # macOS and Windows file systems are case-insensitive: "A.h" would overwrite "a.h"
+        self.fold_case = sys.platform in ("darwin", "win32")
+        self.folded: dict[str, str] = {}
         self.names: list[str] = []
         self.symlinks: list[_Member] = []
         self.hardlinks: list[_Member] = []
@@ -271,6 +275,10 @@ class _Extractor:
             if not (m.kind == "dir" and self.kinds[m.name] == "dir"):
                 raise self._reject(m, "duplicate member name")
             return
+        if self.fold_case:
+            other = self.folded.setdefault(m.name.casefold(), m.name)
+            if other != m.name:
+                raise self._reject(m, f"same name as {other!r} on a case-insensitive file system")
         if m.kind != "dir" and m.name in self.implicit:
             raise self._reject(m, "clashes with a folder holding other members")
         for parent in _parents(m.name):
