@@ -71,6 +71,24 @@ def test_ten_parallel_publishers_leave_one_release_with_every_asset(
     assert not [n for n in names if n.endswith(".partial")]
 
 
+def test_ten_publisher_processes_race_through_the_cli(gh: GitHubServer, tmp_path: Path) -> None:
+    """The same race with ten separate ``prebake publish`` processes (as ten CI legs would)."""
+    gh.state.tag_lag = 1.5
+    assets = [make_asset(tmp_path / f"a{i}", "core", "1.0.0", f"plat{i}",
+                         {"include/x.h": f"// {i}\n".encode()}) for i in range(10)]
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    procs = [subprocess.Popen([sys.executable, "-m", "prebake", "publish", str(a), "--store",
+                               "github://acme/sdk", "--release", "v1.0.0", "--json"], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) for a in assets]
+    for p in procs:
+        _, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err.decode()
+    assert len(gh.state.releases) == 1
+    assert not next(iter(gh.state.releases.values())).prerelease  # a tag release
+    assert store(gh).list_assets("v1.0.0") == sorted(
+        asset_id("core", "1.0.0", f"plat{i}") for i in range(10))
+
+
 def test_transient_failures_are_retried(gh: GitHubServer, tmp_path: Path,
                                         capsys: pytest.CaptureFixture[str]) -> None:
     asset = make_asset(tmp_path / "o", "demo", "1.0.0", "wasm",
