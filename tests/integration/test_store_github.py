@@ -222,3 +222,26 @@ def test_publisher_killed_mid_upload_leaves_nothing_complete(
     assert store(gh).list_assets() == [aid]
     remaining = {a.id for a in gh.state.assets.values()}
     assert young.id in remaining and not any(a.id in remaining for a in debris[1:])
+
+
+def test_uploads_url_override_and_token_variables(gh: GitHubServer, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from prebake.store import open_store
+    from prebake.store.github import token_from_env
+
+    assert token_from_env({"GITHUB_TOKEN": "b"}) == "b"
+    assert token_from_env({"GH_TOKEN": "a", "GITHUB_TOKEN": "b"}) == "a"
+    assert token_from_env({}) is None
+    monkeypatch.delenv("GH_TOKEN")
+    monkeypatch.setenv("GITHUB_TOKEN", gh.state.token)
+    uploads_host = gh.api.replace("127.0.0.1", "localhost")  # not the release's upload_url
+    monkeypatch.setenv("PREBAKE_GITHUB_UPLOADS", f"{uploads_host}/uploads")
+    s = open_store("github://acme/sdk")
+    asset = make_asset(tmp_path / "o", "demo", "1.0.0", "wasm", {"include/d.h": b"x"})
+    s.publish(asset)
+    assert s.list_assets() == [asset_id("demo", "1.0.0", "wasm")]
+    uploads = [h for h in gh.state.seen_headers if h.get("Content-Type") ==
+               "application/octet-stream"]
+    assert len(uploads) == 3
+    assert all(h["Authorization"] == f"Bearer {gh.state.token}" for h in uploads)
+    assert all(h["Host"].startswith("localhost:") for h in uploads)
