@@ -36,14 +36,19 @@ def prebake(ws: Path, *args: str, env: Mapping[str, str] | None = None
                           timeout=600)
 
 
+BUILD_SCHEMA = support.ROOT / "schemas" / "build.schema.json"
+
+
 def build_json(ws: Path, *args: str, env: Mapping[str, str] | None = None
                ) -> tuple[int, dict[str, Any]]:
+    """``prebake build … --json``; the output is validated against the committed schema."""
     proc = prebake(ws, "build", *args, "--json", env=env)
     try:
         data = json.loads(proc.stdout)
     except ValueError:
         raise AssertionError(f"no JSON (rc {proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
                              ) from None
+    jsonschema.validate(data, json.loads(BUILD_SCHEMA.read_text()))
     return proc.returncode, data
 
 
