@@ -245,3 +245,15 @@ def test_uploads_url_override_and_token_variables(gh: GitHubServer, tmp_path: Pa
     assert len(uploads) == 3
     assert all(h["Authorization"] == f"Bearer {gh.state.token}" for h in uploads)
     assert all(h["Host"].startswith("localhost:") for h in uploads)
+
+
+def test_rate_limit_403_is_retried_but_forbidden_403_is_auth(
+        gh: GitHubServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    asset = make_asset(tmp_path / "o", "demo", "1.0.0", "wasm", {"include/d.h": b"x"})
+    gh.state.fail("create", 403, 2)  # "injected failure" without rate-limit hints: auth
+    assert main(["publish", str(asset), "--store", "github://acme/sdk"]) == 2
+    assert "authentication failed" in capsys.readouterr().err
+    gh.state.failures.clear()
+    gh.state.rate_limit_next = 2  # 403 + x-ratelimit-remaining: 0, as github.com sends
+    assert main(["publish", str(asset), "--store", "github://acme/sdk"]) == 0, \
+        capsys.readouterr().err

@@ -61,6 +61,7 @@ class GitHubState:
         self.tag_lag = 0.0
         self.upload_delay = 0.0
         self.drop_download_after: int | None = None
+        self.rate_limit_next = 0  # answer this many next requests with a rate-limit 403
         self.calls: Counter[str] = Counter()
         self.upload_started = threading.Event()
         self.seen_headers: list[dict[str, str]] = []
@@ -151,6 +152,14 @@ class _Handler(BaseHTTPRequestHandler):
     # -- routing ------------------------------------------------------------------------------
     def _route(self) -> None:
         self.st.seen_headers.append(dict(self.headers))
+        with self.st.lock:
+            limited = self.st.rate_limit_next > 0
+            self.st.rate_limit_next -= limited
+        if limited:
+            self._drain()
+            self._send(403, {"message": "API rate limit exceeded"},
+                       headers={"x-ratelimit-remaining": "0", "retry-after": "0"})
+            return
         u = urlsplit(self.path)
         path, query = u.path, parse_qs(u.query)
         repo = re.escape(self.server.repo)

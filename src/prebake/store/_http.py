@@ -48,7 +48,10 @@ def check(resp: httpx.Response, what: str, secret: str | None = None) -> httpx.R
     if not resp.is_stream_consumed:
         resp.read()
     msg = redact(f"{what}: HTTP {code} {_message(resp)}".strip(), secret)
-    rate_limited = code == 403 and resp.headers.get("x-ratelimit-remaining") == "0"
+    # GitHub answers rate limits (primary and secondary) with 403 too: those are worth waiting
+    rate_limited = code == 403 and (resp.headers.get("x-ratelimit-remaining") == "0"
+                                    or "retry-after" in resp.headers
+                                    or "rate limit" in msg.lower())
     if code in (401, 403) and not rate_limited:
         raise AuthError(f"{msg} — authentication failed; check the token in GH_TOKEN/GITHUB_TOKEN "
                         "and that it may write releases")
