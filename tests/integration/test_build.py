@@ -290,3 +290,23 @@ def test_ctrl_c_kills_the_build_and_leaves_no_asset(tmp_path: Path) -> None:
     assert not assets(ws)
     assert not list((ws / ".prebake").rglob("*.tar.xz*"))
     assert "cancelled" in log.read_text()
+
+
+def test_a_later_stage_builds_on_the_earlier_stage_asset_from_the_store(tmp_path: Path) -> None:
+    ws = copy_workspace(tmp_path / "sdk")
+    rc, _ = build_json(ws, "--stage", "full", "--platform", "linux-x86_64")
+    assert rc == 0
+    shutil.rmtree(ws / ".prebake")  # another machine: only the store is shared
+    src = ws / "src" / "pixelbuf" / "src" / "pixelbuf.cpp"
+    src.write_text(src.read_text() + "\n// a change only the media stage sees\n")
+    rc, data = build_json(ws, "--stage", "full", "--platform", "linux-x86_64")
+    assert rc == 0, data
+    states = {u["unit"]: u["state"] for u in data["units"]}
+    assert states == {"core/linux-x86_64": "skipped", "media/linux-x86_64": "built"}
+    log = (ws / ".prebake" / "logs" / "media--linux-x86_64.log").read_text()
+    assert "restoring stage core from kiln-sdk-core-0.12.0-linux-x86_64.tar.xz" in log
+    # the vecmath that media linked against came from core's asset, and media ships none of it
+    with tarfile.open(next((ws / "releases").rglob("kiln-sdk-media-*linux-x86_64.tar.xz"))) as tf:
+        names = tf.getnames()
+    assert "lib/libpixelbuf.a" in names and "lib/libvecmath.a" not in names
+    assert not any(n.startswith("lib/cmake/kiln-sdk-core") for n in names)

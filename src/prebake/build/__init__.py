@@ -59,14 +59,15 @@ def resolve_units(ws: Workspace, stage: str | None, platforms: Sequence[str] | N
     return specs
 
 
-def _upstream_assets(ws: Workspace, stages: Sequence[str], platform: str) -> dict[str, AssetId]:
+def _upstream_assets(ws: Workspace, stages: Sequence[str], platform: str
+                     ) -> dict[str, tuple[AssetId, str]]:
     from prebake.plan import asset_for, make_plan
 
-    out: dict[str, AssetId] = {}
+    out: dict[str, tuple[AssetId, str]] = {}
     for s in stages:
         for unit in make_plan(ws, stage=s, platform=platform).units:
             if unit.stage == s and unit.recipe is None:
-                out[s] = asset_for(unit)
+                out[s] = (asset_for(unit), unit.input_hash)
     return out
 
 

@@ -133,7 +133,8 @@ class UnitSpec:
     asset: AssetId
     per_recipe: bool
     upstream: tuple[str, ...]  # earlier stages whose prefix this unit builds against
-    upstream_assets: Mapping[str, AssetId] = field(default_factory=dict)
+    # stage -> (its asset, its unit's input hash) on this platform
+    upstream_assets: Mapping[str, tuple[AssetId, str]] = field(default_factory=dict)
     deps: tuple[str, ...] = ()  # unit ids that must be built (or skipped) first
 
 
@@ -261,15 +262,25 @@ class UnitBuilder:
         into.mkdir(parents=True)
         for stage in self.spec.upstream:
             files = self.layout.stage_files(self.spec.platform.name, stage)
-            if not files.is_dir():
+            want = self.spec.upstream_assets.get(stage, (None, ""))[1]
+            marker = _marker(files)
+            if not files.is_dir() or not marker.is_file() or marker.read_text().strip() != want:
                 self._restore_stage(stage, files)
             shutil.copytree(files, into, symlinks=True, dirs_exist_ok=True)
 
     def _restore_stage(self, stage: str, files: Path) -> None:
-        """An upstream stage skipped here: take its files from its asset in the store."""
-        aid = self.spec.upstream_assets.get(stage)
-        if aid is None:
+        """An upstream stage not built here (or built from other inputs): take its files from
+        its asset in the store, which must have been built from the current inputs."""
+        if stage not in self.spec.upstream_assets:
             raise UnitFailed(f"stage {stage} has no files here and no asset to restore them from")
+        aid, input_hash = self.spec.upstream_assets[stage]
+        from prebake.build.store import stored_manifest
+
+        manifest = stored_manifest(self.store, aid)
+        if manifest is not None and manifest.get("input_hash") != input_hash:
+            raise UnitFailed(f"{self.spec.id} builds on stage {stage}, whose asset "
+                             f"{aid.filename} in {self.store.url} was built from other inputs "
+                             f"(build --stage {stage} first)")
         self._say(f"restoring stage {stage} from {aid.filename} in the store")
         tmp = files.with_name(files.name + ".download")
         tmp.parent.mkdir(parents=True, exist_ok=True)
@@ -287,9 +298,11 @@ class UnitBuilder:
             raise UnitFailed(f"{aid.filename} from {self.store.url} does not match its "
                              f".sha256 sidecar; not building on it")
         try:
+            shutil.rmtree(files.with_name(files.name + ".new"), ignore_errors=True)
             extract(tmp, files.with_name(files.name + ".new"))
             shutil.rmtree(files, ignore_errors=True)
             files.with_name(files.name + ".new").rename(files)
+            _marker(files).write_text(input_hash + "\n")
         finally:
             tmp.unlink(missing_ok=True)
 
@@ -339,8 +352,10 @@ class UnitBuilder:
         else:
             entries = [e for e in collect_tree(prefix) if e.kind == "dir" or e.path in diff.added]
             entries = _prune_dirs(entries)
+        result = self._package(entries, prefix, outcomes)
+        if not spec.per_recipe:  # only a stage that passed everything is built upon later
             self._save_stage_files(prefix, diff.added)
-        return self._package(entries, prefix, outcomes)
+        return result
 
     def _save_stage_files(self, prefix: Path, added: Sequence[str]) -> None:
         dest = self.layout.stage_files(self.spec.platform.name, self.spec.stage)
@@ -354,8 +369,10 @@ class UnitBuilder:
             else:
                 shutil.copy2(src, tmp / rel)
         tmp.mkdir(parents=True, exist_ok=True)
+        _marker(dest).unlink(missing_ok=True)
         shutil.rmtree(dest, ignore_errors=True)
         tmp.rename(dest)
+        _marker(dest).write_text(self.spec.input_hash + "\n")
 
     def _build_recipe(self, recipe: Recipe, work: Path, prefix: Path, deps: Path
                       ) -> GuardOutcome:
@@ -543,6 +560,11 @@ class UnitBuilder:
             else:
                 step["strategy"] = None
             self.steps.append(step)
+
+
+def _marker(stage_files: Path) -> Path:
+    """Records which input hash a stage's saved files were built from."""
+    return stage_files.with_name(stage_files.name + ".input_hash")
 
 
 def _prune_dirs(entries: list[Entry]) -> list[Entry]:
