@@ -228,12 +228,15 @@ def test_force_rebuild_on_ci_keeps_the_asset_byte_identical(world: World) -> Non
     """The same build on "CI": the statement names the run, the asset's bytes do not change."""
     before = world.asset.read_bytes()
     statement_before = _statement(world)
+    stale_sig = world.dist / f"{ASSET}.sig"
+    stale_sig.write_text("-----BEGIN SSH SIGNATURE-----\nfrom an older asset\n")
     ci = {"GITHUB_SERVER_URL": "https://github.com", "GITHUB_REPOSITORY": "kiln/deps",
           "GITHUB_RUN_ID": "4242", "GITHUB_RUN_ATTEMPT": "1"}
     proc = prebake("-C", str(world.ws), "build", "--platform", PLATFORM, "--force", "--json",
                    env=ci)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert world.asset.read_bytes() == before
+    assert not stale_sig.exists(), "a rebuilt asset must not keep an older signature"
     after = _statement(world)
     assert after["subject"] == statement_before["subject"]
     assert after["predicate"]["buildDefinition"] == statement_before["predicate"][

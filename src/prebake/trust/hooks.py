@@ -52,7 +52,17 @@ class UnitTrust:
 
 def unit_trust(ws: Workspace, spec: UnitSpec, toolchain: Mapping[str, Any], work_root: Path,
                started: float) -> UnitTrust:
-    """Provenance and SBOM for one unit; ``work_root/<recipe>/`` holds each recipe's sources."""
+    """Provenance and SBOM for one unit; ``work_root/<recipe>/`` holds each recipe's sources.
+
+    Called right before the asset is (re)written: the trust sidecars of the previous asset in
+    the build's output folder go first, so an interrupted build never leaves a statement or a
+    signature next to bytes they do not describe.
+    """
+    from prebake.build.unit import Layout
+
+    dist = Layout(ws.root).dist(spec.platform.name)
+    for suffix in (SIGNATURE_SUFFIX, PROVENANCE_SUFFIX):
+        (dist / (spec.asset.filename + suffix)).unlink(missing_ok=True)
     work = {r.name: work_root / r.name for r in spec.recipes}
     definition = build_definition(
         unit=spec.id, stage=spec.stage, recipes=spec.recipes, platform=spec.platform,
