@@ -233,3 +233,17 @@ def test_stale_partial_download_is_redone_from_scratch(env: Path, store_url: str
                           "/continuous/demo-1.0.0-linux-x86_64.tar.xz"]
     assert result.downloaded and (env / "p/lib/libdemo.a").exists()
     assert not staging.exists()
+
+
+def test_asset_published_under_another_name_is_refused(env: Path,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """demo 1.0.0's bytes re-published as demo 6.6.6, with checksums that match: the manifest
+    inside the archive (covered by the sha256) gives it away."""
+    real = make_asset(env / "o", "demo", "1.0.0", "linux-x86_64", prefix=demo_prefix())
+    _publish_raw(env / "store", "demo-6.6.6-linux-x86_64.tar.xz", real.read_bytes())
+    rc = main(["fetch", "demo==6.6.6", "--platform", "linux-x86_64", "--store",
+               (env / "store").as_uri(), "--into", str(env / "deps/p"), "--lock",
+               str(env / "l.lock")])
+    assert rc == 1
+    assert "names ('demo', '1.0.0', 'linux-x86_64')" in capsys.readouterr().err
+    assert not (env / "deps").exists() and not (env / "l.lock").exists()

@@ -13,9 +13,10 @@ HTTP ``Range`` on the next attempt; verified assets are kept by sha256 so a re-f
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -144,13 +145,33 @@ def _download_verified(store: Store, aid: AssetId, release: str, expected: str, 
         return final, True
 
 
-def _check_contract(asset: Path, contract: Contract) -> None:
-    from prebake.contract.check import check_paths
+def _checker(aid: AssetId, contract: Contract | None) -> Callable[[Path], None]:
+    """What the unpacked tree must satisfy before it replaces ``into``: its manifest names the
+    asset that was asked for (not another one renamed), and it meets the consumer's contract."""
 
-    report = check_paths([asset], contract)
-    if not report.ok:
-        raise CheckFailed(f"{asset.name} breaks this consumer's contract; nothing was installed"
-                          f"\n{report.render()}", report.to_json())
+    def check(tree: Path) -> None:
+        manifest = tree / MANIFEST_IN_PREFIX
+        if manifest.is_file():
+            try:
+                data = json.loads(manifest.read_text("utf-8"))
+            except (ValueError, UnicodeDecodeError):
+                data = None
+            named = (data.get("name"), data.get("version"), data.get("platform")) \
+                if isinstance(data, dict) else None
+            if named != (aid.name, aid.version, aid.platform):
+                raise IntegrityError(f"{aid.filename}: its {MANIFEST_IN_PREFIX} names {named}; "
+                                     "an asset published under another name, nothing was "
+                                     "installed")
+        if contract is None:
+            return
+        from prebake.contract.check import check_paths
+
+        report = check_paths([tree], contract)
+        if not report.ok:
+            raise CheckFailed(f"{aid.filename} breaks this consumer's contract; nothing was "
+                              f"installed\n{report.render()}", report.to_json())
+
+    return check
 
 
 def _prepare_into(into: Path) -> None:
@@ -207,12 +228,11 @@ def fetch(
     notes: list[str] = []
     if signed_by is not None:
         notes.append(f"signature valid: signed by {signed_by} (allowed by {allowed_signers})")
-    if contract is not None:
-        _check_contract(asset, contract)
-    else:
+    if contract is None:
         notes.append("no consumer contract given: facts were not re-checked "
                      "(run inside a workspace or pass --contract)")
-    files = safe_extract(asset, into, replace=True, max_bytes=max_bytes)
+    files = safe_extract(asset, into, replace=True, max_bytes=max_bytes,
+                         check=_checker(aid, contract))
     url = st.asset_url(aid, tag)
     if lock is not None:
         lock.put(LockEntry(name, version, platform, expected, url, tag))

@@ -385,19 +385,24 @@ def safe_extract(
     max_members: int = DEFAULT_MAX_MEMBERS,
     strip_components: int = 0,
     replace: bool = False,
+    check: Callable[[Path], None] | None = None,
 ) -> list[str]:
     """Extract ``archive`` into ``dest`` all-or-nothing; returns the member names in order.
 
     ``dest`` missing or empty: the extracted tree becomes ``dest`` (one rename). ``dest`` not
     empty: with ``replace`` its old content is swapped out for the archive's; without, the
-    archive's files are merged in, refusing any file that already exists.
+    archive's files are merged in, refusing any file that already exists. ``check(tree)``, when
+    given, judges the extracted tree before it moves into place; if it raises, ``dest`` stays
+    as it was (``fetch`` re-checks the consumer's contract there, decompressing only once).
     """
     archive = Path(archive)
     dest = Path(dest)
     if dest.exists() and not dest.is_dir():
         raise PrebakeError(f"{dest}: exists and is not a folder")
+    created = [p for p in (dest.parent, *dest.parent.parents) if not p.exists()]
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.extract-", dir=dest.parent))
+    ok = False
     try:
         ex = _Extractor(archive, tmp, max_bytes, max_members)
         with _open_members(archive, strip_components) as members:
@@ -405,6 +410,8 @@ def safe_extract(
                 ex.add(m)
         ex.finish()
         tmp.chmod(0o755)
+        if check is not None:
+            check(tmp)
         if not dest.exists():
             tmp.rename(dest)
         elif _is_empty_dir(dest):
@@ -418,7 +425,12 @@ def safe_extract(
             shutil.rmtree(old, ignore_errors=True)
         else:
             _merge_into(tmp, dest, archive)
+        ok = True
         return ex.names
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
+        if not ok:  # leave no trace: the folders made to hold the temporary tree go too
+            for p in created:
+                with contextlib.suppress(OSError):
+                    p.rmdir()
