@@ -93,3 +93,35 @@ def test_stale_provenance_is_never_signed(keys: dict[str, Path], tmp_path: Path)
     with pytest.raises(PrebakeError, match="subject is not"):
         sign_asset(asset, keys["ok"])
     assert not (tmp_path / f"{asset.name}.sig").exists()
+
+
+def test_passphrase_key_signs_through_ssh_agent(keys: dict[str, Path], tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """The documented way for a protected key: ssh-add it, pass the ``.pub``; prebake never
+    sees the passphrase (here it comes from an askpass script, as a desktop agent would)."""
+    sock = tmp_path / "agent.sock"
+    agent = subprocess.Popen(["ssh-agent", "-D", "-a", str(sock)], stdout=subprocess.DEVNULL)
+    try:
+        import time
+
+        for _ in range(100):
+            if sock.exists():
+                break
+            time.sleep(0.05)
+        askpass = tmp_path / "askpass"
+        askpass.write_text(f"#!/bin/sh\necho '{PASSPHRASE}'\n")
+        askpass.chmod(0o700)
+        subprocess.run(["ssh-add", "-q", str(keys["locked"])], check=True, timeout=30,
+                       stdin=subprocess.DEVNULL, start_new_session=True,
+                       env={"SSH_AUTH_SOCK": str(sock), "SSH_ASKPASS": str(askpass),
+                            "SSH_ASKPASS_REQUIRE": "force", "DISPLAY": ":0",
+                            "PATH": "/usr/bin:/bin"})
+        monkeypatch.setenv("SSH_AUTH_SOCK", str(sock))
+        pub = keys["locked"].with_name("locked.pub")
+        sig = sign_bytes(b"payload\n", pub)
+        allowed = tmp_path / "allowed"
+        allowed.write_text(f"locked@example.org {pub.read_text()}")
+        assert verify_bytes(b"payload\n", sig, allowed, "payload") == "locked@example.org"
+    finally:
+        agent.terminate()
+        agent.wait(timeout=10)
