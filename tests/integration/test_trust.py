@@ -370,6 +370,16 @@ def test_consumer_workspace_trust_table_requires_signatures(world: World, store:
     assert (consumer / "prebake_deps" / f"trustdemo-core-{PLATFORM}" / "lib/libmini.a").is_file()
 
 
+def test_missing_allowed_signers_file_is_a_usage_error(world: World, store: Path,
+                                                       tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str]
+                                                       ) -> None:
+    capsys.readouterr()
+    assert _fetch(tmp_path, store, "--allowed-signers", str(tmp_path / "nope")) == 2
+    assert "allowed-signers file not found" in capsys.readouterr().err
+    assert not (tmp_path / "deps").exists()
+
+
 def test_trust_table_rejects_unknown_keys(tmp_path: Path) -> None:
     from prebake.errors import PrebakeError
     from prebake.workspace import load_workspace

@@ -94,6 +94,8 @@ def verify_in_store(store: Store, aid: AssetId, release: str, sha256: str,
     """Check ``<asset>.sig`` (and the statement it covers) in the store against the allowed
     signers, for the asset bytes with ``sha256``; raises ``SignatureError`` (one line)."""
     what = f"{aid.filename} (release {release})"
+    if not Path(allowed_signers).is_file():  # a consumer's mistake (exit 2), not the asset's
+        raise PrebakeError(f"{allowed_signers}: allowed-signers file not found")
     sig = store.read_sidecar(aid, SIGNATURE_SUFFIX, release)
     if sig is None:
         raise SignatureError(f"{what}: not signed (no {aid.filename}{SIGNATURE_SUFFIX} in "
