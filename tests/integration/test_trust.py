@@ -414,6 +414,10 @@ def test_inspect_shows_provenance_and_signature_status(world: World, store: Path
     assert main(["inspect", str(store / ASSET)]) == 0
     text = capsys.readouterr().out
     assert f"gitCommit:{world.commit}" in text and "signature: present, not checked" in text
+    # an allowed_signers file next to the asset is used without the flag
+    shutil.copy(world.allowed, store / "allowed_signers")
+    assert main(["inspect", str(store / ASSET)]) == 0
+    assert "signature: valid, signed by release@example.org" in capsys.readouterr().out
     # tampered provenance: the subject still matches, the signature does not -> exit 1
     _tamper_provenance(world, store)
     assert main(["inspect", str(store / ASSET), "--allowed-signers", str(world.allowed)]) == 1
