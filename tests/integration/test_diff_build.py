@@ -9,24 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from tests import support
-
-
-def _build_has_diff() -> bool:
-    import argparse
-
-    from prebake.commands import build as build_cmd
-
-    p = argparse.ArgumentParser()
-    build_cmd.add_arguments(p)
-    return not p.parse_known_args(["--diff"])[1]
-
-
-# The hook lives in the build engineer's files (Options.diff, UnitBuilder._package before
-# publish, commands/build.py --diff); this test runs as soon as it lands.
-pytestmark = pytest.mark.skipif(not _build_has_diff(), reason="prebake build has no --diff yet")
 
 TOML = """[project]
 name = "demo-sdk"
