@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -243,7 +242,3 @@ def fetch(
 
 def default_lock(root: Path | None) -> Path:
     return (root or Path.cwd()) / LOCK_NAME
-
-
-def clear_cache(cache: Path) -> None:
-    shutil.rmtree(cache, ignore_errors=True)
