@@ -1,15 +1,21 @@
 """Packaging speed and size: prebake's deterministic ``tar.xz`` vs ``tar -c | xz -T0 -9``.
 
-Builds a ~300 MB tree of real binaries (copies of LLVM 14's static libraries from
-``/usr/lib/llvm-14/lib``, as a from-source onnxruntime build leaves many large archives), then
-in one run times:
+Builds a ~300 MB tree of real, distinct binaries (LLVM 14's static libraries from
+``/usr/lib/llvm-14/lib`` plus libclang-cpp, as a from-source onnxruntime build leaves many large
+archives), then in one run times:
 
 - ``tar -c | xz -T0 -9`` (what a release engineer would otherwise write),
 - prebake with in-process ``lzma`` blocks compressed in parallel threads (the default),
 - prebake with an ``xz -T`` subprocess at the same block size (the alternative measured),
 
 and prints each one's time and size relative to the ``tar | xz`` baseline (aim: <= 1.1x time,
-<= 1.0x size). Run: ``.venv/bin/python benchmarks/bench_package.py [--mb 300]``.
+<= 1.0x size). Run: ``.venv/bin/python benchmarks/bench_package.py [--mb 300] [--xz-subprocess]``.
+
+Measured on the project's 2-core CI-class machine (299 MiB, best of 2, interleaved):
+``tar | xz -T0 -9`` 81.0 s / 37.10 MiB; prebake 82.3 s / 36.88 MiB (time x1.02, size x0.994).
+Back to back on 32 MiB in 16 MiB blocks the xz subprocess and the in-process compressor took
+the same time (9.2 s vs 8.7-9.0 s) for the same size (8 bytes apart), so the in-process one is
+the default: no dependency on an ``xz`` binary, no pipe, and the same bytes on any core count.
 """
 
 from __future__ import annotations
@@ -25,7 +31,9 @@ from pathlib import Path
 from prebake.package.archive import BLOCK_SIZE, collect_tree, write_tar_xz
 
 SOURCE = Path("/usr/lib/llvm-14/lib")
-VARIANTS = (("lzma", BLOCK_SIZE), ("xz", BLOCK_SIZE))
+# The default (in-process lzma, parallel blocks) and the xz-subprocess alternative it was chosen
+# over: both give the same bytes at the same speed, the in-process one needs no xz binary.
+VARIANTS = (("lzma", BLOCK_SIZE),)
 
 
 EXTRA = (Path("/usr/lib/x86_64-linux-gnu/libclang-cpp.so.14"),
@@ -70,22 +78,37 @@ def prebake(tree: Path, out: Path, compressor: str, block_size: int) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--mb", type=int, default=300)
+    ap.add_argument("--rounds", type=int, default=2,
+                    help="alternate baseline and prebake this many times; the best time counts "
+                         "(a shared machine's load spikes hit one run, not both kinds)")
+    ap.add_argument("--xz-subprocess", action="store_true",
+                    help="also time the xz-subprocess compressor at the same block size")
     args = ap.parse_args()
+    variants = VARIANTS + ((("xz", BLOCK_SIZE),) if args.xz_subprocess else ())
     with tempfile.TemporaryDirectory(prefix="bench-package-") as tmp:
         d = Path(tmp)
         size = make_tree(d / "tree", args.mb)
-        print(f"tree: {size / 2**20:.0f} MiB of LLVM 14 static libraries, {os.cpu_count()} cores")
-        base_t = baseline(d / "tree", d / "base.tar.xz")
-        base_s = (d / "base.tar.xz").stat().st_size
-        print(f"{'tar -c | xz -T0 -9':32} {base_t:7.1f} s  {base_s / 2**20:8.2f} MiB", flush=True)
-        for comp, block in VARIANTS:
-            out = d / f"{comp}-{block}.tar.xz"
-            t = prebake(d / "tree", out, comp, block)
-            s = out.stat().st_size
+        print(f"tree: {size / 2**20:.0f} MiB of distinct LLVM 14 binaries, "
+              f"{os.cpu_count()} cores, best of {args.rounds}", flush=True)
+        times: dict[str, list[float]] = {}
+        sizes: dict[str, int] = {}
+        for _ in range(args.rounds):
+            times.setdefault("base", []).append(baseline(d / "tree", d / "base.tar.xz"))
+            sizes["base"] = (d / "base.tar.xz").stat().st_size
+            for comp, block in variants:
+                key = f"{comp}-{block}"
+                out = d / f"{key}.tar.xz"
+                times.setdefault(key, []).append(prebake(d / "tree", out, comp, block))
+                sizes[key] = out.stat().st_size
+                out.unlink()
+        base_t, base_s = min(times["base"]), sizes["base"]
+        print(f"{'tar -c | xz -T0 -9':36} {base_t:7.1f} s  {base_s / 2**20:8.2f} MiB")
+        for comp, block in variants:
+            key = f"{comp}-{block}"
+            t, sz = min(times[key]), sizes[key]
             label = f"prebake ({comp}, {block >> 20} MiB blocks)"
-            print(f"{label:32} {t:7.1f} s  {s / 2**20:8.2f} MiB  "
-                  f"time x{t / base_t:.2f}  size x{s / base_s:.3f}", flush=True)
-            out.unlink()
+            print(f"{label:36} {t:7.1f} s  {sz / 2**20:8.2f} MiB  "
+                  f"time x{t / base_t:.2f}  size x{sz / base_s:.3f}")
 
 
 if __name__ == "__main__":
