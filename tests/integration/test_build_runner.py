@@ -98,3 +98,25 @@ def test_missing_tool_is_exit_127(tmp_path: Path) -> None:
     log = BuildLog(tmp_path / "u.log")
     assert run_logged(["no-such-tool-xyz"], cwd=tmp_path, env={"PATH": "/usr/bin"},
                       log=log) == 127
+
+
+def test_one_build_per_workspace_at_a_time(tmp_path: Path) -> None:
+    import fcntl
+    import shutil
+
+    from prebake.build import Options, build
+    from prebake.workspace import load_workspace
+    from tests import support
+
+    ws_dir = tmp_path / "sdk"
+    shutil.copytree(support.ROOT / "examples" / "sdk", ws_dir,
+                    ignore=shutil.ignore_patterns(".prebake", "releases"))
+    ws = load_workspace(ws_dir)
+    lock = ws_dir / ".prebake" / "build.lock"
+    lock.parent.mkdir(parents=True)
+    with open(lock, "w") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        with pytest.raises(PrebakeError, match="another prebake build is running"):
+            build(ws, [], Options())
+        assert build(ws, [], Options(dry_run=True)) == [], "a dry run needs no lock"
+    assert build(ws, [], Options()) == []

@@ -9,8 +9,10 @@ entries only ever appear through atomic renames.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any
 
@@ -71,9 +73,34 @@ def _upstream_assets(ws: Workspace, stages: Sequence[str], platform: str
     return out
 
 
+@contextlib.contextmanager
+def _workspace_lock(ws: Workspace) -> Iterator[None]:
+    """One build per workspace at a time: two would share work dirs and stage files."""
+    lock = ws.root / ".prebake" / "build.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock, "w") as fh:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise PrebakeError(f"{ws.root}: another prebake build is running in this "
+                               "workspace") from None
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
 def build(ws: Workspace, specs: Sequence[UnitSpec], opts: Options,
           emit: Emit | None = None) -> list[UnitResult]:
     """Run ``specs`` (dependency order) and return one result per unit, in the same order."""
+    if opts.dry_run:
+        return _build(ws, specs, opts, emit)
+    with _workspace_lock(ws):
+        return _build(ws, specs, opts, emit)
+
+
+def _build(ws: Workspace, specs: Sequence[UnitSpec], opts: Options,
+           emit: Emit | None = None) -> list[UnitResult]:
     emit = emit or (lambda _u, _s, _m: None)
     store = None if opts.dry_run else open_build_store(ws.default_store, ws.root)
     if store is not None and opts.publish and not getattr(store, "writable", True):
