@@ -53,14 +53,22 @@ def _kind_of(rel: str, declared: str) -> str:
 
 
 def _libraries(recipe: Recipe, platform: Platform, prefix: Path) -> list[Library]:
+    """The recipe's libraries; a Windows import library rides on its DLL, not on its own."""
     declared = recipe.kind_for(platform.name)
-    libs = []
-    for rel in recipe.outputs.libs_for(platform.name):
-        implib = None
+    outputs = recipe.outputs.libs_for(platform.name)
+    implibs: dict[str, str] = {}
+    for rel in outputs:
         if rel.endswith(".dll"):
-            cand = f"lib/{rel.rsplit('/', 1)[-1][: -len('.dll')]}.lib"
-            implib = cand if (prefix / cand).exists() else None
-        libs.append(Library(rel, _kind_of(rel, declared), implib))
+            stem = rel.rsplit("/", 1)[-1][: -len(".dll")]
+            cands = [o for o in outputs if o.endswith(f"/{stem}.lib")] + [f"lib/{stem}.lib"]
+            found = next((c for c in cands if (prefix / c).exists()), None)
+            if found:
+                implibs[rel] = found
+    libs = []
+    for rel in outputs:
+        if rel in implibs.values():
+            continue
+        libs.append(Library(rel, _kind_of(rel, declared), implibs.get(rel)))
     return libs
 
 
