@@ -310,3 +310,70 @@ def test_a_later_stage_builds_on_the_earlier_stage_asset_from_the_store(tmp_path
         names = tf.getnames()
     assert "lib/libpixelbuf.a" in names and "lib/libvecmath.a" not in names
     assert not any(n.startswith("lib/cmake/kiln-sdk-core") for n in names)
+
+
+ADDON_RECIPE = '''\
+from prebake.recipes import Build, LocalSource, Outputs, Recipe, Snippet
+
+RECIPE = Recipe(
+    name="vecstats",
+    pin="vecstats",
+    deps=("vecmath",),
+    sources=(LocalSource("../src/vecstats"),),
+    platforms={"*": Build(commands=(
+        "cmake -E make_directory {prefix}/lib {prefix}/include",
+        "{cxx} -std=c++17 -O2 -fPIC -I{src} -I{deps_prefix}/include -c {src}/vecstats.cpp"
+        " -o {build}/vecstats.o",
+        "{ar} rcs {prefix}/lib/libvecstats.a {build}/vecstats.o",
+        "cmake -E copy {src}/vecstats.hpp {prefix}/include/vecstats.hpp",
+        EXTRA
+    ))},
+    outputs=Outputs(libs={"*": ("lib/libvecstats.a",)}, headers=("include/vecstats.hpp",)),
+    kind={"*": "static"},
+    link_test=Snippet(code="#include <vecstats.hpp>\\nint main() { return mean_length() > 0; }\\n"),
+)
+'''
+
+
+def _with_addon(tmp_path: Path, extra: str) -> Path:
+    """The example plus a per-recipe stage whose recipe builds against core's vecmath."""
+    ws = copy_workspace(tmp_path / "sdk")
+    (ws / "src" / "vecstats").mkdir()
+    (ws / "src" / "vecstats" / "vecstats.hpp").write_text("float mean_length();\n")
+    (ws / "src" / "vecstats" / "vecstats.cpp").write_text(
+        '#include <vecmath/vecmath.hpp>\n#include "vecstats.hpp"\n'
+        'float mean_length() { return vecmath::length(vecmath::parse_vec3("3,4,0")); }\n')
+    (ws / "recipes" / "vecstats.py").write_text(ADDON_RECIPE.replace("EXTRA", extra))
+    toml = (ws / "prebake.toml").read_text()
+    toml = toml.replace("[pins]\n", '[pins]\nvecstats = "0.1.0"\n')
+    toml = toml.replace("[aliases]", '[stages.addons]\nrecipes = ["vecstats"]\nafter = ["core"]\n'
+                        'package = "per-recipe"\n\n[aliases]')
+    (ws / "prebake.toml").write_text(toml)
+    return ws
+
+
+def test_per_recipe_stage_builds_against_the_earlier_prefix(tmp_path: Path) -> None:
+    ws = _with_addon(tmp_path, "")
+    rc, data = build_json(ws, "--stage", "core", "--platform", "linux-x86_64")
+    assert rc == 0, data
+    rc, data = build_json(ws, "--stage", "addons", "--platform", "linux-x86_64")
+    assert rc == 0, data
+    (unit,) = data["units"]
+    assert unit["unit"] == "vecstats/linux-x86_64" and unit["state"] == "built"
+    asset = next((ws / "releases").rglob("vecstats-0.1.0-linux-x86_64.tar.xz"))
+    with tarfile.open(asset) as tf:
+        names = tf.getnames()
+        config = _member(asset, "lib/cmake/vecstats/vecstatsConfig.cmake").decode()
+    assert "lib/libvecstats.a" in names and "lib/libvecmath.a" not in names
+    assert "find_dependency(vecmath CONFIG" in config and "vecmath::vecmath" in config
+
+
+def test_per_recipe_unit_that_touches_the_earlier_prefix_fails(tmp_path: Path) -> None:
+    ws = _with_addon(tmp_path, '"cmake -E rm -f {deps_prefix}/include/vecmath/vecmath.hpp",')
+    rc, _ = build_json(ws, "--stage", "core", "--platform", "linux-x86_64")
+    assert rc == 0
+    rc, data = build_json(ws, "--stage", "addons", "--platform", "linux-x86_64")
+    assert rc == 1
+    (unit,) = data["units"]
+    assert "deleted: include/vecmath/vecmath.hpp" in unit["message"]
+    assert not list((ws / "releases").rglob("vecstats-*"))
