@@ -22,6 +22,7 @@ import os
 import stat
 import subprocess
 import tarfile
+import tempfile
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -351,9 +352,10 @@ def write_asset(prefix: Path, aid: AssetId, manifest: dict[str, Any], out_dir: P
     content = with_generated(content, {MANIFEST_PATH: manifest_bytes})
 
     final = out_dir / aid.filename
-    tmp = out_dir / f".{aid.filename}.{os.getpid()}.tmp"
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{aid.filename}.", suffix=".tmp", dir=out_dir)
+    tmp = Path(tmp_name)
     try:
-        with open(tmp, "wb") as fh:
+        with os.fdopen(fd, "wb") as fh:
             digest, _size = write_tar_xz(content, fh, threads=threads)
             fh.flush()
             os.fsync(fh.fileno())

@@ -11,6 +11,7 @@ import hashlib
 import os
 import re
 import shutil
+import tempfile
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Sequence
@@ -59,6 +60,12 @@ class SourceCache:
         self.root = (root or default_cache_dir()) / "sources"
         self.log = log or (lambda _msg: None)
 
+    def _tmp(self, sha256: str) -> Path:
+        """A fresh temporary name beside the entry (units in parallel may fetch one file)."""
+        fd, name = tempfile.mkstemp(prefix=f".{sha256}.", suffix=".part", dir=self.root)
+        os.close(fd)
+        return Path(name)
+
     def path_for(self, sha256: str) -> Path:
         return self.root / sha256
 
@@ -83,7 +90,7 @@ class SourceCache:
         self.root.mkdir(parents=True, exist_ok=True)
         failures: list[str] = []
         for url in urls:
-            tmp = self.root / f".{sha256}.{os.getpid()}.part"
+            tmp = self._tmp(sha256)
             try:
                 got = _download(url, tmp)
             except (urllib.error.URLError, OSError, ValueError) as exc:
@@ -113,7 +120,7 @@ class SourceCache:
         if _sha256_file(src) != sha256:
             raise PrebakeError(f"{src}: sha256 does not match the pin {sha256}")
         self.root.mkdir(parents=True, exist_ok=True)
-        tmp = self.root / f".{sha256}.{os.getpid()}.part"
+        tmp = self._tmp(sha256)
         shutil.copyfile(src, tmp)
         tmp.replace(self.path_for(sha256))
         return self.path_for(sha256)
