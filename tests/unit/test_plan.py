@@ -276,3 +276,19 @@ def test_explain_names_what_changed_since_the_stored_asset(
     (release / f"{name}.json").write_text(json.dumps({"input_hash": "0" * 64}))
     rc, out, _ = _run(capsys, "-C", str(sdk), "plan", "--explain", unit.id)
     assert "its manifest does not list them" in out
+
+
+def test_asking_a_compiler_its_version_leaves_the_current_folder_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `zig cc -target aarch64-macos… --version` writes an empty a.o into its working folder
+    import sys
+
+    monkeypatch.chdir(tmp_path)
+    line = ToolchainIdentity()(
+        Toolchain(cc=(sys.executable, "-m", "ziglang", "cc", "-target", "aarch64-macos.13.3"),
+                  cxx=(), ar=()),
+        {},
+    )
+    assert "clang" in line
+    assert list(tmp_path.iterdir()) == []

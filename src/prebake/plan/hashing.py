@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -129,8 +130,10 @@ def _version_line(argv: list[str]) -> str:
     env = {k: os.environ[k] for k in ("PATH", "HOME", "TMPDIR") if k in os.environ}
     env["LC_ALL"] = "C"
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env,
-                              stdin=subprocess.DEVNULL, check=False)
+        # In a scratch folder: `zig cc -target *-macos --version` leaves an empty a.o behind.
+        with tempfile.TemporaryDirectory(prefix="prebake-version-") as scratch:
+            proc = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env,
+                                  stdin=subprocess.DEVNULL, check=False, cwd=scratch)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"unavailable ({type(exc).__name__})"
     lines = (proc.stdout or proc.stderr).strip().splitlines()
