@@ -148,6 +148,23 @@ def test_second_run_skips_by_input_hash(built: tuple[Path, dict[str, Any]]) -> N
     assert assets(ws) == before
 
 
+def test_prebake_store_redirects_lookup_and_publish(built: tuple[Path, dict[str, Any]],
+                                                   tmp_path: Path) -> None:
+    """CI legs set PREBAKE_STORE to a local folder: nothing is skipped from, or published to,
+    the workspace's own default store then."""
+    ws, _ = built
+    before = assets(ws)
+    other = tmp_path / "leg-store"
+    args = ["--stage", "core", "--platform", "linux-x86_64"]
+    rc, data = build_json(ws, *args, env={"PREBAKE_STORE": f"file://{other}"})
+    assert rc == 0 and [u["state"] for u in data["units"]] == ["built"]
+    assert data["store"] == f"file://{other}"
+    assert [p.name for p in other.rglob("*.tar.xz")] == [data["units"][0]["asset"]]
+    assert assets(ws) == before
+    rc, data = build_json(ws, *args, "--store", f"file://{other}")
+    assert rc == 0 and [u["state"] for u in data["units"]] == ["skipped"]
+
+
 def test_force_rebuild_is_byte_identical(built: tuple[Path, dict[str, Any]]) -> None:
     ws, _ = built
     before = assets(ws)

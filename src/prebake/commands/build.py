@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import shlex
 from typing import Any
@@ -25,6 +26,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--diff", action="store_true",
                    help="diff each new asset against the store's current release before "
                         "publishing (in --json and appended to $GITHUB_STEP_SUMMARY)")
+    p.add_argument("--store", metavar="URL",
+                   help="where to look for built units and publish new ones (default: "
+                        "$PREBAKE_STORE, else the workspace's default store)")
     p.add_argument("--json", action="store_true", help="machine-readable report")
 
 
@@ -75,11 +79,15 @@ def run(args: argparse.Namespace) -> int:
     from prebake.commands._common import console, err_console, find_workspace, print_json
     from prebake.errors import PrebakeError
     from prebake.jsonio import SCHEMA_VERSION
-    from prebake.workspace import load_workspace
+    from prebake.workspace import load_workspace, resolve_store_url
 
     if args.jobs < 1:
         raise PrebakeError(f"-j {args.jobs}: needs at least one job")
     ws = load_workspace(find_workspace(args.workspace))
+    url = args.store or os.environ.get("PREBAKE_STORE")
+    if url:
+        # CI legs build into a local store and publish in a separate, permissioned job
+        ws = dataclasses.replace(ws, default_store=resolve_store_url(url, ws.root))
     if args.platform:
         for p in args.platform:
             ws.platform_names(p)  # one clear error for an unknown platform
