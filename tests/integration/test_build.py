@@ -394,3 +394,26 @@ def test_per_recipe_unit_that_touches_the_earlier_prefix_fails(tmp_path: Path) -
     (unit,) = data["units"]
     assert "deleted: include/vecmath/vecmath.hpp" in unit["message"]
     assert not list((ws / "releases").rglob("vecstats-*"))
+
+
+def test_the_example_addon_fetches_and_links_what_the_main_job_built(
+        built: tuple[Path, dict[str, Any]]) -> None:
+    """The README main job's consumer half: the addon fetches both platforms' assets against its
+    own contract, then CMake (Prebake.cmake + the assets' package configs) builds and runs it."""
+    ws, _ = built
+    addon = ws.parent / "addon"
+    shutil.copytree(support.ROOT / "examples" / "addon", addon,
+                    ignore=shutil.ignore_patterns("build"))
+    for stage in ("core", "media"):
+        proc = prebake(addon, "fetch", f"kiln-sdk-{stage}==0.12.0", "--platform", "wasm",
+                       "--into", str(addon / "build" / "wasm" / stage), "--json")
+        assert proc.returncode == 0, proc.stderr
+        assert json.loads(proc.stdout)["asset"] == f"kiln-sdk-{stage}-0.12.0-wasm.tar.xz"
+    exe = str(Path(sys.executable).with_name("prebake"))
+    host = addon / "build" / "host"
+    support.run(["cmake", "-S", str(addon), "-B", str(host), f"-DPREBAKE_EXECUTABLE={exe}"], addon)
+    support.run(["cmake", "--build", str(host)], addon)
+    out = support.run([str(host / "denoise")], addon).stdout
+    assert out.startswith("denoise: ok") and "parse_vec3" in out
+    lock = json.loads((host / "prebake.lock").read_text())
+    assert "kiln-sdk-media" in json.dumps(lock)
