@@ -90,6 +90,14 @@ def test_main_job_builds_checks_and_packages_every_unit(built: tuple[Path, dict[
         jsonschema.validate(manifest, schema)
         unit = next(u for u in data["units"] if u["asset"] == name)
         assert manifest["input_hash"] == unit["input_hash"]
+        # the guards it passed are on record: the platform's contract and consumer link flags
+        guards = manifest["guards"]
+        platform = manifest["platform"]
+        assert guards["check"]["ok"] and guards["check"]["platform"] == platform
+        assert guards["check"]["contract"]["arch"] == {"wasm": "wasm32"}.get(platform, "x86_64")
+        assert guards["link_test"]["ok"] and "snippet" in guards["link_test"]["linked"]
+        if platform == "wasm":
+            assert "-fwasm-exceptions" in guards["link_test"]["flags"]
         sidecar = (folder / f"{name}.sha256").read_text().split()[0]
         assert sidecar == hashlib.sha256((folder / name).read_bytes()).hexdigest()
 

@@ -23,6 +23,9 @@ class GuardOutcome:
     libs: list[Library] = field(default_factory=list)
     link_order: list[list[str]] = field(default_factory=list)
     cxx: bool = False
+    # What the guards decided, for the manifest (machine-independent: relative paths only)
+    undecided: list[str] = field(default_factory=list)  # "rule: lib/x.a" checks without evidence
+    linked: list[str] = field(default_factory=list)  # how the link test referenced the library
 
     @property
     def ok(self) -> bool:
@@ -133,6 +136,10 @@ def run_guards(recipe: Recipe, platform: Platform, prefix: Path, workdir: Path,
               f"against the {platform.name} contract")
     report = check_paths(paths, platform.contract)
     log.write(report.render())
+    for u in report.unknown:
+        where = Path(u.path)
+        rel = where.relative_to(prefix).as_posix() if where.is_relative_to(prefix) else where.name
+        out.undecided.append(f"{u.rule}: {rel}")
     if not report.ok:
         out.failures.append(f"{recipe.name}: contract check failed for {platform.name}:\n"
                             + report.render())
@@ -152,8 +159,26 @@ def run_guards(recipe: Recipe, platform: Platform, prefix: Path, workdir: Path,
         detail = "\n".join(result.errors) or result.output
         out.failures.append(f"{recipe.name}: link test failed for {platform.name}:\n{detail}")
         return out
+    out.linked = (["snippet"] if snippet and snippet.code else []) + [
+        f"symbol {sym}" for sym in (snippet.symbols if snippet else ())] or ["whole archive"]
     out.link_order = _link_order([lib for lib in out.libs if lib.kind == "static"], prefix)
     return out
+
+
+def guards_record(platform: Platform, outcomes: Sequence[GuardOutcome]) -> dict[str, Any]:
+    """The manifest's ``guards`` field: which contract and link test an asset passed.
+
+    An asset exists only when every guard passed, so ``ok`` is always true here; the record says
+    what "passed" meant (the contract, the rules left undecided for lack of evidence, the
+    consumer flags) so a report or an auditor need not take it on faith.
+    """
+    return {
+        "check": {"ok": True, "platform": platform.name,
+                  "contract": platform.contract.to_json(),
+                  "undecided": sorted({u for o in outcomes for u in o.undecided})},
+        "link_test": {"ok": True, "flags": list(platform.link_test.flags),
+                      "linked": sorted({x for o in outcomes for x in o.linked})},
+    }
 
 
 def _link_order(static: list[Library], prefix: Path) -> list[list[str]]:

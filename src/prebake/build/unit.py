@@ -26,7 +26,7 @@ from typing import Any
 
 from prebake.build import commands as cmdline
 from prebake.build.env import build_env, dropped
-from prebake.build.guards import GuardOutcome, license_dest, run_guards
+from prebake.build.guards import GuardOutcome, guards_record, license_dest, run_guards
 from prebake.build.immutability import compare, snapshot
 from prebake.build.process import BuildLog, run_logged
 from prebake.errors import PrebakeError
@@ -501,6 +501,7 @@ class UnitBuilder:
             toolchain=toolchain_identity(self.ws, spec.platform),
             facts=[f for _r, o in outcomes for f in o.facts], link_order=order,
             recipes=[{"name": r.name, "version": self.ws.pins[r.pin]} for r, _o in outcomes],
+            guards=guards_record(spec.platform, [o for _r, o in outcomes]),
         )
         from prebake.trust.hooks import unit_trust
 

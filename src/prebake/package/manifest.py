@@ -37,14 +37,15 @@ def facts_summary(facts: Facts, rel: str) -> dict[str, Any]:
 def make_manifest(aid: AssetId, *, input_hash: str, toolchain: Mapping[str, Any],
                   facts: Sequence[Mapping[str, Any]] = (),
                   link_order: Sequence[Sequence[str]] = (),
-                  recipes: Sequence[Mapping[str, str]] = ()) -> dict[str, Any]:
+                  recipes: Sequence[Mapping[str, str]] = (),
+                  guards: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """A manifest without ``files`` (``write_asset`` fills them from what it archives).
 
     ``link_order`` is a list of groups of library paths relative to the prefix; a group of more
     than one is a dependency cycle that must be linked as a group. Nothing here depends on the
     clock or the machine, so rebuilding the same inputs gives the same manifest bytes.
     """
-    return {
+    out = {
         "schema_version": MANIFEST_SCHEMA_VERSION,
         "name": aid.name,
         "version": aid.version,
@@ -56,6 +57,9 @@ def make_manifest(aid: AssetId, *, input_hash: str, toolchain: Mapping[str, Any]
         "recipes": [dict(r) for r in recipes],
         "created_by": f"prebake {__version__}",
     }
+    if guards is not None:
+        out["guards"] = dict(guards)
+    return out
 
 
 def schema_path() -> Path:
