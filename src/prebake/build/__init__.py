@@ -16,11 +16,11 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any
 
-from prebake.build.store import open_build_store
 from prebake.build.unit import Options, UnitBuilder, UnitResult, UnitSpec
 from prebake.errors import PrebakeError
 from prebake.package.naming import AssetId
 from prebake.recipes.model import Recipe
+from prebake.store import open_store
 from prebake.workspace.model import Workspace
 
 __all__ = ["Options", "UnitResult", "UnitSpec", "build", "resolve_units"]
@@ -102,7 +102,7 @@ def build(ws: Workspace, specs: Sequence[UnitSpec], opts: Options,
 def _build(ws: Workspace, specs: Sequence[UnitSpec], opts: Options,
            emit: Emit | None = None) -> list[UnitResult]:
     emit = emit or (lambda _u, _s, _m: None)
-    store = None if opts.dry_run else open_build_store(ws.default_store, ws.root)
+    store = None if opts.dry_run else open_store(ws.default_store, root=ws.root)
     if store is not None and opts.publish and not getattr(store, "writable", True):
         raise PrebakeError(f"{ws.default_store}: the default store is read-only")
     cancel = threading.Event()

@@ -43,6 +43,7 @@ from prebake.recipes.model import (
 )
 from prebake.sources import SourceCache, describe, materialize, render_source
 from prebake.sources.unpack import extract
+from prebake.store.base import read_manifest
 from prebake.workspace.model import Platform, Workspace
 
 Event = Callable[[str, str, str], None]  # (unit id, state, message)
@@ -221,9 +222,7 @@ class UnitBuilder:
             res.state, res.dry_run, res.reason = "planned", self.steps, "dry run"
             return res
         if not self.opts.force:
-            from prebake.build.store import stored_manifest
-
-            m = stored_manifest(self.store, spec.asset)
+            m = read_manifest(self.store, spec.asset)
             if m is not None and m.get("input_hash") == spec.input_hash:
                 res.state, res.reason = "skipped", "input hash matches the asset in the store"
                 res.seconds = time.monotonic() - t0
@@ -274,9 +273,7 @@ class UnitBuilder:
         if stage not in self.spec.upstream_assets:
             raise UnitFailed(f"stage {stage} has no files here and no asset to restore them from")
         aid, input_hash = self.spec.upstream_assets[stage]
-        from prebake.build.store import stored_manifest
-
-        manifest = stored_manifest(self.store, aid)
+        manifest = read_manifest(self.store, aid)
         if manifest is not None and manifest.get("input_hash") != input_hash:
             raise UnitFailed(f"{self.spec.id} builds on stage {stage}, whose asset "
                              f"{aid.filename} in {self.store.url} was built from other inputs "

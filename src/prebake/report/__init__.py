@@ -19,7 +19,8 @@ from typing import Any
 from prebake.diff import DiffResult, diff_sides, load_side, side_from_manifest, version_key
 from prebake.diff.side import Side
 from prebake.errors import PrebakeError
-from prebake.package.naming import MANIFEST_SUFFIX, AssetId
+from prebake.package.naming import AssetId
+from prebake.store.base import read_manifest
 
 # The facts a matrix cell shows (manifest ``facts`` -> abi / top level), in this order.
 CELL_FACTS = ("arch", "eh", "lto", "glibc_max", "glibcxx_max", "cxx_stdlib", "macos_min",
@@ -49,19 +50,6 @@ class ReportData:
     warnings: list[str] = field(default_factory=list)
 
 
-def _load_manifest(store: Any, aid: AssetId, release: str | None) -> dict[str, Any] | None:
-    import json
-
-    raw = store.read_sidecar(aid, MANIFEST_SUFFIX, release)
-    if raw is None:
-        return None
-    try:
-        data = json.loads(raw)
-    except ValueError:
-        return None
-    return data if isinstance(data, dict) else None
-
-
 def collect(store: Any, *, download: bool = True,
             progress: Callable[[str], None] | None = None) -> ReportData:
     """Every asset's manifest, and the diff of each release to the previous version of the same
@@ -70,7 +58,7 @@ def collect(store: Any, *, download: bool = True,
 
     data = ReportData(store.url, [])
     for aid, tag in sorted(assets_in_store(store), key=lambda at: at[0]):
-        m = _load_manifest(store, aid, tag)
+        m = read_manifest(store, aid, tag)
         if m is None:
             data.warnings.append(f"{aid.filename}: manifest sidecar missing or not JSON; skipped")
             continue

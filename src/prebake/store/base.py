@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from prebake.errors import PrebakeError
 from prebake.package.naming import (
@@ -189,6 +189,20 @@ def redact(text: str, *secrets: str | None) -> str:
         if s:
             text = text.replace(s, "***")
     return text
+
+
+def read_manifest(store: Store, aid: AssetId, release: str | None = None
+                  ) -> dict[str, Any] | None:
+    """The manifest sidecar of a complete asset in ``release``, ``None`` when it is absent or
+    not a JSON object (callers treat an unreadable manifest like a missing asset)."""
+    raw = store.read_sidecar(aid, MANIFEST_SUFFIX, release)
+    if raw is None:
+        return None
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def is_complete(names: set[str], filename: str) -> bool:
