@@ -21,9 +21,9 @@ import re
 import shutil
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
+
+from _timing import best as _best
 
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / ".cache" / "bench" / "diff"
@@ -59,15 +59,6 @@ def _build(n: int) -> tuple[Path, Path]:
             tmp.rename(lib)
         out.append(lib)
     return out[0], out[1]
-
-
-def _best(fn: Callable[[], object], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
 
 
 def main() -> int:

@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import argparse
 import shlex
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
+
+from _timing import median_time
 
 from prebake.link.order import compute_link_order
 
@@ -39,15 +38,6 @@ int main() {
   std::cout << absl::StrCat(parts.size(), m.size()) << st << absl::FormatTime(absl::Now());
 }
 """
-
-
-def median_time(fn: Callable[[], object], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
 
 
 def main() -> int:

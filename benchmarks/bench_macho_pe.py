@@ -12,13 +12,12 @@ timed against the llvm-14 commands that print the same facts: ``llvm-objdump --m
 from __future__ import annotations
 
 import argparse
-import statistics
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from functools import partial
 from pathlib import Path
+
+from _timing import median_time
 
 from prebake.inspect import ParseOptions, inspect
 
@@ -37,15 +36,6 @@ CASES: list[tuple[str, list[list[str]]]] = [
      [["llvm-readobj", "--file-headers", "--coff-imports", "--coff-exports",
        "--coff-debug-directory"]]),
 ]
-
-
-def median_time(fn: Callable[[], object], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
 
 
 def main() -> int:

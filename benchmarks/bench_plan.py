@@ -21,9 +21,9 @@ import os
 import shutil
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
+
+from _timing import best
 
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / ".cache" / "bench" / "plan"
@@ -44,15 +44,6 @@ def make_workspace(files: int, size: int) -> Path:
         (d / f"f{i}.cpp").write_text((line * (size // len(line) + 1))[:size])
     (ws / ".done").write_text("ok\n")
     return ws
-
-
-def best(fn: Callable[[], object], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return min(times)
 
 
 def main() -> int:

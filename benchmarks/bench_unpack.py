@@ -13,9 +13,9 @@ import argparse
 import shutil
 import subprocess
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
+
+from _timing import best
 
 from prebake.consume.unpack import safe_extract
 
@@ -34,15 +34,6 @@ def make_tree(dest: Path, megabytes: int) -> int:
     (dest / "include" / "demo.h").write_text("int demo(void);\n")
     (dest / "lib" / "libdemo.so").symlink_to("libLLVMCore.a")
     return total
-
-
-def best_of(n: int, fn: Callable[[], None]) -> float:
-    times = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
 
 
 def main() -> None:
@@ -67,8 +58,8 @@ def main() -> None:
             shutil.rmtree(out, ignore_errors=True)
             safe_extract(asset, out)
 
-        t_tar = best_of(3, with_tar)
-        t_pb = best_of(3, with_prebake)
+        t_tar = best(with_tar, 3)
+        t_pb = best(with_prebake, 3)
         print(f"tar -xJf        {t_tar:6.2f} s")
         print(f"safe_extract    {t_pb:6.2f} s")
         print(f"ratio safe_extract / tar: {t_pb / t_tar:.2f}x")

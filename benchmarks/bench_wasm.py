@@ -15,13 +15,13 @@ both for the library call and for the whole ``prebake inspect`` process when the
 from __future__ import annotations
 
 import argparse
-import statistics
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
+
+from _timing import median_time
 
 from prebake.inspect import ParseOptions, inspect
 
@@ -31,15 +31,6 @@ from tests import support  # noqa: E402  (the npm cache and fetch live with the 
 
 BUILDS = ("ort-wasm-simd-threaded.wasm", "ort-wasm-simd-threaded.asyncify.wasm",
           "ort-wasm-simd-threaded.jsep.wasm", "ort-wasm-simd-threaded.jspi.wasm")
-
-
-def median_time(fn: Callable[[], object], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
 
 
 def objdump(args: list[str], path: Path) -> Callable[[], bool]:
