@@ -44,3 +44,14 @@ def ort_web() -> Path:
 def ort_node() -> Path:
     """onnxruntime-node 1.30.0 ``package/`` (``bin/napi-v6/<os>/<arch>/`` libraries)."""
     return support.npm_package("node")
+
+
+@pytest.fixture
+def www(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """``(base URL, folder)``: an empty folder served on 127.0.0.1 (an upstream download site)."""
+    from tests.servers.static_http import StaticServer
+
+    root = tmp_path / "www"
+    root.mkdir()
+    with StaticServer(root) as srv:
+        yield srv.url, root

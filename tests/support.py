@@ -65,6 +65,13 @@ def run(cmd: Sequence[str], cwd: Path, env: Mapping[str, str] | None = None,
     return proc
 
 
+def prebake(*args: str | Path, env: Mapping[str, str] | None = None, timeout: float = 600
+            ) -> subprocess.CompletedProcess[str]:
+    """``python -m prebake ARGS`` in a clean toolchain environment, output captured."""
+    return subprocess.run([sys.executable, "-m", "prebake", *map(str, args)],
+                          env=tool_env(env), capture_output=True, text=True, timeout=timeout)
+
+
 ZIG = [sys.executable, "-m", "ziglang"]
 
 

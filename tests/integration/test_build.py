@@ -31,9 +31,7 @@ LEAKY = {"CFLAGS": "-flto", "CXXFLAGS": "-flto", "LDFLAGS": "-flto", "EMCC_CFLAG
 
 def prebake(ws: Path, *args: str, env: Mapping[str, str] | None = None
             ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "prebake", "-C", str(ws), *args],
-                          env=support.tool_env(env), capture_output=True, text=True,
-                          timeout=600)
+    return support.prebake("-C", ws, *args, env=env)
 
 
 BUILD_SCHEMA = support.ROOT / "schemas" / "build.schema.json"

@@ -4,19 +4,16 @@ repackage path run for real against an upstream-layout archive served on 127.0.0
 from __future__ import annotations
 
 import hashlib
-import http.server
 import json
 import shutil
-import socket
 import tarfile
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.integration.test_build import EXAMPLE, build_json, copy_workspace
+from tests.servers.static_http import closed_port_url
 
 VERSION = "1.30.0"
 NO_FLAGS = ("CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "EMCC_CFLAGS")
@@ -157,35 +154,6 @@ def upstream_archive(ort_node: Path, dest: Path) -> Path:
     return tgz
 
 
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[tuple[int, Path]]:
-    root = tmp_path / "www"
-    root.mkdir()
-
-    def handler(*a: Any, **k: Any) -> _Quiet:
-        return _Quiet(*a, directory=str(root), **k)
-
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    t = threading.Thread(target=httpd.serve_forever, daemon=True)
-    t.start()
-    try:
-        yield httpd.server_address[1], root
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-
-
-def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 WORKSPACE = """\
 [project]
 name = "ort-sdk"
@@ -238,8 +206,8 @@ RECIPE = dataclasses.replace(
     outputs=Outputs(libs={{"linux-x86_64": _out.libs_for("linux-x86_64")}},
                     headers=_out.headers, license=_out.license),
     platforms={{"linux-x86_64": Repackage(
-        url="http://127.0.0.1:{down}/down/onnxruntime-linux-x64-{{version}}.tgz",
-        mirrors=("http://127.0.0.1:{port}/v{{version}}/onnxruntime-linux-x64-{{version}}.tgz",),
+        url="{down}/down/onnxruntime-linux-x64-{{version}}.tgz",
+        mirrors=("{base}/v{{version}}/onnxruntime-linux-x64-{{version}}.tgz",),
         sha256="{sha256}",
         layout=_linux.layout,
     ),
@@ -248,16 +216,16 @@ RECIPE = dataclasses.replace(
 
 
 def test_repackage_downloads_from_the_next_mirror_guards_and_packages(
-        ort_node: Path, server: tuple[int, Path], tmp_path: Path) -> None:
-    port, www = server
-    (www / f"v{VERSION}").mkdir()
-    tgz = upstream_archive(ort_node, www / f"v{VERSION}")
+        ort_node: Path, www: tuple[str, Path], tmp_path: Path) -> None:
+    base, root = www
+    (root / f"v{VERSION}").mkdir()
+    tgz = upstream_archive(ort_node, root / f"v{VERSION}")
     sha = hashlib.sha256(tgz.read_bytes()).hexdigest()
     ws = tmp_path / "ws"
     (ws / "recipes").mkdir(parents=True)
     (ws / "prebake.toml").write_text(WORKSPACE.format(version=VERSION))
     (ws / "recipes" / "onnxruntime.py").write_text(
-        RECIPE.format(down=_closed_port(), port=port, sha256=sha))
+        RECIPE.format(down=closed_port_url(), base=base, sha256=sha))
     cache = tmp_path / "cache"
     env = {"PREBAKE_CACHE": str(cache)}
     rc, data = build_json(ws, "--platform", "linux-x86_64", env=env)
@@ -289,22 +257,22 @@ def test_repackage_downloads_from_the_next_mirror_guards_and_packages(
         real.read_bytes()).hexdigest()
 
     # a second run skips by hash without touching the network (the archive is gone)
-    for p in www.rglob("*.tgz"):
+    for p in root.rglob("*.tgz"):
         p.unlink()
     rc, data = build_json(ws, "--platform", "linux-x86_64", env=env)
     assert rc == 0 and data["units"][0]["state"] == "skipped"
 
 
 def test_repackage_with_a_wrong_pin_fails_and_caches_nothing(
-        ort_node: Path, server: tuple[int, Path], tmp_path: Path) -> None:
-    port, www = server
-    (www / f"v{VERSION}").mkdir()
-    upstream_archive(ort_node, www / f"v{VERSION}")
+        ort_node: Path, www: tuple[str, Path], tmp_path: Path) -> None:
+    base, root = www
+    (root / f"v{VERSION}").mkdir()
+    upstream_archive(ort_node, root / f"v{VERSION}")
     ws = tmp_path / "ws"
     (ws / "recipes").mkdir(parents=True)
     (ws / "prebake.toml").write_text(WORKSPACE.format(version=VERSION))
     (ws / "recipes" / "onnxruntime.py").write_text(
-        RECIPE.format(down=_closed_port(), port=port, sha256="0" * 64))
+        RECIPE.format(down=closed_port_url(), base=base, sha256="0" * 64))
     cache = tmp_path / "cache"
     rc, data = build_json(ws, "--platform", "linux-x86_64", env={"PREBAKE_CACHE": str(cache)})
     assert rc == 1

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 from tests import support
@@ -83,10 +81,8 @@ def _pythonpath() -> dict[str, str]:
 
 
 def build(ws: Path, summary: Path) -> tuple[int, dict[str, object], str]:
-    proc = subprocess.run([sys.executable, "-m", "prebake", "-C", str(ws), "build", "--diff",
-                           "--json"], capture_output=True, text=True, timeout=600,
-                          env=support.tool_env({"GITHUB_STEP_SUMMARY": str(summary),
-                                                **_pythonpath()}))
+    proc = support.prebake("-C", ws, "build", "--diff", "--json",
+                           env={"GITHUB_STEP_SUMMARY": str(summary), **_pythonpath()})
     assert proc.stdout, proc.stderr
     return proc.returncode, json.loads(proc.stdout), proc.stderr
 

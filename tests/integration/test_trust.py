@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 import tarfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -100,11 +99,6 @@ def keygen(path: Path, comment: str) -> Path:
     return path
 
 
-def prebake(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "prebake", *args], env=support.tool_env(env),
-                          capture_output=True, text=True, timeout=300)
-
-
 @dataclass
 class World:
     base: Path
@@ -143,7 +137,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> World:
     (ws / "recipes").mkdir(parents=True)
     (ws / "prebake.toml").write_text(WORKSPACE)
     (ws / "recipes" / "mini.py").write_text(RECIPE.format(url=str(up)))
-    proc = prebake("-C", str(ws), "build", "--platform", PLATFORM, "--json")
+    proc = support.prebake("-C", ws, "build", "--platform", PLATFORM, "--json", timeout=300)
     data = json.loads(proc.stdout)
     assert proc.returncode == 0, json.dumps(data, indent=2)
     keys = base / "keys"
@@ -232,8 +226,8 @@ def test_force_rebuild_on_ci_keeps_the_asset_byte_identical(world: World) -> Non
     stale_sig.write_text("-----BEGIN SSH SIGNATURE-----\nfrom an older asset\n")
     ci = {"GITHUB_SERVER_URL": "https://github.com", "GITHUB_REPOSITORY": "kiln/deps",
           "GITHUB_RUN_ID": "4242", "GITHUB_RUN_ATTEMPT": "1"}
-    proc = prebake("-C", str(world.ws), "build", "--platform", PLATFORM, "--force", "--json",
-                   env=ci)
+    proc = support.prebake("-C", world.ws, "build", "--platform", PLATFORM, "--force", "--json",
+                           env=ci, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert world.asset.read_bytes() == before
     assert not stale_sig.exists(), "a rebuilt asset must not keep an older signature"

@@ -57,7 +57,10 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
 
-class _Server(ThreadingHTTPServer):
+class LoopbackServer(ThreadingHTTPServer):
+    """The base of the test servers: daemon threads, and a client that hangs up mid-response
+    (tests kill clients on purpose) is not reported as an error."""
+
     daemon_threads = True
 
     def handle_error(self, request: Any, client_address: Any) -> None:
@@ -65,6 +68,9 @@ class _Server(ThreadingHTTPServer):
 
         if not isinstance(sys.exc_info()[1], ConnectionError):  # killed clients are expected
             super().handle_error(request, client_address)
+
+
+class _Server(LoopbackServer):
     root: Path
     drop_after: int | None
     requests: list[str]

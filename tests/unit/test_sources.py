@@ -4,13 +4,9 @@ submodules, local folders, and unpacking with leading-folder stripping."""
 from __future__ import annotations
 
 import hashlib
-import http.server
 import io
-import socket
 import subprocess
 import tarfile
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,34 +16,11 @@ from prebake.errors import PrebakeError
 from prebake.recipes.model import GitSource, LocalSource, UrlSource
 from prebake.sources import SourceCache, describe, git_commands, materialize, render_source
 from prebake.sources import cache as cache_mod
-
-
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
-@pytest.fixture
-def www(tmp_path: Path) -> Iterator[tuple[str, Path]]:
-    root = tmp_path / "www"
-    root.mkdir()
-
-    def handler(*a: Any, **k: Any) -> _Quiet:
-        return _Quiet(*a, directory=str(root), **k)
-
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}", root
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+from tests.servers.static_http import closed_port_url
 
 
 def _closed_url() -> str:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return f"http://127.0.0.1:{s.getsockname()[1]}/gone.tar.gz"
+    return f"{closed_port_url()}/gone.tar.gz"
 
 
 def make_tgz(path: Path, top: str = "lib-1.0") -> str:
