@@ -23,6 +23,7 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from prebake.errors import CheckFailed, PrebakeError
 from prebake.package.naming import sha256_line
@@ -63,6 +64,16 @@ def _reason(proc: subprocess.CompletedProcess[bytes], fallback: str) -> str:
     return lines[-1] if lines else fallback
 
 
+def _keygen(*args: str, **kwargs: Any) -> subprocess.CompletedProcess[bytes]:
+    """Run ``ssh-keygen ARGS`` (output captured, minimal environment, never ``check``); a
+    missing ssh-keygen is a one-line ``PrebakeError``."""
+    try:
+        return subprocess.run([SSH_KEYGEN, *args], capture_output=True, env=_env(), check=False,
+                              **kwargs)
+    except FileNotFoundError:
+        raise PrebakeError("ssh-keygen not found (install openssh-client)") from None
+
+
 def sign_bytes(message: bytes, key: Path) -> bytes:
     """An armored SSH signature of ``message`` with the private key file ``key`` (or a public
     key whose private half is in ssh-agent). A passphrase-protected key needs the agent: the
@@ -74,13 +85,9 @@ def sign_bytes(message: bytes, key: Path) -> bytes:
     with tempfile.TemporaryDirectory(prefix="prebake-sign-") as tmp:
         msg = Path(tmp) / "message"
         msg.write_bytes(message)
-        try:
-            proc = subprocess.run(
-                [SSH_KEYGEN, "-q", "-Y", "sign", "-n", NAMESPACE, "-f", str(key), str(msg)],
-                stdin=subprocess.DEVNULL, capture_output=True, env=_env(), check=False,
-                start_new_session=True)  # no terminal: never prompts, never hangs
-        except FileNotFoundError:
-            raise PrebakeError("ssh-keygen not found (install openssh-client)") from None
+        proc = _keygen("-q", "-Y", "sign", "-n", NAMESPACE, "-f", str(key), str(msg),
+                       stdin=subprocess.DEVNULL,
+                       start_new_session=True)  # no terminal: never prompts, never hangs
         sig = Path(tmp) / "message.sig"
         if proc.returncode != 0 or not sig.is_file():
             err = proc.stderr.lower()
@@ -92,9 +99,8 @@ def sign_bytes(message: bytes, key: Path) -> bytes:
 
 
 def find_principals(sig: Path, allowed_signers: Path) -> list[str]:
-    proc = subprocess.run([SSH_KEYGEN, "-Y", "find-principals", "-s", str(sig),
-                           "-f", str(allowed_signers)],
-                          capture_output=True, env=_env(), timeout=60, check=False)
+    proc = _keygen("-Y", "find-principals", "-s", str(sig), "-f", str(allowed_signers),
+                   timeout=60)
     if proc.returncode != 0:
         return []
     return [p for p in proc.stdout.decode("utf-8", "replace").split() if p]
@@ -109,18 +115,13 @@ def verify_bytes(message: bytes, signature: bytes, allowed_signers: Path,
     with tempfile.TemporaryDirectory(prefix="prebake-verify-") as tmp:
         sig = Path(tmp) / "asset.sig"
         sig.write_bytes(signature)
-        try:
-            principals = find_principals(sig, allowed_signers)
-        except FileNotFoundError:
-            raise PrebakeError("ssh-keygen not found (install openssh-client)") from None
+        principals = find_principals(sig, allowed_signers)
         if not principals:
             raise SignatureError(f"{what}: signed by a key that is not in {allowed_signers}")
         last = ""
         for principal in principals:
-            proc = subprocess.run(
-                [SSH_KEYGEN, "-Y", "verify", "-f", str(allowed_signers), "-I", principal,
-                 "-n", NAMESPACE, "-s", str(sig)],
-                input=message, capture_output=True, env=_env(), timeout=60, check=False)
+            proc = _keygen("-Y", "verify", "-f", str(allowed_signers), "-I", principal,
+                           "-n", NAMESPACE, "-s", str(sig), input=message, timeout=60)
             if proc.returncode == 0:
                 return principal
             last = _reason(proc, "verification failed")
