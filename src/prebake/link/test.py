@@ -242,26 +242,22 @@ def _link_test(library: Path, platform: LinkPlatform, include_dirs: Sequence[Pat
         [*compiler, *flags, *incs, "-c", src.name, "-o", obj],
         [*linker, *flags, obj, *_library_args(library, os_name, whole), "-o", out],
     ]
+    steps = [("compile", commands[0]), ("link", commands[1])]
+    runner = platform.link_test.run
+    if runner:
+        steps.append(("run", [*runner, f"./{out}"]))
     env = build_env(platform, extra_env)
     log: list[str] = []
     ran: list[list[str]] = []
-    for stage, cmd in zip(("compile", "link"), commands, strict=True):
+    for stage, cmd in steps:
         ran.append(cmd)
         rc, text = _run(cmd, workdir, env, timeout)
         log.append(text)
         if rc != 0:
             output = "".join(log)
-            errors = error_lines(output) or [f"{cmd[0]} exited with status {rc}"]
+            # a failed run is judged by its own output; compiler errors by everything so far
+            errors = (error_lines(text) or [f"{' '.join(cmd)} exited with status {rc}"]
+                      if stage == "run" else
+                      error_lines(output) or [f"{cmd[0]} exited with status {rc}"])
             return LinkTestResult(False, ran, output, errors, stage, str(workdir))
-    runner = platform.link_test.run
-    if runner:
-        cmd = [*runner, f"./{out}"]
-        ran.append(cmd)
-        rc, text = _run(cmd, workdir, env, timeout)
-        log.append(text)
-        if rc != 0:
-            output = "".join(log)
-            errs = error_lines(text) or [f"{' '.join(cmd)} exited with status {rc}"]
-            return LinkTestResult(False, ran, output, errs, "run", str(workdir))
-        return LinkTestResult(True, ran, "".join(log), [], "run", str(workdir))
-    return LinkTestResult(True, ran, "".join(log), [], "link", str(workdir))
+    return LinkTestResult(True, ran, "".join(log), [], steps[-1][0], str(workdir))
