@@ -3,10 +3,11 @@ delete one an earlier stage installed (that file already shipped in the earlier 
 
 from __future__ import annotations
 
-import hashlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from prebake.store.base import file_sha256
 
 Snapshot = dict[str, str]  # posix path relative to the prefix -> sha256 (or "link:<target>")
 
@@ -24,11 +25,7 @@ def snapshot(prefix: Path) -> Snapshot:
             if p.is_symlink():
                 out[rel] = "link:" + str(p.readlink())
                 continue
-            h = hashlib.sha256()
-            with open(p, "rb") as fh:
-                while chunk := fh.read(1 << 20):
-                    h.update(chunk)
-            out[rel] = h.hexdigest()
+            out[rel] = file_sha256(p)
     return out
 
 

@@ -31,7 +31,7 @@ from prebake.build.immutability import compare, snapshot
 from prebake.build.process import BuildLog, run_logged
 from prebake.errors import PrebakeError
 from prebake.package import cmake, pkgconfig
-from prebake.package.archive import Entry, collect_tree, file_sha256, write_asset
+from prebake.package.archive import Entry, collect_tree, write_asset
 from prebake.package.libs import Library
 from prebake.package.manifest import make_manifest
 from prebake.package.naming import SHA256_SUFFIX, AssetId, parse_sha256_line
@@ -43,7 +43,7 @@ from prebake.recipes.model import (
 )
 from prebake.sources import SourceCache, describe, materialize, render_source
 from prebake.sources.unpack import extract
-from prebake.store.base import read_manifest
+from prebake.store.base import file_sha256, read_manifest
 from prebake.workspace.model import Platform, Workspace
 
 Event = Callable[[str, str, str], None]  # (unit id, state, message)

@@ -8,7 +8,6 @@ symbols). The comparison only sees ``Side``; it never cares where the bytes were
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import tempfile
@@ -19,6 +18,7 @@ from typing import Any
 
 from prebake.errors import PrebakeError
 from prebake.inspect.facts import Facts
+from prebake.store.base import file_sha256
 
 ASSET_SUFFIXES = (".tar.xz", ".txz", ".tar.gz", ".tgz")
 MANIFEST_PATH = "share/prebake/manifest.json"
@@ -167,14 +167,6 @@ def _is_binary(p: Path) -> bool:
     return bool(head) and sniff(head) is not None
 
 
-def _sha256(p: Path) -> str:
-    h = hashlib.sha256()
-    with open(p, "rb") as fh:
-        while chunk := fh.read(1 << 20):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def _from_tree(root: Path, label: str, kind: str | None) -> Side:
     manifest = _read_manifest(root)
     prefix = any((root / d).is_dir() for d in (*LIB_DIRS, "include"))
@@ -189,7 +181,7 @@ def _from_tree(root: Path, label: str, kind: str | None) -> Side:
     libs = {}
     for p, rel, key in zip(bins, rels, _keys(rels), strict=True):
         libs[key] = _library(p, rel, key)
-    headers = {p.relative_to(root).as_posix(): _sha256(p) for p in header_files}
+    headers = {p.relative_to(root).as_posix(): file_sha256(p) for p in header_files}
     if not libs and not headers:
         raise PrebakeError(f"{label}: holds no binaries or headers prebake knows; nothing to "
                            "compare")

@@ -33,6 +33,7 @@ from typing import Any, BinaryIO
 from prebake import jsonio
 from prebake.errors import PrebakeError
 from prebake.package.naming import MAX_ASSET_BYTES, AssetId, sha256_line
+from prebake.store.base import file_sha256
 
 FIXED_MTIME = 315532800  # 1980-01-01T00:00:00Z: the earliest time every archive format can store
 PRESET = 9
@@ -302,14 +303,6 @@ def write_tar_xz(entries: Iterable[Entry], out: BinaryIO, *, threads: int | None
         writer.abort()
         raise
     return sink.sha.hexdigest(), sink.size
-
-
-def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while chunk := fh.read(1 << 20):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def file_list(entries: Iterable[Entry]) -> list[dict[str, Any]]:

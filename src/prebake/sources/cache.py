@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from prebake.errors import PrebakeError
+from prebake.store.base import file_sha256
 
 CHUNK = 1 << 20
 TIMEOUT = 60.0
@@ -29,14 +30,6 @@ def default_cache_dir() -> Path:
         return Path(env)
     xdg = os.environ.get("XDG_CACHE_HOME")
     return (Path(xdg) if xdg else Path.home() / ".cache") / "prebake"
-
-
-def _sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while chunk := fh.read(CHUNK):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _download(url: str, tmp: Path) -> str:
@@ -74,7 +67,7 @@ class SourceCache:
         p = self.path_for(sha256)
         if not p.is_file():
             return None
-        if _sha256_file(p) == sha256:
+        if file_sha256(p) == sha256:
             return p
         self.log(f"cache entry {p} does not match its sha256; discarding it")
         p.unlink(missing_ok=True)
@@ -117,7 +110,7 @@ class SourceCache:
 
     def put_file(self, src: Path, sha256: str) -> Path:
         """Copy a local file into the cache (verified), atomically."""
-        if _sha256_file(src) != sha256:
+        if file_sha256(src) != sha256:
             raise PrebakeError(f"{src}: sha256 does not match the pin {sha256}")
         self.root.mkdir(parents=True, exist_ok=True)
         tmp = self._tmp(sha256)
