@@ -30,7 +30,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from tests.servers.static_http import LoopbackServer
+from tests.servers.static_http import LoopbackServer, Running
 
 
 @dataclass
@@ -354,16 +354,17 @@ class _Server(LoopbackServer):
     base_url: str
 
 
-class GitHubServer:
+class GitHubServer(Running):
     """``with GitHubServer(repo="o/r", token="t") as gh: gh.api``; ``gh.state`` for asserts."""
 
+    httpd: _Server
+
     def __init__(self, repo: str = "acme/sdk", token: str = "ghp_test_secret_token") -> None:
-        self.httpd = _Server(("127.0.0.1", 0), _Handler)
-        self.httpd.state = GitHubState(token)
-        self.httpd.repo = repo
-        host, port = self.httpd.server_address[:2]
-        self.httpd.base_url = f"http://{host!s}:{port}"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        httpd = _Server(("127.0.0.1", 0), _Handler)
+        httpd.state = GitHubState(token)
+        httpd.repo = repo
+        super().__init__(httpd)
+        httpd.base_url = self.url
 
     @property
     def api(self) -> str:
@@ -372,14 +373,6 @@ class GitHubServer:
     @property
     def state(self) -> GitHubState:
         return self.httpd.state
-
-    def __enter__(self) -> GitHubServer:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
 
 if __name__ == "__main__":  # run standalone for manual poking: python -m tests.servers.github_api

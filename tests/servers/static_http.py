@@ -7,7 +7,7 @@ import re
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 from urllib.parse import unquote, urlsplit
 
 
@@ -70,23 +70,42 @@ class LoopbackServer(ThreadingHTTPServer):
             super().handle_error(request, client_address)
 
 
+class Running:
+    """Serves ``httpd`` on a daemon thread between ``__enter__`` and ``__exit__``; ``url`` is
+    its ``http://127.0.0.1:PORT``."""
+
+    def __init__(self, httpd: LoopbackServer) -> None:
+        self.httpd = httpd
+        host, port = httpd.server_address[:2]
+        self.url = f"http://{host!s}:{port}"
+        self.thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+
+    def __enter__(self) -> Self:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
 class _Server(LoopbackServer):
     root: Path
     drop_after: int | None
     requests: list[str]
 
 
-class StaticServer:
+class StaticServer(Running):
     """``with StaticServer(folder) as s: s.url``; ``s.drop_after = N`` cuts the next body."""
 
+    httpd: _Server
+
     def __init__(self, root: Path) -> None:
-        self.httpd = _Server(("127.0.0.1", 0), _Handler)
-        self.httpd.root = Path(root)
-        self.httpd.drop_after = None
-        self.httpd.requests = []
-        host, port = self.httpd.server_address[:2]
-        self.url = f"http://{host!s}:{port}"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        httpd = _Server(("127.0.0.1", 0), _Handler)
+        httpd.root = Path(root)
+        httpd.drop_after = None
+        httpd.requests = []
+        super().__init__(httpd)
 
     @property
     def requests(self) -> list[str]:
@@ -99,14 +118,6 @@ class StaticServer:
     @drop_after.setter
     def drop_after(self, n: int | None) -> None:
         self.httpd.drop_after = n
-
-    def __enter__(self) -> StaticServer:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
 
 def closed_port_url() -> str:
