@@ -164,6 +164,22 @@ def test_wrong_arch() -> None:
     assert check_paths([d / "x86.o"], Contract(arch="x86_64")).ok
 
 
+def test_platform_os_and_arch_are_part_of_its_contract(tmp_path: Path) -> None:
+    """A platform's os/arch bind even when its contract table leaves them out: a Linux x86_64
+    archive must not pass for windows-x86_64 (same arch), nor for linux-aarch64."""
+    from prebake.workspace import load_workspace
+
+    ws = load_workspace(support.ROOT / "examples" / "sdk")
+    d = support.build("chk-os", {"plain.c": PLAIN_C},
+                      [["gcc", "-c", "plain.c", "-o", "x86.o"], ["ar", "rcs", "libx.a", "x86.o"]])
+    assert ws.platforms["windows-x86_64"].contract.os == "windows"
+    r = check_paths([d / "libx.a"], ws.platforms["windows-x86_64"].contract)
+    only(r, "os")
+    assert r.violations[0].found == "linux" and r.violations[0].members == ["x86.o"]
+    only(check_paths([d / "libx.a"], ws.platforms["linux-aarch64"].contract), "arch")
+    assert check_paths([d / "libx.a"], ws.platforms["linux-x86_64"].contract).ok
+
+
 def test_macos_min_too_high_per_object_in_an_archive() -> None:
     d = support.build("chk-macos", {"a.c": PLAIN_C, "b.c": "int b_fn(void) { return 2; }\n"},
                       [[*support.ZIG, "cc", "-target", "aarch64-macos.14.0", "-c", "a.c"],

@@ -272,8 +272,11 @@ def _platform(name: str, data: Any, c: _Collector) -> Platform | None:
     lt = c.table(ok.get("link_test", {}), "link_test", f"{where}.link_test")
     if tc is None or "os" not in ok or "arch" not in ok:
         return None
-    if contract.arch is None:  # a binary for this platform has its arch, whatever else
+    # a binary for this platform has its os and arch, whatever else the contract says
+    if contract.arch is None:
         contract = replace(contract, arch=ok["arch"])
+    if contract.os is None:
+        contract = replace(contract, os=ok["os"])
     run = expand_argv(_argv(lt["run"])) if "run" in lt else None
     return Platform(
         name=name, os=ok["os"], arch=ok["arch"], toolchain=tc, contract=contract,
