@@ -56,7 +56,7 @@ def resolve_units(ws: Workspace, stage: str | None, platforms: Sequence[str] | N
                 id=unit.id, stage=unit.stage, recipes=recipes, platform=p,
                 input_hash=unit.input_hash, asset=asset_for(unit), per_recipe=per_recipe,
                 upstream=upstream, upstream_assets=_upstream_assets(ws, upstream, p.name),
-                deps=tuple(unit.deps),
+                deps=tuple(unit.deps), inputs=dict(unit.inputs),
             ))
     return specs
 

@@ -16,7 +16,6 @@ import fnmatch
 import os
 import shlex
 import shutil
-import subprocess
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -35,6 +34,7 @@ from prebake.package.archive import Entry, collect_tree, write_asset
 from prebake.package.libs import Library
 from prebake.package.manifest import make_manifest
 from prebake.package.naming import SHA256_SUFFIX, AssetId, parse_sha256_line
+from prebake.plan.hashing import version_line
 from prebake.recipes.model import (
     UNVERIFIED_SHA256_PREFIX,
     Build,
@@ -137,21 +137,15 @@ class UnitSpec:
     # stage -> (its asset, its unit's input hash) on this platform
     upstream_assets: Mapping[str, tuple[AssetId, str]] = field(default_factory=dict)
     deps: tuple[str, ...] = ()  # unit ids that must be built (or skipped) first
+    inputs: Mapping[str, str] = field(default_factory=dict)  # the plan's hash inputs (--explain)
 
 
 def toolchain_identity(ws: Workspace, platform: Platform) -> dict[str, Any]:
     """What the manifest records about the compiler: its spec, pin, and ``--version`` line."""
     tc = platform.toolchain
     spec = dict(tc.spec)
-    version = None
-    if tc.cxx:
-        try:
-            proc = subprocess.run([*tc.cxx, "--version"], capture_output=True, text=True,
-                                  timeout=30)
-            lines = (proc.stdout or proc.stderr).strip().splitlines()
-            version = lines[0] if lines else None
-        except (OSError, subprocess.TimeoutExpired):
-            version = None
+    # the plan's runner: a scratch working folder, a clean environment, failures as text
+    version = version_line([*tc.cxx, "--version"]) if tc.cxx else None
     return {
         "cc": shlex.split(spec.get("cc", shlex.join(tc.cc))),
         "cxx": shlex.split(spec.get("cxx", shlex.join(tc.cxx))),
@@ -499,6 +493,7 @@ class UnitBuilder:
             facts=[f for _r, o in outcomes for f in o.facts], link_order=order,
             recipes=[{"name": r.name, "version": self.ws.pins[r.pin]} for r, _o in outcomes],
             guards=guards_record(spec.platform, [o for _r, o in outcomes]),
+            inputs=spec.inputs,
         )
         from prebake.trust.hooks import unit_trust
 

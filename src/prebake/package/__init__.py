@@ -1,1 +1,8 @@
 """Packaging: deterministic ``tar.xz`` assets with manifest, CMake and pkg-config files."""
+
+# What an asset holds for given inputs: bump when packaging adds, drops or changes what goes
+# into an asset (manifest fields, generated CMake/pkg-config/SBOM files, layout). It is an input
+# of every unit's hash, so assets made by an older packager are rebuilt instead of being skipped
+# as "built" while lacking what the current one ships.
+# 2: provenance, SBOM and the guards record in every asset.
+ASSET_FORMAT = 2

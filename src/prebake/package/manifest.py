@@ -38,7 +38,8 @@ def make_manifest(aid: AssetId, *, input_hash: str, toolchain: Mapping[str, Any]
                   facts: Sequence[Mapping[str, Any]] = (),
                   link_order: Sequence[Sequence[str]] = (),
                   recipes: Sequence[Mapping[str, str]] = (),
-                  guards: Mapping[str, Any] | None = None) -> dict[str, Any]:
+                  guards: Mapping[str, Any] | None = None,
+                  inputs: Mapping[str, str] | None = None) -> dict[str, Any]:
     """A manifest without ``files`` (``write_asset`` fills them from what it archives).
 
     ``link_order`` is a list of groups of library paths relative to the prefix; a group of more
@@ -59,6 +60,8 @@ def make_manifest(aid: AssetId, *, input_hash: str, toolchain: Mapping[str, Any]
     }
     if guards is not None:
         out["guards"] = dict(guards)
+    if inputs:
+        out["inputs"] = dict(inputs)  # what makes up input_hash: `plan --explain` diffs it
     return out
 
 

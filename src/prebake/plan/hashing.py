@@ -20,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from prebake.package import ASSET_FORMAT
 from prebake.recipes.model import LocalSource, Recipe
 from prebake.workspace.model import PYTHON_TOKEN, Platform, Toolchain
 
@@ -103,7 +104,7 @@ class ToolchainIdentity:
     otherwise the first line of ``cc --version`` (the compiler release that matters)."""
 
     def __init__(self, run: Callable[[list[str]], str] | None = None) -> None:
-        self._run = run or _version_line
+        self._run = run or version_line
         self._cache: dict[tuple[str, ...], str] = {}
 
     def prefetch(self, toolchains: list[Toolchain]) -> None:
@@ -126,7 +127,8 @@ class ToolchainIdentity:
         return self._cache[key]
 
 
-def _version_line(argv: list[str]) -> str:
+def version_line(argv: list[str]) -> str:
+    """First line of a ``--version`` run, or ``unavailable (…)``: never raises."""
     env = {k: os.environ[k] for k in ("PATH", "HOME", "TMPDIR") if k in os.environ}
     env["LC_ALL"] = "C"
     try:
@@ -164,7 +166,7 @@ def recipe_inputs(recipe: Recipe, platform: Platform, pins: Mapping[str, str],
     if recipe.path is None:
         raise ValueError(f"recipe {recipe.name!r} has no file")
     folder = recipe.path.parent
-    inputs = {"hash-scheme": HASH_SCHEME,
+    inputs = {"hash-scheme": HASH_SCHEME, "asset-format": str(ASSET_FORMAT),
               "recipe-file": _memo(cache, "file", recipe.path, file_digest)}
     for rel in recipe.files:
         inputs[f"file:{rel}"] = _memo(cache, "file", folder / rel, file_digest)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from prebake.package import ASSET_FORMAT
 from prebake.plan.hashing import (
     HASH_SCHEME,
     Identify,
@@ -39,7 +40,8 @@ def _stage_units(ws: Workspace, stage: Stage, platform: Platform, done: dict[str
     after = tuple(u.id for u in done.values() if u.platform == p and u.stage in stage.after)
     rin = {r: recipe_inputs(ws.recipes[r], platform, ws.pins, identify, cache) for r in covering}
     if stage.package == "prefix":
-        inputs = {"hash-scheme": HASH_SCHEME, "project-version": ws.project.version}
+        inputs = {"hash-scheme": HASH_SCHEME, "asset-format": str(ASSET_FORMAT),
+                  "project-version": ws.project.version}
         inputs.update({f"recipe:{r}": canonical_digest(rin[r]) for r in covering})
         inputs.update({f"unit:{uid}": done[uid].input_hash for uid in after})
         return [Unit(
