@@ -188,3 +188,20 @@ def test_shared_library_with_an_unresolved_dependency() -> None:
     assert not bad.ok and any("undefined reference to `missing_fn'" in e for e in bad.errors)
     good = link_test(d / "libok.so", plat, symbols=["api"])
     assert good.ok and good.stage == "run", good.output  # runs: the rpath finds libok.so
+
+
+def test_bad_inputs_exit_2_with_the_reason(tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """An asset, a non-binary or an executable is bad input (exit 2), not a failed link (1)."""
+    ws = str(support.ROOT / "examples" / "sdk")
+    asset = tmp_path / "x-1.0-linux-x86_64.tar.xz"
+    asset.write_bytes(b"\xfd7zXZ\x00")
+    text = tmp_path / "notes.txt"
+    text.write_text("hello\n")
+    exe = support.build("lt-exe", {"m.c": "int main(void) { return 0; }\n"},
+                        [["gcc", "m.c", "-o", "m"]]) / "m"
+    for path, why in ((asset, "a release asset"), (text, "not a binary format"),
+                      (exe, "executable, not a library")):
+        assert main(["-C", ws, "link-test", str(path), "--platform", "linux-x86_64"]) == 2
+        err = capsys.readouterr().err
+        assert why in err and str(path) in err and len(err.strip().splitlines()) == 1

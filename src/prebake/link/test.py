@@ -203,6 +203,7 @@ def link_test(library: Path, platform: LinkPlatform, *, include_dirs: Sequence[P
     library = Path(library).resolve()
     if not library.is_file():
         raise PrebakeError(f"{library}: no such library")
+    _require_library(library)
     if not platform.toolchain.cc or not platform.toolchain.cxx:
         raise PrebakeError(f"platform {platform.name}: no toolchain.cc/cxx to link a consumer with")
     if workdir is None:
@@ -215,6 +216,26 @@ def link_test(library: Path, platform: LinkPlatform, *, include_dirs: Sequence[P
     workdir.mkdir(parents=True, exist_ok=True)
     return _link_test(library, platform, include_dirs, snippet, symbols, workdir, lang, env,
                       timeout)
+
+
+LINKABLE_KINDS = ("static-library", "shared-library", "import-library", "object")
+
+
+def _require_library(library: Path) -> None:
+    """Bad input is exit 2 with the reason, not a linker failure dressed up as a check result."""
+    from prebake.errors import FormatError
+    from prebake.inspect import inspect
+
+    if library.name.endswith((".tar.xz", ".tar.gz", ".tgz", ".zip")):
+        raise PrebakeError(f"{library}: a release asset, not a library: unpack it (prebake fetch "
+                           "… --into DIR) and link-test DIR/lib/<library>")
+    try:
+        kind = inspect(library).kind
+    except FormatError as exc:
+        raise PrebakeError(f"{exc} (link-test takes a library or an object)") from None
+    if kind not in LINKABLE_KINDS:
+        raise PrebakeError(f"{library}: {kind or 'a binary of unknown kind'}, not a library "
+                           "a consumer links")
 
 
 def _link_test(library: Path, platform: LinkPlatform, include_dirs: Sequence[Path],
