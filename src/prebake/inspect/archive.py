@@ -17,6 +17,7 @@ import struct
 import sys
 from array import array
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from itertools import chain
@@ -62,8 +63,10 @@ class Archive:
     thin: bool
     members: list[Member]
     index_kind: IndexKind | None
-    index: list[tuple[str, int]]  # (symbol, member header offset)
+    index: list[tuple[str, int]]  # (symbol, member header offset); [] if read without names
     linker_members: int  # 2 for COFF .lib files with the second linker member
+    # member header offset of every index entry (always read: counts and dangling entries)
+    index_offsets: Sequence[int] = ()
 
 
 def is_archive(head: bytes) -> bool:
@@ -83,8 +86,13 @@ def _num(field: bytes, what: str, off: int, base: int = 10) -> int:
     return value
 
 
-def read_archive(data: Buffer) -> Archive:
-    """Walk member headers only (no member data is touched except names and the index)."""
+def read_archive(data: Buffer, index_names: bool = True) -> Archive:
+    """Walk member headers only (no member data is touched except names and the index).
+
+    ``index_names=False`` leaves a GNU index's names undecoded (``index`` stays empty, only
+    ``index_offsets`` is filled): the facts summary needs the count, and decoding the names of
+    a big C++ archive's index costs more than walking all its members.
+    """
     head = bytes(data[:8])
     if head not in (AR_MAGIC, THIN_MAGIC):
         raise Truncated("not an ar archive (bad magic)")
@@ -137,10 +145,15 @@ def read_archive(data: Buffer) -> Archive:
                 )
         off = data_off + stored + (stored & 1)
     index: list[tuple[str, int]] = []
+    offsets: Sequence[int] = ()
     if index_raw is not None:
         index_kind = index_raw[0]
-        index = _parse_index(*index_raw)
-    return Archive(thin, members, index_kind, index, slash_seen)
+        if index_names or index_kind not in (IndexKind.GNU32, IndexKind.GNU64):
+            index = _parse_index(*index_raw)
+            offsets = [off for _, off in index]
+        else:
+            offsets = _gnu_index_offsets(*index_raw)
+    return Archive(thin, members, index_kind, index, slash_seen, offsets)
 
 
 def _member_name(
@@ -163,6 +176,32 @@ def _member_name(
     return (name[:-1] if name.endswith("/") else name), 0
 
 
+def _gnu_index_offsets(kind: IndexKind, raw: bytes) -> Sequence[int]:
+    """The offsets of a GNU index, with the same checks as ``_parse_index`` (names counted,
+    not decoded: UTF-8 decoding with "replace" keeps every NUL)."""
+    word = U32BE if kind == IndexKind.GNU32 else U64BE
+    if len(raw) < word.size:
+        return []
+    count = word.unpack_from(raw, 0)[0]
+    end = word.size * (count + 1)
+    if end > len(raw):
+        raise Truncated(f"symbol index declares {count} entries, has room for fewer")
+    names = raw.count(b"\0", end) + 1
+    if names < count:
+        raise Truncated(f"symbol index lists {count} offsets but only {names} names")
+    return _offsets(word, raw[word.size : end])
+
+
+def _offsets(word: struct.Struct, raw: bytes) -> array[int]:
+    offsets = array("I" if word is U32BE else "Q")
+    if offsets.itemsize != word.size:
+        offsets = array("L" if word is U32BE else "Q")
+    offsets.frombytes(raw)
+    if sys.byteorder == "little":
+        offsets.byteswap()
+    return offsets
+
+
 def _parse_index(kind: IndexKind, raw: bytes) -> list[tuple[str, int]]:
     if kind in (IndexKind.GNU32, IndexKind.GNU64):
         word = U32BE if kind == IndexKind.GNU32 else U64BE
@@ -172,12 +211,7 @@ def _parse_index(kind: IndexKind, raw: bytes) -> list[tuple[str, int]]:
         end = word.size * (count + 1)
         if end > len(raw):
             raise Truncated(f"symbol index declares {count} entries, has room for fewer")
-        offsets = array("I" if word is U32BE else "Q")
-        if offsets.itemsize != word.size:
-            offsets = array("L" if word is U32BE else "Q")
-        offsets.frombytes(raw[word.size : end])
-        if sys.byteorder == "little":
-            offsets.byteswap()
+        offsets = _offsets(word, raw[word.size : end])
         names = raw[word.size * (count + 1) :].decode("utf-8", "replace").split("\0")
         if len(names) < count:
             raise Truncated(f"symbol index lists {count} offsets but only {len(names)} names")
@@ -241,11 +275,13 @@ class ArchiveReader:
     def parse(self, data: Buffer, path: str, opts: ParseOptions) -> Facts:
         from prebake.inspect import inspect_bytes
 
-        ar = read_archive(data)
+        ar = read_archive(data, index_names=opts.symbols)
         facts = Facts(path=path, format="archive", kind="static-library")
         facts.details["thin"] = ar.thin
         facts.details["index"] = (
-            {"kind": ar.index_kind.value, "symbols": len(ar.index)} if ar.index_kind else None
+            {"kind": ar.index_kind.value, "symbols": len(ar.index_offsets)}
+            if ar.index_kind
+            else None
         )
         if ar.linker_members > 1:
             facts.details["coff_linker_members"] = ar.linker_members
@@ -265,7 +301,7 @@ class ArchiveReader:
             members.append(mf)
         facts.members = members
         heads = {m.header_off for m in ar.members}
-        dangling = len(set(map(itemgetter(1), ar.index)) - heads)
+        dangling = 0 if heads.issuperset(ar.index_offsets) else len(set(ar.index_offsets) - heads)
         if dangling:
             facts.details["index_dangling"] = dangling
             facts.note("index", f"index entries point at {dangling} offsets with no member")

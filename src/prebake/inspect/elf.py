@@ -14,6 +14,8 @@ costs a header, the section table and one ``split`` of its string table; with it
 
 from __future__ import annotations
 
+import functools
+import re
 import struct
 import sys
 from array import array
@@ -90,6 +92,14 @@ GCC_LTO_SLIM = "__gnu_lto_slim"
 _DEFINABLE = tuple(n.encode() for n in sorted(EH_MARKERS | {GCC_LTO_SLIM}))
 CXX_RUNTIME_MARKERS = frozenset({b"__gxx_personality_v0", b"__cxa_throw", b"_Znwm", b"_Znwj"})
 VERSION_FAMILIES = ("GLIBC", "GLIBCXX", "CXXABI", "GCC")
+
+
+LTO_SECTIONS = b".gnu.lto_"
+LSDA_SECTION = b".gcc_except_table"
+GNU_STACK = b".note.GNU-stack\0"
+# Each starts with "." and holds no other "." that could start another: non-overlapping
+# matches find every occurrence, exactly like three ``in`` tests.
+_SECTION_MARKS = re.compile(rb"\.(?:gnu\.lto_|gcc_except_table|note\.GNU-stack\0)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,9 +190,28 @@ class ElfFile:
         self.osabi = ident[7]
         self.little = enc == 1
         self.count, self._low = self._section_types()
-        self.shstrtab = b""
+        # the section name table is checked here, read lazily (``shstrtab``) or searched in
+        # place (``has_section_text``): GCC's name tables are as large as its string tables
+        self._shstr = (0, 0)
         if 0 < self.shstrndx < self.count:
-            self.shstrtab = self.section_bytes(self.section(self.shstrndx))
+            self._shstr = self._range(self.section(self.shstrndx))
+        self._marks: frozenset[bytes] | None = None
+
+    @property
+    def shstrtab(self) -> bytes:
+        start, end = self._shstr
+        return bytes(self.data[start:end])
+
+    def has_section_text(self, mark: bytes) -> bool:
+        """Whether ``mark`` (one of ``SECTION_MARKS``) occurs in the section name table.
+
+        One regex pass finds all of them: GCC's objects have one section per function, so
+        their name tables are as large as their symbol string tables.
+        """
+        if self._marks is None:
+            start, end = self._shstr
+            self._marks = frozenset(_SECTION_MARKS.findall(self.data[start:end]))
+        return mark in self._marks
 
     def _section_types(self) -> tuple[int, bytes]:
         """The number of sections and the low byte of each sh_type, in one strided slice.
@@ -207,25 +236,30 @@ class ElfFile:
         if end > len(self.data):
             raise Truncated(f"{count} section headers do not fit in {len(self.data)} bytes")
         low_at = self.shoff + (4 if self.little else 7)  # sh_type is the second u32
-        with memoryview(self.data) as mv:
-            low = bytes(mv[low_at : end : self.shentsize])
-        return count, low
+        # one contiguous copy, then a strided slice of bytes (faster than a strided view)
+        return count, bytes(self.data[low_at:end])[:: self.shentsize]
 
     def section(self, i: int) -> Section:
         if not 0 <= i < self.count:
             raise Truncated(f"section index {i} out of range ({self.count} sections)")
-        r = table(self.data, self.shoff + i * self.shentsize, 1, self.lay.shdr, "section header")[0]
+        # every header lies inside the data: ``_section_types`` checked the whole table
+        r = self.lay.shdr.unpack_from(self.data, self.shoff + i * self.shentsize)
         return Section(r[0], r[1], r[3], r[4], r[5], r[6], r[7], r[9])
 
-    def section_bytes(self, sec: Section) -> bytes:
+    def _range(self, sec: Section) -> tuple[int, int]:
+        """Where a section's bytes are, checked against the data ((0, 0) when it has none)."""
         if sec.type == SHT.NOBITS or sec.size == 0:
-            return b""
+            return 0, 0
         end = sec.offset + sec.size
         if sec.offset < 0 or end > len(self.data):
             raise Truncated(
                 f"section at {sec.offset} (+{sec.size}) runs past the end ({len(self.data)} bytes)"
             )
-        return bytes(self.data[sec.offset : end])
+        return sec.offset, end
+
+    def section_bytes(self, sec: Section) -> bytes:
+        start, end = self._range(sec)
+        return bytes(self.data[start:end])
 
     def linked_strtab(self, sec: Section) -> bytes:
         if not 0 < sec.link < self.count:
@@ -273,7 +307,7 @@ def _os_evidence(elf: ElfFile, needed: list[str] | None, versions: list[str]) ->
             return f"NEEDED {n}"
     if any(v.startswith("GLIBC_") for v in versions):
         return "requires GLIBC_* symbol versions"
-    if elf.osabi == 0 and b".note.GNU-stack\0" in elf.shstrtab:
+    if elf.osabi == 0 and elf.has_section_text(GNU_STACK):
         return "System V ABI object with the GNU toolchain's .note.GNU-stack"
     return None
 
@@ -470,17 +504,88 @@ def _undefined_c_names(tab: SymTable, strtab: bytes) -> list[str]:
     return list(filter(None, names_at(strtab, list(compress(offs, keep)))))
 
 
+def _trie(words: list[bytes]) -> bytes:
+    """A regex source matching any of ``words``, branching one byte at a time.
+
+    ``re`` tries the alternatives of a group one by one but rejects one whose first byte is a
+    different literal at C speed, so a trie costs a few byte compares per position where a
+    flat alternation of a thousand names costs a thousand attempts.
+    """
+    groups: dict[bytes, list[bytes]] = {}
+    ends = False
+    for w in words:
+        if w:
+            groups.setdefault(w[:1], []).append(w[1:])
+        else:
+            ends = True
+    alts = [re.escape(head) + _trie(rest) for head, rest in sorted(groups.items())]
+    if not alts:
+        return b""
+    if len(alts) == 1 and not ends:
+        return alts[0]
+    return b"(?:" + b"|".join(alts) + (b")?" if ends else b")")
+
+
+@functools.cache
+def _probe(arch: str | None) -> re.Pattern[bytes]:
+    """Finds, in a *reversed* string table, any candidate name followed by a NUL.
+
+    Candidates: the EH markers, ``__gnu_lto_slim``, ``personality_v0`` (the definition
+    trigger in ``_object``) and the arch's glibc table. A symbol's name is the bytes from its
+    offset to the next NUL, and string tables share tails (``stat`` may live inside
+    ``__xstat``), so ``name + NUL`` occurs in the table for every symbol name; reversed, that
+    is a NUL followed by the reversed name, which a literal NUL anchors cheaply.
+    """
+    names = {m.encode() for m in EH_MARKERS} | {GCC_LTO_SLIM.encode(), b"personality_v0"}
+    if arch is not None:
+        names |= glibc.table(arch).keys()
+    # most names end in a byte no candidate ends in ("E" of nested names): one set test
+    # rejects them before the trie's first branch
+    last = b"".join(re.escape(bytes([c])) for c in sorted({n[-1] for n in names}))
+    return re.compile(b"\0(?=[" + last + b"])" + _trie(sorted(n[::-1] for n in names)))
+
+
+def warm(arch: str) -> None:
+    """Compile the summary's probe for ``arch`` now (a one-off cost, e.g. before forking)."""
+    _probe(arch)
+
+
+def _may_name(strtab: bytes, arch: str | None) -> bool:
+    """False only when no symbol can be named like a probe candidate (a proof of absence)."""
+    if not strtab.endswith(b"\0"):
+        return True  # the last name ends at the table's end, not at a NUL: decode precisely
+    return _probe(arch).search(strtab[::-1]) is not None
+
+
+_NAMESPACES = re.compile(rb"St(?:3__1|7__cxx11)")
+
+
+def _namespaces(names: bytes) -> tuple[bool, bool]:
+    """Whether ``St3__1`` and ``St7__cxx11`` occur in ``names``, in one pass when neither does.
+
+    After a first ``St7__cxx11`` only ``St3__1`` is looked for: none can start inside it
+    (``t7__cxx11`` holds no ``S``), and the libstdc++ answer matters only without libc++.
+    """
+    m = _NAMESPACES.search(names)
+    if m is None:
+        return False, False
+    if m.group() == b"St3__1":
+        return True, False  # libc++ wins; the libstdc++ namespace is not consulted
+    return names.find(b"St3__1", m.end()) >= 0, True
+
+
 def _cxx_stdlib(
     facts: Facts, names: bytes, needed: list[str] | None, versions: list[str], *, complete: bool
 ) -> None:
     """libc++ vs libstdc++ by namespace (§4.3), NEEDED, or GLIBCXX versions; "none" for C."""
     abi = facts.abi
-    if b"St3__1" in names:
+    libcxx_ns, libstdcxx_ns = _namespaces(names)
+    if libcxx_ns:
         abi.cxx_stdlib = "libc++"
         facts.note("cxx_stdlib", "symbols in libc++'s std::__1 namespace (St3__1)")
         return
     reasons = []
-    if b"St7__cxx11" in names:
+    if libstdcxx_ns:
         reasons.append("symbols in libstdc++'s std::__cxx11 namespace")
     reasons += [f"NEEDED {n}" for n in needed or [] if n.startswith("libstdc++")]
     if any(v.startswith("GLIBCXX_") for v in versions):
@@ -505,7 +610,7 @@ def _cxx_stdlib(
 
 
 def _gcc_lto(elf: ElfFile, facts: Facts, names: set[str]) -> None:
-    lto_sections = b".gnu.lto_" in elf.shstrtab
+    lto_sections = elf.has_section_text(LTO_SECTIONS)
     slim = GCC_LTO_SLIM in names
     if lto_sections or slim:
         facts.abi.lto = "gcc-lto"
@@ -522,7 +627,7 @@ def _eh(elf: ElfFile, facts: Facts, names: set[str], *, complete: bool) -> None:
     """``native`` from EH runtime references or landing-pad tables; ``none`` only when the
     symbols seen are the whole story (objects, unstripped images) and neither is there."""
     hits = sorted(EH_MARKERS & names)
-    lsda = b".gcc_except_table" in elf.shstrtab
+    lsda = elf.has_section_text(LSDA_SECTION)
     if hits or lsda:
         facts.abi.eh = "native"
         if hits:
@@ -549,7 +654,8 @@ def _object_glibc(facts: Facts, undefined: list[str]) -> None:
         facts.note("glibc_max", f"no undefined symbol needs a glibc newer than {glibc.TABLE_FLOOR}")
         return
     facts.abi.glibc_max = glibc.max_version([tab[h] for h in hits])
-    for h in sorted(set(hits), key=lambda h: glibc.version_key(tab[h]), reverse=True)[:5]:
+    # newest first, names in byte order within a version (a set's order changes per process)
+    for h in sorted(sorted(set(hits)), key=lambda h: glibc.version_key(tab[h]), reverse=True)[:5]:
         facts.note("glibc_max", f"references {h.decode()} (glibc {tab[h]})")
 
 
@@ -583,19 +689,24 @@ class ElfReader:
         facts.kind = "object"
         sec = elf.first(SHT.SYMTAB)
         strtab = elf.linked_strtab(sec) if sec is not None else b""
-        tab = _symtab(elf, sec) if sec is not None else None
         ev = _os_evidence(elf, None, [])
         if ev:
             facts.os = "linux"
             facts.note("os", ev)
-        if opts.symbols and tab is not None:
-            facts.symbols = _object_symbols(tab, strtab)
+        # Without --symbols, a miss of the probe proves that no symbol is named like an EH
+        # marker, __gnu_lto_slim or a glibc table entry, and that "personality_v0\0" is absent:
+        # every check below then has its answer without decoding the symbol table.
+        hit = sec is not None
+        if opts.symbols and sec is not None:
+            facts.symbols = _object_symbols(_symtab(elf, sec), strtab)
             undefined = facts.symbols.undefined
+        elif sec is not None and _may_name(strtab, facts.arch):
+            undefined = _undefined_c_names(_symtab(elf, sec), strtab)
         else:
-            undefined = _undefined_c_names(tab, strtab) if tab is not None else []
+            undefined, hit = [], False
         # markers a definition can carry too (libsupc++ defines the personality routine)
         names = set(undefined)
-        if b"personality_v0\0" in strtab or b".gnu.lto_" in elf.shstrtab:
+        if (hit and b"personality_v0\0" in strtab) or elf.has_section_text(LTO_SECTIONS):
             names |= {m.decode() for m in _DEFINABLE if b"\0" + m + b"\0" in strtab}
         _gcc_lto(elf, facts, names)
         _eh(elf, facts, names, complete=True)
@@ -653,7 +764,7 @@ class ElfReader:
         names |= {m.decode() for m in _DEFINABLE if b"\0" + m + b"\0" in sstr}
         _gcc_lto(elf, facts, names)
         _eh(elf, facts, names, complete=elf.count > 0)
-        lsda = b".gcc_except_table" in elf.shstrtab
+        lsda = elf.has_section_text(LSDA_SECTION)
         _cxx_stdlib(facts, allstr, needed, vnames, complete=ssec is not None or not lsda)
         if dsec is not None and opts.symbols:
             facts.symbols = _image_symbols(elf, dsec, dstr, verindex)

@@ -1,0 +1,138 @@
+"""The ELF summary's shortcuts answer exactly what the plain byte tests they replace answer.
+
+The facts summary skips the symbol table when ``_may_name`` says no candidate name (EH marker,
+``__gnu_lto_slim``, glibc table entry) occurs in the string table followed by a NUL; a wrong
+"no" would silently drop a glibc floor or an EH fact, so the probe is checked against the
+brute-force ``name + NUL in table`` on generated tables (shared tails included) and on the
+string tables of real objects. ``_namespaces`` and the section-name marks likewise.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from prebake.inspect import elf, glibc
+from prebake.inspect.archive import read_archive
+
+ARCHES = (None, "x86_64", "aarch64", "arm", "i686")
+
+
+def _candidates(arch: str | None) -> list[bytes]:
+    names = {m.encode() for m in elf.EH_MARKERS} | {elf.GCC_LTO_SLIM.encode(), b"personality_v0"}
+    if arch is not None:
+        names |= glibc.table(arch).keys()
+    return sorted(names)
+
+
+def _brute(strtab: bytes, arch: str | None) -> bool:
+    if not strtab.endswith(b"\0"):
+        return True
+    return any(n + b"\0" in strtab for n in _candidates(arch))
+
+
+CANDS = _candidates("x86_64")
+# pieces a table is made of: candidate names, their tails and heads (a near miss), junk
+piece = st.one_of(
+    st.sampled_from(CANDS),
+    st.sampled_from(CANDS).flatmap(lambda n: st.integers(1, len(n) - 1).map(lambda i: n[i:])),
+    st.sampled_from(CANDS).flatmap(lambda n: st.integers(1, len(n) - 1).map(lambda i: n[:i])),
+    st.binary(max_size=12).map(lambda b: b.replace(b"\0", b"")),
+    st.sampled_from([b"_ZN4llvm3fooEv", b"_ZNSt7__cxx1112basic_stringE", b"x", b"stat", b"E"]),
+)
+table = st.lists(st.tuples(piece, piece).map(lambda p: p[0] + p[1]), max_size=12).map(
+    lambda parts: b"\0" + b"\0".join(parts) + b"\0"
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(table, st.sampled_from(ARCHES))
+def test_probe_is_exact_on_generated_tables(strtab: bytes, arch: str | None) -> None:
+    assert elf._may_name(strtab, arch) == _brute(strtab, arch)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=40))
+def test_probe_says_yes_when_the_last_name_has_no_nul(raw: bytes) -> None:
+    strtab = b"\0" + raw.replace(b"\0", b"") + b"x"
+    assert elf._may_name(strtab, "x86_64")
+
+
+def test_probe_finds_a_name_inside_a_longer_string() -> None:
+    """Shared tails: clang stores ``stat`` inside ``xstat``, and the probe must see it."""
+    assert elf._may_name(b"\0.text\0xstat\0", "x86_64")
+    assert not elf._may_name(b"\0.text\0xstat\0", None)  # stat is a glibc name only
+    assert elf._may_name(b"\0foo__gxx_personality_v0\0", None)
+    assert not elf._may_name(b"\0_Unwind_Resume_\0", None)
+    assert not elf._may_name(b"\0stat_\0", "x86_64")
+
+
+def test_trie_matches_exactly_its_words() -> None:
+    words = [b"stat", b"statx", b"sta", b"fstat", b"a.b", b"x+y", b"stat64"]
+    rx = re.compile(elf._trie(sorted(words)))
+    for w in [*words, b"st", b"stat6", b"statxx", b"aab", b"xy", b"fsta", b""]:
+        assert (rx.fullmatch(w) is not None) == (w in words), w
+
+
+ns_text = st.lists(
+    st.sampled_from(
+        [b"St3__1", b"St7__cxx11", b"St3__", b"St7__cxx1", b"S", b"t", b"_", b"1", b"Z"]
+    ),
+    max_size=10,
+).map(b"".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(ns_text)
+def test_namespaces_match_two_substring_tests(names: bytes) -> None:
+    libcxx, libstdcxx = elf._namespaces(names)
+    assert libcxx == (b"St3__1" in names)
+    if not libcxx:  # the libstdc++ answer is consulted only without libc++
+        assert libstdcxx == (b"St7__cxx11" in names)
+
+
+marks_text = st.lists(
+    st.sampled_from(
+        [b".gnu.lto_", b".gcc_except_table", b".note.GNU-stack\0", b".note.GNU-stack", b".gnu.",
+         b".gcc_", b".note.", b".text", b"\0", b"x"]
+    ),
+    max_size=10,
+).map(b"".join)
+
+
+@settings(max_examples=400, deadline=None)
+@given(marks_text)
+def test_section_marks_match_substring_tests(shstrtab: bytes) -> None:
+    found = set(elf._SECTION_MARKS.findall(shstrtab))
+    for mark in (elf.LTO_SECTIONS, elf.LSDA_SECTION, elf.GNU_STACK):
+        assert (mark in found) == (mark in shstrtab)
+
+
+def _strtabs(pattern: str, limit: int) -> list[bytes]:
+    out = []
+    where = Path(pattern)
+    for path in sorted(where.parent.glob(where.name))[:limit]:
+        data = path.read_bytes()
+        for m in read_archive(data).members:
+            obj = elf.ElfFile(data[m.data_off : m.data_off + m.size], str(path))
+            sec = obj.first(elf.SHT.SYMTAB)
+            if sec is not None:
+                out.append(obj.linked_strtab(sec))
+    return out
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    ["/usr/lib/llvm-14/lib/libLLVMSupport.a", "/usr/lib/gcc/x86_64-linux-gnu/12/libstdc++.a"],
+)
+def test_probe_is_exact_on_real_string_tables(pattern: str) -> None:
+    tables = _strtabs(pattern, 1)
+    if not tables:
+        pytest.skip(f"{pattern} is not installed")
+    answers = [elf._may_name(t, "x86_64") for t in tables]
+    assert answers == [_brute(t, "x86_64") for t in tables]
+    assert not all(answers)  # the shortcut is taken, or this test proves nothing about it
