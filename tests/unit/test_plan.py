@@ -292,3 +292,21 @@ def test_asking_a_compiler_its_version_leaves_the_current_folder_alone(
     )
     assert "clang" in line
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_store_url_prebake_cannot_open_is_bad_input(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["-C", str(SDK), "plan", "--store", "bogus://x"]) == 2
+    assert "unknown store scheme 'bogus'" in capsys.readouterr().err
+
+
+def test_an_unreachable_store_gives_unknown_with_the_reason(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.servers.static_http import closed_port_url
+
+    url = closed_port_url()
+    assert main(["-C", str(SDK), "plan", "--store", url, "--platform", "wasm",
+                 "--json"]) == 0
+    out = capsys.readouterr()
+    assert {u["status"] for u in json.loads(out.out)["units"]} == {"unknown"}
+    assert "could not be asked" in out.err and "statuses are unknown" in out.err

@@ -21,7 +21,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from prebake.commands._common import find_workspace, print_json
+    from prebake.commands._common import err_console, find_workspace, print_json
     from prebake.errors import PrebakeError
     from prebake.plan import make_plan, plan_statuses
     from prebake.plan.render import explain_json, explain_markdown, markdown_table, plan_json
@@ -49,7 +49,10 @@ def run(args: argparse.Namespace) -> int:
             print(explain_markdown(unit, status, changes), end="")
         return 0
     plan = make_plan(ws, args.stage, args.platform)
-    statuses = plan_statuses(plan, store, ws.root)
+    problems: list[str] = []
+    statuses = plan_statuses(plan, store, ws.root, problems=problems)
+    for line in problems:
+        err_console().print(f"prebake: warning: {line}", markup=False, highlight=False)
     if args.json:
         print_json(plan_json(ws, plan, statuses, store))
     else:

@@ -43,24 +43,25 @@ def unit_status(store: Store, unit: Unit, release: str | None = None) -> str:
         return "unknown"
 
 
-def plan_statuses(plan: Plan, store_url: str, root: Path, release: str | None = None
-                  ) -> dict[str, str]:
+def plan_statuses(plan: Plan, store_url: str, root: Path, release: str | None = None,
+                  problems: list[str] | None = None) -> dict[str, str]:
     """Status per unit id, looked up in ``release`` (default: ``continuous``) of the store.
 
-    After the first failed look-up (store unreachable, after its own retries) the remaining
-    units are "unknown" at once instead of each retrying again.
+    A store URL prebake cannot open (unknown scheme, malformed) raises ``PrebakeError``: that
+    is bad input, not an unknown status. After the first failed look-up (store unreachable,
+    after its own retries) the remaining units are "unknown" at once instead of each retrying
+    again, and the reason is appended to ``problems``.
     """
+    from prebake.store import open_store
+
     statuses = {u.id: "unknown" for u in plan.units}
+    store = open_store(store_url, root=root)
     try:
-        from prebake.store import open_store
-    except ImportError:  # the store layer is optional at this level
-        return statuses
-    try:
-        store = open_store(store_url, root=root)
         for u in plan.units:
             statuses[u.id] = _lookup(store, u, release)
-    except (PrebakeError, OSError):
-        pass
+    except (PrebakeError, OSError) as exc:
+        if problems is not None:
+            problems.append(f"{store_url}: could not be asked ({exc}); statuses are unknown")
     return statuses
 
 

@@ -26,6 +26,10 @@ T = TypeVar("T")
 _PER_MIRROR_ATTEMPTS = 2
 
 
+
+class _Absent(StoreError):
+    """A mirror that answered does not have the file (as opposed to: no mirror answered)."""
+
 class MirrorStore:
     writable = False
 
@@ -46,8 +50,13 @@ class MirrorStore:
         return f"{base}/{quote(release or DEFAULT_RELEASE, safe='')}/{quote(name)}"
 
     def _each(self, mirrors: Sequence[str], fn: Callable[[str], T], what: str) -> T:
-        """``fn(mirror)`` on each mirror in turn until one succeeds."""
+        """``fn(mirror)`` on each mirror in turn until one succeeds.
+
+        Raises ``_Absent`` when a mirror that answered said the file is not there, and a plain
+        ``StoreError`` when no mirror could answer at all (all down).
+        """
         failures = []
+        answered = False
         for base in mirrors:
             if base in self._dead:
                 failures.append(f"{base}: down")
@@ -55,11 +64,13 @@ class MirrorStore:
             try:
                 return fn(base)
             except _http.NotFound as exc:
+                answered = True
                 failures.append(str(exc))
             except StoreError as exc:
                 self._dead.add(base)
                 failures.append(str(exc))
-        raise StoreError(f"{what}: no mirror had it ({'; '.join(failures)})")
+        cls = _Absent if answered else StoreError
+        raise cls(f"{what}: no mirror had it ({'; '.join(failures)})")
 
     def releases(self) -> list[str]:
         return [DEFAULT_RELEASE]
@@ -82,8 +93,8 @@ class MirrorStore:
             else self.mirrors
         try:
             return self._each(order, one, f"{asset.filename}{suffix}")
-        except StoreError:
-            return None
+        except _Absent:
+            return None  # a live mirror says it is not there; all mirrors down still raises
 
     def download(self, asset: AssetId, dest: Path, release: str | None = None, *,
                  progress: ProgressFn | None = None) -> Path:
