@@ -424,3 +424,25 @@ def test_the_example_addon_fetches_and_links_what_the_main_job_built(
     assert out.startswith("denoise: ok") and "parse_vec3" in out
     lock = json.loads((host / "prebake.lock").read_text())
     assert "kiln-sdk-media" in json.dumps(lock)
+
+
+def test_a_compiler_launcher_caches_objects_without_changing_assets(
+        built: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
+    """CI legs set PREBAKE_COMPILER_LAUNCHER=ccache and CCACHE_DIR: gcc runs through ccache,
+    emcc through EM_COMPILER_WRAPPER, and the assets are the very same bytes."""
+    if shutil.which("ccache") is None:
+        pytest.fail("ccache is not installed (scripts/bootstrap installs it)")
+    ref, _ = built
+    ws = copy_workspace(tmp_path / "sdk")
+    cache = tmp_path / "ccache"
+    env = {"PREBAKE_COMPILER_LAUNCHER": "ccache", "CCACHE_DIR": str(cache)}
+    args = ["--stage", "core", "--platform", "linux-x86_64", "--platform", "wasm"]
+    rc, data = build_json(ws, *args, env=env)
+    assert rc == 0, json.dumps(data, indent=2)
+    stored = [p for p in cache.rglob("*") if p.is_file() and p.name.endswith(("R", "M"))]
+    assert len(stored) >= 2  # one cached result per compiled object, gcc and emcc
+    log = next((ws / ".prebake" / "logs").glob("core*wasm*.log")).read_text()
+    assert "EM_COMPILER_WRAPPER" in log
+    ours, theirs = assets(ws), assets(ref)
+    for name, digest in ours.items():
+        assert theirs[name] == digest, name

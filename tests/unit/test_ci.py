@@ -129,6 +129,11 @@ def test_leg_steps_hash_skip_ccache_and_hand_over(repo: Path) -> None:
               names.index("Hand the assets to later stages and publishing")):
         assert steps[i]["if"] == "steps.skip.outputs.skip != 'true'"
     assert steps[names.index("Restore ccache")]["with"]["key"].startswith("ccache-media-wasm-")
+    # the build really goes through ccache, into the folder the cache steps restore and save
+    assert names.index("Install ccache") < build
+    env = steps[build]["env"]
+    assert env["PREBAKE_COMPILER_LAUNCHER"] == "ccache"
+    assert env["CCACHE_DIR"].endswith(steps[names.index("Save ccache")]["with"]["path"])
     assert any(s.get("uses", "").startswith("mymindstorm/setup-emsdk") and
                s["with"]["version"] == "5.0.5" for s in steps)
     upload = steps[names.index("Hand the assets to later stages and publishing")]

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from prebake.build import commands as cmdline
-from prebake.build.env import build_env, dropped
+from prebake.build.env import build_env, compiler_launcher, dropped, launcher_env, with_launcher
 from prebake.build.guards import GuardOutcome, guards_record, license_dest, run_guards
 from prebake.build.immutability import compare, snapshot
 from prebake.build.process import BuildLog, run_logged
@@ -193,8 +193,13 @@ class UnitBuilder:
                     "jobs": str(self.opts.threads), "version": self.ws.pins[recipe.pin],
                     "platform": p.name, "os": p.os, "arch": p.arch},
             pins=self.ws.pins,
-            argv={"cc": p.toolchain.cc, "cxx": p.toolchain.cxx, "ar": p.toolchain.ar},
+            argv={"cc": with_launcher(p.toolchain.cc, self._launcher),
+                  "cxx": with_launcher(p.toolchain.cxx, self._launcher), "ar": p.toolchain.ar},
         )
+
+    @property
+    def _launcher(self) -> str | None:
+        return compiler_launcher(self.opts.caller_env)
 
     def _env(self, recipe: Recipe, strategy: Build | None, ctx: cmdline.Context
              ) -> dict[str, str]:
@@ -202,7 +207,8 @@ class UnitBuilder:
         recipe_env = {k: ctx.fill(v, f"recipe {recipe.name} env {k}")
                       for k, v in (strategy.env if strategy else {}).items()}
         return build_env(self.opts.caller_env, platform_env=p.env, recipe_env=recipe_env,
-                         unset=[*p.env_unset, *(strategy.env_unset if strategy else ())])
+                         unset=[*p.env_unset, *(strategy.env_unset if strategy else ())],
+                         extra=launcher_env(p.toolchain.cc, self._launcher) or None)
 
     # ---- entry point ---------------------------------------------------------------------
     def run(self) -> UnitResult:

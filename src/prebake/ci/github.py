@@ -144,6 +144,12 @@ def _toolchain_steps(ws: Workspace, platform: Platform) -> list[dict[str, Any]]:
     return steps
 
 
+# ccache on whichever runner the platform's label names (Linux or macOS images)
+CCACHE_INSTALL = ('if command -v ccache >/dev/null; then exit 0; fi\n'
+                  'if [ "$RUNNER_OS" = macOS ]; then brew install ccache; '
+                  'else sudo apt-get update -qq && sudo apt-get install -y ccache; fi\n')
+
+
 def _leg_job(ws: Workspace, leg: Leg, workdir: str, store: str) -> dict[str, Any]:
     platform = ws.platforms[leg.platform]
     stage = ws.stages[leg.stage]
@@ -151,6 +157,7 @@ def _leg_job(ws: Workspace, leg: Leg, workdir: str, store: str) -> dict[str, Any
     ccache = _under(workdir, ".ccache")
     cache_key = f"ccache-{leg.stage}-{leg.platform}-{leg.key}"
     steps = _setup_steps(ws) + _toolchain_steps(ws, platform)
+    steps.append({"name": "Install ccache", "run": CCACHE_INSTALL})
     steps.append({"name": "Restore ccache", "uses": ACTIONS["cache-restore"],
                   "with": {"path": ccache, "key": cache_key,
                            "restore-keys": f"ccache-{leg.stage}-{leg.platform}-"}})
@@ -171,6 +178,7 @@ def _leg_job(ws: Workspace, leg: Leg, workdir: str, store: str) -> dict[str, Any
     steps.append({"name": "Build, guard and package", "if": built,
                   "run": f"prebake build --stage {leg.stage} --platform {leg.platform} -j 2",
                   "env": {"PREBAKE_STORE": "file://./releases",
+                          "PREBAKE_COMPILER_LAUNCHER": "ccache",
                           "CCACHE_DIR": "${{ github.workspace }}/" + ccache}})
     steps.append({"name": "Save ccache", "if": built, "uses": ACTIONS["cache-save"],
                   "with": {"path": ccache, "key": cache_key}})
