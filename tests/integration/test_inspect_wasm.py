@@ -153,6 +153,16 @@ def test_setjmp_is_not_cxx_eh(built: Path) -> None:
     assert "setjmp" in " ".join(f.evidence["eh"])
 
 
+def test_cxx_stdlib_is_emscriptens_libcxx_for_cxx_objects_only(built: Path) -> None:
+    d = support.build("wasm-libcxx", {"s.cpp": """#include <string>
+std::string greet(const std::string& who) { return "hi " + who; }
+"""}, [["em++", "-O1", "-c", "s.cpp", "-o", "s.o"]])
+    f = facts(d / "s.o")  # std::string is libc++'s std::__2::basic_string in Emscripten 3.1.6
+    assert f.abi.cxx_stdlib == "libc++"
+    assert "St3__" in " ".join(f.evidence["cxx_stdlib"])
+    assert facts(built / "sj.o").abi.cxx_stdlib == "none"  # plain C
+
+
 def test_wasm_eh_symbols(built: Path) -> None:
     f = facts(built / "thrower.wasmeh.o")
     assert f.symbols is not None

@@ -448,6 +448,23 @@ def _details(m: Module) -> dict[str, Any]:
 # --- objects -----------------------------------------------------------------------------------
 
 
+# libc++'s inline namespace: std::__1, or std::__2 for Emscripten's own ABI version
+_LIBCXX_NS = re.compile(r"St3__[0-9]|NSt3__[0-9]")
+
+
+def _object_cxx_stdlib(f: Facts, syms: Symbols) -> None:
+    """libc++ from its namespace in any symbol name (Emscripten ships no other C++ library);
+    ``none`` is said only because the object's whole symbol table was read."""
+    for name in (*syms.defined, *syms.undefined):
+        m = _LIBCXX_NS.search(name)
+        if m:
+            f.abi.cxx_stdlib = "libc++"
+            f.note("cxx_stdlib", f"symbols in libc++'s std::{m.group()[-3:]} namespace ({name})")
+            return
+    f.abi.cxx_stdlib = "none"
+    f.note("cxx_stdlib", "no symbol names a C++ standard library namespace")
+
+
 def _object_facts(r: Reader, m: Module, f: Facts, opts: ParseOptions) -> None:
     f.kind = "object"
     f.abi.lto = "none"
@@ -457,6 +474,7 @@ def _object_facts(r: Reader, m: Module, f: Facts, opts: ParseOptions) -> None:
         f.details["linking_version"] = "unsupported"
     else:
         f.symbols = _symbols_of_object(syms)
+        _object_cxx_stdlib(f, f.symbols)
     undefined = sorted(f.symbols.undefined) if f.symbols else []
     feats = m.features or {}
     enabled = sorted(k for k, v in feats.items() if v in "+=")
