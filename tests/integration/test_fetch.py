@@ -98,6 +98,8 @@ def test_contract_from_file(env: Path, store_url: str, arch: str, rc: int,
     err = capsys.readouterr().err
     if rc:
         assert "arch" in err and "aarch64" in err and "demo.o" in err
+        # named inside the asset, not by the temporary folder it was unpacked to
+        assert "demo-1.0.0-linux-x86_64.tar.xz!lib/libdemo.a" in err and "extract" not in err
         assert not (env / "prefix").exists() and not (env / "prebake.lock").exists()
     else:
         assert (env / "prefix/lib/libdemo.a").exists()

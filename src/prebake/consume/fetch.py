@@ -166,6 +166,7 @@ def _checker(aid: AssetId, contract: Contract | None) -> Callable[[Path], None]:
         from prebake.contract.check import check_paths
 
         report = check_paths([tree], contract)
+        report.relabel(tree, aid.filename)  # the asset's name, not the temporary unpack folder
         if not report.ok:
             raise CheckFailed(f"{aid.filename} breaks this consumer's contract; nothing was "
                               f"installed\n{report.render()}", report.to_json())

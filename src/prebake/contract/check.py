@@ -111,6 +111,19 @@ class CheckReport:
             "violations": [v.to_json() for v in self.violations],
         }
 
+    def relabel(self, folder: Path, label: str) -> None:
+        """Name files under ``folder`` (a temporary unpack) as ``label!relative/path``."""
+        base = str(folder).rstrip("/") + "/"
+
+        def name(path: str) -> str:
+            return label + "!" + path[len(base):] if path.startswith(base) else path
+
+        self.files = [name(f) for f in self.files]
+        for v in self.violations:
+            v.path = name(v.path)
+        for u in self.unknown:
+            u.path = name(u.path)
+
     def render(self) -> str:
         n = len(self.files)
         if self.ok:
