@@ -149,8 +149,7 @@ def read_archive(data: Buffer, index_names: bool = True) -> Archive:
     if index_raw is not None:
         index_kind = index_raw[0]
         if index_names or index_kind not in (IndexKind.GNU32, IndexKind.GNU64):
-            index = _parse_index(*index_raw)
-            offsets = [off for _, off in index]
+            index, offsets = _parse_index(*index_raw)
         else:
             offsets = _gnu_index_offsets(*index_raw)
     return Archive(thin, members, index_kind, index, slash_seen, offsets)
@@ -202,11 +201,12 @@ def _offsets(word: struct.Struct, raw: bytes) -> array[int]:
     return offsets
 
 
-def _parse_index(kind: IndexKind, raw: bytes) -> list[tuple[str, int]]:
+def _parse_index(kind: IndexKind, raw: bytes) -> tuple[list[tuple[str, int]], Sequence[int]]:
+    """(symbol, member header offset) pairs, and the offsets alone."""
     if kind in (IndexKind.GNU32, IndexKind.GNU64):
         word = U32BE if kind == IndexKind.GNU32 else U64BE
         if len(raw) < word.size:
-            return []
+            return [], []
         count = word.unpack_from(raw, 0)[0]
         end = word.size * (count + 1)
         if end > len(raw):
@@ -215,10 +215,10 @@ def _parse_index(kind: IndexKind, raw: bytes) -> list[tuple[str, int]]:
         names = raw[word.size * (count + 1) :].decode("utf-8", "replace").split("\0")
         if len(names) < count:
             raise Truncated(f"symbol index lists {count} offsets but only {len(names)} names")
-        return list(zip(names, offsets, strict=False))
+        return list(zip(names, offsets, strict=False)), offsets
     word = struct.Struct("<I") if kind == IndexKind.BSD else struct.Struct("<Q")
     if len(raw) < word.size:
-        return []
+        return [], []
     nbytes = word.unpack_from(raw, 0)[0]
     pairs = table(
         raw,
@@ -238,7 +238,7 @@ def _parse_index(kind: IndexKind, raw: bytes) -> list[tuple[str, int]]:
             raise Truncated(f"__.SYMDEF name offset {so} outside its string table")
         end = strtab.find(b"\0", so)
         out.append(((strtab[so:] if end < 0 else strtab[so:end]).decode("utf-8", "replace"), mo))
-    return out
+    return out, [mo for _, mo in pairs]
 
 
 def read_index(path: str | Path) -> list[tuple[str, str]]:

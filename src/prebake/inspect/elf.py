@@ -8,8 +8,10 @@ the symbol namespace (``St3__1`` libc++, ``St7__cxx11`` libstdc++ — a substrin
 GCC LTO from ``.gnu.lto_*`` sections or ``__gnu_lto_slim``.
 
 Speed matters here: static archives hold thousands of objects. Without ``--symbols`` an object
-costs a header, the section table and one ``split`` of its string table; with it, one
-``iter_unpack`` over the symbol table and slices of a once-decoded string table.
+costs a header, the section types, one regex pass over its section names and two over its
+string table (the C++ namespaces; a probe for every name a fact depends on): the symbol table
+is decoded only when the probe finds such a name. With ``--symbols``, one ``iter_unpack`` over
+the symbol table and slices of a once-decoded string table.
 """
 
 from __future__ import annotations
