@@ -155,6 +155,18 @@ def test_second_run_skips_by_input_hash(built: tuple[Path, dict[str, Any]]) -> N
     assert assets(ws) == before
 
 
+def test_dry_run_says_which_units_a_real_run_would_skip(built: tuple[Path, dict[str, Any]]
+                                                        ) -> None:
+    ws, _ = built
+    args = ["--stage", "full", "--platform", "linux-x86_64", "--platform", "wasm", "--dry-run"]
+    rc, data = build_json(ws, *args)
+    assert rc == 0 and {u["state"] for u in data["units"]} == {"planned"}
+    assert {u["reason"] for u in data["units"]} == {
+        "dry run: would skip (input hash matches the asset in the store)"}
+    rc, data = build_json(ws, *args, "--force")
+    assert {u["reason"] for u in data["units"]} == {"dry run: would build (--force)"}
+
+
 def test_prebake_store_redirects_lookup_and_publish(built: tuple[Path, dict[str, Any]],
                                                    tmp_path: Path) -> None:
     """CI legs set PREBAKE_STORE to a local folder: nothing is skipped from, or published to,

@@ -102,8 +102,8 @@ def build(ws: Workspace, specs: Sequence[UnitSpec], opts: Options,
 def _build(ws: Workspace, specs: Sequence[UnitSpec], opts: Options,
            emit: Emit | None = None) -> list[UnitResult]:
     emit = emit or (lambda _u, _s, _m: None)
-    store = None if opts.dry_run else open_store(ws.default_store, root=ws.root)
-    if store is not None and opts.publish and not getattr(store, "writable", True):
+    store = open_store(ws.default_store, root=ws.root)  # a dry run reads it: what would skip
+    if not opts.dry_run and opts.publish and not getattr(store, "writable", True):
         raise PrebakeError(f"{ws.default_store}: the default store is read-only")
     cancel = threading.Event()
     by_id = {s.id: s for s in specs}

@@ -219,7 +219,7 @@ class UnitBuilder:
         t0 = time.monotonic()
         if self.opts.dry_run:
             self._dry_run()
-            res.state, res.dry_run, res.reason = "planned", self.steps, "dry run"
+            res.state, res.dry_run, res.reason = "planned", self.steps, self._dry_run_verdict()
             return res
         if not self.opts.force:
             m = read_manifest(self.store, spec.asset)
@@ -526,6 +526,19 @@ class UnitBuilder:
         return path, digest
 
     # ---- dry run -------------------------------------------------------------------------
+    def _dry_run_verdict(self) -> str:
+        """What a real run would do with this unit, so a dry run does not overstate the work."""
+        if self.opts.force:
+            return "dry run: would build (--force)"
+        try:
+            m = read_manifest(self.store, self.spec.asset) if self.store is not None else None
+        except (PrebakeError, OSError) as exc:
+            return f"dry run: would build unless the store has it (store not asked: {exc})"
+        if m is not None and m.get("input_hash") == self.spec.input_hash:
+            return "dry run: would skip (input hash matches the asset in the store)"
+        return "dry run: would build (" + ("no asset in the store" if m is None
+                                           else "input hash differs from the stored asset") + ")"
+
     def _dry_run(self) -> None:
         spec = self.spec
         pname = spec.platform.name

@@ -39,6 +39,7 @@ def _render_dry_run(results: list[Any]) -> None:
     for r in results:
         out.print(f"# unit {r.unit} -> {r.asset}  (input hash {r.input_hash[:16]}…)",
                   markup=False)
+        out.print(f"# {r.reason}", markup=False)
         for step in r.dry_run:
             out.print(f"## recipe {step['recipe']} ({step['strategy']})", markup=False)
             if step["strategy"] == "repackage":
