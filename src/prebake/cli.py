@@ -37,6 +37,9 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, ModuleType]]:
     parser = argparse.ArgumentParser(
         prog="prebake",
         description="Build native dependencies per platform, prove their ABI, publish assets.",
+        epilog="Exit status: 0 ok, 1 a check failed (contract violations, failed link test or "
+               "build, breaking diff, disagreeing locks), 2 bad usage or bad input. Commands "
+               "take --json for machine output.",
     )
     parser.add_argument("--version", action="version", version=f"prebake {__version__}")
     parser.add_argument(

@@ -44,9 +44,11 @@ def _pct(old: int | None, new: int | None) -> str:
 def _value(v: Any) -> str:
     if v is None:
         return "—"
+    if isinstance(v, bool):  # facts spell booleans the way contracts and JSON do
+        return code("true" if v else "false")
     if isinstance(v, list):
         return ", ".join(code(x) for x in v) or "—"
-    if isinstance(v, int) and not isinstance(v, bool):
+    if isinstance(v, int):
         return human_size(v)
     return code(v)
 
