@@ -64,3 +64,10 @@ def test_unchanged_facts_are_not_changes(fact: str, value: object) -> None:
     assert classify_fact(fact, value, value) is None
     if isinstance(value, list):
         assert classify_fact(fact, value, list(reversed(value))) is None
+
+
+def test_fact_changes_spell_booleans_like_contracts() -> None:
+    from prebake.diff.render import _value
+
+    assert "true" in _value(True) and "True" not in _value(True)
+    assert "false" in _value(False) and "0" not in _value(False)
