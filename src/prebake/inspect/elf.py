@@ -506,6 +506,9 @@ def _undefined_c_names(tab: SymTable, strtab: bytes) -> list[str]:
     return list(filter(None, names_at(strtab, list(compress(offs, keep)))))
 
 
+_ESCAPED = [re.escape(bytes([i])) for i in range(256)]
+
+
 def _trie(words: list[bytes]) -> bytes:
     """A regex source matching any of ``words``, branching one byte at a time.
 
@@ -513,14 +516,14 @@ def _trie(words: list[bytes]) -> bytes:
     different literal at C speed, so a trie costs a few byte compares per position where a
     flat alternation of a thousand names costs a thousand attempts.
     """
-    groups: dict[bytes, list[bytes]] = {}
+    groups: dict[int, list[bytes]] = {}
     ends = False
     for w in words:
         if w:
-            groups.setdefault(w[:1], []).append(w[1:])
+            groups.setdefault(w[0], []).append(w[1:])
         else:
             ends = True
-    alts = [re.escape(head) + _trie(rest) for head, rest in sorted(groups.items())]
+    alts = [_ESCAPED[head] + _trie(rest) for head, rest in sorted(groups.items())]
     if not alts:
         return b""
     if len(alts) == 1 and not ends:
