@@ -458,3 +458,17 @@ def test_a_compiler_launcher_caches_objects_without_changing_assets(
     ours, theirs = assets(ws), assets(ref)
     for name, digest in ours.items():
         assert theirs[name] == digest, name
+
+
+def test_check_a_release_folder_checks_every_asset_in_it(built: tuple[Path, dict[str, Any]]
+                                                         ) -> None:
+    ws, _ = built
+    folder = next((ws / "releases").rglob("kiln-sdk-core-0.12.0-wasm.tar.xz")).parent
+    proc = prebake(ws, "check", str(folder), "--platform", "wasm", "--json")
+    assert proc.returncode == 1, proc.stderr
+    report = json.loads(proc.stdout)
+    bad = {v["path"].split("!")[0].rsplit("/", 1)[-1] for v in report["violations"]
+           if v["rule"] == "arch"}
+    assert bad == {f"kiln-sdk-{s}-0.12.0-linux-x86_64.tar.xz" for s in ("core", "media")}
+    assert any(f.endswith("kiln-sdk-core-0.12.0-wasm.tar.xz!lib/libvecmath.a")
+               for f in report["files"])

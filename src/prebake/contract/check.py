@@ -284,25 +284,30 @@ def _targets(paths: Sequence[Path], tmp: Path, skipped: list[str]) -> list[_Targ
         seen.add(real)
         out.append(_Target(p, shown, explicit))
 
-    for i, raw in enumerate(paths):
+    def add_asset(p: Path) -> None:
+        dest = tmp / f"asset{len(list(tmp.iterdir()))}"
+        dest.mkdir()
+        _unpack(p, dest)
+        for f in sorted(_walk(dest), key=lambda f: f.is_symlink()):
+            rel = f.relative_to(dest).as_posix()
+            if _is_binary(f):
+                add(f, f"{p}!{rel}", False)
+            else:
+                skipped.append(f"{p}!{rel}")
+
+    for raw in paths:
         p = Path(raw)
         if not p.exists():
             raise PrebakeError(f"{p}: no such file or folder")
         if p.is_file() and _is_asset(p):
-            dest = tmp / f"asset{i}"
-            dest.mkdir()
-            _unpack(p, dest)
-            for f in sorted(_walk(dest), key=lambda f: f.is_symlink()):
-                rel = f.relative_to(dest).as_posix()
-                if _is_binary(f):
-                    add(f, f"{p}!{rel}", False)
-                else:
-                    skipped.append(f"{p}!{rel}")
+            add_asset(p)
         elif p.is_dir():
             # real files first: a symlink to one (libfoo.so -> libfoo.so.1) is the same binary
             for f in sorted(_walk(p), key=lambda f: f.is_symlink()):
                 if f.is_file() and _is_binary(f):
                     add(f, str(f), False)
+                elif f.is_file() and _is_asset(f):  # a store's release folder of assets
+                    add_asset(f)
                 else:
                     skipped.append(str(f))
         else:
