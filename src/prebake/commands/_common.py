@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,9 @@ def console() -> Console:
     global _stdout
     if _stdout is None:
         _stdout = Console(soft_wrap=True, highlight=False)
+        if not _stdout.is_terminal and "COLUMNS" not in os.environ:
+            # CI logs and pipes: rich would assume 80 columns and cut asset names in tables
+            _stdout = Console(soft_wrap=True, highlight=False, width=200)
     return _stdout
 
 
