@@ -126,3 +126,12 @@ def test_report_renders_in_chromium(report: Path, tmp_path: Path) -> None:
     assert "Release matrix" in dom.stdout and "linux-aarch64" in dom.stdout
     assert ESCAPED in dom.stdout  # text in the DOM, not an element
     assert "<script" not in dom.stdout.lower()
+
+
+def test_a_pinned_toolchain_shows_what_really_ran_too() -> None:
+    from prebake.report.html import _toolchain
+
+    tc = {"pin": "emsdk", "pin_version": "5.0.5", "version": "emcc (Emscripten …) 3.1.6 ()"}
+    shown = _toolchain({"toolchain": tc})
+    assert shown is not None and "emsdk 5.0.5" in shown and "3.1.6" in shown
+    assert _toolchain({"toolchain": {"cc": ["gcc"], "version": "gcc 12.2.0"}}) == "gcc 12.2.0"

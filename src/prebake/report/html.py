@@ -49,11 +49,16 @@ def _toolchain(manifest: Mapping[str, Any]) -> str | None:
     tc = manifest.get("toolchain")
     if not isinstance(tc, Mapping):
         return None
-    if tc.get("pin") and tc.get("pin_version"):
-        return f"{tc['pin']} {tc['pin_version']}"
     version = tc.get("version")
-    if isinstance(version, str) and version:
-        return version if len(version) <= 48 else version[:47] + "…"
+    version = version if isinstance(version, str) and version else None
+    if version and len(version) > 48:
+        version = version[:47] + "…"
+    if tc.get("pin") and tc.get("pin_version"):
+        # the pin names the toolchain the build asked for; the version line what really ran
+        pinned = f"{tc['pin']} {tc['pin_version']}"
+        return f"{pinned} ({version})" if version else pinned
+    if version:
+        return version
     cc = tc.get("cc")
     return " ".join(map(str, cc)) if isinstance(cc, list) and cc else None
 
