@@ -472,3 +472,13 @@ def test_check_a_release_folder_checks_every_asset_in_it(built: tuple[Path, dict
     assert bad == {f"kiln-sdk-{s}-0.12.0-linux-x86_64.tar.xz" for s in ("core", "media")}
     assert any(f.endswith("kiln-sdk-core-0.12.0-wasm.tar.xz!lib/libvecmath.a")
                for f in report["files"])
+
+
+def test_a_pin_the_compiler_does_not_match_is_said_not_hidden() -> None:
+    """The example pins emsdk 5.0.5 (as the SDK does) while Debian ships emcc 3.1.6."""
+    from prebake.commands.build import pin_mismatches
+    from prebake.workspace import load_workspace
+
+    ws = load_workspace(EXAMPLE)
+    (warning,) = pin_mismatches(ws, [ws.platforms["wasm"], ws.platforms["linux-x86_64"]])
+    assert "wasm pins emsdk 5.0.5" in warning and "3.1.6" in warning
