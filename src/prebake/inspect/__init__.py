@@ -14,6 +14,7 @@ import threading
 from pathlib import Path
 
 from prebake.errors import FormatError
+from prebake.inspect import registry
 from prebake.inspect.base import FormatReader, ParseOptions
 from prebake.inspect.binreader import Buffer, Truncated
 from prebake.inspect.facts import Facts
@@ -34,22 +35,17 @@ _readers: list[FormatReader] | None = None
 def readers() -> list[FormatReader]:
     """The registry, in sniffing order (specific magics first, magic-less COFF last).
 
-    Imported on first use (not at import time), then kept: archives call this per member.
+    Imports every format module on first use, then keeps the list; ``sniff`` does not need it.
     """
     global _readers
     if _readers is None:
-        from prebake.inspect import registry
-
-        _readers = registry.READERS
+        _readers = registry.all_readers()
     return _readers
 
 
 def sniff(head: bytes) -> FormatReader | None:
-    """The reader that claims these first bytes, if any."""
-    for reader in _readers if _readers is not None else readers():
-        if reader.sniff(head):
-            return reader
-    return None
+    """The reader that claims these first bytes, if any (imports only the formats it might be)."""
+    return registry.sniff(head)
 
 
 def inspect_bytes(data: Buffer, path: str, opts: ParseOptions | None = None) -> Facts:
