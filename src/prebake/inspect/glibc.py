@@ -9,7 +9,7 @@ glibc prebake targets.
 from __future__ import annotations
 
 import functools
-from importlib import resources
+from pathlib import Path
 
 ARCH_COLUMNS = ("x86_64", "aarch64", "arm", "i686")
 TABLE_FLOOR = "2.17"  # every symbol not in the table is provided by glibc <= this
@@ -34,7 +34,9 @@ def table(arch: str) -> dict[bytes, str]:
     if arch not in ARCH_COLUMNS:
         return {}
     col = ARCH_COLUMNS.index(arch) + 1
-    text = resources.files("prebake.inspect").joinpath("data/glibc_symbols.tsv").read_text()
+    # a plain read beside this module: importlib.resources costs more to import (zipfile…)
+    # than reading the table, and prebake is installed as files, never run from a zip
+    text = (Path(__file__).parent / "data" / "glibc_symbols.tsv").read_text(encoding="utf-8")
     out: dict[bytes, str] = {}
     for line in text.splitlines():
         if not line or line.startswith("#"):
