@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 NAME = "link-order"
@@ -21,30 +22,39 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rich.markup import escape
-
-    from prebake.commands._common import err_console, print_json
     from prebake.link.order import compute_link_order
 
     lo = compute_link_order([Path(p) for p in args.libs], [Path(p) for p in args.for_objects])
     if args.json:
+        from prebake.commands._common import print_json
+
         out = lo.to_json()
         out["rendered"] = lo.render(args.format)
         out["format"] = args.format
         print_json(out)
         return 0
     print(lo.render(args.format))
-    err = err_console()
+    # plain lines to stderr: rich (~15 ms to import) only for the coloured clash lines
     for g in lo.cycles():
-        err.print(f"cycle: {escape(' <-> '.join(p.name for p in g))}")
+        print(f"cycle: {' <-> '.join(p.name for p in g)}", file=sys.stderr)
     if lo.unused:
-        err.print(f"not needed: {escape(', '.join(p.name for p in lo.unused))}")
-    for sym, archives in list(lo.clashes.items())[:10]:
-        err.print(f"[yellow]clash[/yellow]: {escape(sym)} defined in "
-                  f"{escape(', '.join(p.name for p in archives))}", markup=True)
+        print(f"not needed: {', '.join(p.name for p in lo.unused)}", file=sys.stderr)
+    if lo.clashes:
+        _print_clashes(lo.clashes)
     if lo.unresolved:
         names = list(lo.unresolved)
         more = f", … ({len(names) - 10} more)" if len(names) > 10 else ""
-        err.print(f"{len(names)} symbol(s) no archive defines (system libraries or the "
-                  f"consumer must): {escape(', '.join(names[:10]))}{more}")
+        print(f"{len(names)} symbol(s) no archive defines (system libraries or the "
+              f"consumer must): {', '.join(names[:10])}{more}", file=sys.stderr)
     return 0
+
+
+def _print_clashes(clashes: dict[str, list[Path]]) -> None:
+    from rich.markup import escape
+
+    from prebake.commands._common import err_console
+
+    err = err_console()
+    for sym, archives in list(clashes.items())[:10]:
+        err.print(f"[yellow]clash[/yellow]: {escape(sym)} defined in "
+                  f"{escape(', '.join(p.name for p in archives))}", markup=True)
