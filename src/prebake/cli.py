@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
-import pkgutil
 import sys
 from collections.abc import Sequence
 from types import ModuleType
@@ -19,21 +18,35 @@ from prebake import __version__
 from prebake.errors import CheckFailed, PrebakeError
 
 
-def _command_modules() -> list[ModuleType]:
+def _command_names() -> list[str]:
+    """Module names in ``prebake.commands`` (a folder listing: pkgutil costs more to import)."""
+    from pathlib import Path
+
     import prebake.commands as pkg
 
+    names = set()
+    for folder in pkg.__path__:
+        for entry in Path(folder).iterdir():
+            stem, dot, ext = entry.name.partition(".")
+            if dot and ext == "py" and stem.isidentifier() and not stem.startswith("_"):
+                names.add(stem)
+    return sorted(names)
+
+
+def _command_modules() -> list[ModuleType]:
     mods = []
-    for info in pkgutil.iter_modules(pkg.__path__):
-        if info.name.startswith("_"):
-            continue
-        mod = importlib.import_module(f"prebake.commands.{info.name}")
+    for name in _command_names():
+        mod = importlib.import_module(f"prebake.commands.{name}")
         if hasattr(mod, "NAME") and hasattr(mod, "run"):
             mods.append(mod)
     mods.sort(key=lambda m: (getattr(m, "ORDER", 100), m.NAME))
     return mods
 
 
-def build_parser() -> tuple[argparse.ArgumentParser, dict[str, ModuleType]]:
+_Sub = argparse._SubParsersAction  # the type add_subparsers returns (argparse names it private)
+
+
+def _new_parser() -> tuple[argparse.ArgumentParser, _Sub[argparse.ArgumentParser]]:
     parser = argparse.ArgumentParser(
         prog="prebake",
         description="Build native dependencies per platform, prove their ABI, publish assets.",
@@ -51,12 +64,52 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, ModuleType]]:
     )
     parser.add_argument("--debug", action="store_true", help="show tracebacks for errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    return parser, sub
+
+
+def _build(mods: Sequence[ModuleType]) -> tuple[argparse.ArgumentParser, dict[str, ModuleType]]:
+    parser, sub = _new_parser()
     table: dict[str, ModuleType] = {}
-    for mod in _command_modules():
+    for mod in mods:
         p = sub.add_parser(mod.NAME, help=mod.HELP, description=mod.HELP)
         mod.add_arguments(p)
         table[mod.NAME] = mod
     return parser, table
+
+
+def build_parser() -> tuple[argparse.ArgumentParser, dict[str, ModuleType]]:
+    return _build(_command_modules())
+
+
+def _named_command(argv: Sequence[str]) -> ModuleType | None:
+    """The one command module ``argv`` names, when the global options before it are plain.
+
+    Lets ``main`` parse with that command alone instead of importing all of them. Anything
+    unusual before the command (``-h``, ``--version``, an abbreviated option, an unknown
+    command) returns None and gets the full parser, so help and errors stay the same.
+    """
+    i = 0
+    while i < len(argv):
+        tok = argv[i]
+        if tok in ("-C", "--workspace"):
+            i += 2
+        elif tok == "--debug" or tok.startswith("--workspace=") or (
+                tok.startswith("-C") and len(tok) > 2):
+            i += 1
+        elif tok.startswith("-"):
+            return None
+        else:
+            break
+    else:
+        return None
+    name = argv[i]
+    stem = name.replace("-", "_")
+    if not stem.isidentifier() or stem.startswith("_") or stem not in _command_names():
+        return None
+    mod = importlib.import_module(f"prebake.commands.{stem}")
+    if getattr(mod, "NAME", None) != name or not hasattr(mod, "run"):
+        return None
+    return mod
 
 
 def _err(message: str) -> None:
@@ -64,7 +117,9 @@ def _err(message: str) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser, table = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    one = _named_command(argv)
+    parser, table = _build([one]) if one is not None else build_parser()
     args = parser.parse_args(argv)
     if not args.command:
         parser.print_help()
