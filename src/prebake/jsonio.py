@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +12,8 @@ SCHEMA_VERSION = 1
 
 def atomic_write_bytes(path: Path, data: bytes, mode: int = 0o644) -> None:
     """Write via a temporary file in the same directory and ``os.replace`` it into place."""
+    import tempfile  # here, not at the top: tempfile pulls in shutil and random (~3 ms start-up)
+
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
