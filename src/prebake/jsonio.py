@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -35,6 +34,8 @@ def atomic_write_text(path: Path, text: str) -> None:
 
 def dumps(obj: Any) -> str:
     """Stable JSON: sorted keys, indented, trailing newline (diff-friendly, deterministic)."""
+    import json  # here: modules that only need SCHEMA_VERSION should not pay for json
+
     return json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
