@@ -404,15 +404,9 @@ def _directive_facts(r: Reader, facts: Facts, sections: list[Section]) -> list[t
 def _object_eh(facts: Facts, sy: Symbols, sections: list[Section]) -> None:
     """``native`` from EH handler/throw/catch references or GCC landing pads, else ``none``
     (an object's symbol table lists every reference it makes)."""
-    hits = eh_hits(sy.defined + sy.undefined)
     lsda = any(s.name.startswith(".gcc_except_table") for s in sections)
-    if hits or lsda:
-        facts.abi.eh = "native"
-        if hits:
-            facts.note("eh", "references " + ", ".join(hits))
-        if lsda:
-            facts.note("eh", "has .gcc_except_table (landing pads)")
-    else:
+    if not facts.native_eh(eh_hits(sy.defined + sy.undefined),
+                           ".gcc_except_table" if lsda else None):
         facts.abi.eh = "none"
         facts.note("eh", "no C++ EH handler, throw or catch references")
 

@@ -631,15 +631,10 @@ def _gcc_lto(elf: ElfFile, facts: Facts, names: set[str]) -> None:
 def _eh(elf: ElfFile, facts: Facts, names: set[str], *, complete: bool) -> None:
     """``native`` from EH runtime references or landing-pad tables; ``none`` only when the
     symbols seen are the whole story (objects, unstripped images) and neither is there."""
-    hits = sorted(EH_MARKERS & names)
     lsda = elf.has_section_text(LSDA_SECTION)
-    if hits or lsda:
-        facts.abi.eh = "native"
-        if hits:
-            facts.note("eh", "references " + ", ".join(hits))
-        if lsda:
-            facts.note("eh", "has .gcc_except_table (landing pads)")
-    elif complete:
+    if facts.native_eh(sorted(EH_MARKERS & names), ".gcc_except_table" if lsda else None):
+        return
+    if complete:
         facts.abi.eh = "none"
         facts.note("eh", "no landing pads and no personality, throw or catch references")
     else:

@@ -104,6 +104,19 @@ class Facts:
     def note(self, fact: str, reason: str) -> None:
         self.evidence.setdefault(fact, []).append(reason)
 
+    def native_eh(self, hits: list[str], landing_pads: str | None) -> bool:
+        """Set ``eh = "native"`` when EH runtime names are referenced or a landing-pad section
+        (``landing_pads``, e.g. ``.gcc_except_table``) exists; the same evidence wording for
+        every native format. Returns whether it did; deciding "none" is the reader's call."""
+        if not hits and not landing_pads:
+            return False
+        self.abi.eh = "native"
+        if hits:
+            self.note("eh", "references " + ", ".join(hits))
+        if landing_pads:
+            self.note("eh", f"has {landing_pads} (landing pads)")
+        return True
+
     def walk(self) -> list[Facts]:
         """This file and every member/slice below it, depth first."""
         out = [self]

@@ -440,13 +440,9 @@ def _eh(facts: Facts, strtab: bytes, lsda: bool, has_locals: Callable[[], bool])
     """``native`` from C++ EH runtime names or an LSDA section; ``none`` only with the whole
     symbol table in view (objects, unstripped images)."""
     hits = [m[2:-1].decode() for m in EH_MARKERS if m in strtab]
-    if hits or lsda:
-        facts.abi.eh = "native"
-        if hits:
-            facts.note("eh", "references " + ", ".join(hits))
-        if lsda:
-            facts.note("eh", "has a __gcc_except_tab section (landing pads)")
-    elif strtab and (facts.kind == "object" or has_locals()):
+    if facts.native_eh(hits, "a __gcc_except_tab section" if lsda else None):
+        return
+    if strtab and (facts.kind == "object" or has_locals()):
         facts.abi.eh = "none"
         facts.note("eh", "no landing pads and no personality, throw or catch references")
 
