@@ -92,7 +92,8 @@ def build(name: str, sources: Mapping[str, str], commands: Sequence[Sequence[str
     out = CACHE / "builds" / f"{name}-{h.hexdigest()[:16]}"
     if (out / ".done").exists():
         return out
-    tmp = out.with_name(out.name + ".tmp")
+    # a private temp folder: suites in several checkouts may share one $PREBAKE_TEST_CACHE
+    tmp = out.with_name(f"{out.name}.tmp{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     for fname, text in sources.items():
@@ -101,6 +102,9 @@ def build(name: str, sources: Mapping[str, str], commands: Sequence[Sequence[str
     for cmd in commands:
         run(cmd, tmp, env)
     (tmp / ".done").write_text("ok\n")
+    if (out / ".done").exists():  # another process finished the same build first
+        shutil.rmtree(tmp, ignore_errors=True)
+        return out
     shutil.rmtree(out, ignore_errors=True)
     tmp.rename(out)
     return out

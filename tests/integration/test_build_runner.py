@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from prebake.build.commands import Context, expand
-from prebake.build.env import FLAG_VARIABLES, build_env, dropped
-from prebake.build.immutability import compare, snapshot
-from prebake.build.process import BuildLog, run_logged
+from prebake.bake.commands import Context, expand
+from prebake.bake.env import FLAG_VARIABLES, build_env, dropped
+from prebake.bake.immutability import compare, snapshot
+from prebake.bake.process import BuildLog, run_logged
 from prebake.errors import PrebakeError
 
 CALLER = {"PATH": "/usr/bin:/bin", "HOME": "/home/u", "CFLAGS": "-flto", "CXXFLAGS": "-flto",
@@ -104,7 +104,7 @@ def test_one_build_per_workspace_at_a_time(tmp_path: Path) -> None:
     import fcntl
     import shutil
 
-    from prebake.build import Options, build
+    from prebake.bake import Options, build
     from prebake.workspace import load_workspace
     from tests import support
 

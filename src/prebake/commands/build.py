@@ -82,7 +82,7 @@ def pin_mismatches(ws: Any, platforms: Any) -> list[str]:
     installed); when the compiler that ran is another release, say so instead of letting the
     pin speak for it. Manifests record both.
     """
-    from prebake.build.unit import toolchain_identity
+    from prebake.bake.unit import toolchain_identity
 
     out = []
     for p in platforms:
@@ -95,7 +95,7 @@ def pin_mismatches(ws: Any, platforms: Any) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from prebake.build import Options, build, resolve_units
+    from prebake.bake import Options, build, resolve_units
     from prebake.commands._common import console, err_console, find_workspace, print_json
     from prebake.errors import PrebakeError
     from prebake.jsonio import SCHEMA_VERSION
@@ -161,7 +161,7 @@ def _with_progress(ws: Any, specs: list[Any], opts: Any) -> list[Any]:
     """Run the build with a live progress display on stderr (one line per running unit)."""
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    from prebake.build import build
+    from prebake.bake import build
     from prebake.commands._common import err_console
 
     with Progress(SpinnerColumn(), TextColumn("{task.fields[unit]:<28}"),

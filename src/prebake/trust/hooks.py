@@ -19,7 +19,7 @@ from prebake.trust.sbom import SBOM_PATH, make_sbom
 from prebake.trust.sign import SignatureError, Verified, signed_text, verify_bytes
 
 if TYPE_CHECKING:
-    from prebake.build.unit import UnitSpec
+    from prebake.bake.unit import UnitSpec
     from prebake.store.base import Store
     from prebake.workspace.model import Workspace
 
@@ -58,7 +58,7 @@ def unit_trust(ws: Workspace, spec: UnitSpec, toolchain: Mapping[str, Any], work
     the build's output folder go first, so an interrupted build never leaves a statement or a
     signature next to bytes they do not describe.
     """
-    from prebake.build.unit import Layout
+    from prebake.bake.unit import Layout
 
     dist = Layout(ws.root).dist(spec.platform.name)
     for suffix in (SIGNATURE_SUFFIX, PROVENANCE_SUFFIX):

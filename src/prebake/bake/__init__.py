@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any
 
-from prebake.build.unit import Options, UnitBuilder, UnitResult, UnitSpec
+from prebake.bake.unit import Options, UnitBuilder, UnitResult, UnitSpec
 from prebake.errors import PrebakeError
 from prebake.package.naming import AssetId
 from prebake.recipes.model import Recipe

@@ -23,11 +23,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from prebake.build import commands as cmdline
-from prebake.build.env import build_env, compiler_launcher, dropped, launcher_env, with_launcher
-from prebake.build.guards import GuardOutcome, guards_record, license_dest, run_guards
-from prebake.build.immutability import compare, snapshot
-from prebake.build.process import BuildLog, run_logged
+from prebake.bake import commands as cmdline
+from prebake.bake.env import build_env, compiler_launcher, dropped, launcher_env, with_launcher
+from prebake.bake.guards import GuardOutcome, guards_record, license_dest, run_guards
+from prebake.bake.immutability import compare, snapshot
+from prebake.bake.process import BuildLog, run_logged
 from prebake.errors import PrebakeError
 from prebake.package import cmake, pkgconfig
 from prebake.package.archive import Entry, collect_tree, write_asset

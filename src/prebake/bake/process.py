@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TextIO
 
-from prebake.build.env import FLAG_VARIABLES
+from prebake.bake.env import FLAG_VARIABLES
 
 TAIL_LINES = 30
 
