@@ -65,6 +65,19 @@ def test_report_holds_the_matrix_and_diffs(report: Path) -> None:
     assert "<svg" in html and "size per version" in html
 
 
+def test_report_names_the_release_tag_of_each_asset(report: Path) -> None:
+    html = report.read_text()
+    head = html[html.index("<table class=\"matrix\">"): html.index("</table>")]
+    cells = re.findall(r"<td>(.*?)</td>", head, re.S)
+    zlite = [c for c in cells if "v0.9.0" in c]
+    assert zlite and "<dt>release</dt><dd>v0.9.0</dd>" in zlite[0]
+    from prebake.store.base import DEFAULT_RELEASE
+
+    others = [c for c in cells if "<dt>release</dt>" in c and "v0.9.0" not in c]
+    assert len(others) == 5  # the five demo assets, each in the store's default release
+    assert all(f"<dt>release</dt><dd>{DEFAULT_RELEASE}</dd>" in c for c in others)
+
+
 def test_manifests_only_report(store: Path, tmp_path: Path) -> None:
     assert main(["report", "--store", f"file://{store}", "--out", str(tmp_path),
                  "--manifests-only"]) == 0
@@ -131,7 +144,9 @@ def test_report_renders_in_chromium(report: Path, tmp_path: Path) -> None:
 def test_a_pinned_toolchain_shows_what_really_ran_too() -> None:
     from prebake.report.html import _toolchain
 
-    tc = {"pin": "emsdk", "pin_version": "5.0.5", "version": "emcc (Emscripten …) 3.1.6 ()"}
+    line = "emcc (Emscripten gcc/clang-like replacement + linker emulating GNU ld) 3.1.6 ()"
+    tc = {"pin": "emsdk", "pin_version": "5.0.5", "version": line}
     shown = _toolchain({"toolchain": tc})
-    assert shown is not None and "emsdk 5.0.5" in shown and "3.1.6" in shown
+    # the whole identity: the release number is at the end of emcc's line, never cut off
+    assert shown == f"emsdk 5.0.5 ({line})"
     assert _toolchain({"toolchain": {"cc": ["gcc"], "version": "gcc 12.2.0"}}) == "gcc 12.2.0"

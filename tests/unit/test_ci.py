@@ -138,6 +138,7 @@ def test_leg_steps_hash_skip_ccache_and_hand_over(repo: Path) -> None:
                s["with"]["version"] == "5.0.5" for s in steps)
     upload = steps[names.index("Hand the assets to later stages and publishing")]
     assert "kiln-sdk-media-0.12.0-wasm.tar.xz.json" in upload["with"]["path"]
+    assert "kiln-sdk-media-0.12.0-wasm.tar.xz.intoto.json" in upload["with"]["path"]
 
 
 def cache_keys(repo: Path) -> dict[str, str]:

@@ -90,3 +90,25 @@ def test_agree_missing_lock_is_usage_error(tmp_path: Path,
                                            capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["agree", str(tmp_path / "nope.lock")]) == 2
     assert "no such lock file" in capsys.readouterr().err
+
+
+def test_agree_names_lock_and_platform_on_each_side(tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """One lock holding a dependency at two versions for two platforms: each side of the
+    disagreement names the lock *and* the platform, so the two sides are told apart."""
+    a = write(tmp_path / "a.lock", ("ort", "1.27.0", "linux-x86_64", A),
+              ("ort", "1.30.0", "wasm", B))
+    b = write(tmp_path / "b.lock", ("ort", "1.30.0", "wasm", B))
+    found = agree([a, b])
+    assert [(d.name, d.what) for d in found] == [("ort", "version")]
+    assert found[0].where == {"1.27.0": [(str(a), "linux-x86_64")],
+                              "1.30.0": sorted([(str(a), "wasm"), (str(b), "wasm")])}
+    assert main(["agree", str(a), str(b)]) == 1
+    out = capsys.readouterr().out
+    assert (f"ort: version differs: 1.27.0 in {a} (linux-x86_64); "
+            f"1.30.0 in {a} (wasm), {b} (wasm)") in out
+    assert main(["agree", "--json", str(a), str(b)]) == 1
+    payload = json.loads(capsys.readouterr().out)
+    jsonschema.validate(payload, schema("agree"))
+    assert payload["disagreements"][0]["where"]["1.27.0"] == [
+        {"lock": str(a), "platform": "linux-x86_64"}]

@@ -22,9 +22,10 @@ from typing import Any
 import yaml
 
 from prebake.errors import PrebakeError
+from prebake.package.naming import MANIFEST_SUFFIX, SHA256_SUFFIX, TRUST_SIDECAR_SUFFIXES
 from prebake.plan import asset_for, make_plan
 from prebake.plan.model import Plan, Unit
-from prebake.workspace.model import Platform, Toolchain, Workspace
+from prebake.workspace.model import DEFAULT_STORE_URL, Platform, Toolchain, Workspace
 
 WORKFLOW_FILE = "prebake.yml"
 DEFAULT_RUNNER = "ubuntu-24.04"
@@ -86,13 +87,19 @@ def legs(ws: Workspace, plan: Plan) -> list[Leg]:
 
 
 def publish_store(ws: Workspace) -> str:
-    """The store CI publishes to: ``[ci].store``, else the first github:// store, else default."""
+    """The store CI publishes to: ``[ci].store``, else the first github:// store, else default.
+
+    As written in ``prebake.toml``: a relative ``file://./releases`` stays relative (every
+    ``--store`` resolves it against the workspace), so the workflow is the same in every
+    checkout instead of naming the folder this one happens to sit in.
+    """
     if ws.ci.store:
         return ws.stores[ws.ci.store].url
     for store in ws.stores.values():
         if store.url.startswith("github://"):
             return store.url
-    return ws.default_store
+    default = next((s.url for s in ws.stores.values() if s.default), None)
+    return default or DEFAULT_STORE_URL
 
 
 def repo_root(ws: Workspace, out_dir: Path) -> Path:
@@ -186,7 +193,10 @@ def _leg_job(ws: Workspace, leg: Leg, workdir: str, store: str) -> dict[str, Any
     for unit in leg.units:
         aid = asset_for(unit)
         base = _under(workdir, f"releases/continuous/{aid.filename}")
-        files += [base, base + ".sha256", base + ".json"]
+        # every sidecar `prebake publish` uploads (provenance, signature), not only the two
+        # a store needs: an asset published from CI keeps its provenance
+        files += [base, *(base + s for s in (SHA256_SUFFIX, MANIFEST_SUFFIX,
+                                              *TRUST_SIDECAR_SUFFIXES))]
     steps.append({"name": "Hand the assets to later stages and publishing", "if": built,
                   "uses": ACTIONS["upload"],
                   "with": {"name": leg.artifact, "path": "\n".join(files) + "\n",

@@ -45,14 +45,14 @@ def _fact_values(facts: Sequence[Mapping[str, Any]], name: str) -> str | None:
 
 
 def _toolchain(manifest: Mapping[str, Any]) -> str | None:
-    """``emsdk 5.0.5`` when the toolchain is pinned, else the compiler's version line."""
+    """``emsdk 5.0.5 (<version line>)`` when the toolchain is pinned, else the compiler's
+    version line — whole: the release number comes last in most of them (``emcc (Emscripten
+    gcc/clang-like replacement + linker emulating GNU ld) 3.1.6 ()``), so a cut line hides it."""
     tc = manifest.get("toolchain")
     if not isinstance(tc, Mapping):
         return None
     version = tc.get("version")
-    version = version if isinstance(version, str) and version else None
-    if version and len(version) > 48:
-        version = version[:47] + "…"
+    version = version.strip() if isinstance(version, str) and version.strip() else None
     if tc.get("pin") and tc.get("pin_version"):
         # the pin names the toolchain the build asked for; the version line what really ran
         pinned = f"{tc['pin']} {tc['pin_version']}"
@@ -61,6 +61,14 @@ def _toolchain(manifest: Mapping[str, Any]) -> str | None:
         return version
     cc = tc.get("cc")
     return " ".join(map(str, cc)) if isinstance(cc, list) and cc else None
+
+
+def _release_tag(r: Release) -> str:
+    """The release (tag) the asset is in, as consumers name it in ``fetch`` and locks; a store
+    without releases keeps assets in its default one."""
+    from prebake.store.base import DEFAULT_RELEASE
+
+    return r.release or DEFAULT_RELEASE
 
 
 def _cell(r: Release, diff: tuple[int, DiffResult, str] | None) -> dict[str, Any]:
@@ -72,7 +80,8 @@ def _cell(r: Release, diff: tuple[int, DiffResult, str] | None) -> dict[str, Any
         "version": r.aid.version, "release": r.release, "asset": r.aid.filename,
         "size": human_size(r.size), "input_hash": ih, "input_short": ih[:12],
         "check": _verdict(m, "check"), "link_test": _verdict(m, "link_test"),
-        "facts": [(k, v) for k in CELL_FACTS if (v := _fact_values(facts, k)) is not None]
+        "facts": [("release", _release_tag(r))]
+        + [(k, v) for k in CELL_FACTS if (v := _fact_values(facts, k)) is not None]
         + ([("toolchain", tc)] if (tc := _toolchain(m)) else []),
         "libraries": [str(f.get("path")) for f in facts],
         "diff": None,
