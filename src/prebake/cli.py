@@ -13,7 +13,7 @@ import os
 import sys
 from collections.abc import Sequence
 from types import ModuleType
-from typing import Any
+from typing import Any, NoReturn
 
 from prebake import __version__
 from prebake.errors import CheckFailed, PrebakeError
@@ -70,11 +70,40 @@ class _Formatter(argparse.HelpFormatter):
 
 
 class _Parser(argparse.ArgumentParser):
-    """An ``ArgumentParser`` using ``_Formatter``; subcommand parsers are made of this class too."""
+    """An ``ArgumentParser`` using ``_Formatter``; subcommand parsers are made of this class too.
+
+    Usage errors start ``prebake: error:`` like every other error (argparse would print
+    ``prebake inspect: error:`` for a subcommand), after the usage line, exit status 2.
+    """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("formatter_class", _Formatter)
         super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        _err(message)
+        raise SystemExit(2)
+
+
+def _add_global_options(p: argparse.ArgumentParser, *, top: bool) -> None:
+    """``-C`` and ``--debug``, on the main parser and again on every command's parser.
+
+    One grammar: ``prebake -C DIR plan`` and ``prebake plan -C DIR`` mean the same. On a
+    command's parser the defaults are suppressed, so an option given before the command is not
+    reset by the command's parser.
+    """
+    default: Any = None if top else argparse.SUPPRESS
+    p.add_argument(
+        "-C",
+        "--workspace",
+        metavar="DIR",
+        default=default,
+        help="workspace folder holding prebake.toml (default: the current folder or a parent)",
+    )
+    p.add_argument("--debug", action="store_true",
+                   default=False if top else argparse.SUPPRESS,
+                   help="show tracebacks for errors")
 
 
 _Sub = argparse._SubParsersAction  # the type add_subparsers returns (argparse names it private)
@@ -89,15 +118,12 @@ def _new_parser() -> tuple[_Parser, _Sub[_Parser]]:
                "take --json for machine output.",
     )
     parser.add_argument("--version", action="version", version=f"prebake {__version__}")
-    parser.add_argument(
-        "-C",
-        "--workspace",
-        metavar="DIR",
-        default=None,
-        help="workspace folder holding prebake.toml (default: the current folder or a parent)",
-    )
-    parser.add_argument("--debug", action="store_true", help="show tracebacks for errors")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    _add_global_options(parser, top=True)
+    # `prebake --json plan` = `prebake plan --json` for the commands that have --json; its own
+    # dest, because a command's parser would reset a shared `json` to its default (False)
+    parser.add_argument("--json", dest="global_json", action="store_true",
+                        help="machine-readable output (for the commands that have --json)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     return parser, sub
 
 
@@ -107,6 +133,7 @@ def _build(mods: Sequence[ModuleType]) -> tuple[argparse.ArgumentParser, dict[st
     for mod in mods:
         p = sub.add_parser(mod.NAME, help=mod.HELP, description=mod.HELP)
         mod.add_arguments(p)
+        _add_global_options(p, top=False)
         table[mod.NAME] = mod
     return parser, table
 
@@ -127,7 +154,7 @@ def _named_command(argv: Sequence[str]) -> ModuleType | None:
         tok = argv[i]
         if tok in ("-C", "--workspace"):
             i += 2
-        elif tok == "--debug" or tok.startswith("--workspace=") or (
+        elif tok in ("--debug", "--json") or tok.startswith("--workspace=") or (
                 tok.startswith("-C") and len(tok) > 2):
             i += 1
         elif tok.startswith("-"):
@@ -158,6 +185,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.command:
         parser.print_help()
         return 2
+    if args.global_json:
+        if not hasattr(args, "json"):
+            parser.error(f"{args.command} has no --json output")
+        args.json = True
     debug = args.debug or bool(os.environ.get("PREBAKE_DEBUG"))
     try:
         return int(table[args.command].run(args))

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from prebake.workspace.model import Platform
 
 NAME = "check"
 HELP = "check binaries, folders or assets against a platform's ABI contract"
@@ -21,17 +24,26 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="machine-readable report")
 
 
-def load_platform(workspace: str | None, name: str) -> Any:
-    """The named platform of the workspace, or a one-line error listing the known ones."""
+def load_platform(workspace: str | None, name: str) -> Platform:
+    """The named platform of the workspace, or a one-line error listing the known ones.
+
+    Reads only the workspace's platforms: checking a binary needs the contract, not the
+    recipes' sources (which a consumer's checkout may not have).
+    """
     from prebake.commands._common import find_workspace
     from prebake.errors import PrebakeError
-    from prebake.workspace import load_workspace
+    from prebake.workspace.loader import WORKSPACE_FILE, load_platforms
 
-    ws = load_workspace(find_workspace(workspace))
-    if name not in ws.platforms:
-        known = ", ".join(sorted(ws.platforms)) or "none"
-        raise PrebakeError(f"{ws.file}: no platform {name!r} (known: {known})")
-    return ws.platforms[name]
+    root = find_workspace(workspace)
+    platforms = load_platforms(root)
+    if name not in platforms:
+        import difflib
+
+        close = difflib.get_close_matches(name, platforms, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        known = ", ".join(sorted(platforms)) or "none"
+        raise PrebakeError(f"{root / WORKSPACE_FILE}: no platform {name!r}{hint} (known: {known})")
+    return platforms[name]
 
 
 def run(args: argparse.Namespace) -> int:

@@ -56,10 +56,14 @@ def run(args: argparse.Namespace) -> int:
 
     opts = ParseOptions(symbols=args.symbols, deep=args.deep)
     results: list[Facts] = []
+    unreadable: set[str] = set()  # a path that failed shows its error and nothing else
     for raw in args.paths:
-        results.extend(inspect_path(Path(raw), opts))
+        found = inspect_path(Path(raw), opts)
+        if all(f.error is not None for f in found):
+            unreadable.add(raw)
+        results.extend(found)
     failed = all(f.error is not None for f in results)
-    trust = _trust(args)
+    trust = _trust(args, skip=unreadable)
     if args.json:
         payload: dict[str, Any] = {
             "schema_version": SCHEMA_VERSION,
@@ -82,13 +86,13 @@ def run(args: argparse.Namespace) -> int:
                     for t in trust) else 0
 
 
-def _trust(args: argparse.Namespace) -> list[dict[str, Any]]:
-    """Provenance and signature status of each ``.tar.xz`` asset named (prebake.trust)."""
+def _trust(args: argparse.Namespace, skip: set[str]) -> list[dict[str, Any]]:
+    """Provenance and signature status of each readable ``.tar.xz`` asset named."""
     from prebake.trust.hooks import asset_status
 
     allowed = Path(args.allowed_signers) if args.allowed_signers else None
     return [asset_status(Path(raw), allowed) for raw in args.paths
-            if raw.endswith(".tar.xz") and Path(raw).is_file()]
+            if raw.endswith(".tar.xz") and raw not in skip and Path(raw).is_file()]
 
 
 def inspect_path(path: Path, opts: ParseOptions) -> list[Facts]:
@@ -188,7 +192,7 @@ def render(results: list[Facts], *, symbols: bool) -> None:
     out = console()
     for facts in results:
         if facts.error is not None:
-            err_console().print(f"[red]error[/red] {escape(facts.path)}: {escape(facts.error)}")
+            err_console().print(f"prebake: error: {escape(facts.path)}: {escape(facts.error)}")
             continue
         d = facts.to_json()
         title = " ".join(str(x) for x in (d["format"], d["kind"], d["os"], d["arch"]) if x)

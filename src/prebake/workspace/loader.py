@@ -469,9 +469,7 @@ def _check_pins(pins: Mapping[str, str], platforms: Mapping[str, Platform],
 
 # ---- entry point --------------------------------------------------------------------------
 
-def load_workspace(root: Path) -> Workspace:
-    """Read ``root/prebake.toml`` and everything it names, or raise one ``ConfigError``."""
-    root = Path(root).resolve()
+def _read_top(root: Path) -> tuple[Path, dict[str, Any], _Collector]:
     file = root / WORKSPACE_FILE
     if not file.is_file():
         raise PrebakeError(f"{file}: no such file (a workspace is a folder with {WORKSPACE_FILE})")
@@ -479,7 +477,28 @@ def load_workspace(root: Path) -> Workspace:
     index = LineIndex(text)
     data = _parse_toml(text, file, index)
     c = _Collector(index)
-    top = c.table(data, "", "")
+    return file, c.table(data, "", ""), c
+
+
+def load_platforms(root: Path) -> dict[str, Platform]:
+    """Only the ``[platforms]`` of ``root/prebake.toml``, validated as ``load_workspace`` does.
+
+    ``check --platform`` and ``link-test`` need a platform's contract and flags, not the
+    recipes: a checkout without a recipe's local sources (a consumer's CI) can still check.
+    """
+    file, top, c = _read_top(Path(root).resolve())
+    platforms = {n: p for n, v in top.get("platforms", {}).items()
+                 if (p := _platform(n, v, c)) is not None}
+    problems = [p for p in c.problems if p.key.startswith("platforms")]
+    if problems:
+        raise ConfigError(str(file), problems)
+    return platforms
+
+
+def load_workspace(root: Path) -> Workspace:
+    """Read ``root/prebake.toml`` and everything it names, or raise one ``ConfigError``."""
+    root = Path(root).resolve()
+    file, top, c = _read_top(root)
     proj = c.table(top.get("project", {}), "project", "project")
     for key, rx in (("name", _PROJECT_NAME), ("version", _VERSION)):
         if key in proj and not rx.match(proj[key]):
