@@ -116,7 +116,9 @@ def test_a_new_file_in_a_local_source_counts(sdk: Path) -> None:
 
 def test_platform_profile_changes_only_that_platform(sdk: Path) -> None:
     before = hashes(sdk)
-    edit(sdk / "prebake.toml", 'glibc_max = "2.28"', 'glibc_max = "2.31"')
+    # an override of the preset's floor, in the one platform's contract
+    edit(sdk / "prebake.toml", 'extends = "manylinux_2_28_aarch64"',
+         'extends = "manylinux_2_28_aarch64"\nglibc_max = "2.31"')
     assert changed(before, hashes(sdk)) == {"core/linux-aarch64", "media/linux-aarch64",
                                             "onnxruntime/linux-aarch64"}
 
@@ -264,7 +266,8 @@ def test_explain_names_what_changed_since_the_stored_asset(
     rc, out, _ = _run(capsys, "-C", str(sdk), "plan", "--explain", unit.id)
     assert rc == 0 and "status: built" in out and "Changed since" not in out
 
-    edit(sdk / "prebake.toml", 'glibc_max = "2.36"', 'glibc_max = "2.35"')
+    edit(sdk / "prebake.toml", 'extends = "manylinux_2_36_x86_64"',
+         'extends = "manylinux_2_36_x86_64"\nglibc_max = "2.35"')
     rc, out, _ = _run(capsys, "-C", str(sdk), "plan", "--explain", unit.id)
     assert "status: stale" in out
     changed_rows = [line for line in out.splitlines() if line.startswith("| platform-profile |")

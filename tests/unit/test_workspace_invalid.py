@@ -29,7 +29,7 @@ CASES: dict[str, tuple[str, str, int | None]] = {
                            "duplicate platform name 'linux-x86_64': declared again here, "
                            "first at line 8", 18),
     "bad_types": ("stages.core.recipes", "must be a list of strings; got a string", 14),
-    "extra_in_full": ("aliases.full", "'extra' must never be part of 'full'", 22),
+    "extra_in_full": ("aliases.full", "'extra' must never be part of 'full'", 23),
     "bad_contract": ("platforms.linux-x86_64.contract.eh", "got 'wsam'", 14),
     "two_default_stores": ("stores", "more than one store has default = true: a, b", 16),
     "bad_placeholder": ("recipes/badplaceholder.py:8: RECIPE.platforms['*'].commands[0]",

@@ -72,8 +72,13 @@ def _is_version(s: str) -> bool:
 def parse_contract(
     data: Mapping[str, Any], where: str = "contract"
 ) -> tuple[Contract, list[Problem]]:
-    """Validate a mapping into a ``Contract``; problems name ``where.key`` and what is wrong."""
+    """Validate a mapping into a ``Contract``; problems name ``where.key`` and what is wrong.
+
+    ``extends = "NAME"`` starts from the shipped preset ``NAME`` (``prebake.contract.presets``);
+    the other keys of ``data`` override the preset's, each replacing its key whole.
+    """
     problems: list[Problem] = []
+    data = _with_preset(data, where, problems)
     names = [f.name for f in fields(Contract)]
     kwargs: dict[str, Any] = {}
     for key, value in data.items():
@@ -119,6 +124,24 @@ def parse_contract(
             Problem(where, f"features both required and forbidden: {', '.join(sorted(both))}")
         )
     return Contract(**kwargs), problems
+
+
+def _with_preset(data: Mapping[str, Any], where: str, problems: list[Problem]
+                 ) -> Mapping[str, Any]:
+    if "extends" not in data:
+        return data
+    from prebake.contract.presets import PresetError, load_preset, merge
+
+    rest = {k: v for k, v in data.items() if k != "extends"}
+    name = data["extends"]
+    if not isinstance(name, str):
+        problems.append(Problem(f"{where}.extends", f"must be a preset name; got {name!r}"))
+        return rest
+    try:
+        return merge(load_preset(name), rest)
+    except PresetError as exc:
+        problems.append(Problem(f"{where}.extends", str(exc)))
+        return rest
 
 
 def load_contract_file(path: Path) -> Contract:

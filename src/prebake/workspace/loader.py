@@ -2,8 +2,8 @@
 
 Which keys exist, their types and allowed values are data (``SCHEMA`` below, the cibuildwheel
 ``defaults.toml`` idea); an unknown key gets a "did you mean". Cross-field rules (unknown recipe
-in a stage, cycles in ``after``, pins a recipe reads but ``[pins]`` lacks, ``extra`` inside
-``full``…) are small functions that each append ``Problem``s.
+in a stage, cycles in ``after``, pins a recipe reads but ``[pins]`` lacks, a stage in an alias
+its ``never_in`` names…) are small functions that each append ``Problem``s.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from prebake.ci.defaults import ci_defaults
 from prebake.contract import parse_contract
 from prebake.errors import ConfigError, PrebakeError, Problem
 from prebake.inspect.facts import ARCHES, OSES
@@ -40,8 +41,6 @@ from prebake.workspace.model import (
 
 WORKSPACE_FILE = "prebake.toml"
 PACKAGE_MODES = ("prefix", "per-recipe")
-# Aliases that must never contain some stages (DESIGN.md: ``extra`` is never part of ``full``).
-ALIAS_FORBIDS: Mapping[str, tuple[str, ...]] = {"full": ("extra",)}
 # Spellings other tools use, so the message can say what prebake calls them.
 SYNONYMS: Mapping[str, str] = {
     "amd64": "x86_64", "x64": "x86_64", "x86-64": "x86_64", "arm64": "aarch64",
@@ -134,6 +133,7 @@ SCHEMA: Mapping[str, Mapping[str, Spec]] = {
         "recipes": Spec(_is_str_list, "a list of strings", required=True),
         "after": STR_LIST,
         "package": Spec(_is_str, "a string", choices=PACKAGE_MODES),
+        "never_in": STR_LIST,
         "description": STR,
     },
     "ci": {
@@ -266,9 +266,18 @@ def _platform(name: str, data: Any, c: _Collector) -> Platform | None:
         return None
     ok = c.table(data, "platform", where)
     tc = _toolchain(ok["toolchain"], f"{where}.toolchain", c) if "toolchain" in ok else None
-    contract, problems = parse_contract(ok.get("contract", {}), f"{where}.contract")
+    raw_contract = ok.get("contract", {})
+    contract, problems = parse_contract(raw_contract, f"{where}.contract")
     for p in problems:
         c.add(p.key, p.message)
+    for key in ("os", "arch"):
+        value = getattr(contract, key)
+        if value is not None and key in ok and value != ok[key]:
+            source = (f"preset {raw_contract['extends']!r}" if key not in raw_contract
+                      and "extends" in raw_contract else "the contract")
+            c.add(f"{where}.contract.{key if key in raw_contract else 'extends'}",
+                  f"{source} is for {key} {value!r}; platform {name!r} has {key} {ok[key]!r}")
+            break  # a preset for another os is for another arch too: one line says it
     lt = c.table(ok.get("link_test", {}), "link_test", f"{where}.link_test")
     if tc is None or "os" not in ok or "arch" not in ok:
         return None
@@ -296,7 +305,7 @@ def _stage(name: str, data: Any, c: _Collector) -> Stage | None:
         return None
     mode: PackageMode = "per-recipe" if ok.get("package") == "per-recipe" else "prefix"
     return Stage(name, tuple(ok["recipes"]), tuple(ok.get("after", ())), mode,
-                 ok.get("description", ""))
+                 ok.get("description", ""), tuple(ok.get("never_in", ())))
 
 
 def _stores(data: Mapping[str, Any], root: Path, c: _Collector
@@ -333,10 +342,12 @@ def _ci(data: Mapping[str, Any], stores: Mapping[str, StoreConfig], c: _Collecto
     store = ok.get("store")
     if store is not None and store not in stores:
         c.add("ci.store", f"unknown store {store!r}{_hint(store, stores)}")
+    d = ci_defaults()
     return CiConfig(
-        install=ok.get("install", f"python -m pip install prebake=={__version__}"),
-        default_branch=ok.get("default_branch", "main"), store=store,
-        python=ok.get("python", "3.12"), timeout_minutes=ok.get("timeout_minutes", 240),
+        install=ok.get("install", d.install.format(version=__version__)),
+        default_branch=ok.get("default_branch", d.default_branch), store=store,
+        python=ok.get("python", d.python), timeout_minutes=ok.get("timeout_minutes",
+                                                                  d.timeout_minutes),
     )
 
 
@@ -392,11 +403,16 @@ def _check_aliases(data: Mapping[str, Any], stages: Mapping[str, Stage], c: _Col
         for member in value:
             if member not in stages:
                 c.add(where, f"unknown stage {member!r}{_hint(member, stages)}")
-        for bad in ALIAS_FORBIDS.get(name, ()):
-            if bad in value:
-                c.add(where, f"{bad!r} must never be part of {name!r} "
-                      f"(it ships separately, one asset per recipe)")
+        for member in value:
+            if member in stages and name in stages[member].never_in:
+                c.add(where, f"{member!r} must never be part of {name!r} "
+                      f"(stages.{member}.never_in)")
         aliases[name] = tuple(value)
+    for st in stages.values():
+        for i, alias in enumerate(st.never_in):
+            if alias not in data:
+                c.add(f"stages.{st.name}.never_in[{i}]",
+                      f"unknown alias {alias!r}{_hint(alias, data)}")
     return aliases
 
 

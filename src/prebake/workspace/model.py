@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from prebake.ci.defaults import ci_defaults
 from prebake.contract import Contract
 from prebake.errors import PrebakeError
 from prebake.recipes.model import Recipe
@@ -81,6 +82,8 @@ class Stage:
     after: tuple[str, ...] = ()
     package: PackageMode = "prefix"
     description: str = ""
+    # aliases this stage must never be part of (``extra`` ships per recipe, never in ``full``)
+    never_in: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -101,10 +104,10 @@ class CiConfig:
     """
 
     install: str = ""
-    default_branch: str = "main"
+    default_branch: str = field(default_factory=lambda: ci_defaults().default_branch)
     store: str | None = None
-    python: str = "3.12"
-    timeout_minutes: int = 240
+    python: str = field(default_factory=lambda: ci_defaults().python)
+    timeout_minutes: int = field(default_factory=lambda: ci_defaults().timeout_minutes)
 
 
 @dataclass(frozen=True)

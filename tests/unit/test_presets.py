@@ -1,0 +1,129 @@
+"""Contract presets are shipped data: ``extends = "NAME"`` with overrides, on the examples."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from prebake.ci.defaults import ci_defaults
+from prebake.cli import main
+from prebake.contract import Contract, parse_contract
+from prebake.contract.presets import PRESETS_DIR, load_preset, preset_names
+from prebake.errors import ConfigError
+from prebake.workspace import load_workspace
+from prebake.workspace.model import CiConfig
+from tests import support
+
+EXAMPLES = support.ROOT / "examples"
+# What examples/sdk wrote by hand before the presets: the presets must give exactly this.
+HOST_WASM = Contract(os="emscripten", arch="wasm32", eh="wasm", lto="none", threads=True,
+                     features_required=("simd128", "exception-handling"),
+                     features_forbidden=("relaxed-simd",))
+
+
+def test_the_named_profiles_are_shipped_as_data_files() -> None:
+    names = preset_names()
+    for wanted in ("emscripten-wasm-eh", "emscripten-legacy-eh", "manylinux_2_28_x86_64",
+                   "manylinux_2_28_aarch64"):
+        assert wanted in names
+        assert (PRESETS_DIR / f"{wanted}.toml").is_file()
+    assert load_preset("emscripten-legacy-eh").contract["eh"] == "emscripten-legacy"
+    assert load_preset("manylinux_2_28_aarch64").contract["glibc_max"] == "2.28"
+
+
+@pytest.mark.parametrize("name", preset_names())
+def test_every_preset_is_a_valid_contract_for_its_os(name: str) -> None:
+    preset = load_preset(name)
+    contract, problems = parse_contract({"extends": name})
+    assert problems == []
+    assert contract.os == preset.os and preset.description
+
+
+def test_example_sdk_contracts_come_from_presets_unchanged() -> None:
+    text = (EXAMPLES / "sdk" / "prebake.toml").read_text()
+    assert text.count("extends = ") >= 3 and "features_required" not in text
+    ws = load_workspace(EXAMPLES / "sdk")
+    assert ws.platforms["wasm"].contract == HOST_WASM
+    linux = ws.platforms["linux-x86_64"].contract
+    assert (linux.glibc_max, linux.lto, linux.cxx_stdlib) == ("2.36", "none", "libstdc++")
+    assert linux.forbid_exports == ("_ZN6google8protobuf*", "_ZN4absl*")
+    assert ws.platforms["linux-aarch64"].contract.glibc_max == "2.28"
+    addon = load_workspace(EXAMPLES / "addon")
+    assert addon.platforms["wasm"].contract == HOST_WASM
+
+
+def test_an_override_replaces_the_preset_key_whole() -> None:
+    contract, problems = parse_contract({"extends": "emscripten-wasm-eh-pthread-simd",
+                                         "threads": False, "features_required": ["simd128"]})
+    assert problems == []
+    assert contract.threads is False and contract.features_required == ("simd128",)
+    assert contract.eh == "wasm" and contract.features_forbidden == ("relaxed-simd",)
+
+
+def _ws(tmp: Path, contract: str, os: str = "linux", arch: str = "x86_64") -> Path:
+    (tmp / "prebake.toml").write_text(f"""\
+[project]
+name = "demo"
+version = "1.0.0"
+
+[platforms.p]
+os = "{os}"
+arch = "{arch}"
+toolchain = {{ cc = "gcc", cxx = "g++" }}
+
+[platforms.p.contract]
+{contract}
+""")
+    return tmp
+
+
+def test_unknown_preset_is_exit_2_with_did_you_mean(tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    root = _ws(tmp_path, 'extends = "manylinux_2_28_x86-64"')
+    assert main(["-C", str(root), "plan"]) == 2
+    err = capsys.readouterr().err
+    assert "platforms.p.contract.extends" in err
+    assert "did you mean 'manylinux_2_28_x86_64'?" in err
+
+
+def test_a_preset_for_another_os_or_arch_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_workspace(_ws(tmp_path, 'extends = "emscripten-wasm-eh"'))
+    keys = {p.key: p.message for p in info.value.problems}
+    assert "is for os 'emscripten'" in keys["platforms.p.contract.extends"]
+    with pytest.raises(ConfigError) as info:
+        load_workspace(_ws(tmp_path, 'extends = "manylinux_2_28_aarch64"'))
+    assert "platform 'p' has arch 'x86_64'" in str(info.value)
+
+
+def test_stage_rules_are_stated_in_the_workspace(tmp_path: Path) -> None:
+    """``never_in`` is data: any stage/alias pair, and no rule when the workspace states none."""
+    data = Path(__file__).resolve().parent.parent / "data" / "workspaces"
+    shutil.copytree(data / "recipes", tmp_path / "recipes")
+    text = (data / "extra_in_full.toml").read_text()
+    (tmp_path / "prebake.toml").write_text(text.replace('never_in = ["full"]\n', ""))
+    assert load_workspace(tmp_path).aliases["full"] == ("core", "extra")
+    (tmp_path / "prebake.toml").write_text(
+        text.replace('never_in = ["full"]', 'never_in = ["nightly"]')
+        .replace("full = [", 'nightly = ["core", "extra"]\nfull = ['))
+    with pytest.raises(ConfigError) as info:
+        load_workspace(tmp_path)
+    [problem] = info.value.problems
+    assert problem.key == "aliases.nightly"
+    assert problem.message == "'extra' must never be part of 'nightly' (stages.extra.never_in)"
+    loader = (support.ROOT / "src" / "prebake" / "workspace" / "loader.py").read_text()
+    assert '"full"' not in loader and '"extra"' not in loader
+
+
+def test_ci_defaults_are_one_data_file() -> None:
+    d = ci_defaults()
+    assert (d.python, d.timeout_minutes) == ("3.12", 240)
+    assert CiConfig().python == d.python and CiConfig().timeout_minutes == d.timeout_minutes
+    ws = load_workspace(EXAMPLES / "sdk")
+    assert ws.ci.timeout_minutes == d.timeout_minutes and ws.ci.python == d.python
+    src = support.ROOT / "src" / "prebake"
+    for py in ("ci/github.py", "workspace/model.py", "workspace/loader.py"):
+        text = (src / py).read_text()
+        assert '"3.12"' not in text and "240" not in text, py
