@@ -1,7 +1,7 @@
 """link-order over every Debian libabsl-dev static archive vs the real g++ link that uses it.
 
 What a user would otherwise do is try links until one works; prebake computes the order from the
-archives' symbols. The bar (issue 4): computing the order costs less than one real link with it.
+archives' symbols. The bar: computing the order costs less than one real link with it.
 Prints the median times and the ratios (prebake / g++; below 1.0 means prebake is faster), for
 the library call and for the whole ``prebake link-order`` process (interpreter start included).
 

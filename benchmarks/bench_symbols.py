@@ -1,6 +1,6 @@
 """Symbol listing and facts summary of Debian llvm-14-dev's static libraries vs ``llvm-nm``.
 
-The bar (issue 3): listing every defined and undefined symbol of every member of
+The bar: listing every defined and undefined symbol of every member of
 ``/usr/lib/llvm-14/lib/libLLVM*.a`` takes at most 1.5× ``llvm-nm`` on the same archives, and
 the facts summary without ``--symbols`` is several times faster again. Both run side by side
 in this one process tree, warm page cache, best of N. prebake uses a process pool over the

@@ -25,7 +25,8 @@ NPM_PACKAGES = {"web": "onnxruntime-web@1.30.0", "node": "onnxruntime-node@1.30.
 def tool_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """A clean environment for toolchains: PATH/HOME only, plus what the toolchains need."""
     env = {k: os.environ[k] for k in ("PATH", "HOME", "LANG", "TMPDIR") if k in os.environ}
-    env["NODE_PATH"] = "/usr/share/nodejs"  # Debian's emscripten finds acorn there (TOOLCHAINS.md)
+    # Debian's emscripten finds acorn there (docs/toolchains.md)
+    env["NODE_PATH"] = "/usr/share/nodejs"
     env["ZIG_GLOBAL_CACHE_DIR"] = str(CACHE / "zig")
     env["ZIG_LOCAL_CACHE_DIR"] = str(CACHE / "zig-local")
     env["EM_CACHE"] = str(em_cache())

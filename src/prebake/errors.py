@@ -1,6 +1,7 @@
 """Error classes that carry their exit code, caught in one place (``prebake.cli``).
 
-Exit codes are part of the CLI contract (DESIGN.md): 0 ok, 1 a check failed, 2 bad usage or input.
+Exit codes are part of the CLI contract (docs/architecture.md, "CLI contract"): 0 ok, 1 a check
+failed, 2 bad usage or input.
 """
 
 from __future__ import annotations

@@ -349,7 +349,7 @@ def test_onnxruntime_web_only_the_jspi_build_has_wasm_eh(ort_web: Path) -> None:
     jspi = ort_web / "dist" / "ort-wasm-simd-threaded.jspi.wasm"
     design = Contract(eh="wasm", lto="none", threads=True, arch="wasm32",
                       features_required=("simd128", "exception-handling"),
-                      features_forbidden=("relaxed-simd",))  # DESIGN.md's wasm contract
+                      features_forbidden=("relaxed-simd",))  # the example host's wasm contract
     assert check_paths([jspi], design).ok
     plain = check_paths([ort_web / "dist" / "ort-wasm-simd-threaded.wasm"], design)
     assert sorted(v.rule for v in plain.violations) == ["eh", "features_required"]

@@ -1,4 +1,5 @@
-"""LLVM bitcode objects from real clang 14 / emcc 3.1.6 ``-flto`` builds (ABI-FACTS.md §2).
+"""LLVM bitcode objects from real clang 14 / emcc 3.1.6 ``-flto`` builds (docs/binary-formats.md
+§2).
 
 Thin vs full comes from the module's summary block, the triple from the MODULE record, and the
 symbols from the irsymtab: they must equal what ``llvm-nm`` prints for the same files.

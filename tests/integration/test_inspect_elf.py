@@ -1,7 +1,8 @@
 """ELF objects, shared libraries and executables built with gcc, g++, clang and zig (cross).
 
 Facts are asserted against the flag that should produce them and cross-checked against
-``readelf`` / ``llvm-nm`` (ABI-FACTS.md §4), and against the real onnxruntime-node libraries.
+``readelf`` / ``llvm-nm`` (docs/binary-formats.md §4), and against the real onnxruntime-node
+libraries.
 """
 
 from __future__ import annotations

@@ -206,7 +206,8 @@ def test_truncated_macho_is_a_clean_error(built: Path) -> None:
 
 
 def test_onnxruntime_node_darwin_arm64(ort_node: Path) -> None:
-    """ABI-FACTS §5: the facts of the real onnxruntime-node 1.30.0 darwin/arm64 dylib."""
+    """docs/binary-formats.md §5: the facts of the real onnxruntime-node 1.30.0 darwin/arm64
+    dylib."""
     lib = ort_node / "bin/napi-v6/darwin/arm64/libonnxruntime.1.30.0.dylib"
     f = inspect(lib, SYMBOLS)
     assert (f.format, f.kind, f.os, f.arch) == ("macho", "shared-library", "macos", "aarch64")

@@ -343,7 +343,7 @@ def test_truncated_pe_is_a_clean_error(mingw: Path) -> None:
 
 @pytest.mark.parametrize("arch", ["x64", "arm64"])
 def test_onnxruntime_node_win32_dll(ort_node: Path, arch: str) -> None:
-    """ABI-FACTS §6.2, checked against llvm-readobj on the same file."""
+    """docs/binary-formats.md §6.2, checked against llvm-readobj on the same file."""
     dll = ort_node / f"bin/napi-v6/win32/{arch}/onnxruntime.dll"
     f = inspect(dll, SYMBOLS)
     machine = {"x64": ("x86_64", "AMD64"), "arm64": ("aarch64", "ARM64")}[arch]

@@ -1,6 +1,7 @@
 """wasm objects, archives and linked modules built with the real Emscripten 3.1.6 / clang 14.
 
-Each fact is asserted against the compiler flag that should produce it (ABI-FACTS.md §3.3–§3.5)
+Each fact is asserted against the compiler flag that should produce it (docs/binary-formats.md
+§3.3–§3.5)
 and, where wabt can read the file, against ``wasm-objdump -x``.
 """
 
@@ -56,7 +57,8 @@ void add4(float *out, const float *a, const float *b) {
 f4 fma4(f4 a, f4 b, f4 c) { return __builtin_wasm_fma_f32x4(a, b, c); }
 """,
     "plain.c": "int plain_fn(int x) { return x + 1; }\n",
-    # a -mrelaxed-simd leak into a linked program (the DESIGN.md story): only a decode shows it
+    # a -mrelaxed-simd leak into a linked program (the story in docs/architecture.md): only a
+    # decode shows it
     "rmain.c": """typedef float f4 __attribute__((vector_size(16)));
 __attribute__((noinline)) f4 fma4(f4 a, f4 b, f4 c) { return __builtin_wasm_fma_f32x4(a, b, c); }
 int main(int argc, char **argv) { f4 x = {argc, 1, 2, 3}; x = fma4(x, x, x); return (int)x[0]; }

@@ -1,4 +1,4 @@
-"""The four real onnxruntime-web 1.30.0 builds: the facts of ABI-FACTS.md §3.8.
+"""The four real onnxruntime-web 1.30.0 builds: the facts of docs/binary-formats.md §3.8.
 
 Plain, asyncify and jsep use Emscripten's legacy JS exceptions (visible only in their minified
 ``.mjs`` glue), jspi uses native wasm EH with the exnref encoding; asyncify/jsep carry the
@@ -143,7 +143,7 @@ def test_cross_check_wasm_objdump(ort_web: Path, name: str) -> None:
     path = _dist(ort_web) / name
     ref = _objdump_x(path)
     if ref is None:
-        # wabt 1.0.32 cannot read exnref (ABI-FACTS §3.6); only the jspi build may fail
+        # wabt 1.0.32 cannot read exnref (docs/binary-formats.md §3.6); only the jspi build may fail
         assert name.endswith("jspi.wasm")
         return
     f = inspect(path, ParseOptions(symbols=True))

@@ -86,7 +86,7 @@ def test_wasm_eh_archive_links(wasmeh: Path) -> None:
 
 
 def test_runner_runs_the_linked_consumer(wasmeh: Path) -> None:
-    """With a runner (node for 3.1.6 output, TOOLCHAINS.md) the exception is really caught."""
+    """With a runner (node for 3.1.6 output, docs/toolchains.md) the exception is really caught."""
     r = link_test(wasmeh / "libthrower.a",
                   _em_platform("-fwasm-exceptions", run=("node", "--no-experimental-fetch")),
                   include_dirs=[wasmeh / "include"], snippet=SNIPPET)

@@ -1,4 +1,5 @@
-"""The ar reader on hand-assembled archives: layouts per ABI-FACTS.md §1, and hostile headers.
+"""The ar reader on hand-assembled archives: layouts per docs/binary-formats.md §1, and hostile
+headers.
 
 Real archives from GNU ar and llvm-ar are covered in tests/integration/test_inspect_archive.py;
 here each byte-level rule (padding, name tables, both index layouts, COFF's second linker

@@ -14,9 +14,7 @@ one link are an ODR violation the linker may not report.
 
 from __future__ import annotations
 
-import importlib
 import os
-import tarfile
 import tempfile
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -248,18 +246,9 @@ def _walk(folder: Path) -> Iterator[Path]:
 
 
 def _unpack(asset: Path, dest: Path) -> None:
-    try:  # the store engineer's bounded, all-or-nothing extractor when it is there
-        mod = importlib.import_module("prebake.consume.unpack")
-    except ImportError:
-        mod = None
-    if mod is not None:
-        mod.safe_extract(asset, dest)
-        return
-    try:
-        with tarfile.open(asset) as tf:
-            tf.extractall(dest, filter="data")
-    except (tarfile.TarError, OSError, EOFError) as exc:
-        raise PrebakeError(f"{asset}: cannot unpack asset: {exc}") from None
+    from prebake.consume.unpack import safe_extract  # bounded, all-or-nothing, hostile-safe
+
+    safe_extract(asset, dest)
 
 
 def _is_asset(p: Path) -> bool:

@@ -16,7 +16,6 @@ to ``RULES`` (the key must exist in ``prebake.contract.model.Contract``).
 from __future__ import annotations
 
 import fnmatch
-import importlib
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -273,22 +272,10 @@ def _rule_allowed_needed(expected: Sequence[str], leaf: Facts) -> Finding | None
 
 
 def _default_demangle() -> Callable[[str], str]:
-    try:  # the inspector's, when it exists
-        mod: Any = importlib.import_module("prebake.inspect.demangle")
-    except ImportError:
-        mod = None
-    fn = getattr(mod, "demangle", None)
-    if callable(fn):
-        return lambda name: str(fn(name))
-    import cxxfilt
+    """The inspector's demangler, keeping a name it cannot demangle as it is."""
+    from prebake.inspect.demangle import demangle
 
-    def demangle(name: str) -> str:
-        try:
-            return str(cxxfilt.demangle(name))
-        except Exception:  # cxxfilt raises InvalidName (and others) on non-Itanium names
-            return name
-
-    return demangle
+    return lambda name: demangle(name) or name
 
 
 _MANGLED_PREFIX = re.compile(r"^(_Z|__Z|\?)")

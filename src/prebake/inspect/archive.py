@@ -1,7 +1,7 @@
 """ar archives: GNU/SysV (``/``, ``/SYM64/``, ``//``), BSD/Darwin (``__.SYMDEF``, ``#1/NN``),
 GNU thin archives, and Windows COFF ``.lib`` (two linker members, import libraries).
 
-Layout per ABI-FACTS.md §1: an 8-byte magic, then members with a 60-byte ASCII header
+Layout per docs/binary-formats.md §1: an 8-byte magic, then members with a 60-byte ASCII header
 (name[16] mtime[12] uid[6] gid[6] mode[8] size[10] fmag ``\\x60\\n``) and data padded to an even
 offset. Index offsets point at member *headers*, so members are keyed by header offset, never
 by name (duplicate names are legal; import libraries repeat the DLL name for every member).

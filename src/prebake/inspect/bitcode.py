@@ -2,7 +2,7 @@
 
 Specs: LLVM's "LLVM Bitcode File Format" (the bitstream container: abbreviations, blocks,
 records, blobs) and ``llvm/Object/IRSymtab.h`` (the symbol table LLVM writes next to the
-module so linkers need not load it). ABI-FACTS.md §2 records what was verified with
+module so linkers need not load it). docs/binary-formats.md §2 records what was verified with
 ``llvm-bcanalyzer``: thin vs full LTO from the MODULE block's summary sub-block (20 thin,
 24 full), the irsymtab header layout and symbol flags.
 

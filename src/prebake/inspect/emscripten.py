@@ -1,6 +1,7 @@
 """Emscripten JS glue analysis: the facts a minified ``.wasm`` alone cannot show.
 
-ABI-FACTS.md §3.7: JSPI leaves the wasm untouched (only the glue's ``WebAssembly.Suspending`` /
+docs/binary-formats.md §3.7: JSPI leaves the wasm untouched (only the glue's
+``WebAssembly.Suspending`` /
 ``WebAssembly.promising`` show it), and a minified legacy-EH build renames every import, so
 its exception model is read from the glue's ``invoke_*`` wrappers
 (``function X(a,…){var sp=save();try{…}catch(e){restore(sp);if(e!==e+0)throw e;setThrew(1,0)}}``)

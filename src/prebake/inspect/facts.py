@@ -1,4 +1,5 @@
-"""The facts the inspector reads from a binary, with the stable JSON names of DESIGN.md.
+"""The facts the inspector reads from a binary, with the stable JSON names of
+schemas/inspect.schema.json.
 
 Unknown facts stay ``None`` (JSON ``null``): prebake never guesses. Parsers also record
 *evidence* per fact (why ``eh`` is ``emscripten-legacy``: "references __resumeException"), which

@@ -1,7 +1,7 @@
 """Mach-O reader: thin images/objects and fat (universal) files.
 
 Spec: Apple's ``<mach-o/loader.h>``, ``<mach-o/nlist.h>`` and ``<mach-o/fat.h>`` (cctools/xnu).
-ABI-FACTS.md §5 lists the fields used and the bytes they were verified on. Everything goes
+docs/binary-formats.md §5 lists the fields used and the bytes they were verified on. Everything goes
 through the bounds-checked ``Reader``; counts taken from headers are checked against the
 buffer before a table is read, so a hostile ``ncmds``/``nsyms`` cannot allocate or loop.
 """
@@ -25,7 +25,8 @@ MH_MAGIC_64 = 0xFEEDFACF
 FAT_MAGIC = 0xCAFEBABE
 FAT_MAGIC_64 = 0xCAFEBABF
 # A Java class file starts with CAFEBABE too, then u16 minor, u16 major (>= 45): read as one
-# big-endian u32 that is >= 45, while real fat files hold a handful of slices (ABI-FACTS §0).
+# big-endian u32 that is >= 45, while real fat files hold a handful of slices
+# (docs/binary-formats.md §0).
 JAVA_MIN_MAJOR = 45
 
 

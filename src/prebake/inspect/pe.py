@@ -3,7 +3,8 @@
 Spec: Microsoft "PE Format" (learn.microsoft.com/windows/win32/debug/pe-format): "MS-DOS
 Stub", "Optional Header", ".edata", ".idata", "Delay-Load Import Tables", ".debug"; the Rich
 header layout is undocumented by Microsoft and follows the public reverse-engineering
-write-ups (XOR key after ``Rich``, ``DanS`` start marker). ABI-FACTS.md §6 lists the facts and
+write-ups (XOR key after ``Rich``, ``DanS`` start marker). docs/binary-formats.md §6 lists the
+facts and
 the real DLLs they were verified on. COFF objects and import objects live in ``coff.py``; this
 module's ``READERS`` puts the PE reader first and the magic-less COFF reader last.
 """
@@ -75,7 +76,8 @@ class _Image:
     delay: list[tuple[str, list[str]]] = field(default_factory=list)
 
     def off(self, rva: int, what: str) -> int:
-        """File offset of an RVA (ABI-FACTS §6: VA <= rva < VA + max(VirtualSize, RawSize))."""
+        """File offset of an RVA (docs/binary-formats.md §6: VA <= rva < VA + max(VirtualSize,
+        RawSize))."""
         if rva < self.size_of_headers:
             return rva
         for s in self.sections:
@@ -359,7 +361,8 @@ def _lower_imports(img: _Image) -> list[str]:
 
 
 def _toolchain(facts: Facts, img: _Image, rich: bool) -> None:
-    """msvc / mingw / llvm-mingw, from what each linker and CRT leaves behind (ABI-FACTS §6.1)."""
+    """msvc / mingw / llvm-mingw, from what each linker and CRT leaves behind
+    (docs/binary-formats.md §6.1)."""
     dlls = _lower_imports(img)
     linker = facts.details["linker_version"]
     major = int(linker.split(".")[0])

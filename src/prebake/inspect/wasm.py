@@ -1,4 +1,4 @@
-"""WebAssembly modules and relocatable objects → ``Facts`` (ABI-FACTS.md §3).
+"""WebAssembly modules and relocatable objects → ``Facts`` (docs/binary-formats.md §3).
 
 Specs: the WebAssembly core binary format (sections, imports, limits), LLVM's
 ``tool-conventions/Linking.md`` (the ``linking`` custom section of relocatable objects),

@@ -4,7 +4,8 @@ Spec: the WebAssembly core specification (binary format, §5.4 instructions) plu
 Emscripten/LLVM emit: sign-extension, non-trapping float-to-int, bulk memory, reference types,
 SIMD (incl. LLVM 14's pre-standard relaxed-SIMD opcodes), threads/atomics, tail calls, typed
 function references, legacy exception handling (try/catch/delegate) and the exnref encoding
-(``try_table``/``throw_ref``). ABI-FACTS.md §3.6 lists the families and how they were verified.
+(``try_table``/``throw_ref``). docs/binary-formats.md §3.6 lists the families and how they were
+verified.
 
 Why two passes: Emscripten release modules carry no ``target_features`` section, so SIMD,
 atomics and the EH encoding are only visible in the instructions. The cheap pass reads only each

@@ -1,46 +1,17 @@
 """Unpack a downloaded source archive safely, optionally stripping leading path components.
 
-Uses the store engineer's ``prebake.consume.unpack.safe_extract`` (all-or-nothing, hostile
-archives rejected) when it is there; until then a local fallback with the same refusals for the
-cases a source archive can hit (absolute names, ``..``, links leaving the tree, devices).
+Through ``prebake.consume.unpack.safe_extract``, the one extractor: all-or-nothing, hostile
+archives rejected (absolute names, ``..``, links leaving the tree, devices, bombs).
 """
 
 from __future__ import annotations
 
 import shutil
-import tarfile
 import tempfile
-import zipfile
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
+from prebake.consume.unpack import safe_extract
 from prebake.errors import PrebakeError
-
-
-def _fallback_extract(archive: Path, dest: Path) -> None:
-    name = archive.name.lower()
-    if zipfile.is_zipfile(archive):
-        with zipfile.ZipFile(archive) as zf:
-            for info in zf.infolist():
-                p = PurePosixPath(info.filename)
-                if p.is_absolute() or ".." in p.parts:
-                    raise PrebakeError(f"{archive}: unsafe member name {info.filename!r}")
-            zf.extractall(dest)
-        return
-    try:
-        with tarfile.open(archive) as tf:
-            seen: set[str] = set()
-            for m in tf.getmembers():
-                p = PurePosixPath(m.name)
-                if p.is_absolute() or ".." in p.parts:
-                    raise PrebakeError(f"{archive}: unsafe member name {m.name!r}")
-                if m.name in seen:
-                    raise PrebakeError(f"{archive}: duplicate member {m.name!r}")
-                seen.add(m.name)
-                if m.isdev() or m.isfifo():
-                    raise PrebakeError(f"{archive}: device or fifo member {m.name!r}")
-            tf.extractall(dest, filter="data")
-    except tarfile.TarError as exc:
-        raise PrebakeError(f"{archive}: not a readable archive ({name}): {exc}") from None
 
 
 def extract(archive: Path, dest: Path, *, strip_components: int = 0) -> Path:
@@ -49,12 +20,7 @@ def extract(archive: Path, dest: Path, *, strip_components: int = 0) -> Path:
     with tempfile.TemporaryDirectory(prefix=".unpack-", dir=dest.parent) as tmp:
         stage = Path(tmp) / "x"
         stage.mkdir()
-        try:
-            from prebake.consume.unpack import safe_extract
-        except ImportError:
-            _fallback_extract(archive, stage)
-        else:
-            safe_extract(archive, stage)
+        safe_extract(archive, stage)
         root = stage
         for _ in range(strip_components):
             kids = list(root.iterdir())

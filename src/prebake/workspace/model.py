@@ -1,6 +1,6 @@
 """The workspace as frozen data: what ``prebake.toml`` says once it has been validated.
 
-Load → validate → select are separate steps (STYLE.md): ``prebake.workspace.loader`` turns the
+Load → validate → select are separate steps: ``prebake.workspace.loader`` turns the
 TOML into these objects or raises one ``ConfigError`` listing every problem; nothing here reads
 files or detects the host.
 """
