@@ -313,3 +313,38 @@ def test_an_unreachable_store_gives_unknown_with_the_reason(
     out = capsys.readouterr()
     assert {u["status"] for u in json.loads(out.out)["units"]} == {"unknown"}
     assert "could not be asked" in out.err and "statuses are unknown" in out.err
+
+
+def test_build_plans_once_and_units_carry_what_they_build_on(
+        sdk: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """`prebake build` makes one plan for every named platform; each unit comes resolved
+    (platform, recipes, upstream units, asset), so the build never plans again."""
+    import prebake.plan
+    from prebake.bake import plan_units
+    from prebake.plan import planner
+
+    calls: list[object] = []
+    real = planner.make_plan
+
+    def counting(*args: object, **kwargs: object) -> object:
+        calls.append((args, kwargs))
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(planner, "make_plan", counting)
+    monkeypatch.setattr(prebake.plan, "make_plan", counting)
+    platforms = sorted(ALL_PLATFORMS)
+    argv = [arg for p in platforms for arg in ("--platform", p)]
+    assert main(["-C", str(sdk), "build", "--dry-run", "--json", *argv]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert len(data["units"]) == 18
+    assert len(calls) == 1, f"the build planned {len(calls)} times"
+    # several platforms come platform by platform, each in build order
+    assert [u["unit"].split("/")[1] for u in data["units"]] == [
+        p for p in platforms for _ in range(3)]
+
+    ws = load_workspace(sdk)
+    units = {u.id: u for u in plan_units(ws, None, ["wasm"])}
+    media, ort, core = units["media/wasm"], units["onnxruntime/wasm"], units["core/wasm"]
+    assert media.upstream == (core,) and ort.upstream == (core,) and core.upstream == ()
+    assert media.platform is ws.platforms["wasm"] and ort.recipes == (ws.recipes["onnxruntime"],)
+    assert ort.asset == asset_id("onnxruntime", ws.pins["onnxruntime"], "wasm")

@@ -1,4 +1,29 @@
-"""``prebake build``'s library API: the plan's units as a DAG, run under a job budget.
+"""``prebake build``'s library API: plan once, then run each unit's steps under a job budget.
+
+Data flow, and why each step exists::
+
+    make_plan ─► Unit (frozen: Platform, Stage, Recipes, upstream Units, input hash, AssetId)
+      │            made once per build by plan_units(); nothing below looks a name up again
+      ▼
+    run_unit ─► skip?   the store holds the asset with this input hash: nothing to do
+      │         preflight  refuse what can never build (no strategy, placeholder sha256)
+      │         compose    the earlier stages' files form the prefix the unit builds against
+      │                    (built here, or restored from their verified assets in the store)
+      │         per recipe:
+      │           build_recipe   sources → commands (or an upstream archive's layout) → prefix
+      │           guard_recipe   outputs present, inspected, contract-checked, link-tested;
+      │                          nothing unproven goes further
+      │           export_configs CMake/pkg-config files later recipes find_package
+      │         guard_unchanged  no earlier stage's file changed (it already shipped)
+      │         package    asset + manifest (what the guards proved, toolchain, inputs) + SBOM
+      │         attest     the provenance statement for the asset's sha256
+      │         publish    (diff against the store's current asset) → the store
+      ▼
+    UnitResult per unit ─► the table, ``build --json``, the exit status
+
+The steps live in :mod:`prebake.bake.unit`; each takes the unit's fixed ``UnitRun`` and the
+previous step's frozen value and returns its own, so a new step goes between two others
+without reaching into shared state.
 
 Independent units (other platforms, recipes of a per-recipe stage) run in parallel; a unit
 starts once every unit it depends on has been built or skipped. A failed unit stops its
@@ -14,63 +39,29 @@ import fcntl
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from typing import Any
 
-from prebake.bake.unit import Options, UnitBuilder, UnitResult, UnitSpec
+from prebake.bake.result import UnitResult
+from prebake.bake.unit import Options, run_unit
 from prebake.errors import PrebakeError
-from prebake.package.naming import AssetId
-from prebake.recipes.model import Recipe
+from prebake.plan import planner
+from prebake.plan.model import Unit
 from prebake.store import open_store
 from prebake.workspace.model import Workspace
 
-__all__ = ["Options", "UnitResult", "UnitSpec", "build", "resolve_units"]
+__all__ = ["Options", "Unit", "UnitResult", "build", "plan_units"]
 
 Emit = Callable[[str, str, str], None]
 
 
-def _recipe(ws: Workspace, ref: Any) -> Recipe:
-    if isinstance(ref, Recipe):
-        return ref
-    return ws.recipes[str(ref)]
+def plan_units(ws: Workspace, stage: str | None, platforms: Sequence[str] | None
+               ) -> tuple[Unit, ...]:
+    """The units to build, in build order (platform by platform when several are named).
 
-
-def _platform_name(ref: Any) -> str:
-    return str(getattr(ref, "name", ref))
-
-
-def resolve_units(ws: Workspace, stage: str | None, platforms: Sequence[str] | None
-                  ) -> list[UnitSpec]:
-    """The plan's units (in build order) resolved to recipes, platforms and asset names."""
-    from prebake.plan import asset_for, make_plan
-
-    names = list(platforms) if platforms else [None]
-    specs: list[UnitSpec] = []
-    for pname in names:
-        plan = make_plan(ws, stage=stage, platform=pname)
-        for unit in plan.units:
-            p = ws.platforms[_platform_name(unit.platform)]
-            per_recipe = unit.recipe is not None
-            recipes = tuple(_recipe(ws, r) for r in unit.recipes)
-            upstream = ws.upstream_stages(unit.stage)
-            specs.append(UnitSpec(
-                id=unit.id, stage=unit.stage, recipes=recipes, platform=p,
-                input_hash=unit.input_hash, asset=asset_for(unit), per_recipe=per_recipe,
-                upstream=upstream, upstream_assets=_upstream_assets(ws, upstream, p.name),
-                deps=tuple(unit.deps), inputs=dict(unit.inputs),
-            ))
-    return specs
-
-
-def _upstream_assets(ws: Workspace, stages: Sequence[str], platform: str
-                     ) -> dict[str, tuple[AssetId, str]]:
-    from prebake.plan import asset_for, make_plan
-
-    out: dict[str, tuple[AssetId, str]] = {}
-    for s in stages:
-        for unit in make_plan(ws, stage=s, platform=platform).units:
-            if unit.stage == s and unit.recipe is None:
-                out[s] = (asset_for(unit), unit.input_hash)
-    return out
+    One plan for the whole selection: every unit carries its resolved upstream units, so the
+    build never plans again.
+    """
+    return planner.make_plan(ws, stage=stage, platform=list(platforms) if platforms else None
+                             ).units
 
 
 @contextlib.contextmanager
@@ -90,32 +81,32 @@ def _workspace_lock(ws: Workspace) -> Iterator[None]:
             fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
 
 
-def build(ws: Workspace, specs: Sequence[UnitSpec], opts: Options,
+def build(ws: Workspace, units: Sequence[Unit], opts: Options,
           emit: Emit | None = None) -> list[UnitResult]:
-    """Run ``specs`` (dependency order) and return one result per unit, in the same order."""
+    """Run ``units`` (dependency order) and return one result per unit, in the same order."""
     if opts.dry_run:
-        return _build(ws, specs, opts, emit)
+        return _build(ws, units, opts, emit)
     with _workspace_lock(ws):
-        return _build(ws, specs, opts, emit)
+        return _build(ws, units, opts, emit)
 
 
-def _build(ws: Workspace, specs: Sequence[UnitSpec], opts: Options,
+def _build(ws: Workspace, units: Sequence[Unit], opts: Options,
            emit: Emit | None = None) -> list[UnitResult]:
     emit = emit or (lambda _u, _s, _m: None)
     store = open_store(ws.default_store, root=ws.root)  # a dry run reads it: what would skip
-    if not opts.dry_run and opts.publish and not getattr(store, "writable", True):
+    if not opts.dry_run and opts.publish and not store.writable:
         raise PrebakeError(f"{ws.default_store}: the default store is read-only")
     cancel = threading.Event()
-    by_id = {s.id: s for s in specs}
+    by_id = {u.id: u for u in units}
     results: dict[str, UnitResult] = {}
-    pending = list(specs)
-    running: dict[Future[UnitResult], UnitSpec] = {}
+    pending = list(units)
+    running: dict[Future[UnitResult], Unit] = {}
 
-    def ready(s: UnitSpec) -> bool:
-        return all(d not in by_id or d in results for d in s.deps)
+    def ready(u: Unit) -> bool:
+        return all(d not in by_id or d in results for d in u.deps)
 
-    def blocked_by(s: UnitSpec) -> str | None:
-        for d in s.deps:
+    def blocked_by(u: Unit) -> str | None:
+        for d in u.deps:
             r = results.get(d)
             if r is not None and r.state in ("failed", "blocked"):
                 return d
@@ -124,30 +115,29 @@ def _build(ws: Workspace, specs: Sequence[UnitSpec], opts: Options,
     with ThreadPoolExecutor(max(1, opts.jobs), thread_name_prefix="unit") as pool:
         try:
             while pending or running:
-                for s in list(pending):
-                    if (bad := blocked_by(s)) is not None:
-                        pending.remove(s)
-                        results[s.id] = UnitResult(s.id, "blocked", asset=s.asset.filename,
-                                                   input_hash=s.input_hash,
+                for u in list(pending):
+                    if (bad := blocked_by(u)) is not None:
+                        pending.remove(u)
+                        results[u.id] = UnitResult(u.id, "blocked", asset=u.asset.filename,
+                                                   input_hash=u.input_hash,
                                                    message=f"not built: {bad} failed")
-                        emit(s.id, "blocked", results[s.id].message)
-                    elif ready(s) and len(running) < max(1, opts.jobs):
-                        pending.remove(s)
-                        emit(s.id, "running", "starting")
-                        b = UnitBuilder(ws, s, opts, store, emit, cancel)
-                        running[pool.submit(b.run)] = s
+                        emit(u.id, "blocked", results[u.id].message)
+                    elif ready(u) and len(running) < max(1, opts.jobs):
+                        pending.remove(u)
+                        emit(u.id, "running", "starting")
+                        running[pool.submit(run_unit, ws, u, opts, store, emit, cancel)] = u
                 if not running:
                     if pending:  # plan deps that can never be met: refuse instead of spinning
                         raise PrebakeError("units wait on each other: "
-                                           + ", ".join(s.id for s in pending))
+                                           + ", ".join(u.id for u in pending))
                     continue
                 done, _ = wait(running, return_when=FIRST_COMPLETED)
                 for f in done:
-                    s = running.pop(f)
+                    u = running.pop(f)
                     r = f.result()
-                    results[s.id] = r
-                    emit(s.id, r.state, r.message or r.reason)
+                    results[u.id] = r
+                    emit(u.id, r.state, r.message or r.reason)
         except BaseException:
             cancel.set()
             raise
-    return [results[s.id] for s in specs]
+    return [results[u.id] for u in units]

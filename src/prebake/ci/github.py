@@ -73,7 +73,8 @@ def legs(ws: Workspace, plan: Plan) -> list[Leg]:
     out = []
     for stage in plan.stages:
         for platform in plan.platforms:
-            units = tuple(u for u in plan.units if u.stage == stage and u.platform == platform)
+            units = tuple(u for u in plan.units if u.stage.name == stage
+                          and u.platform.name == platform)
             if units:
                 out.append(Leg(stage, platform, units))
     return out

@@ -56,9 +56,9 @@ def prepare_leg(ws: Workspace, stage: str, platform: str, store_url: str,
         return result
     local = open_store(ws.default_store, root=ws.root)
     have = set(local.list_assets())
-    upstream = make_plan(ws, platform=platform)
     wanted = {d for u in plan.units for d in u.deps}
-    for unit in upstream.units:
+    upstream = {up.id: up for u in plan.units for up in u.upstream}  # the plan resolved them
+    for unit in upstream.values():
         if unit.id not in wanted:
             continue
         aid = asset_for(unit)

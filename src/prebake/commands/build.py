@@ -6,7 +6,11 @@ import argparse
 import dataclasses
 import os
 import shlex
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from prebake.plan.model import Unit
 
 NAME = "build"
 HELP = "build the plan's units (skipping those already in the store), guard, package, publish"
@@ -95,7 +99,7 @@ def pin_mismatches(ws: Any, platforms: Any) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from prebake.bake import Options, build, resolve_units
+    from prebake.bake import Options, build, plan_units
     from prebake.commands._common import console, err_console, find_workspace, print_json
     from prebake.errors import PrebakeError
     from prebake.jsonio import SCHEMA_VERSION
@@ -111,16 +115,16 @@ def run(args: argparse.Namespace) -> int:
     if args.platform:
         for p in args.platform:
             ws.platform_names(p)  # one clear error for an unknown platform
-    specs = resolve_units(ws, args.stage, args.platform)
+    units = plan_units(ws, args.stage, args.platform)
     opts = Options(jobs=args.jobs, force=args.force, dry_run=args.dry_run,
                    caller_env=dict(os.environ), diff=args.diff)
     if args.json or args.dry_run:
-        results = build(ws, specs, opts)
+        results = build(ws, units, opts)
     else:
-        results = _with_progress(ws, specs, opts)
+        results = _with_progress(ws, units, opts)
     failed = [r for r in results if r.state in ("failed", "blocked")]
     if not args.json:
-        built = {s.platform.name: s.platform for s, r in zip(specs, results, strict=True)
+        built = {u.platform.name: u.platform for u, r in zip(units, results, strict=True)
                  if r.state == "built"}
         for warning in pin_mismatches(ws, built.values()):
             err_console().print(f"prebake: warning: {warning}", markup=False, highlight=False)
@@ -157,7 +161,7 @@ def _write_summary(parts: list[str]) -> None:
         err_console().print(text, markup=False, highlight=False)
 
 
-def _with_progress(ws: Any, specs: list[Any], opts: Any) -> list[Any]:
+def _with_progress(ws: Any, units: Sequence[Unit], opts: Any) -> list[Any]:
     """Run the build with a live progress display on stderr (one line per running unit)."""
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
@@ -167,7 +171,7 @@ def _with_progress(ws: Any, specs: list[Any], opts: Any) -> list[Any]:
     with Progress(SpinnerColumn(), TextColumn("{task.fields[unit]:<28}"),
                   TextColumn("{task.description}"), TimeElapsedColumn(),
                   console=err_console(), transient=False) as progress:
-        tasks = {s.id: progress.add_task("waiting", unit=s.id, total=None) for s in specs}
+        tasks = {u.id: progress.add_task("waiting", unit=u.id, total=None) for u in units}
 
         def emit(unit: str, state: str, message: str) -> None:
             line = message.splitlines()[0] if message else state
@@ -177,4 +181,4 @@ def _with_progress(ws: Any, specs: list[Any], opts: Any) -> list[Any]:
                 progress.update(tasks[unit], description=f"{state}: {line[:70]}", total=1,
                                 completed=1)
 
-        return build(ws, specs, opts, emit)
+        return build(ws, units, opts, emit)

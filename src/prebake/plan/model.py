@@ -1,4 +1,10 @@
-"""Units and plans: what will be built, in which order, and what identifies each result."""
+"""Units and plans: what will be built, in which order, and what identifies each result.
+
+A :class:`Unit` is made once, by the planner, and carries everything resolved: the workspace's
+``Platform`` and ``Stage``, the ``Recipe`` objects it builds, the units it builds upon, its
+input hash and its release asset. The builder, the CI generator, ``plan`` and trust read it as
+is, so nothing downstream looks a name up again or re-plans.
+"""
 
 from __future__ import annotations
 
@@ -6,55 +12,74 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from prebake.package.naming import AssetId, asset_id
-from prebake.workspace.model import PackageMode
+from prebake.package.naming import AssetId
+from prebake.recipes.model import Recipe
+from prebake.workspace.model import PackageMode, Platform, Stage
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Unit:
     """One (recipe or stage) × platform.
 
     ``id`` is ``"<stage>/<platform>"`` for a stage packaged as one prefix, ``"<recipe>/<platform>"``
     in a ``per-recipe`` stage. ``inputs`` are the named digests/values the ``input_hash`` is made
     of; ``recipe_inputs`` the same per recipe it builds (for ``--explain``). ``deps`` are the unit
-    ids that must be built first. ``asset_name``/``version`` name its release asset.
+    ids that must be built first. ``upstream`` are the units, on the same platform, of every stage
+    this unit's stage comes after (directly or not): the files of their ``prefix`` units make up
+    the prefix it builds against, and their input hashes say which stored assets may stand in.
     """
 
     id: str
-    stage: str
-    recipe: str | None
-    platform: str
+    stage: Stage
+    platform: Platform
+    recipes: tuple[Recipe, ...]
     input_hash: str
     inputs: Mapping[str, str]
     deps: tuple[str, ...]
-    recipes: tuple[str, ...]
-    package: PackageMode
-    asset_name: str
-    version: str
+    asset: AssetId
+    upstream: tuple[Unit, ...] = ()
     recipe_inputs: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+
+    @property
+    def package(self) -> PackageMode:
+        return self.stage.package
+
+    @property
+    def per_recipe(self) -> bool:
+        return self.stage.package == "per-recipe"
+
+    @property
+    def recipe(self) -> str | None:
+        """The name of a ``per-recipe`` unit's one recipe; ``None`` for a stage unit."""
+        return self.recipes[0].name if self.per_recipe else None
 
     @property
     def short_hash(self) -> str:
         return self.input_hash[:12]
 
+    def upstream_unit(self, stage: str) -> Unit | None:
+        """The ``prefix`` unit of an earlier stage (``None``: the stage ships per recipe)."""
+        return next((u for u in self.upstream
+                     if u.stage.name == stage and u.package == "prefix"), None)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "id": self.id,
-            "stage": self.stage,
+            "stage": self.stage.name,
             "recipe": self.recipe,
-            "recipes": list(self.recipes),
-            "platform": self.platform,
+            "recipes": [r.name for r in self.recipes],
+            "platform": self.platform.name,
             "package": self.package,
             "input_hash": self.input_hash,
             "inputs": dict(self.inputs),
             "deps": list(self.deps),
-            "asset": asset_for(self).filename,
+            "asset": self.asset.filename,
         }
 
 
 def asset_for(unit: Unit) -> AssetId:
     """The release asset a unit produces (the build and the store lookup both use this)."""
-    return asset_id(unit.asset_name, unit.version, unit.platform)
+    return unit.asset
 
 
 @dataclass(frozen=True)

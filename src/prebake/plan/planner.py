@@ -8,9 +8,11 @@ builds against, so an unrelated change upstream does not rebuild it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from prebake.package import ASSET_FORMAT
+from prebake.package.naming import asset_id
 from prebake.plan.hashing import (
     HASH_SCHEME,
     Identify,
@@ -37,7 +39,10 @@ def _stage_units(ws: Workspace, stage: Stage, platform: Platform, done: dict[str
     covering = tuple(r for r in stage.recipes if ws.recipes[r].strategy_for(p) is not None)
     if not covering:
         return []
-    after = tuple(u.id for u in done.values() if u.platform == p and u.stage in stage.after)
+    after = tuple(u.id for u in done.values()
+                  if u.platform.name == p and u.stage.name in stage.after)
+    earlier = set(ws.upstream_stages(stage.name))
+    upstream = tuple(u for u in done.values() if u.platform.name == p and u.stage.name in earlier)
     rin = {r: recipe_inputs(ws.recipes[r], platform, ws.pins, identify, cache) for r in covering}
     if stage.package == "prefix":
         inputs = {"hash-scheme": HASH_SCHEME, "asset-format": str(ASSET_FORMAT),
@@ -45,10 +50,11 @@ def _stage_units(ws: Workspace, stage: Stage, platform: Platform, done: dict[str
         inputs.update({f"recipe:{r}": canonical_digest(rin[r]) for r in covering})
         inputs.update({f"unit:{uid}": done[uid].input_hash for uid in after})
         return [Unit(
-            id=f"{stage.name}/{p}", stage=stage.name, recipe=None, platform=p,
-            input_hash=canonical_digest(inputs), inputs=inputs, deps=after, recipes=covering,
-            package="prefix", asset_name=f"{ws.project.name}-{stage.name}",
-            version=ws.project.version, recipe_inputs=rin,
+            id=f"{stage.name}/{p}", stage=stage, platform=platform,
+            recipes=tuple(ws.recipes[r] for r in covering),
+            input_hash=canonical_digest(inputs), inputs=inputs, deps=after,
+            asset=asset_id(f"{ws.project.name}-{stage.name}", ws.project.version, p),
+            upstream=upstream, recipe_inputs=rin,
         )]
     units: list[Unit] = []
     for r in covering:
@@ -60,30 +66,34 @@ def _stage_units(ws: Workspace, stage: Stage, platform: Platform, done: dict[str
             built = done.get(uid or "") or next((u for u in units if u.id == uid), None)
             if built is not None:
                 inputs[f"unit:{built.id}"] = built.input_hash
-                if built.stage == stage.name:
+                if built.stage.name == stage.name:
                     same_stage.append(built.id)
         units.append(Unit(
-            id=f"{r}/{p}", stage=stage.name, recipe=r, platform=p,
+            id=f"{r}/{p}", stage=stage, platform=platform, recipes=(recipe,),
             input_hash=canonical_digest(inputs), inputs=inputs, deps=(*after, *same_stage),
-            recipes=(r,),
-            package="per-recipe", asset_name=r, version=ws.pins[recipe.pin],
+            asset=asset_id(r, ws.pins[recipe.pin], p), upstream=upstream,
             recipe_inputs={r: rin[r]},
         ))
     return units
 
 
-def make_plan(ws: Workspace, stage: str | None = None, platform: str | None = None, *,
+def make_plan(ws: Workspace, stage: str | None = None,
+              platform: str | Sequence[str] | None = None, *,
               identify: Identify | None = None) -> Plan:
-    """Units of the selected stage (or alias) and platform, in build order.
+    """Units of the selected stage (or alias) and platform(s), in build order.
 
     Hashes of units outside the selection are still computed: a selected unit's hash covers
-    the stages it comes after.
+    the stages it comes after. Several platforms come out platform by platform, in the order
+    given (each platform's units in build order).
     """
     identify = identify or _IDENTITY
     if isinstance(identify, ToolchainIdentity):
         identify.prefetch([ws.platforms[p].toolchain for p in ws.platforms])
     stages = ws.stage_names(stage)
-    platforms = ws.platform_names(platform)
+    if platform is None or isinstance(platform, str):
+        platforms = ws.platform_names(platform)
+    else:
+        platforms = tuple(dict.fromkeys(p for name in platform for p in ws.platform_names(name)))
     done: dict[str, Unit] = {}
     cache: dict[tuple[str, Path], str] = {}  # file/tree digests, read once per plan
     needed = set(stages)
@@ -95,5 +105,7 @@ def make_plan(ws: Workspace, stage: str | None = None, platform: str | None = No
         for p in platforms:
             for unit in _stage_units(ws, ws.stages[s], ws.platforms[p], done, identify, cache):
                 done[unit.id] = unit
-    units = tuple(u for u in done.values() if u.stage in stages)
+    units = tuple(u for u in done.values() if u.stage.name in stages)
+    if platform is not None and not isinstance(platform, str):
+        units = tuple(sorted(units, key=lambda u: platforms.index(u.platform.name)))
     return Plan(units=units, stages=stages, platforms=platforms)

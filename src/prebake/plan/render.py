@@ -17,7 +17,7 @@ def _cell(text: str) -> str:
 def markdown_table(plan: Plan, statuses: Mapping[str, str]) -> str:
     lines = ["| unit | stage | platform | input hash | status |", "|---|---|---|---|---|"]
     for u in plan.units:
-        lines.append(f"| `{u.id}` | {u.stage} | {u.platform} | `{u.short_hash}` | "
+        lines.append(f"| `{u.id}` | {u.stage.name} | {u.platform.name} | `{u.short_hash}` | "
                      f"{statuses.get(u.id, 'unknown')} |")
     return "\n".join(lines) + "\n"
 
@@ -46,7 +46,7 @@ def _changes_lines(status: str, changes: Changes) -> list[str]:
 
 def explain_markdown(unit: Unit, status: str, changes: Changes = None) -> str:
     """Which inputs make up a unit's hash, so a user sees why it will (not) rebuild."""
-    lines = [f"### `{unit.id}` (stage {unit.stage}, platform {unit.platform})", "",
+    lines = [f"### `{unit.id}` (stage {unit.stage.name}, platform {unit.platform.name})", "",
              f"input hash `{unit.input_hash}`, status: {status}",
              *_changes_lines(status, changes), "",
              *_inputs_table(unit.inputs)]

@@ -19,7 +19,7 @@ from prebake.trust.sbom import SBOM_PATH, make_sbom
 from prebake.trust.sign import SignatureError, Verified, signed_text, verify_bytes
 
 if TYPE_CHECKING:
-    from prebake.bake.unit import UnitSpec
+    from prebake.plan.model import Unit
     from prebake.store.base import Store
     from prebake.workspace.model import Workspace
 
@@ -50,24 +50,21 @@ class UnitTrust:
         return out
 
 
-def unit_trust(ws: Workspace, spec: UnitSpec, toolchain: Mapping[str, Any], work_root: Path,
-               started: float) -> UnitTrust:
+def unit_trust(ws: Workspace, unit: Unit, toolchain: Mapping[str, Any], work_root: Path,
+               started: float, dist: Path) -> UnitTrust:
     """Provenance and SBOM for one unit; ``work_root/<recipe>/`` holds each recipe's sources.
 
-    Called right before the asset is (re)written: the trust sidecars of the previous asset in
-    the build's output folder go first, so an interrupted build never leaves a statement or a
+    Called right before the asset is (re)written into ``dist``: the trust sidecars of the
+    previous asset there go first, so an interrupted build never leaves a statement or a
     signature next to bytes they do not describe.
     """
-    from prebake.bake.unit import Layout
-
-    dist = Layout(ws.root).dist(spec.platform.name)
     for suffix in (SIGNATURE_SUFFIX, PROVENANCE_SUFFIX):
-        (dist / (spec.asset.filename + suffix)).unlink(missing_ok=True)
-    work = {r.name: work_root / r.name for r in spec.recipes}
+        (dist / (unit.asset.filename + suffix)).unlink(missing_ok=True)
+    work = {r.name: work_root / r.name for r in unit.recipes}
     definition = build_definition(
-        unit=spec.id, stage=spec.stage, recipes=spec.recipes, platform=spec.platform,
-        pins=ws.pins, input_hash=spec.input_hash, toolchain=toolchain, root=ws.root, work=work)
-    sbom = make_sbom(spec.asset, spec.recipes, ws.pins, spec.input_hash)
+        unit=unit.id, stage=unit.stage.name, recipes=unit.recipes, platform=unit.platform,
+        pins=ws.pins, input_hash=unit.input_hash, toolchain=toolchain, root=ws.root, work=work)
+    sbom = make_sbom(unit.asset, unit.recipes, ws.pins, unit.input_hash)
     return UnitTrust(definition, sbom, started)
 
 

@@ -1,0 +1,66 @@
+"""``build --dry-run``: each unit's exact downloads, commands and environment, run nothing."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from prebake.bake import commands as cmdline
+from prebake.bake.layout import Layout, work_dirs
+from prebake.errors import PrebakeError
+from prebake.plan.model import Unit
+from prebake.recipes.model import Build, Repackage
+from prebake.sources import SourceCache, describe, render_source
+from prebake.store.base import Store, read_manifest
+from prebake.workspace.model import Workspace
+
+if TYPE_CHECKING:
+    from prebake.bake.unit import Options
+
+
+def dry_run_verdict(store: Store | None, unit: Unit, force: bool) -> str:
+    """What a real run would do with this unit, so a dry run does not overstate the work."""
+    if force:
+        return "dry run: would build (--force)"
+    try:
+        m = read_manifest(store, unit.asset) if store is not None else None
+    except (PrebakeError, OSError) as exc:
+        return f"dry run: would build unless the store has it (store not asked: {exc})"
+    if m is not None and m.get("input_hash") == unit.input_hash:
+        return "dry run: would skip (input hash matches the asset in the store)"
+    return "dry run: would build (" + ("no asset in the store" if m is None
+                                       else "input hash differs from the stored asset") + ")"
+
+
+def dry_run_steps(ws: Workspace, unit: Unit, opts: Options, cache: SourceCache
+                  ) -> list[dict[str, Any]]:
+    """One step per recipe: what a real build would download or run, and where."""
+    from prebake.bake.unit import command_context, command_env
+
+    dirs = work_dirs(Layout(ws.root), unit)
+    pname = unit.platform.name
+    steps: list[dict[str, Any]] = []
+    for recipe in unit.recipes:
+        work = dirs.recipe(recipe)
+        strategy = recipe.strategy_for(pname)
+        step: dict[str, Any] = {"recipe": recipe.name, "platform": pname}
+        ver = ws.pins[recipe.pin]
+        if isinstance(strategy, Repackage):
+            step["strategy"] = "repackage"
+            step["download"] = [u.format(version=ver) for u in (strategy.url, *strategy.mirrors)]
+            step["sha256"] = strategy.sha256
+            step["verified"] = strategy.verified
+            step["layout"] = dict(strategy.layout)
+        elif isinstance(strategy, Build):
+            ctx = command_context(ws, unit, opts, recipe, work, dirs)
+            step["strategy"] = "build"
+            step["sources"] = [line for s in recipe.sources for line in
+                               describe(render_source(s, ver, ws.pins), work, recipe.folder,
+                                        cache)]
+            step["cwd"] = str(work / "build")
+            step["env"] = command_env(unit, opts, recipe, strategy, ctx)
+            step["commands"] = [cmdline.expand(c, ctx, f"recipe {recipe.name} command {i}")
+                                for i, c in enumerate(strategy.commands, 1)]
+        else:
+            step["strategy"] = None
+        steps.append(step)
+    return steps

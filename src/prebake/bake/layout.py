@@ -1,0 +1,71 @@
+"""Where a workspace's build state lives (``<root>/.prebake``), and one unit's folders in it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from prebake.plan.model import Unit
+from prebake.recipes.model import Recipe
+
+
+def slug(unit_id: str) -> str:
+    return unit_id.replace("/", "--")
+
+
+class Layout:
+    """The ``.prebake`` folder: work trees, saved stage files, logs and finished assets."""
+
+    def __init__(self, root: Path) -> None:
+        self.base = root / ".prebake"
+
+    def work(self, platform: str, name: str) -> Path:
+        return self.base / "work" / platform / name
+
+    def stage_files(self, platform: str, stage: str) -> Path:
+        """The files a stage added to the prefix (what its asset ships)."""
+        return self.base / "stages" / platform / stage
+
+    def log(self, unit_id: str) -> Path:
+        return self.base / "logs" / f"{slug(unit_id)}.log"
+
+    def dist(self, platform: str) -> Path:
+        return self.base / "dist" / platform
+
+
+@dataclass(frozen=True)
+class WorkDirs:
+    """One unit's folders, named once.
+
+    A stage unit installs into ``prefix``, which starts as the union of the earlier stages'
+    files (``deps`` is the same folder); a per-recipe unit installs into its own empty
+    ``prefix`` and builds against a copy of the earlier stages' files in ``deps``. Either way
+    ``deps`` is the tree whose earlier files must come out unchanged.
+    """
+
+    root: Path
+    prefix: Path
+    deps: Path
+    dist: Path  # where the finished asset and its sidecars are written
+
+    def recipe(self, recipe: Recipe) -> Path:
+        """A recipe's sources, build folder and link-test scratch space."""
+        return self.root / recipe.name
+
+    @property
+    def shared_prefix(self) -> bool:
+        return self.deps == self.prefix
+
+
+def work_dirs(layout: Layout, unit: Unit) -> WorkDirs:
+    p = unit.platform.name
+    if unit.recipe is not None:
+        root = layout.work(p, f"{unit.stage.name}-{unit.recipe}")
+        return WorkDirs(root, root / "prefix", root / "deps", layout.dist(p))
+    root = layout.work(p, unit.stage.name)
+    return WorkDirs(root, root / "prefix", root / "prefix", layout.dist(p))
+
+
+def stage_marker(stage_files: Path) -> Path:
+    """Records which input hash a stage's saved files were built from."""
+    return stage_files.with_name(stage_files.name + ".input_hash")
