@@ -121,7 +121,10 @@ def _leg(args: argparse.Namespace, ws: Any) -> int:
     from prebake.ci.leg import prepare_leg
     from prebake.commands._common import print_json
     from prebake.jsonio import SCHEMA_VERSION
+    from prebake.names import check_name
 
+    if args.release is not None:
+        check_name(args.release, "--release")
     ws.stage_names(args.stage)
     ws.platform_names(args.platform)
     store = args.store or publish_store(ws)

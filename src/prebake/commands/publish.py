@@ -29,9 +29,12 @@ def run(args: argparse.Namespace) -> int:
     from prebake.commands._store import byte_progress, store_url, workspace_root
     from prebake.errors import PrebakeError
     from prebake.jsonio import SCHEMA_VERSION
+    from prebake.names import check_name
     from prebake.store import open_store
     from prebake.store.base import DEFAULT_RELEASE, prepare_publish
 
+    if args.release is not None:
+        check_name(args.release, "--release")
     root = workspace_root(args)
     url = store_url(args.store, root)
     # validate every asset (size, sidecars, checksums) before the first byte is uploaded

@@ -15,6 +15,7 @@ from typing import Any
 
 from prebake import jsonio
 from prebake.errors import PrebakeError
+from prebake.names import name_problem
 
 LOCK_NAME = "prebake.lock"
 LOCK_SCHEMA_VERSION = 1
@@ -69,6 +70,11 @@ def _entry(path: Path, i: int, raw: Any) -> LockEntry:
     if not _HEX64.fullmatch(raw["sha256"]):
         raise PrebakeError(f"{where}: sha256 {raw['sha256']!r} is not 64 lowercase hex digits")
     release = raw.get("release")
+    if release is not None and not isinstance(release, str):
+        raise PrebakeError(f"{where}: release must be a string")
+    for key in ("name", "version", "platform", "release"):  # they become cache and store paths
+        if raw.get(key) is not None and (bad := name_problem(raw[key])) is not None:
+            raise PrebakeError(f"{where}: {key} {bad}")
     return LockEntry(raw["name"], raw["version"], raw["platform"], raw["sha256"], raw["url"],
                      release if isinstance(release, str) else None)
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from prebake import jsonio
 from prebake.errors import PrebakeError
+from prebake.names import check_name, name_problem
 from prebake.package.naming import TRUST_SIDECAR_SUFFIXES, AssetId
 from prebake.store.base import (
     DEFAULT_RELEASE,
@@ -48,10 +49,7 @@ def copy_with_progress(src: Path, dest: Path, progress: ProgressFn | None) -> No
 
 
 def _check_tag(release: str) -> str:
-    if not release or "/" in release or "\\" in release or release in (".", "..") \
-            or release.startswith("."):
-        raise PrebakeError(f"{release!r}: not a usable release tag")
-    return release
+    return check_name(release, "release tag")
 
 
 class LocalStore:
@@ -70,7 +68,7 @@ class LocalStore:
         if not self.path.is_dir():
             return []
         return sorted(p.name for p in self.path.iterdir()
-                      if p.is_dir() and not p.name.startswith("."))
+                      if p.is_dir() and name_problem(p.name) is None)
 
     def list_assets(self, release: str | None = None) -> list[AssetId]:
         tags = [release] if release else self.releases()
