@@ -174,7 +174,10 @@ def _named_command(argv: Sequence[str]) -> ModuleType | None:
 
 
 def _err(message: str) -> None:
-    print(f"prebake: error: {message}", file=sys.stderr)
+    from prebake.redact import env_secrets, redact_text
+
+    # an error may quote a URL or a value from the environment: never its credentials
+    print(f"prebake: error: {redact_text(message, *env_secrets(os.environ))}", file=sys.stderr)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

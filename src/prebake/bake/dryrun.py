@@ -9,6 +9,7 @@ from prebake.bake.layout import Layout, work_dirs
 from prebake.errors import PrebakeError
 from prebake.plan.model import Unit
 from prebake.recipes.model import Build, Repackage
+from prebake.redact import redact_env
 from prebake.sources import SourceCache, describe, render_source
 from prebake.store.base import Store, read_manifest
 from prebake.workspace.model import Workspace
@@ -57,7 +58,7 @@ def dry_run_steps(ws: Workspace, unit: Unit, opts: Options, cache: SourceCache
                                describe(render_source(s, ver, ws.pins), work, recipe.folder,
                                         cache)]
             step["cwd"] = str(work / "build")
-            step["env"] = command_env(unit, opts, recipe, strategy, ctx)
+            step["env"] = redact_env(command_env(unit, opts, recipe, strategy, ctx))  # printed
             step["commands"] = [cmdline.expand(c, ctx, f"recipe {recipe.name} command {i}")
                                 for i, c in enumerate(strategy.commands, 1)]
         else:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TextIO
 
 from prebake.bake.env import FLAG_VARIABLES
+from prebake.redact import redact_env
 
 TAIL_LINES = 30
 
@@ -38,7 +39,8 @@ class BuildLog:
 
     def env(self, env: Mapping[str, str], dropped: Sequence[str]) -> None:
         lines = ["# environment (allowlist + platform + recipe):"]
-        lines += [f"#   {k}={env[k]}" for k in sorted(env)]
+        shown = redact_env(env)  # proxy credentials and tokens never reach a log
+        lines += [f"#   {k}={shown[k]}" for k in sorted(shown)]
         if dropped:
             lines.append(f"# dropped from the caller's environment: {', '.join(dropped)}")
         absent = [k for k in FLAG_VARIABLES if k not in env]

@@ -15,6 +15,7 @@ from typing import Any
 from prebake import __version__
 from prebake.inspect.facts import Facts
 from prebake.package.naming import AssetId
+from prebake.redact import redact_json
 
 MANIFEST_SCHEMA_VERSION = 1
 
@@ -62,7 +63,9 @@ def make_manifest(aid: AssetId, *, input_hash: str, toolchain: Mapping[str, Any]
         out["guards"] = dict(guards)
     if inputs:
         out["inputs"] = dict(inputs)  # what makes up input_hash: `plan --explain` diffs it
-    return out
+    redacted = redact_json(out)  # a URL's credentials or a token never ship in an asset
+    assert isinstance(redacted, dict)
+    return redacted
 
 
 def schema_path() -> Path:

@@ -124,10 +124,11 @@ def build_definition(*, unit: str, stage: str, recipes: Sequence[Recipe], platfo
     deps: list[dict[str, Any]] = []
     for r in recipes:
         deps.extend(recipe_dependencies(r, platform, pins, (work or {}).get(r.name), root))
-    profile = platform_profile(platform)
+    profile = _redacted(platform_profile(platform))  # before the digest: it covers what is shown
     deps.append({"name": f"platform:{platform.name}",
                  "digest": {"sha256": canonical_digest(profile)}, "annotations": profile})
-    tc = dict(toolchain)
+    tc = _redacted(dict(toolchain))
+    deps = [_redacted(d) for d in deps]
     deps.append({"name": f"toolchain:{platform.name}", "digest": {"sha256": canonical_digest(tc)},
                  "annotations": tc})
     return {
@@ -142,6 +143,14 @@ def build_definition(*, unit: str, stage: str, recipes: Sequence[Recipe], platfo
         "internalParameters": {"input_hash": input_hash, "prebake": __version__},
         "resolvedDependencies": deps,
     }
+
+
+def _redacted(doc: Mapping[str, Any]) -> dict[str, Any]:
+    from prebake.redact import redact_json
+
+    out = redact_json(dict(doc))
+    assert isinstance(out, dict)
+    return out
 
 
 def _rfc3339(t: float) -> str:
@@ -166,7 +175,8 @@ def run_details(*, started: float, finished: float,
     meta: dict[str, Any] = {"startedOn": _rfc3339(started), "finishedOn": _rfc3339(finished)}
     if invocation:
         meta["invocationId"] = invocation
-    return {"builder": {"id": bid, "version": {"prebake": __version__}}, "metadata": meta}
+    return _redacted({"builder": {"id": bid, "version": {"prebake": __version__}},
+                      "metadata": meta})
 
 
 def statement(filename: str, sha256: str, definition: Mapping[str, Any],

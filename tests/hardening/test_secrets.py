@@ -1,0 +1,141 @@
+"""Issue 13, finding 3: secrets never reach a log, an output or an asset.
+
+A proxy with credentials (on the build environment's allowlist) and a token set in the
+platform's ``env`` table go through a real build of the example's core stage; each channel is
+read back: the build log, ``build --dry-run`` (text and ``--json``), the manifest (sidecar and
+inside the asset), the provenance statement, and an error line quoting a store URL.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from tests import support
+from tests.servers.static_http import closed_port_url
+
+EXAMPLE = support.ROOT / "examples" / "sdk"
+PLATFORM = "linux-x86_64"
+PASSWORD = "pa55w0rd-Zq81"
+TOKEN = "npm_T0kenValue-77xq"
+PROXY = f"http://proxyuser:{PASSWORD}@proxy.invalid:3128"
+ENV = {"HTTPS_PROXY": PROXY, "http_proxy": PROXY}
+
+
+def _clean(text: str, channel: str) -> None:
+    assert PASSWORD not in text, f"proxy password in {channel}"
+    assert TOKEN not in text, f"token in {channel}"
+
+
+@pytest.fixture(scope="module")
+def ws(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    ws = tmp_path_factory.mktemp("secrets") / "sdk"
+    shutil.copytree(EXAMPLE, ws, ignore=shutil.ignore_patterns(".prebake", "releases"))
+    text = (ws / "prebake.toml").read_text()
+    marker = "[platforms.linux-x86_64.toolchain]"
+    text = text.replace(marker, f'[platforms.linux-x86_64.env]\nNPM_TOKEN = "{TOKEN}"\n'
+                        f'PIP_INDEX_URL = "https://ci:{PASSWORD}@pypi.invalid/simple"\n\n'
+                        + marker)
+    (ws / "prebake.toml").write_text(text)
+    return ws
+
+
+def test_dry_run_text_and_json_show_no_secret(ws: Path) -> None:
+    proc = support.prebake("-C", ws, "build", "--stage", "core", "--platform", PLATFORM,
+                           "--dry-run", env=ENV)
+    assert proc.returncode == 0, proc.stderr
+    assert "HTTPS_PROXY=" in proc.stdout and "proxy.invalid" in proc.stdout  # still shown
+    _clean(proc.stdout + proc.stderr, "build --dry-run")
+    proc = support.prebake("-C", ws, "build", "--stage", "core", "--platform", PLATFORM,
+                           "--dry-run", "--json", env=ENV)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    env = data["units"][0]["steps"][0]["env"]
+    assert env["NPM_TOKEN"] == "***" and "proxy.invalid" in env["HTTPS_PROXY"]
+    _clean(proc.stdout, "build --dry-run --json")
+
+
+@pytest.fixture(scope="module")
+def built(ws: Path) -> tuple[Path, str]:
+    proc = support.prebake("-C", ws, "build", "--stage", "core", "--platform", PLATFORM,
+                           "--json", env=ENV)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return ws / ".prebake" / "dist" / PLATFORM, proc.stdout + proc.stderr
+
+
+def test_build_json_shows_no_secret(built: tuple[Path, str]) -> None:
+    _clean(built[1], "build --json")
+
+
+def test_build_log_shows_no_secret(ws: Path, built: tuple[Path, str]) -> None:
+    logs = list((ws / ".prebake" / "logs").glob("*.log"))
+    assert logs
+    for log in logs:
+        text = log.read_text()
+        assert "HTTPS_PROXY=" in text  # the log still says a proxy was set
+        _clean(text, f"build log {log.name}")
+
+
+def test_manifests_show_no_secret(built: tuple[Path, str]) -> None:
+    dist = built[0]
+    manifests = list(dist.glob("*.tar.xz.json"))
+    assert manifests
+    for f in manifests:
+        _clean(f.read_text(), f.name)
+    for asset in dist.glob("*.tar.xz"):
+        with tarfile.open(asset) as tf:
+            for m in tf.getmembers():
+                if m.isfile():
+                    fh = tf.extractfile(m)
+                    assert fh is not None
+                    _clean(fh.read().decode("utf-8", "replace"), f"{asset.name}:{m.name}")
+
+
+def test_provenance_shows_no_secret(built: tuple[Path, str]) -> None:
+    statements = list(built[0].glob("*.intoto.json"))
+    assert statements
+    for f in statements:
+        text = f.read_text()
+        assert "proxy.invalid" not in text or "***@" in text
+        _clean(text, f.name)
+
+
+def test_error_line_with_a_store_url_shows_no_credentials(tmp_path: Path) -> None:
+    url = closed_port_url().replace("http://", f"http://ci:{PASSWORD}@")
+    proc = support.prebake("fetch", "demo==1.0.0", "--platform", PLATFORM, "--store", url,
+                           "--into", tmp_path / "into",
+                           env={"PREBAKE_CACHE": str(tmp_path / "cache"),
+                                "PREBAKE_RETRY_BASE": "0.01"})
+    assert proc.returncode == 2, proc.stderr
+    assert "127.0.0.1" in proc.stderr
+    _clean(proc.stderr, "error line")
+
+
+def test_error_line_never_echoes_a_token_from_the_environment(tmp_path: Path) -> None:
+    """A token value that ends up quoted in a message (here: as a bogus store URL)."""
+    proc = support.prebake("fetch", "demo==1.0.0", "--platform", PLATFORM,
+                           "--store", f"nosuch://{TOKEN}", "--into", tmp_path / "into",
+                           env={"GH_TOKEN": TOKEN})
+    assert proc.returncode == 2
+    _clean(proc.stderr, "error line")
+
+
+def test_redaction_rules() -> None:
+    from prebake.redact import is_secret_name, redact_env, redact_json, redact_text
+
+    assert redact_text(f"GET {PROXY}/x failed") == "GET http://***@proxy.invalid:3128/x failed"
+    assert redact_text("https://tok@github.com/a, s3://k:s@h/b") == \
+        "https://***@github.com/a, s3://***@h/b"
+    for name in ("GH_TOKEN", "AWS_SECRET_ACCESS_KEY", "NPM_PASSWORD", "SIGNING_KEY",
+                 "DB_PASSWD", "CI_JOB_TOKEN", "HTTP_AUTHORIZATION", "github_token"):
+        assert is_secret_name(name), name
+    for name in ("PATH", "HOME", "HTTPS_PROXY", "SSH_AUTH_SOCK", "PWD", "LANG"):
+        assert not is_secret_name(name), name
+    assert redact_env({"GH_TOKEN": "x", "PATH": "/bin"}) == {"GH_TOKEN": "***", "PATH": "/bin"}
+    assert redact_json({"env": {"NPM_TOKEN": TOKEN}, "author": "me",
+                        "uri": f"https://u:{PASSWORD}@h/x"}) == \
+        {"env": {"NPM_TOKEN": "***"}, "author": "me", "uri": "https://***@h/x"}
