@@ -7,9 +7,13 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from prebake.errors import PrebakeError
 from prebake.store.base import ProgressFn
+
+if TYPE_CHECKING:
+    from prebake.workspace.model import Workspace
 
 
 def workspace_root(args: argparse.Namespace) -> Path | None:
@@ -24,8 +28,9 @@ def workspace_root(args: argparse.Namespace) -> Path | None:
         return None
 
 
-def store_url(explicit: str | None, root: Path | None) -> str:
-    """``--store``, else ``$PREBAKE_STORE``, else the workspace's default store."""
+def store_url(explicit: str | None, root: Path | None, ws: Workspace | None = None) -> str:
+    """``--store``, else ``$PREBAKE_STORE``, else the workspace's default store (``ws`` when
+    the caller has loaded it already)."""
     if explicit:
         return explicit
     if os.environ.get("PREBAKE_STORE"):
@@ -33,6 +38,8 @@ def store_url(explicit: str | None, root: Path | None) -> str:
     if root is None:
         raise PrebakeError("no store: pass --store URL, set PREBAKE_STORE, or run inside a "
                            "workspace (prebake.toml)")
+    if ws is not None:
+        return ws.default_store
     from prebake.workspace import load_workspace
 
     return load_workspace(root).default_store
@@ -40,8 +47,11 @@ def store_url(explicit: str | None, root: Path | None) -> str:
 
 @contextmanager
 def byte_progress(enabled: bool, label: str) -> Iterator[ProgressFn | None]:
-    """A rich progress bar on stderr (stdout stays clean for --json and scripts)."""
-    if not enabled:
+    """A rich progress bar on stderr (stdout stays clean for --json and scripts); none when
+    stderr is not a terminal (a log or a pipe would keep a blank line before any error)."""
+    from prebake.commands._common import err_console
+
+    if not enabled or not err_console().is_terminal:
         yield None
         return
     from rich.progress import (
@@ -51,8 +61,6 @@ def byte_progress(enabled: bool, label: str) -> Iterator[ProgressFn | None]:
         TextColumn,
         TransferSpeedColumn,
     )
-
-    from prebake.commands._common import err_console
 
     with Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
                   TransferSpeedColumn(), console=err_console(), transient=True) as bar:

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from prebake.workspace.model import Workspace
 
 NAME = "fetch"
 HELP = "fetch a pinned asset: verify sha256, re-check the contract, unpack safely, write the lock"
@@ -34,16 +37,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="machine-readable result")
 
 
-def _contract(args: argparse.Namespace, root: Path | None) -> tuple[Any, str | None]:
+def _contract(args: argparse.Namespace, ws: Workspace | None) -> tuple[Any, str | None]:
     from prebake.contract.model import load_contract_file
 
     if args.contract:
         return load_contract_file(Path(args.contract)), None
-    if root is None:
+    if ws is None:
         return None, None
-    from prebake.workspace import load_workspace
-
-    ws = load_workspace(root)
     plat = ws.platforms.get(args.platform)
     if plat is None:
         return None, f"{ws.file}: no platform {args.platform!r}, facts not re-checked"
@@ -60,16 +60,24 @@ def run(args: argparse.Namespace) -> int:
     name, sep, version = args.spec.partition("==")
     if not sep or not name or not version:
         raise PrebakeError(f"{args.spec!r}: expected NAME==VERSION (a pinned version)")
+    from prebake.consume.fetch import check_request
+
+    check_request(name, version, args.platform, args.release)  # before any output starts
     root = workspace_root(args)
-    url = store_url(args.store, root)
-    contract, note = _contract(args, root)
+    # the workspace is read once, with or without --contract: its [trust] table decides
+    # whether unsigned assets are refused, so a prebake.toml that cannot be read stops here
+    ws = None
+    if root is not None:
+        from prebake.workspace import load_workspace
+
+        ws = load_workspace(root)
+    url = store_url(args.store, root, ws)
+    contract, note = _contract(args, ws)
     base = root or Path.cwd()
     into = Path(args.into) if args.into else base / "prebake_deps" / f"{name}-{args.platform}"
     lock = Path(args.lock) if args.lock else default_lock(root)
-    from prebake.trust.hooks import workspace_allowed_signers
-
     allowed = (Path(args.allowed_signers) if args.allowed_signers
-               else workspace_allowed_signers(root))
+               else ws.trust.allowed_signers if ws is not None else None)
     with byte_progress(not args.json, f"fetch {name} {version}") as progress:
         result = fetch(name, version, args.platform, store=url, into=into, contract=contract,
                        lock_path=lock, release=args.release, root=root, progress=progress,

@@ -24,6 +24,7 @@ from prebake.consume.lock import LOCK_NAME, LockEntry, read_lock
 from prebake.consume.unpack import DEFAULT_MAX_BYTES, safe_extract
 from prebake.contract.model import Contract
 from prebake.errors import CheckFailed, PrebakeError
+from prebake.names import check_name, name_problem
 from prebake.package.naming import SHA256_SUFFIX, AssetId, asset_id, parse_sha256_line
 from prebake.store import open_store
 from prebake.store.base import DEFAULT_RELEASE, ProgressFn, Store, file_sha256
@@ -95,7 +96,8 @@ def _candidates(store: Store, aid: AssetId, release: str | None,
         others = store.releases()
     except PrebakeError:
         others = []
-    yield from others
+    # a store's tag becomes a cache folder: one that is not a plain name is never looked in
+    yield from (t for t in others if name_problem(t) is None)
 
 
 @contextlib.contextmanager
@@ -182,6 +184,15 @@ def _prepare_into(into: Path) -> None:
                            "choose an empty or new folder with --into")
 
 
+def check_request(name: str, version: str, platform: str, release: str | None) -> AssetId:
+    """The names a fetch turns into cache and ``--into`` paths, checked where they enter."""
+    for value, what in ((name, "name"), (version, "version"), (platform, "--platform")):
+        check_name(value, what)
+    if release is not None:
+        check_name(release, "--release")
+    return asset_id(name, version, platform)
+
+
 def fetch(
     name: str,
     version: str,
@@ -199,7 +210,11 @@ def fetch(
     max_bytes: int = DEFAULT_MAX_BYTES,
     allowed_signers: Path | None = None,
 ) -> FetchResult:
-    aid = asset_id(name, version, platform)
+    aid = check_request(name, version, platform, release)
+    if allowed_signers is not None:  # unreadable trust settings stop the fetch before anything
+        from prebake.trust.sign import check_allowed_signers
+
+        check_allowed_signers(allowed_signers)
     st = open_store(store, root=root) if isinstance(store, str) else store
     into = Path(into)
     lock = read_lock(lock_path) if lock_path is not None else None

@@ -68,31 +68,14 @@ def unit_trust(ws: Workspace, unit: Unit, toolchain: Mapping[str, Any], work_roo
     return UnitTrust(definition, sbom, started)
 
 
-def workspace_allowed_signers(root: Path | None) -> Path | None:
-    """``[trust] allowed_signers`` of the consumer's prebake.toml (relative to its folder)."""
-    if root is None:
-        return None
-    import tomllib
-
-    from prebake.workspace.loader import WORKSPACE_FILE
-
-    file = root / WORKSPACE_FILE
-    try:
-        data = tomllib.loads(file.read_text("utf-8"))
-    except (OSError, ValueError):
-        return None  # the workspace loader reports a broken file with every problem
-    value = data.get("trust", {}).get("allowed_signers") if isinstance(
-        data.get("trust"), dict) else None
-    return (root / value) if isinstance(value, str) and value else None
-
-
 def verify_in_store(store: Store, aid: AssetId, release: str, sha256: str,
                     allowed_signers: Path) -> Verified:
     """Check ``<asset>.sig`` (and the statement it covers) in the store against the allowed
     signers, for the asset bytes with ``sha256``; raises ``SignatureError`` (one line)."""
-    what = f"{aid.filename} (release {release})"
-    if not Path(allowed_signers).is_file():  # a consumer's mistake (exit 2), not the asset's
-        raise PrebakeError(f"{allowed_signers}: allowed-signers file not found")
+    from prebake.trust.sign import check_allowed_signers
+
+    what = f"{aid.filename} (release {release} of {store.url})"
+    check_allowed_signers(allowed_signers)  # a consumer's mistake (exit 2), not the asset's
     sig = store.read_sidecar(aid, SIGNATURE_SUFFIX, release)
     if sig is None:
         raise SignatureError(f"{what}: not signed (no {aid.filename}{SIGNATURE_SUFFIX} in "

@@ -98,25 +98,78 @@ def sign_bytes(message: bytes, key: Path) -> bytes:
         return sig.read_bytes()
 
 
-def find_principals(sig: Path, allowed_signers: Path) -> list[str]:
+MAX_ALLOWED_SIGNERS = 1 << 20  # a key list, not a data set
+MAX_SIGNATURE = 64 * 1024  # an armored ssh signature is well under 1 KB
+_KEY_TYPE = re.compile(r"^(ssh-(ed25519|rsa|dss)|ecdsa-sha2-nistp\d+|sk-\S+)"
+                       r"(-cert-v01@openssh\.com)?$")
+_ARMOR = (b"-----BEGIN SSH SIGNATURE-----", b"-----END SSH SIGNATURE-----")
+
+
+def check_allowed_signers(path: Path) -> None:
+    """Refuse an allowed-signers file that cannot be what it claims: missing, not a regular
+    file (``/dev/null``, a FIFO), too large, not UTF-8, or with a line that names no key.
+    A trust setting that cannot be read must stop a fetch, never be taken for "no key"."""
+    path = Path(path)
+    from prebake.bounded import read_bounded
+
+    try:
+        data = read_bounded(path, MAX_ALLOWED_SIGNERS, "allowed-signers file")
+    except FileNotFoundError:
+        raise PrebakeError(f"{path}: allowed-signers file not found") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise PrebakeError(f"{path}: allowed-signers file is not UTF-8 text") from None
+    entries = 0
+    for n, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if not any(_KEY_TYPE.match(tok) for tok in line.split()[1:]):
+            raise PrebakeError(f"{path}: line {n}: not an allowed-signers entry "
+                               "(expected: PRINCIPALS [OPTIONS] KEYTYPE BASE64-KEY)")
+        entries += 1
+    if not entries:
+        raise PrebakeError(f"{path}: allowed-signers file holds no key; every asset would be "
+                           "refused")
+
+
+def _check_signature(signature: bytes, what: str) -> None:
+    body = signature.strip()
+    if not body:
+        raise SignatureError(f"{what}: the signature file is empty")
+    if len(body) > MAX_SIGNATURE or not (body.startswith(_ARMOR[0]) and body.endswith(_ARMOR[1])):
+        raise SignatureError(f"{what}: the signature file is not an SSH signature "
+                             "(no -----BEGIN SSH SIGNATURE----- block)")
+
+
+def find_principals(sig: Path, allowed_signers: Path) -> tuple[list[str], str]:
+    """(principals whose key made ``sig``, ssh-keygen's reason when there are none)."""
     proc = _keygen("-Y", "find-principals", "-s", str(sig), "-f", str(allowed_signers),
                    timeout=60)
     if proc.returncode != 0:
-        return []
-    return [p for p in proc.stdout.decode("utf-8", "replace").split() if p]
+        return [], proc.stderr.decode("utf-8", "replace")
+    return [p for p in proc.stdout.decode("utf-8", "replace").split() if p], ""
 
 
 def verify_bytes(message: bytes, signature: bytes, allowed_signers: Path,
                  what: str) -> str:
     """The allowed identity that signed ``message``; raises ``SignatureError`` with one line."""
     allowed_signers = Path(allowed_signers)
-    if not allowed_signers.is_file():
-        raise PrebakeError(f"{allowed_signers}: allowed-signers file not found")
+    check_allowed_signers(allowed_signers)
+    _check_signature(signature, what)
     with tempfile.TemporaryDirectory(prefix="prebake-verify-") as tmp:
         sig = Path(tmp) / "asset.sig"
         sig.write_bytes(signature)
-        principals = find_principals(sig, allowed_signers)
+        principals, why = find_principals(sig, allowed_signers)
         if not principals:
+            expired = re.search(r"key has expired[^\n]*|key is not yet valid[^\n]*", why)
+            if expired:
+                raise SignatureError(f"{what}: signed by a key of {allowed_signers} that is not "
+                                     f"valid now ({expired[0].strip()})")
+            if "parse signature" in why or "sshsig" in why:
+                raise SignatureError(f"{what}: the signature file is not a readable SSH "
+                                     "signature")
             raise SignatureError(f"{what}: signed by a key that is not in {allowed_signers}")
         last = ""
         for principal in principals:

@@ -21,6 +21,7 @@ from prebake.ci.defaults import ci_defaults
 from prebake.contract import parse_contract
 from prebake.errors import ConfigError, PrebakeError, Problem
 from prebake.inspect.facts import ARCHES, OSES
+from prebake.names import name_problem
 from prebake.recipes import builtin_names, find_recipe, try_load_recipe, validate_recipe
 from prebake.recipes.loader import BUILTIN_DIR, workspace_names
 from prebake.recipes.model import Recipe
@@ -35,6 +36,7 @@ from prebake.workspace.model import (
     Stage,
     StoreConfig,
     Toolchain,
+    TrustSettings,
     Workspace,
     expand_argv,
 )
@@ -206,6 +208,21 @@ _AT = re.compile(r"\(at line (\d+), column (\d+)\)")
 _TWICE = re.compile(r"Cannot declare \(([^)]*)\) twice")
 
 
+MAX_WORKSPACE_FILE = 4 * 1024 * 1024
+
+
+def _read_text(file: Path) -> str:
+    from prebake.bounded import read_bounded
+
+    data = read_bounded(file, MAX_WORKSPACE_FILE, WORKSPACE_FILE)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        raise ConfigError(str(file), [Problem("(encoding)", f"not UTF-8 text (byte "
+                                              f"{exc.start}, line {line})", line)]) from None
+
+
 def _parse_toml(text: str, file: Path, index: LineIndex) -> dict[str, Any]:
     try:
         return tomllib.loads(text)
@@ -259,7 +276,7 @@ def _toolchain(data: Mapping[str, Any], where: str, c: _Collector) -> Toolchain 
 
 def _platform(name: str, data: Any, c: _Collector) -> Platform | None:
     where = f"platforms.{name}"
-    if not _PLATFORM_NAME.match(name):
+    if name_problem(name) is not None or not _PLATFORM_NAME.match(name):
         c.add(where, "platform names are lowercase letters, digits and '-' (used in asset names)")
     if not isinstance(data, dict):
         c.add(where, f"must be a table; got {_describe(data)}")
@@ -297,6 +314,10 @@ def _platform(name: str, data: Any, c: _Collector) -> Platform | None:
 
 def _stage(name: str, data: Any, c: _Collector) -> Stage | None:
     where = f"stages.{name}"
+    bad = name_problem(name)  # stage names become folders under .prebake/
+    if bad is not None:
+        c.add(where, f"stage name {bad}")
+        return None
     if not isinstance(data, dict):
         c.add(where, f"must be a table; got {_describe(data)}")
         return None
@@ -349,6 +370,17 @@ def _ci(data: Mapping[str, Any], stores: Mapping[str, StoreConfig], c: _Collecto
         python=ok.get("python", d.python), timeout_minutes=ok.get("timeout_minutes",
                                                                   d.timeout_minutes),
     )
+
+
+def _trust(data: Mapping[str, Any], root: Path, c: _Collector) -> TrustSettings:
+    """``[trust]`` as a typed setting; a value that cannot be used is a problem, never
+    "no trust configured" (the file it names is judged when a fetch reads it)."""
+    ok = c.table(data, "trust", "trust")
+    value = ok.get("allowed_signers")
+    if value is not None and not value.strip():
+        c.add("trust.allowed_signers", "must name an allowed-signers file; got an empty string")
+        value = None
+    return TrustSettings(root / value if value else None)
 
 
 # ---- cross-field rules --------------------------------------------------------------------
@@ -428,6 +460,10 @@ def _load_recipes(root: Path, stages: Mapping[str, Stage], platforms: Mapping[st
                 c.add(where, f"recipe {name!r} is already in stage {seen[name]!r}")
                 continue
             seen[name] = st.name
+            bad = name_problem(name)  # recipe names become files and folders
+            if bad is not None:
+                c.add(where, f"recipe name {bad}")
+                continue
             if st.package == "per-recipe" and name in stages:
                 c.add(where, f"recipe {name!r} has the name of a stage (unit ids would clash)")
             path = find_recipe(name, root)
@@ -489,7 +525,7 @@ def _read_top(root: Path) -> tuple[Path, dict[str, Any], _Collector]:
     file = root / WORKSPACE_FILE
     if not file.is_file():
         raise PrebakeError(f"{file}: no such file (a workspace is a folder with {WORKSPACE_FILE})")
-    text = file.read_text(encoding="utf-8")
+    text = _read_text(file)
     index = LineIndex(text)
     data = _parse_toml(text, file, index)
     c = _Collector(index)
@@ -517,7 +553,7 @@ def load_workspace(root: Path) -> Workspace:
     file, top, c = _read_top(root)
     proj = c.table(top.get("project", {}), "project", "project")
     for key, rx in (("name", _PROJECT_NAME), ("version", _VERSION)):
-        if key in proj and not rx.match(proj[key]):
+        if key in proj and (name_problem(proj[key]) is not None or not rx.match(proj[key])):
             c.add(f"project.{key}", f"not usable in an asset name: {proj[key]!r}")
     pins = _pins(top.get("pins", {}), c)
     platforms = {n: p for n, v in top.get("platforms", {}).items()
@@ -527,12 +563,12 @@ def load_workspace(root: Path) -> Workspace:
     aliases = _check_aliases(top.get("aliases", {}), stages, c)
     stores, default_store = _stores(top.get("stores", {}), root, c)
     ci = _ci(top.get("ci", {}), stores, c)
-    c.table(top.get("trust", {}), "trust", "trust")  # read by prebake.trust.hooks
+    trust = _trust(top.get("trust", {}), root, c)
     recipes = _load_recipes(root, stages, platforms, c)
     _check_pins(pins, platforms, recipes, stages, c)
     if not c.problems:
         ws = replace(_assemble(root, file, proj, pins, platforms, stages, aliases, stores,
-                               default_store, recipes), ci=ci)
+                               default_store, recipes), ci=ci, trust=trust)
         _check_deps(stages, recipes, ws.upstream_stages, c)
     if c.problems:
         raise ConfigError(str(file), c.problems)

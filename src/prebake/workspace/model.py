@@ -111,6 +111,14 @@ class CiConfig:
 
 
 @dataclass(frozen=True)
+class TrustSettings:
+    """``[trust]``, read once by the loader: ``allowed_signers`` (absolute) makes every fetch
+    in this workspace refuse assets without a valid signature from a key in that file."""
+
+    allowed_signers: Path | None = None
+
+
+@dataclass(frozen=True)
 class Workspace:
     root: Path
     file: Path
@@ -123,6 +131,7 @@ class Workspace:
     default_store: str
     recipes: Mapping[str, Recipe]
     ci: CiConfig = field(default_factory=CiConfig)
+    trust: TrustSettings = field(default_factory=TrustSettings)
 
     def stage_names(self, selector: str | None = None) -> tuple[str, ...]:
         """Stages named by ``selector`` (a stage or an alias), in build order; all if ``None``."""
