@@ -1,4 +1,4 @@
-"""Issue 13, findings 1 and 2: every name that becomes a path is checked where it enters, by
+"""Hostile names: every name that becomes a path is checked where it enters, by
 ``prebake.names``; hostile names are exit 2 with nothing written or deleted outside the
 workspace's ``.prebake/``, the cache, ``--into`` or the store (a walk of the whole test folder
 before and after each run proves it)."""

@@ -1,4 +1,4 @@
-"""Issue 13, finding 3: secrets never reach a log, an output or an asset.
+"""Secrets never reach a log, an output or an asset.
 
 A proxy with credentials (on the build environment's allowlist) and a token set in the
 platform's ``env`` table go through a real build of the example's core stage; each channel is

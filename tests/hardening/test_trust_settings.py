@@ -1,4 +1,4 @@
-"""Issue 13, finding 4 (and issue 12's ``[trust]`` read once): a trust setting that cannot be
+"""Trust settings fail closed (``[trust]`` is one setting, read once): a setting that cannot be
 read stops every fetch with exit 2 naming the file — never "no trust configured".
 
 The store holds an *unsigned* asset: any path that silently drops the setting installs it
