@@ -132,3 +132,35 @@ def npm_package(which: str) -> Path:
     tgz.unlink()
     (base / ".done").write_text("ok\n")
     return pkg
+
+
+def debian_mirror() -> str:
+    """The Debian mirror apt on this machine uses (``URIs:`` in its deb822 sources)."""
+    for path in (Path("/etc/apt/sources.list.d/debian.sources"), Path("/etc/apt/sources.list")):
+        if path.is_file():
+            for line in path.read_text().splitlines():
+                words = line.split()
+                if words[:1] == ["URIs:"] and len(words) > 1:
+                    return words[1].rstrip("/")
+                if words[:1] == ["deb"] and len(words) > 1:
+                    return next(w for w in words[1:] if "://" in w).rstrip("/")
+    return "http://deb.debian.org/debian"
+
+
+def debian_orig(source: str, version: str, suffix: str = "tar.xz") -> Path:
+    """Debian's ``<source>_<version>.orig.<suffix>`` from the pool (real upstream source),
+    downloaded once into the test cache."""
+    import urllib.request
+
+    name = f"{source}_{version}.orig.{suffix}"
+    dest = CACHE / "debian" / name
+    if dest.is_file():
+        return dest
+    folder = source[:4] if source.startswith("lib") else source[0]
+    url = f"{debian_mirror()}/pool/main/{folder}/{source}/{name}"
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(f"{name}.tmp{os.getpid()}")
+    with urllib.request.urlopen(url, timeout=120) as resp, open(tmp, "wb") as out:
+        shutil.copyfileobj(resp, out)
+    tmp.replace(dest)
+    return dest

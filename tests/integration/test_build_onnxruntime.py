@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.test_build import EXAMPLE, build_json, copy_workspace
+from tests.integration.test_build import EXAMPLE, build_json, copy_workspace, prebake
 from tests.servers.static_http import closed_port_url
 
 VERSION = "1.30.0"
@@ -102,14 +102,25 @@ def test_macos_arm64_is_shared_with_coreml_xnnpack_and_13_3(
     assert "MACOSX_DEPLOYMENT_TARGET" not in step["env"]
 
 
-def test_unverified_pins_are_flagged_and_refused(dry_run: dict[str, dict[str, Any]],
-                                                 tmp_path: Path) -> None:
+def test_pending_archives_are_flagged_and_refused(dry_run: dict[str, dict[str, Any]],
+                                                  tmp_path: Path) -> None:
+    """The example's lock records the upstream archives GitHub serves as pending (GitHub is not
+    reachable here): plan works, and the build refuses exactly those units, naming the step."""
     assert dry_run["windows-x86_64"]["verified"] is False
+    assert dry_run["windows-x86_64"]["sha256"] == ""
     ws = copy_workspace(tmp_path / "sdk")
+    plan = prebake(ws, "plan", "--stage", "extra")
+    assert plan.returncode == 0, plan.stderr
     rc, data = build_json(ws, "--stage", "extra", "--platform", "linux-x86_64")
-    assert rc == 1
     (unit,) = data["units"]
-    assert unit["state"] == "failed" and "placeholder" in unit["message"]
+    assert rc == 1 and unit["state"] == "failed"
+    assert ("onnxruntime-linux-x64-1.27.0.tgz has no digest in prebake.sources.lock"
+            in unit["message"])
+    assert "run `prebake pin onnxruntime 1.27.0` where its host is reachable" in unit["message"]
+    assert not (ws / "releases").exists() or not list((ws / "releases").rglob("*.tar.xz"))
+    check = prebake(ws, "pin", "--check")
+    assert check.returncode == 1
+    assert check.stdout.count("is pending in prebake.sources.lock") == 3
 
 
 # ---- the repackage path, for real ------------------------------------------------------------
@@ -208,7 +219,6 @@ RECIPE = dataclasses.replace(
     platforms={{"linux-x86_64": Repackage(
         url="{down}/down/onnxruntime-linux-x64-{{version}}.tgz",
         mirrors=("{base}/v{{version}}/onnxruntime-linux-x64-{{version}}.tgz",),
-        sha256="{sha256}",
         layout=_linux.layout,
     ),
 }})
@@ -224,18 +234,26 @@ def test_repackage_downloads_from_the_next_mirror_guards_and_packages(
     ws = tmp_path / "ws"
     (ws / "recipes").mkdir(parents=True)
     (ws / "prebake.toml").write_text(WORKSPACE.format(version=VERSION))
-    (ws / "recipes" / "onnxruntime.py").write_text(
-        RECIPE.format(down=closed_port_url(), base=base, sha256=sha))
+    down = closed_port_url()
+    (ws / "recipes" / "onnxruntime.py").write_text(RECIPE.format(down=down, base=base))
     cache = tmp_path / "cache"
     env = {"PREBAKE_CACHE": str(cache)}
+    # before `prebake pin` the archive has no digest: no plan, and the message says what to run
+    refused = prebake(ws, "plan", env=env)
+    assert refused.returncode == 2 and f"run `prebake pin onnxruntime {VERSION}`" in refused.stderr
+    pinned = prebake(ws, "pin", "onnxruntime", VERSION, env=env)
+    assert pinned.returncode == 0, pinned.stderr
+    assert "/down/" in pinned.stderr and "trying the next mirror" in pinned.stderr
+    lock = (ws / "prebake.sources.lock").read_text()
+    url = f"{down}/down/onnxruntime-linux-x64-{VERSION}.tgz"  # keyed by the recipe's URL
+    assert f'url = "{url}"\nsha256 = "{sha}"\nsize = {tgz.stat().st_size}' in lock
     rc, data = build_json(ws, "--platform", "linux-x86_64", env=env)
     (unit,) = data["units"]
     assert rc == 0, unit["message"]
     assert unit["state"] == "built"
     assert unit["asset"] == f"onnxruntime-{VERSION}-linux-x86_64.tar.xz"
     log = Path(unit["log"]).read_text()
-    assert "/down/" in log and "trying the next mirror" in log
-    assert "sha256 verified" in log
+    assert f"sha256 {sha} verified" in log
     assert "OrtGetApiBase" in (ws / ".prebake" / "work" / "linux-x86_64" / "extra-onnxruntime"
                                / "onnxruntime" / "link-test" / "onnxruntime" / "consumer.c"
                                ).read_text()
@@ -271,8 +289,11 @@ def test_repackage_with_a_wrong_pin_fails_and_caches_nothing(
     ws = tmp_path / "ws"
     (ws / "recipes").mkdir(parents=True)
     (ws / "prebake.toml").write_text(WORKSPACE.format(version=VERSION))
-    (ws / "recipes" / "onnxruntime.py").write_text(
-        RECIPE.format(down=closed_port_url(), base=base, sha256="0" * 64))
+    down = closed_port_url()
+    (ws / "recipes" / "onnxruntime.py").write_text(RECIPE.format(down=down, base=base))
+    (ws / "prebake.sources.lock").write_text(  # a lock whose digest is not the archive's
+        f'version = 1\n[[source]]\nurl = "{down}/down/onnxruntime-linux-x64-{VERSION}.tgz"\n'
+        f'sha256 = "{"0" * 64}"\nsize = 1\n')
     cache = tmp_path / "cache"
     rc, data = build_json(ws, "--platform", "linux-x86_64", env={"PREBAKE_CACHE": str(cache)})
     assert rc == 1

@@ -160,11 +160,17 @@ def edit(path: Path, old: str, new: str) -> None:
 def test_a_pin_changes_only_the_affected_legs_cache_keys(repo: Path) -> None:
     toml = repo / "examples" / "sdk" / "prebake.toml"
     before = cache_keys(repo)
+    # a hand-edited pin whose URLs are not locked is refused; `prebake pin` is the bump (its
+    # GitHub archives cannot be downloaded here: they are recorded as pending, exit 1)
     edit(toml, 'onnxruntime = "1.27.0"', 'onnxruntime = "1.28.0"')
+    assert generate(repo) == 2
+    edit(toml, 'onnxruntime = "1.28.0"', 'onnxruntime = "1.27.0"')
+    assert main(["-C", str(repo / "examples" / "sdk"), "pin", "onnxruntime", "1.28.0"]) == 1
+    assert 'onnxruntime = "1.28.0"' in toml.read_text()
     after = cache_keys(repo)
     assert {k for k in before if before[k] != after[k]} == {f"build-extra-{p}"
                                                             for p in PLATFORMS}
-    edit(toml, 'emsdk = "5.0.5"', 'emsdk = "5.0.6"')
+    assert main(["-C", str(repo / "examples" / "sdk"), "pin", "emsdk", "5.0.6"]) == 0
     again = cache_keys(repo)
     assert {k for k in after if after[k] != again[k]} == {"build-core-wasm", "build-media-wasm",
                                                           "build-extra-wasm"}

@@ -12,6 +12,7 @@ import jsonschema
 import pytest
 
 from prebake.cli import main
+from prebake.errors import PrebakeError
 from prebake.package.naming import asset_id
 from prebake.plan import ToolchainIdentity, asset_for, make_plan
 from prebake.workspace import Toolchain, load_workspace
@@ -77,7 +78,13 @@ def test_selection_by_stage_alias_and_platform() -> None:
 
 def test_bumping_the_onnxruntime_pin_changes_exactly_its_units(sdk: Path) -> None:
     before = hashes(sdk)
+    # by hand, the new version's archives have no digest: no plan is made, naming the fix
     edit(sdk / "prebake.toml", 'onnxruntime = "1.27.0"', 'onnxruntime = "1.27.1"')
+    with pytest.raises(PrebakeError, match=r"run `prebake pin onnxruntime 1\.27\.1`"):
+        hashes(sdk)
+    edit(sdk / "prebake.toml", 'onnxruntime = "1.27.1"', 'onnxruntime = "1.27.0"')
+    # `prebake pin` (GitHub is not reachable here: the archives are recorded as pending)
+    assert main(["-C", str(sdk), "pin", "onnxruntime", "1.27.1"]) == 1
     assert changed(before, hashes(sdk)) == units("onnxruntime")
 
 

@@ -58,8 +58,7 @@ RECIPE = Recipe(
     pin="lib",
     sources=(
         GitSource("https://example.invalid/lib.git", ref="{COMMIT}", dest="src"),
-        UrlSource("https://example.invalid/zlib-{{version}}.tar.gz", sha256="{TARBALL_SHA}",
-                  dest="zlib"),
+        UrlSource("https://example.invalid/zlib-{{version}}.tar.gz", dest="zlib"),
         LocalSource("../vendor/extra", dest="extra"),
     ),
     platforms={{"*": Build(commands=("{{cc}} -DZ={{pins[zlib]}} -c {{src}}/a.c",))}},
@@ -77,11 +76,20 @@ def ws(tmp_path: Path) -> Any:
     (tmp_path / "recipes" / "patches" / "fix.patch").write_text("--- a\n+++ b\n")
     (tmp_path / "recipes" / "lib.py").write_text(RECIPE)
     (tmp_path / "prebake.toml").write_text(WORKSPACE)
+    # the tarball's digest comes from the source lock, as `prebake pin` writes it
+    (tmp_path / "prebake.sources.lock").write_text(
+        'version = 1\n[[source]]\nurl = "https://example.invalid/zlib-1.2.3.tar.gz"\n'
+        f'sha256 = "{TARBALL_SHA}"\nsize = 1\n')
     return load_workspace(tmp_path)
 
 
 def _definition(ws: Any, work: dict[str, Path] | None = None) -> dict[str, Any]:
-    return build_definition(unit="core/wasm", stage="core", recipes=[ws.recipes["lib"]],
+    from prebake.sources.lock import locked_recipe, read_source_lock
+
+    lib, unlocked = locked_recipe(ws.recipes["lib"], "wasm", "emscripten", "wasm32", ws.pins,
+                                  read_source_lock(ws.root))
+    assert unlocked == []
+    return build_definition(unit="core/wasm", stage="core", recipes=[lib],
                             platform=ws.platforms["wasm"], pins=ws.pins, input_hash="f" * 64,
                             toolchain={"cc": ["emcc"], "pin": "emsdk", "pin_version": "3.1.6"},
                             root=ws.root, work=work)

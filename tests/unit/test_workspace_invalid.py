@@ -23,8 +23,8 @@ CASES: dict[str, tuple[str, str, int | None]] = {
     "missing_toolchain_pin": ("pins.emsdk", "platform 'wasm' toolchain reads this pin", 5),
     "unknown_os": ("platforms.linux-x86_64.os", "did you mean 'linux'", 9),
     "unknown_arch": ("platforms.linux-x86_64.arch", "prebake calls it 'x86_64'", 10),
-    "url_without_sha256": ("recipes/urlnosha.py:8: RECIPE.sources[0].sha256", "needs a sha256",
-                           None),
+    "templated_url_with_sha256": ("recipes/urltemplated.py:8: RECIPE.sources[0].sha256",
+                                  "takes its sha256 from prebake.sources.lock", None),
     "duplicate_platform": ("platforms.linux-x86_64",
                            "duplicate platform name 'linux-x86_64': declared again here, "
                            "first at line 8", 18),

@@ -49,7 +49,7 @@ def dry_run_steps(ws: Workspace, unit: Unit, opts: Options, cache: SourceCache
             step["strategy"] = "repackage"
             step["download"] = [u.format(version=ver) for u in (strategy.url, *strategy.mirrors)]
             step["sha256"] = strategy.sha256
-            step["verified"] = strategy.verified
+            step["verified"] = bool(strategy.sha256)  # from the source lock
             step["layout"] = dict(strategy.layout)
         elif isinstance(strategy, Build):
             ctx = command_context(ws, unit, opts, recipe, work, dirs)

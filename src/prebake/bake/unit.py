@@ -212,25 +212,24 @@ def command_env(unit: Unit, opts: Options, recipe: Recipe, strategy: Build | Non
                      extra=launcher_env(p.toolchain.cc, launcher) or None)
 
 
-def unverified_pin(recipe: Recipe, platform: str) -> str | None:
-    """Why a recipe can never build here (no strategy, a placeholder sha256), else ``None``."""
-    strategy = recipe.strategy_for(platform)
-    if strategy is None:
+def unbuildable(recipe: Recipe, platform: str) -> str | None:
+    """Why a recipe can never build here (no strategy), else ``None``."""
+    if recipe.strategy_for(platform) is None:
         return f"recipe {recipe.name} has no strategy for {platform}"
-    if isinstance(strategy, Repackage) and not strategy.verified:
-        return (f"{recipe.name}: the {platform} archive's sha256 is a placeholder "
-                f"({strategy.sha256}); pin the real digest first")
     return None
 
 
 # ---- step 0: preflight ------------------------------------------------------------------------
 
 def preflight(run: UnitRun) -> None:
-    """Refuse before any work what can never succeed: no strategy, an unverified pin."""
+    """Refuse before any work what can never succeed: no strategy, a download whose digest
+    is not in prebake.sources.lock (the message names the ``prebake pin`` to run)."""
     for recipe in run.unit.recipes:
-        why = unverified_pin(recipe, run.unit.platform.name)
+        why = unbuildable(recipe, run.unit.platform.name)
         if why is not None:
             raise UnitFailed(why)
+    if run.unit.unlocked:
+        raise UnitFailed("; ".join(run.unit.unlocked))
 
 
 # ---- step 1: compose ------------------------------------------------------------------------

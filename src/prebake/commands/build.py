@@ -49,7 +49,8 @@ def _render_dry_run(results: list[Any]) -> None:
             if step["strategy"] == "repackage":
                 for u in step["download"]:
                     out.print(f"download {u}", markup=False)
-                flag = "" if step["verified"] else "  (UNVERIFIED: the build would refuse)"
+                flag = "" if step["verified"] else ("  (not in prebake.sources.lock: the "
+                                                    "build would refuse)")
                 out.print(f"sha256 {step['sha256']}{flag}", markup=False)
                 for pat, dest in step["layout"].items():
                     out.print(f"layout {pat} -> {dest}", markup=False)

@@ -22,6 +22,7 @@ from typing import Any
 
 from prebake.package import ASSET_FORMAT
 from prebake.recipes.model import LocalSource, Recipe
+from prebake.sources.lock import SourceLock, digest_of, url_refs
 from prebake.workspace.model import PYTHON_TOKEN, Platform, Toolchain
 
 # Bumped when the meaning of a hash changes (a new input kind), so every unit rebuilds once.
@@ -156,12 +157,13 @@ def _memo(cache: dict[tuple[str, Path], str] | None, kind: str, path: Path,
 
 
 def recipe_inputs(recipe: Recipe, platform: Platform, pins: Mapping[str, str],
-                  identify: Identify, cache: dict[tuple[str, Path], str] | None = None
-                  ) -> dict[str, str]:
+                  identify: Identify, cache: dict[tuple[str, Path], str] | None = None,
+                  lock: SourceLock | None = None) -> dict[str, str]:
     """The named inputs of one recipe on one platform (what ``--explain`` shows).
 
     ``cache`` (one per plan) keeps file and tree digests, so a source tree is read once per
-    plan, not once per platform.
+    plan, not once per platform. Each downloaded file counts by its resolved URL and the
+    digest ``lock`` (``prebake.sources.lock``) holds for it: re-pinning changes the hash.
     """
     if recipe.path is None:
         raise ValueError(f"recipe {recipe.name!r} has no file")
@@ -174,6 +176,9 @@ def recipe_inputs(recipe: Recipe, platform: Platform, pins: Mapping[str, str],
         if isinstance(src, LocalSource):
             inputs[f"source[{i}]:{src.path}"] = _memo(cache, "tree", folder / src.path,
                                                       tree_digest)
+    for ref in url_refs(recipe, platform.name, platform.os, platform.arch, pins):
+        digest = digest_of(ref, lock) if lock is not None else ref.literal_sha256 or None
+        inputs[f"url:{ref.where}"] = f"{ref.url} sha256={digest or 'unlocked'}"
     for name in recipe.pins_read(platform.name, platform.toolchain.pin):
         inputs[f"pin:{name}"] = pins.get(name, "")
     inputs["platform-profile"] = canonical_digest(platform_profile(platform))

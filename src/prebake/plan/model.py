@@ -39,6 +39,8 @@ class Unit:
     asset: AssetId
     upstream: tuple[Unit, ...] = ()
     recipe_inputs: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    # source URLs of ``recipes`` with no digest in prebake.sources.lock (the build refuses)
+    unlocked: tuple[str, ...] = ()
 
     @property
     def package(self) -> PackageMode:

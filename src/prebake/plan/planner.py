@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from prebake.errors import PrebakeError
 from prebake.package import ASSET_FORMAT
 from prebake.package.naming import asset_id
 from prebake.plan.hashing import (
@@ -21,6 +22,13 @@ from prebake.plan.hashing import (
     recipe_inputs,
 )
 from prebake.plan.model import Plan, Unit
+from prebake.sources.lock import (
+    SourceLock,
+    locked_recipe,
+    read_source_lock,
+    status_of,
+    url_refs,
+)
 from prebake.workspace.model import Platform, Stage, Workspace
 
 _IDENTITY = ToolchainIdentity()  # one per process: each compiler's --version runs once per run
@@ -34,7 +42,8 @@ def _dep_unit(ws: Workspace, dep: str, platform: str) -> str | None:
 
 
 def _stage_units(ws: Workspace, stage: Stage, platform: Platform, done: dict[str, Unit],
-                 identify: Identify, cache: dict[tuple[str, Path], str]) -> list[Unit]:
+                 identify: Identify, cache: dict[tuple[str, Path], str], lock: SourceLock
+                 ) -> list[Unit]:
     p = platform.name
     covering = tuple(r for r in stage.recipes if ws.recipes[r].strategy_for(p) is not None)
     if not covering:
@@ -43,7 +52,11 @@ def _stage_units(ws: Workspace, stage: Stage, platform: Platform, done: dict[str
                   if u.platform.name == p and u.stage.name in stage.after)
     earlier = set(ws.upstream_stages(stage.name))
     upstream = tuple(u for u in done.values() if u.platform.name == p and u.stage.name in earlier)
-    rin = {r: recipe_inputs(ws.recipes[r], platform, ws.pins, identify, cache) for r in covering}
+    rin = {r: recipe_inputs(ws.recipes[r], platform, ws.pins, identify, cache, lock)
+           for r in covering}
+    # each recipe as this platform builds it: URLs resolved, digests from the source lock
+    locked = {r: locked_recipe(ws.recipes[r], p, platform.os, platform.arch, ws.pins, lock)
+              for r in covering}
     if stage.package == "prefix":
         inputs = {"hash-scheme": HASH_SCHEME, "asset-format": str(ASSET_FORMAT),
                   "project-version": ws.project.version}
@@ -51,10 +64,11 @@ def _stage_units(ws: Workspace, stage: Stage, platform: Platform, done: dict[str
         inputs.update({f"unit:{uid}": done[uid].input_hash for uid in after})
         return [Unit(
             id=f"{stage.name}/{p}", stage=stage, platform=platform,
-            recipes=tuple(ws.recipes[r] for r in covering),
+            recipes=tuple(locked[r][0] for r in covering),
             input_hash=canonical_digest(inputs), inputs=inputs, deps=after,
             asset=asset_id(f"{ws.project.name}-{stage.name}", ws.project.version, p),
             upstream=upstream, recipe_inputs=rin,
+            unlocked=tuple(m for r in covering for m in locked[r][1]),
         )]
     units: list[Unit] = []
     for r in covering:
@@ -69,10 +83,10 @@ def _stage_units(ws: Workspace, stage: Stage, platform: Platform, done: dict[str
                 if built.stage.name == stage.name:
                     same_stage.append(built.id)
         units.append(Unit(
-            id=f"{r}/{p}", stage=stage, platform=platform, recipes=(recipe,),
+            id=f"{r}/{p}", stage=stage, platform=platform, recipes=(locked[r][0],),
             input_hash=canonical_digest(inputs), inputs=inputs, deps=(*after, *same_stage),
             asset=asset_id(r, ws.pins[recipe.pin], p), upstream=upstream,
-            recipe_inputs={r: rin[r]},
+            recipe_inputs={r: rin[r]}, unlocked=tuple(locked[r][1]),
         ))
     return units
 
@@ -96,6 +110,7 @@ def make_plan(ws: Workspace, stage: str | None = None,
         platforms = tuple(dict.fromkeys(p for name in platform for p in ws.platform_names(name)))
     done: dict[str, Unit] = {}
     cache: dict[tuple[str, Path], str] = {}  # file/tree digests, read once per plan
+    lock = read_source_lock(ws.root)
     needed = set(stages)
     for s in stages:
         needed.update(ws.upstream_stages(s))
@@ -103,9 +118,29 @@ def make_plan(ws: Workspace, stage: str | None = None,
         if s not in needed:
             continue
         for p in platforms:
-            for unit in _stage_units(ws, ws.stages[s], ws.platforms[p], done, identify, cache):
+            for unit in _stage_units(ws, ws.stages[s], ws.platforms[p], done, identify, cache,
+                                     lock):
                 done[unit.id] = unit
     units = tuple(u for u in done.values() if u.stage.name in stages)
+    refuse_unlocked(ws, units, lock)
     if platform is not None and not isinstance(platform, str):
         units = tuple(sorted(units, key=lambda u: platforms.index(u.platform.name)))
     return Plan(units=units, stages=stages, platforms=platforms)
+
+
+def refuse_unlocked(ws: Workspace, units: tuple[Unit, ...], lock: SourceLock) -> None:
+    """A URL the lock has never seen means a pin or recipe was edited without ``prebake pin``:
+    building it would pair the new name with bytes nobody checked, so no plan is made. (An URL
+    ``pin`` recorded as pending only stops its own unit, at build time.)"""
+    missing: dict[str, list[str]] = {}
+    for u in units:
+        p = u.platform
+        for r in u.recipes:
+            for ref in url_refs(ws.recipes[r.name], p.name, p.os, p.arch, ws.pins):
+                if status_of(ref, lock) == "missing":
+                    missing.setdefault(ref.command, []).append(f"{ref.url} ({u.id})")
+    if missing:
+        fixes = "; ".join(f"run `{cmd}` (it downloads and locks {', '.join(dict.fromkeys(urls))})"
+                          for cmd, urls in missing.items())
+        raise PrebakeError(f"{lock.path}: no digest for the source URLs the pins resolve to "
+                           f"(a pin or recipe changed without `prebake pin`): {fixes}")

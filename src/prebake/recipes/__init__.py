@@ -14,7 +14,6 @@ from prebake.recipes.loader import (
 from prebake.recipes.model import (
     ANY_PLATFORM,
     PLACEHOLDERS,
-    UNVERIFIED_SHA256_PREFIX,
     Build,
     Command,
     Component,
@@ -33,7 +32,6 @@ from prebake.recipes.validate import validate_recipe
 __all__ = [
     "ANY_PLATFORM",
     "PLACEHOLDERS",
-    "UNVERIFIED_SHA256_PREFIX",
     "Build",
     "Command",
     "Component",

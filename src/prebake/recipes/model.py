@@ -22,8 +22,6 @@ PLACEHOLDERS = (
 )
 # A recipe's ``platforms``/``kind``/``outputs.libs`` key meaning "every platform not named".
 ANY_PLATFORM = "*"
-# A sha256 that nobody verified yet: the build refuses to use an asset pinned like this.
-UNVERIFIED_SHA256_PREFIX = "UNVERIFIED"
 
 Command = tuple[str, ...] | str
 Kind = Literal["static", "shared"]
@@ -54,10 +52,12 @@ class GitSource:
 
 @dataclass(frozen=True)
 class UrlSource:
-    """An archive download; ``sha256`` is mandatory (validation refuses a URL without one)."""
+    """An archive download. A templated ``url`` (``{version}``, ``{pins[NAME]}``…) takes its
+    digest from ``prebake.sources.lock`` (``prebake pin`` writes it); only a literal URL may
+    carry its ``sha256`` here, since a digest next to a template cannot follow the pin."""
 
     url: str
-    sha256: str
+    sha256: str = ""
     mirrors: tuple[str, ...] = ()
     dest: str = "src"
     strip_components: int = 1
@@ -100,20 +100,17 @@ class Build:
 class Repackage:
     """Repackage an upstream prebuilt archive: files matching each glob go to a prefix folder.
 
-    ``url`` and ``mirrors`` are templates with ``{version}``; ``sha256`` is the archive's digest.
+    ``url`` and ``mirrors`` are templates with ``{version}``; the archive's digest comes from
+    ``prebake.sources.lock`` like a ``UrlSource``'s (``sha256`` only for a literal URL).
     """
 
     url: str
-    sha256: str
+    sha256: str = ""
     mirrors: tuple[str, ...] = ()
     layout: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         _freeze(self, "mirrors")
-
-    @property
-    def verified(self) -> bool:
-        return not self.sha256.startswith(UNVERIFIED_SHA256_PREFIX)
 
 
 Strategy = Build | Repackage

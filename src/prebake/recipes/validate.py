@@ -1,7 +1,8 @@
 """Recipe validation: every problem at once, each naming the recipe file and field.
 
 Cross-field rules live here as small functions (pyodide-build's spec checks are the model):
-a URL source must carry a sha256, command placeholders must exist, ``{deps_prefix}`` needs
+a templated URL takes its digest from the source lock and may not carry one, command
+placeholders must exist, ``{deps_prefix}`` needs
 declared ``deps`` (so the plan orders and hashes what the build reads).
 """
 
@@ -18,7 +19,6 @@ from prebake.recipes.locate import field_line
 from prebake.recipes.model import (
     ANY_PLATFORM,
     PLACEHOLDERS,
-    UNVERIFIED_SHA256_PREFIX,
     Build,
     Component,
     GitSource,
@@ -33,7 +33,7 @@ from prebake.recipes.model import (
 
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.+]+(?:-[A-Za-z_][A-Za-z0-9_.+]*)*$")
-_URL_FIELDS = ("version", "platform", "os", "arch")
+_URL_FIELDS = ("version", "pins", "platform", "os", "arch")
 
 
 def _hint(word: str, choices: Collection[str]) -> str:
@@ -63,11 +63,17 @@ def _check_template(template: str, allowed: Collection[str], where: str) -> list
     return problems
 
 
-def _sha_problem(sha: object, where: str, allow_unverified: bool) -> list[Problem]:
-    if not isinstance(sha, str) or not sha:
-        return [Problem(where, "a URL needs a sha256 (64 lowercase hex digits)")]
-    if allow_unverified and sha.startswith(UNVERIFIED_SHA256_PREFIX):
-        return []
+def _sha_problem(sha: object, url: object, where: str) -> list[Problem]:
+    """A templated URL names a new file whenever a pin moves, so its digest lives in
+    ``prebake.sources.lock`` (``prebake pin`` writes it) and never next to the template."""
+    if not isinstance(sha, str):
+        return [Problem(where, f"must be a string; got {type(sha).__name__}")]
+    if not sha:
+        return []  # from the lock
+    if isinstance(url, str) and "{" in url:
+        return [Problem(where, f"a templated URL ({url}) takes its sha256 from "
+                               "prebake.sources.lock: a digest written here cannot follow the "
+                               "pin; remove it and run `prebake pin NAME VERSION`")]
     if not _SHA256.match(sha):
         return [Problem(where, f"not a sha256 (64 lowercase hex digits): {sha!r}")]
     return []
@@ -76,7 +82,7 @@ def _sha_problem(sha: object, where: str, allow_unverified: bool) -> list[Proble
 def _check_source(src: object, i: int, folder: Path | None, where: str) -> list[Problem]:
     w = f"{where}.sources[{i}]"
     if isinstance(src, UrlSource):
-        out = _sha_problem(src.sha256, f"{w}.sha256", allow_unverified=False)
+        out = _sha_problem(src.sha256, src.url, f"{w}.sha256")
         out += _check_template(src.url, _URL_FIELDS, f"{w}.url")
         return out
     if isinstance(src, GitSource):
@@ -120,7 +126,7 @@ def _check_strategy(key: str, strat: object, deps: tuple[str, ...], where: str) 
             out.append(Problem(w, "uses {deps_prefix} but the recipe declares no deps=(...)"))
         return out
     if isinstance(strat, Repackage):
-        out = _sha_problem(strat.sha256, f"{w}.sha256", allow_unverified=True)
+        out = _sha_problem(strat.sha256, strat.url, f"{w}.sha256")
         for j, url in enumerate((strat.url, *strat.mirrors)):
             out += _check_template(url, _URL_FIELDS, f"{w}.url" if j == 0 else f"{w}.mirrors")
         if not strat.layout:

@@ -7,7 +7,9 @@
 - linux-aarch64, macos-arm64: one *shared* library that keeps its bundled protobuf/abseil
   inside (no symbol clash with the host's own copies), with XNNPACK (and CoreML on Apple).
 - linux-x86_64, macos-x86_64, windows-x86_64: the upstream release archive is already
-  well tuned, so it is repackaged (sha256-pinned).
+  well tuned, so it is repackaged. Its digest per version lives in the workspace's
+  ``prebake.sources.lock``: ``prebake pin onnxruntime 1.27.0`` downloads each archive once and
+  records it (and compares with the digest GitHub's API publishes).
 """
 
 from prebake.recipes import (
@@ -73,14 +75,14 @@ MACOS_ARM64 = Build(
     env_unset=(*NO_FLAGS, "MACOSX_DEPLOYMENT_TARGET"),
 )
 
-# Digests of the upstream release archives. A digest nobody could verify yet is a placeholder
-# starting with UNVERIFIED: plan still works, the build refuses to download against it.
 LAYOUT = {"*/include/*": "include", "*/lib/*": "lib", "*/LICENSE": "share/licenses/onnxruntime"}
 
 
-def repackage(asset: str, sha256: str, mirrors: tuple[str, ...] = ()) -> Repackage:
-    """The upstream release archive ``asset``; ``mirrors`` are base URLs tried in order."""
-    return Repackage(url=f"{RELEASES}/{asset}", sha256=sha256, layout=LAYOUT,
+def repackage(asset: str, mirrors: tuple[str, ...] = ()) -> Repackage:
+    """The upstream release archive ``asset``; ``mirrors`` are base URLs tried in order. Its
+    sha256 comes from ``prebake.sources.lock`` (the URL follows the pin, a digest here could
+    not)."""
+    return Repackage(url=f"{RELEASES}/{asset}", layout=LAYOUT,
                      mirrors=tuple(f"{m.rstrip('/')}/{asset}" for m in mirrors))
 
 
@@ -94,16 +96,10 @@ RECIPE = Recipe(
         "wasm": WASM,
         "linux-aarch64": LINUX_AARCH64,
         "macos-arm64": MACOS_ARM64,
-        "linux-x86_64": repackage(
-            "onnxruntime-linux-x64-{version}.tgz",
-            "UNVERIFIED-sha256-of-onnxruntime-linux-x64-1.27.0.tgz"),
+        "linux-x86_64": repackage("onnxruntime-linux-x64-{version}.tgz"),
         # Upstream ships macOS x86_64 inside the universal2 archive.
-        "macos-x86_64": repackage(
-            "onnxruntime-osx-universal2-{version}.tgz",
-            "UNVERIFIED-sha256-of-onnxruntime-osx-universal2-1.27.0.tgz"),
-        "windows-x86_64": repackage(
-            "onnxruntime-win-x64-{version}.zip",
-            "UNVERIFIED-sha256-of-onnxruntime-win-x64-1.27.0.zip"),
+        "macos-x86_64": repackage("onnxruntime-osx-universal2-{version}.tgz"),
+        "windows-x86_64": repackage("onnxruntime-win-x64-{version}.zip"),
     },
     outputs=Outputs(
         libs={

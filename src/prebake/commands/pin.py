@@ -1,0 +1,75 @@
+"""``prebake pin NAME VERSION``: bump a pin and lock the digests of the sources it names."""
+
+from __future__ import annotations
+
+import argparse
+
+NAME = "pin"
+HELP = ("set a pin in prebake.toml and lock the sha256 of every source URL it resolves to "
+        "(prebake.sources.lock); --check lists units whose URLs are not locked")
+ORDER = 8
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("name", nargs="?", metavar="NAME", help="the pin to set (a key of [pins])")
+    p.add_argument("version", nargs="?", metavar="VERSION", help="its new value")
+    p.add_argument("--platform", metavar="P", action="append", default=[],
+                   help="lock only this platform's URLs (repeatable; default: every platform)")
+    p.add_argument("--check", action="store_true",
+                   help="change nothing: exit 1 listing units whose URLs have no digest in "
+                        "prebake.sources.lock (for CI)")
+    p.add_argument("--json", action="store_true", help="machine-readable result")
+
+
+def run(args: argparse.Namespace) -> int:
+    from prebake.commands._common import console, err_console, find_workspace, print_json
+    from prebake.errors import PrebakeError
+    from prebake.jsonio import SCHEMA_VERSION
+    from prebake.sources.pinning import check, pin
+    from prebake.workspace import load_workspace
+
+    ws = load_workspace(find_workspace(args.workspace))
+    out = console()
+    if args.check:
+        if args.name or args.platform:
+            raise PrebakeError("pin --check takes no NAME, VERSION or --platform")
+        problems = check(ws)
+        if args.json:
+            print_json({"schema_version": SCHEMA_VERSION, "ok": not problems,
+                        "unlocked": [{"unit": u, "url": r.url, "status": st,
+                                      "command": r.command} for u, r, st in problems]})
+        else:
+            for unit, ref, st in problems:
+                out.print(f"✗ {unit}: {ref.url} is {st} in prebake.sources.lock "
+                          f"(run `{ref.command}`)", markup=False)
+            if not problems:
+                out.print("✓ every source URL is locked", markup=False)
+        return 1 if problems else 0
+    if not args.name or not args.version:
+        raise PrebakeError("pin needs NAME and VERSION (or --check)")
+    err = err_console()
+    result = pin(ws, args.name, args.version, platforms=args.platform,
+                 log=lambda m: err.print(m, markup=False, highlight=False))
+    if args.json:
+        print_json({"schema_version": SCHEMA_VERSION, "name": result.name, "old": result.old,
+                    "new": result.new, "lock": str(result.lock.path),
+                    "locked": sorted({r.url for r in result.locked}),
+                    "pending": [{"url": r.url, "platform": r.platform, "reason": why}
+                                for r, why in result.pending],
+                    "notes": result.notes, "ok": not result.pending})
+    else:
+        out.print(f"pinned {result.name} = {result.new} (was {result.old}) in prebake.toml",
+                  markup=False)
+        for url in sorted({r.url for r in result.locked}):
+            e = result.lock.entries[url]
+            out.print(f"✓ locked {url}  sha256 {e.sha256}  {e.size} bytes", markup=False)
+        for note in result.notes:
+            out.print(f"  {note}", markup=False)
+        for ref, why in result.pending:
+            out.print(f"✗ pending {ref.url} ({ref.recipe} on {ref.platform}): {why}",
+                      markup=False)
+        if result.pending:
+            out.print(f"{len(result.pending)} URL(s) pending: units needing them are refused "
+                      f"until `prebake pin {result.name} {result.new}` runs where their host is "
+                      "reachable", markup=False)
+    return 1 if result.pending else 0

@@ -1,0 +1,211 @@
+"""``prebake pin NAME VERSION``: move a pin and lock the digest of every URL it resolves to.
+
+The one command a bump is: the pin is set in ``prebake.toml`` (tomlkit, so comments and layout
+stay), every URL of every recipe that reads the pin is resolved for every platform under the new
+value, each is downloaded once into the source cache (mirrors in order, resumable), and
+``prebake.sources.lock`` is rewritten — entries no recipe resolves to any more are dropped. A
+GitHub release asset is also compared with the digest GitHub's API publishes for it, when the
+API answers. An URL no mirror serves here is recorded as *pending* with the command to rerun
+where its host is reachable; the build refuses only the units that need it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import re
+import tempfile
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from prebake.errors import PrebakeError
+from prebake.sources.cache import SourceCache
+from prebake.sources.download import download_new
+from prebake.sources.lock import (
+    Locked,
+    Pending,
+    SourceLock,
+    UrlRef,
+    read_source_lock,
+    status_of,
+    url_refs,
+)
+from prebake.workspace.model import Workspace
+
+GITHUB_RELEASE = re.compile(
+    r"https://github\.com/([^/]+)/([^/]+)/releases/download/([^/]+)/([^/?#]+)")
+API_DEFAULT = "https://api.github.com"
+API_TIMEOUT = 15.0
+MAX_API_BYTES = 8 << 20
+
+
+@dataclass
+class PinResult:
+    name: str
+    old: str | None
+    new: str
+    lock: SourceLock
+    locked: list[UrlRef] = field(default_factory=list)  # resolved URLs now with a digest
+    pending: list[tuple[UrlRef, str]] = field(default_factory=list)  # (url, why not)
+    notes: list[str] = field(default_factory=list)  # GitHub comparisons and the like
+
+
+def _hint(word: str, choices: Iterable[str]) -> str:
+    close = difflib.get_close_matches(word, list(choices), n=1)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+def workspace_refs(ws: Workspace, pins: Mapping[str, str]) -> list[UrlRef]:
+    """Every URL of every recipe on every platform it covers, under ``pins``."""
+    out = []
+    for recipe in ws.recipes.values():
+        for p in ws.platforms.values():
+            if recipe.strategy_for(p.name) is not None:
+                out += url_refs(recipe, p.name, p.os, p.arch, pins)
+    return out
+
+
+def unit_of(ws: Workspace, ref: UrlRef) -> str:
+    stage = ws.stage_of(ref.recipe)
+    if stage is not None and ws.stages[stage].package == "prefix":
+        return f"{stage}/{ref.platform}"
+    return f"{ref.recipe}/{ref.platform}"
+
+
+def github_digest(url: str) -> tuple[str | None, str]:
+    """``(sha256, note)`` from GitHub's API for a release-asset URL; ``None`` when the API does
+    not say (unreachable, no such asset, an old release without digests)."""
+    m = GITHUB_RELEASE.fullmatch(url)
+    if m is None:
+        return None, ""
+    owner, repo, tag, asset = m.groups()
+    api = (os.environ.get("PREBAKE_GITHUB_API") or API_DEFAULT).rstrip("/")
+    req = urllib.request.Request(f"{api}/repos/{owner}/{repo}/releases/tags/{tag}",
+                                 headers={"Accept": "application/vnd.github+json",
+                                          "User-Agent": "prebake"})
+    try:
+        with urllib.request.urlopen(req, timeout=API_TIMEOUT) as resp:
+            data = json.loads(resp.read(MAX_API_BYTES))
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        return None, f"{url}: GitHub's API was not reachable ({getattr(exc, 'reason', exc)}); " \
+                     "digest not cross-checked"
+    for a in data.get("assets", []) if isinstance(data, dict) else []:
+        if isinstance(a, dict) and a.get("name") == asset:
+            digest = a.get("digest")
+            if isinstance(digest, str) and digest.startswith("sha256:"):
+                return digest[len("sha256:"):], f"{url}: matches the digest GitHub publishes"
+    return None, f"{url}: GitHub's API publishes no digest for {asset}; not cross-checked"
+
+
+def set_pin_text(text: str, name: str, version: str, where: Path) -> str:
+    """``prebake.toml`` with ``[pins].NAME = VERSION``, comments and layout kept."""
+    import tomlkit
+    from tomlkit.exceptions import TOMLKitError
+
+    try:
+        doc = tomlkit.parse(text)
+        pins = doc.get("pins")
+        if pins is None:
+            raise PrebakeError(f"{where}: no [pins] table")
+        pins[name] = version
+        return tomlkit.dumps(doc)
+    except TOMLKitError as exc:
+        raise PrebakeError(f"{where}: {exc}") from None
+
+
+def _atomic_text(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        Path(tmp).chmod(path.stat().st_mode & 0o777)
+        Path(tmp).replace(path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def pin(ws: Workspace, name: str, version: str, *, platforms: Sequence[str] = (),
+        cache: SourceCache | None = None, log: Callable[[str], None] | None = None
+        ) -> PinResult:
+    """Set the pin, lock every URL reading it (see the module doc); writes both files."""
+    say = log or (lambda _m: None)
+    if name not in ws.pins:
+        raise PrebakeError(f"{ws.root / 'prebake.toml'}: no pin {name!r} in [pins]"
+                           f"{_hint(name, ws.pins)}")
+    if not version or any(c.isspace() for c in version) or "{" in version:
+        raise PrebakeError(f"pin {name}: {version!r} is not a version")
+    for p in platforms:
+        if p not in ws.platforms:
+            raise PrebakeError(f"--platform {p}: no such platform{_hint(p, ws.platforms)}")
+    cache = cache or SourceCache()
+    new_pins = {**ws.pins, name: version}
+    lock = read_source_lock(ws.root)
+    result = PinResult(name, ws.pins.get(name), version, lock)
+    reads = [r for r in workspace_refs(ws, new_pins)
+             if any(n == name for n, _v in r.pins)
+             or name in ws.recipes[r.recipe].pins_read(r.platform)]
+    command = f"prebake pin {name} {version}"
+    fetched: dict[str, Locked | str] = {}  # url -> entry, or why it could not be had
+    for ref in reads:
+        if ref.literal_sha256:
+            continue
+        if platforms and ref.platform not in platforms:
+            if lock.status(ref.url) != "locked":
+                lock.pending[ref.url] = Pending(
+                    ref.url, f"{command} --platform {ref.platform}",
+                    f"not pinned for {ref.platform} (--platform "
+                    f"{' '.join(platforms)})")
+                result.pending.append((ref, lock.pending[ref.url].reason))
+            continue
+        if ref.url in lock.entries:
+            fetched.setdefault(ref.url, lock.entries[ref.url])
+        if ref.url not in fetched:
+            fetched[ref.url] = _fetch(ref, cache, say, result)
+        got = fetched[ref.url]
+        if isinstance(got, Locked):
+            lock.entries[ref.url] = got
+            lock.pending.pop(ref.url, None)
+            result.locked.append(ref)
+        else:
+            lock.pending[ref.url] = Pending(ref.url, command, got)
+            result.pending.append((ref, got))
+    # keep only what some recipe still resolves to under the new pins
+    live = {r.url for r in workspace_refs(ws, new_pins)}
+    lock.entries = {u: e for u, e in lock.entries.items() if u in live}
+    lock.pending = {u: p for u, p in lock.pending.items() if u in live}
+    toml = ws.root / "prebake.toml"
+    text = set_pin_text(toml.read_text("utf-8"), name, version, toml)
+    lock.write()
+    _atomic_text(toml, text)
+    return result
+
+
+def _fetch(ref: UrlRef, cache: SourceCache, say: Callable[[str], None],
+           result: PinResult) -> Locked | str:
+    got, failures = download_new([ref.url, *ref.mirrors], cache, say)
+    if got is None:
+        return "not downloadable here: " + "; ".join(failures)
+    expected, note = github_digest(ref.url)
+    if note:
+        result.notes.append(note)
+    if expected is not None and expected != got.sha256:
+        got.path.unlink(missing_ok=True)
+        raise PrebakeError(f"{ref.url}: downloaded sha256 {got.sha256} (from {got.url}) but "
+                           f"GitHub publishes {expected}; nothing written")
+    return Locked(ref.url, got.sha256, got.size)
+
+
+def check(ws: Workspace) -> list[tuple[str, UrlRef, str]]:
+    """``(unit, url, status)`` for every URL of the workspace with no digest."""
+    lock = read_source_lock(ws.root)
+    out: list[tuple[str, UrlRef, str]] = []
+    for ref in workspace_refs(ws, ws.pins):
+        st = status_of(ref, lock)
+        if st in ("missing", "pending"):
+            out.append((unit_of(ws, ref), ref, st))
+    return out

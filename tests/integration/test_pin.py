@@ -1,0 +1,191 @@
+"""The bump workflow on a real source tarball: ``prebake pin`` moves a workspace from zstd 1.5.4
+to 1.5.7 (Debian's ``.orig.tar.xz`` files, served on 127.0.0.1), the source lock follows, and
+the rebuilt asset holds the new version; a pin edited by hand is refused before anything runs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import shutil
+import tarfile
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests import support
+from tests.servers.static_http import StaticServer
+
+ORIG = {"1.5.4": "1.5.4+dfsg2", "1.5.7": "1.5.7+dfsg"}  # Debian 12 and Debian 13
+
+TOML = """\
+# zstd's common layer from its real source tarball, for the host.
+[project]
+name = "zstd-sdk"
+version = "1.0.0"
+
+[pins]
+zstd = "1.5.4"  # bumped with `prebake pin zstd VERSION`
+
+[platforms.linux-x86_64]
+os = "linux"
+arch = "x86_64"
+env_unset = ["CFLAGS", "CPPFLAGS", "LDFLAGS"]
+
+[platforms.linux-x86_64.toolchain]
+cc = "gcc"
+cxx = "g++"
+ar = "ar"
+
+[platforms.linux-x86_64.contract]
+lto = "none"
+
+[stages.deps]
+recipes = ["zstd"]
+package = "per-recipe"
+"""
+
+RECIPE = '''\
+"""zstd's lib/common (the version string, errors, entropy tables) as a static library."""
+
+from prebake.recipes import Build, Outputs, Recipe, Snippet, UrlSource
+
+COMMON = ("debug", "entropy_common", "error_private", "fse_decompress", "pool", "threading",
+          "xxhash", "zstd_common")
+
+RECIPE = Recipe(
+    name="zstd",
+    pin="zstd",
+    sources=(UrlSource("{base}/zstd-{{version}}.tar.xz",
+                       mirrors=("{down}/zstd-{{version}}.tar.xz",)),),
+    platforms={{"*": Build(commands=(
+        "cmake -E make_directory {{build}}/obj {{prefix}}/lib {{prefix}}/include",
+        *(f"{{{{cc}}}} -O1 -fPIC -I{{{{src}}}}/lib -c {{{{src}}}}/lib/common/{{c}}.c"
+          f" -o {{{{build}}}}/obj/{{c}}.o" for c in COMMON),
+        "{{ar}} rcs {{prefix}}/lib/libzstd.a "
+        + " ".join(f"{{{{build}}}}/obj/{{c}}.o" for c in COMMON),
+        "cmake -E copy {{src}}/lib/zstd.h {{src}}/lib/zstd_errors.h {{prefix}}/include",
+    ))}},
+    outputs=Outputs(libs={{"*": ("lib/libzstd.a",)}}, headers=("include/zstd.h",),
+                    license="LICENSE"),
+    link_test=Snippet(code="#include <zstd.h>\\nint main(void) {{ return ZSTD_versionNumber() "
+                           "!= ZSTD_VERSION_NUMBER; }}\\n", lang="c",
+                      symbols=("ZSTD_versionNumber",)),
+)
+'''
+
+
+@pytest.fixture(scope="module")
+def upstream(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """Both releases, named as upstream names them, on a loopback HTTP server."""
+    root = tmp_path_factory.mktemp("upstream")
+    for version, debian in ORIG.items():
+        shutil.copyfile(support.debian_orig("libzstd", debian), root / f"zstd-{version}.tar.xz")
+    with StaticServer(root) as server:
+        yield server.url, root
+
+
+def _ws(tmp_path: Path, base: str) -> Path:
+    from tests.servers.static_http import closed_port_url
+
+    ws = tmp_path / "ws"
+    (ws / "recipes").mkdir(parents=True)
+    (ws / "prebake.toml").write_text(TOML)
+    (ws / "recipes" / "zstd.py").write_text(RECIPE.format(base=base, down=closed_port_url()))
+    return ws
+
+
+def _lock(ws: Path) -> dict[str, tuple[str, int]]:
+    data = tomllib.loads((ws / "prebake.sources.lock").read_text())
+    return {e["url"]: (e["sha256"], e["size"]) for e in data.get("source", [])}
+
+
+def _sha(p: Path) -> str:
+    return hashlib.sha256(p.read_bytes()).hexdigest()
+
+
+def _assets(ws: Path) -> list[str]:
+    return sorted(p.name for p in (ws / "releases").rglob("*.tar.xz")) \
+        if (ws / "releases").exists() else []
+
+
+def _release(asset: Path) -> str:
+    with tarfile.open(asset) as tf:
+        f = tf.extractfile("include/zstd.h")
+        assert f is not None
+        header = f.read().decode()
+    parts = [re.search(rf"#define ZSTD_VERSION_{k}\s+(\d+)", header) for k in
+             ("MAJOR", "MINOR", "RELEASE")]
+    return ".".join(m[1] for m in parts if m)
+
+
+def test_pin_moves_the_workspace_and_the_lock(upstream: tuple[str, Path], tmp_path: Path
+                                               ) -> None:
+    base, root = upstream
+    ws = _ws(tmp_path, base)
+    env = {"PREBAKE_CACHE": str(tmp_path / "cache")}
+
+    # no lock yet: refused at plan, naming the exact command
+    plan = support.prebake("-C", ws, "plan", env=env)
+    assert plan.returncode == 2 and "run `prebake pin zstd 1.5.4`" in plan.stderr
+    pin = support.prebake("-C", ws, "pin", "zstd", "1.5.4", env=env)
+    assert pin.returncode == 0, pin.stderr
+    old_url = f"{base}/zstd-1.5.4.tar.xz"
+    old = root / "zstd-1.5.4.tar.xz"
+    assert _lock(ws) == {old_url: (_sha(old), old.stat().st_size)}
+    build = support.prebake("-C", ws, "build", env=env)
+    assert build.returncode == 0, build.stdout + build.stderr
+    (first,) = _assets(ws)
+    assert first == "zstd-1.5.4-linux-x86_64.tar.xz"
+    assert _release(next((ws / "releases").rglob(first))) == "1.5.4"
+
+    # a pin edited by hand: plan and build refuse, nothing is downloaded or published
+    toml = ws / "prebake.toml"
+    text = toml.read_text()
+    toml.write_text(text.replace('zstd = "1.5.4"', 'zstd = "1.5.7"'))
+    for cmd in ("plan", "build"):
+        proc = support.prebake("-C", ws, cmd, env=env)
+        assert proc.returncode == 2, proc.stdout
+        assert "prebake.sources.lock" in proc.stderr
+        assert f"{base}/zstd-1.5.7.tar.xz" in proc.stderr
+        assert "run `prebake pin zstd 1.5.7`" in proc.stderr
+    assert _assets(ws) == [first]
+    toml.write_text(text)
+
+    # `prebake pin` is the bump: the pin moves (its comment kept), the lock follows
+    pin = support.prebake("-C", ws, "pin", "zstd", "1.5.7", env=env)
+    assert pin.returncode == 0, pin.stderr
+    assert 'zstd = "1.5.7"  # bumped with `prebake pin zstd VERSION`' in toml.read_text()
+    assert toml.read_text() == text.replace('zstd = "1.5.4"', 'zstd = "1.5.7"')
+    new = root / "zstd-1.5.7.tar.xz"
+    assert _lock(ws) == {f"{base}/zstd-1.5.7.tar.xz": (_sha(new), new.stat().st_size)}
+    assert (tmp_path / "cache" / "sources" / _sha(new)).is_file()  # downloaded once, cached
+    check = support.prebake("-C", ws, "pin", "--check", env=env)
+    assert check.returncode == 0, check.stdout
+    build = support.prebake("-C", ws, "build", env=env)
+    assert build.returncode == 0, build.stdout + build.stderr
+    assert _assets(ws) == [first, "zstd-1.5.7-linux-x86_64.tar.xz"]
+    asset = next((ws / "releases").rglob("zstd-1.5.7-linux-x86_64.tar.xz"))
+    assert _release(asset) == "1.5.7"  # the new version's bytes, not the old tarball's
+    with tarfile.open(asset) as tf:
+        f = tf.extractfile("lib/libzstd.a")
+        assert f is not None and b"1.5.7" in f.read()
+
+
+def test_pin_resumes_a_cut_download(upstream: tuple[str, Path], tmp_path: Path) -> None:
+    """The first attempt is cut mid-body; the second asks only for the rest (HTTP Range)."""
+    _base, root = upstream
+    with StaticServer(root) as server:
+        ws = _ws(tmp_path, server.url)
+        env = {"PREBAKE_CACHE": str(tmp_path / "cache")}
+        server.drop_after = 500_000
+        first = support.prebake("-C", ws, "pin", "zstd", "1.5.4", env=env)
+        assert first.returncode == 1 and "pending" in first.stdout
+        again = support.prebake("-C", ws, "pin", "zstd", "1.5.4", env=env)
+        assert again.returncode == 0, again.stdout + again.stderr
+        assert any(r.endswith("bytes=500000-") for r in server.requests), server.requests
+    tarball = root / "zstd-1.5.4.tar.xz"
+    assert _lock(ws) == {f"{server.url}/zstd-1.5.4.tar.xz": (_sha(tarball),
+                                                             tarball.stat().st_size)}
