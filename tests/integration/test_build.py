@@ -269,6 +269,12 @@ def test_wasm_library_built_with_legacy_eh_fails_its_unit_and_ships_nothing(
     assert states["core/wasm"]["state"] == "failed"
     assert "eh" in states["core/wasm"]["message"]
     assert "emscripten-legacy" in states["core/wasm"]["message"]
+    # the contract's findings come structured, each file named as it would ship
+    eh = states["core/wasm"]["violations"][0]
+    assert (eh["rule"], eh["expected"], eh["found"], eh["path"], eh["members"]) == (
+        "eh", "wasm", "emscripten-legacy", "lib/libvecmath.a", ["vecmath.o"])
+    assert {v["rule"] for v in states["core/wasm"]["violations"]} == {"eh", "features_required"}
+    assert states["media/wasm"]["violations"] == [] == states["core/linux-x86_64"]["violations"]
     assert states["media/wasm"]["state"] == "blocked", "dependents of a failed unit stop"
     assert states["core/linux-x86_64"]["state"] == "built", "unrelated units finish"
     assert states["media/linux-x86_64"]["state"] == "built"
@@ -279,6 +285,10 @@ def test_wasm_library_built_with_legacy_eh_fails_its_unit_and_ships_nothing(
     proc = prebake(ws, "build", "--stage", "core", "--platform", "wasm")
     assert proc.returncode == 1
     assert "core/wasm failed" in proc.stderr
+    # the table's detail column shows the first violation, not the message's header line
+    row = next(line for line in proc.stdout.splitlines() if "core/wasm" in line)
+    assert "lib/libvecmath.a: eh: required wasm, found emscripten-legacy" in row
+    assert "contract check failed" not in proc.stdout
 
 
 def test_a_stage_that_changes_an_earlier_stage_file_fails_naming_it(tmp_path: Path) -> None:

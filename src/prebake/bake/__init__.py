@@ -40,7 +40,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
-from prebake.bake.result import UnitResult
+from prebake.bake.result import UnitResult, UnitState
 from prebake.bake.unit import Options, run_unit
 from prebake.errors import PrebakeError
 from prebake.plan import planner
@@ -48,7 +48,7 @@ from prebake.plan.model import Unit
 from prebake.store import open_store
 from prebake.workspace.model import Workspace
 
-__all__ = ["Options", "Unit", "UnitResult", "build", "plan_units"]
+__all__ = ["Options", "Unit", "UnitResult", "UnitState", "build", "plan_units"]
 
 Emit = Callable[[str, str, str], None]
 
@@ -108,7 +108,7 @@ def _build(ws: Workspace, units: Sequence[Unit], opts: Options,
     def blocked_by(u: Unit) -> str | None:
         for d in u.deps:
             r = results.get(d)
-            if r is not None and r.state in ("failed", "blocked"):
+            if r is not None and r.state.bad:
                 return d
         return None
 
@@ -118,7 +118,8 @@ def _build(ws: Workspace, units: Sequence[Unit], opts: Options,
                 for u in list(pending):
                     if (bad := blocked_by(u)) is not None:
                         pending.remove(u)
-                        results[u.id] = UnitResult(u.id, "blocked", asset=u.asset.filename,
+                        results[u.id] = UnitResult(u.id, UnitState.BLOCKED,
+                                                   asset=u.asset.filename,
                                                    input_hash=u.input_hash,
                                                    message=f"not built: {bad} failed")
                         emit(u.id, "blocked", results[u.id].message)

@@ -5,9 +5,9 @@ There is deliberately no switch to downgrade a failure to a warning."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prebake.errors import PrebakeError
 from prebake.package.libs import Library
@@ -15,9 +15,19 @@ from prebake.package.manifest import facts_summary
 from prebake.recipes.model import Recipe
 from prebake.workspace.model import Platform
 
+if TYPE_CHECKING:
+    from prebake.contract.check import CheckReport, Violation
+
 
 @dataclass
-class GuardOutcome:
+class GuardReport:
+    """What one recipe's guards found. ``failures`` are the one-line-headed messages that fail
+    the unit; ``check`` the contract check as decided (``None`` when an earlier guard stopped
+    first), with its file paths under ``prefix``."""
+
+    recipe: str = ""
+    prefix: Path | None = None
+    check: CheckReport | None = None
     failures: list[str] = field(default_factory=list)
     facts: list[dict[str, Any]] = field(default_factory=list)
     libs: list[Library] = field(default_factory=list)
@@ -30,6 +40,19 @@ class GuardOutcome:
     @property
     def ok(self) -> bool:
         return not self.failures
+
+    @property
+    def violations(self) -> list[Violation]:
+        """The contract's violations, each file named relative to the prefix (as it ships)."""
+        if self.check is None:
+            return []
+        return [replace(v, path=self._relative(v.path)) for v in self.check.violations]
+
+    def _relative(self, path: str) -> str:
+        p = Path(path)
+        if self.prefix is not None and p.is_relative_to(self.prefix):
+            return p.relative_to(self.prefix).as_posix()
+        return path
 
 
 def license_dest(recipe: Recipe) -> str | None:
@@ -103,7 +126,7 @@ def _link_input(paths: list[Path], libs: list[Library], dep_libs: list[Path], wo
 
 def run_guards(recipe: Recipe, platform: Platform, prefix: Path, workdir: Path,
                log: Any, *, dep_libs: Sequence[Path] = (),
-               include_dirs: Sequence[Path] = ()) -> GuardOutcome:
+               include_dirs: Sequence[Path] = ()) -> GuardReport:
     """Run every guard for ``recipe``'s outputs in ``prefix``; ``log`` gets the details.
 
     ``dep_libs`` are the libraries of the recipes it builds on (earlier stages), which the
@@ -113,7 +136,7 @@ def run_guards(recipe: Recipe, platform: Platform, prefix: Path, workdir: Path,
     from prebake.inspect import ParseOptions, inspect
     from prebake.link.test import link_test
 
-    out = GuardOutcome()
+    out = GuardReport(recipe=recipe.name, prefix=prefix)
     missing = _missing_outputs(recipe, platform.name, prefix)
     if missing:
         out.failures.append(f"{recipe.name}: declared outputs missing from the prefix: "
@@ -135,6 +158,7 @@ def run_guards(recipe: Recipe, platform: Platform, prefix: Path, workdir: Path,
     log.write(f"# guards for {recipe.name}: check {', '.join(lib.path for lib in out.libs)} "
               f"against the {platform.name} contract")
     report = check_paths(paths, platform.contract)
+    out.check = report
     log.write(report.render())
     for u in report.unknown:
         where = Path(u.path)
@@ -165,7 +189,7 @@ def run_guards(recipe: Recipe, platform: Platform, prefix: Path, workdir: Path,
     return out
 
 
-def guards_record(platform: Platform, outcomes: Sequence[GuardOutcome]) -> dict[str, Any]:
+def guards_record(platform: Platform, outcomes: Sequence[GuardReport]) -> dict[str, Any]:
     """The manifest's ``guards`` field: which contract and link test an asset passed.
 
     An asset exists only when every guard passed, so ``ok`` is always true here; the record says

@@ -26,17 +26,17 @@ import shutil
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prebake.bake import commands as cmdline
 from prebake.bake.env import build_env, compiler_launcher, dropped, launcher_env, with_launcher
-from prebake.bake.guards import GuardOutcome, guards_record, license_dest, run_guards
+from prebake.bake.guards import GuardReport, guards_record, license_dest, run_guards
 from prebake.bake.immutability import Snapshot, compare, snapshot
 from prebake.bake.layout import Layout, WorkDirs, stage_marker, work_dirs
 from prebake.bake.process import BuildLog, run_logged
-from prebake.bake.result import UnitResult
+from prebake.bake.result import UnitResult, UnitState
 from prebake.errors import PrebakeError
 from prebake.package import cmake, pkgconfig
 from prebake.package.archive import Entry, collect_tree, write_asset
@@ -52,11 +52,19 @@ from prebake.store.base import Store, file_sha256, read_manifest
 from prebake.trust.hooks import UnitTrust, unit_trust
 from prebake.workspace.model import Platform, Workspace
 
+if TYPE_CHECKING:
+    from prebake.contract.check import Violation
+
 Event = Callable[[str, str, str], None]  # (unit id, state, message)
 
 
 class UnitFailed(Exception):
-    """A unit failed: the message names what, the log holds the details."""
+    """A unit failed: the message names what, the log holds the details; ``violations`` are
+    the contract findings behind a failed guard, for ``--json`` and the table."""
+
+    def __init__(self, message: str, violations: Sequence[Violation] = ()) -> None:
+        super().__init__(message)
+        self.violations = tuple(violations)
 
 
 @dataclass
@@ -140,7 +148,7 @@ class RecipeGuarded:
     """One recipe's outputs passed every guard; ``outcome`` holds what the guards found."""
 
     recipe: Recipe
-    outcome: GuardOutcome
+    outcome: GuardReport
 
 
 @dataclass(frozen=True)
@@ -392,7 +400,7 @@ def guard_recipe(run: UnitRun, built: RecipeBuilt) -> RecipeGuarded:
     outcome = run_guards(recipe, p, dirs.prefix, built.work, run.log, dep_libs=dep_libs,
                          include_dirs=[] if dirs.shared_prefix else [dirs.deps / "include"])
     if not outcome.ok:
-        raise UnitFailed("\n".join(outcome.failures))
+        raise UnitFailed("\n".join(outcome.failures), outcome.violations)
     return RecipeGuarded(recipe, outcome)
 
 
@@ -556,41 +564,43 @@ def run_unit(ws: Workspace, unit: Unit, opts: Options, store: Store, emit: Event
              cancel: threading.Event) -> UnitResult:
     """Skip, dry-run or build one unit; every failure ends as this unit's result, not a raise."""
     t0 = time.monotonic()
-    res = UnitResult(unit.id, "failed", asset=unit.asset.filename, input_hash=unit.input_hash,
-                     want_diff=opts.diff)
+    res = UnitResult(unit.id, UnitState.FAILED, asset=unit.asset.filename,
+                     input_hash=unit.input_hash, want_diff=opts.diff)
     cache = opts.cache or SourceCache()
     if opts.dry_run:
         from prebake.bake.dryrun import dry_run_steps, dry_run_verdict
 
-        res.state, res.dry_run = "planned", dry_run_steps(ws, unit, opts, cache)
-        res.reason = dry_run_verdict(store, unit, opts.force)
-        return res
-    skip, res.reason = skip_reason(store, unit, opts.force)
+        return replace(res, state=UnitState.PLANNED,
+                        dry_run=dry_run_steps(ws, unit, opts, cache),
+                        reason=dry_run_verdict(store, unit, opts.force))
+    skip, reason = skip_reason(store, unit, opts.force)
+    res = replace(res, reason=reason)
     if skip:
-        res.state, res.seconds = "skipped", time.monotonic() - t0
-        return res
+        return replace(res, state=UnitState.SKIPPED, seconds=time.monotonic() - t0)
     layout = Layout(ws.root)
     log = BuildLog(layout.log(unit.id))
-    res.log = str(log.path)
+    res = replace(res, log=str(log.path))
     run = UnitRun(ws=ws, unit=unit, opts=opts, store=store, dirs=work_dirs(layout, unit),
                   layout=layout, log=log, cache=cache, cancel=cancel, emit=emit,
                   started_on=time.time(), t0=t0)
     try:
         log.write(f"# prebake build {unit.id}  input hash {unit.input_hash}")
         published = build_unit(run)
-        res.state, res.sha256, res.asset = "built", published.sha256, published.path.name
-        res.diff = dict(published.diff) if published.diff is not None else None
-        res.diff_markdown = published.diff_markdown
-    except (UnitFailed, PrebakeError) as exc:
-        res.message = str(exc)
+        res = replace(res, state=UnitState.BUILT, sha256=published.sha256,
+                       asset=published.path.name, diff=published.diff,
+                       diff_markdown=published.diff_markdown)
+    except UnitFailed as exc:
+        res = replace(res, message=str(exc), violations=exc.violations)
+        log.write(f"# FAILED: {exc}")
+    except PrebakeError as exc:
+        res = replace(res, message=str(exc))
         log.write(f"# FAILED: {exc}")
     except Exception as exc:  # a bug or a missing module still fails only this unit, loudly
-        res.message = f"internal error: {type(exc).__name__}: {exc}"
+        res = replace(res, message=f"internal error: {type(exc).__name__}: {exc}")
         log.write(f"# FAILED: {res.message}")
     finally:
         log.close()
-        res.seconds = time.monotonic() - t0
-    return res
+    return replace(res, seconds=time.monotonic() - t0)
 
 
 # ---- helpers ----------------------------------------------------------------------------------
@@ -607,7 +617,7 @@ def _parents(path: str) -> list[str]:
     return ["/".join(parts[: i + 1]) for i in range(len(parts))]
 
 
-def _combined_order(outcomes: Sequence[tuple[Recipe, GuardOutcome]], prefix: Path
+def _combined_order(outcomes: Sequence[tuple[Recipe, GuardReport]], prefix: Path
                     ) -> list[list[str]]:
     """The link order across every library the unit ships (one recipe: its own order)."""
     static = [lib for _r, o in outcomes for lib in o.libs if lib.kind == "static"]

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from prebake.bake.result import UnitResult
     from prebake.plan.model import Unit
 
 NAME = "build"
@@ -66,7 +67,8 @@ def _render_dry_run(results: list[Any]) -> None:
         out.print("", markup=False)
 
 
-def _table(results: list[Any]) -> Any:
+def _table(results: Sequence[UnitResult]) -> Any:
+    from rich.markup import escape
     from rich.table import Table
 
     t = Table(title="prebake build")
@@ -74,9 +76,8 @@ def _table(results: list[Any]) -> Any:
         t.add_column(col)
     colour = {"built": "green", "skipped": "cyan", "failed": "red", "blocked": "yellow"}
     for r in results:
-        detail = (r.message.splitlines()[0] if r.message else r.reason)[:100]
         t.add_row(r.unit, f"[{colour.get(r.state, 'white')}]{r.state}[/]", r.asset or "",
-                  f"{r.seconds:.2f}", detail)
+                  f"{r.seconds:.2f}", escape(r.detail[:100]))
     return t
 
 
@@ -123,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
         results = build(ws, units, opts)
     else:
         results = _with_progress(ws, units, opts)
-    failed = [r for r in results if r.state in ("failed", "blocked")]
+    failed = [r for r in results if r.state.bad]
     if not args.json:
         built = {u.platform.name: u.platform for u, r in zip(units, results, strict=True)
                  if r.state == "built"}
