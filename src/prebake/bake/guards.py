@@ -36,6 +36,8 @@ class GuardReport:
     # What the guards decided, for the manifest (machine-independent: relative paths only)
     undecided: list[str] = field(default_factory=list)  # "rule: lib/x.a" checks without evidence
     linked: list[str] = field(default_factory=list)  # how the link test referenced the library
+    # allow_undefined pattern -> the undefined names it let through the whole-archive proof
+    allowed: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -169,22 +171,29 @@ def run_guards(recipe: Recipe, platform: Platform, prefix: Path, workdir: Path,
                             + report.render())
         return out
     snippet = recipe.link_test
-    lib_in = _link_input(paths, out.libs, list(dep_libs), workdir, log)
-    result = link_test(lib_in, platform,
-                       include_dirs=[prefix / "include", *include_dirs],
-                       snippet=snippet.code if snippet else None,
-                       symbols=snippet.symbols if snippet else (),
-                       lang=snippet.lang if snippet else None,
-                       workdir=workdir / "link-test" / recipe.name)
-    for cmd in result.commands:
-        log.write("$ " + " ".join(cmd))
-    log.write(result.output or "")
-    if not result.ok:
-        detail = "\n".join(result.errors) or result.output
-        out.failures.append(f"{recipe.name}: link test failed for {platform.name}:\n{detail}")
+    if snippet is not None and (snippet.code or snippet.symbols):
+        lib_in = _link_input(paths, out.libs, list(dep_libs), workdir, log)
+        result = link_test(lib_in, platform,
+                           include_dirs=[prefix / "include", *include_dirs],
+                           snippet=snippet.code or None, symbols=snippet.symbols,
+                           lang=snippet.lang, flags=snippet.flags,
+                           workdir=workdir / "link-test" / recipe.name)
+        for cmd in result.commands:
+            log.write("$ " + " ".join(cmd))
+        log.write(result.output or "")
+        if not result.ok:
+            detail = "\n".join(result.errors) or result.output
+            out.failures.append(f"{recipe.name}: link test failed for {platform.name}:\n{detail}")
+            return out
+        out.linked = (["snippet"] if snippet.code else []) + [
+            f"symbol {sym}" for sym in snippet.symbols]
+    from prebake.bake.whole import whole_archive_guard
+
+    failure = whole_archive_guard(recipe, platform, prefix, paths, list(dep_libs), workdir, log,
+                                  out)
+    if failure:
+        out.failures.append(failure)
         return out
-    out.linked = (["snippet"] if snippet and snippet.code else []) + [
-        f"symbol {sym}" for sym in (snippet.symbols if snippet else ())] or ["whole archive"]
     out.link_order = _link_order([lib for lib in out.libs if lib.kind == "static"], prefix)
     return out
 
@@ -201,7 +210,9 @@ def guards_record(platform: Platform, outcomes: Sequence[GuardReport]) -> dict[s
                   "contract": platform.contract.to_json(),
                   "undecided": sorted({u for o in outcomes for u in o.undecided})},
         "link_test": {"ok": True, "flags": list(platform.link_test.flags),
-                      "linked": sorted({x for o in outcomes for x in o.linked})},
+                      "linked": sorted({x for o in outcomes for x in o.linked}),
+                      "allow_undefined": {p: sorted(names) for o in outcomes
+                                          for p, names in o.allowed.items()}},
     }
 
 

@@ -198,8 +198,11 @@ def _run(cmd: list[str], cwd: Path, env: Mapping[str, str], timeout: float) -> t
 def link_test(library: Path, platform: LinkPlatform, *, include_dirs: Sequence[Path] = (),
               snippet: str | None = None, symbols: Sequence[str] = (),
               workdir: Path | None = None, lang: str | None = None,
-              env: Mapping[str, str] | None = None, timeout: float = 900) -> LinkTestResult:
-    """Compile and link a consumer of ``library`` for ``platform``; see the module docstring."""
+              env: Mapping[str, str] | None = None, timeout: float = 900,
+              flags: Sequence[str] = ()) -> LinkTestResult:
+    """Compile and link a consumer of ``library`` for ``platform``; see the module docstring.
+
+    ``flags`` come after the platform's ``link_test.flags`` (a recipe snippet's own flags)."""
     library = Path(library).resolve()
     if not library.is_file():
         raise PrebakeError(f"{library}: no such library")
@@ -209,13 +212,13 @@ def link_test(library: Path, platform: LinkPlatform, *, include_dirs: Sequence[P
     if workdir is None:
         with tempfile.TemporaryDirectory(prefix="prebake-link-test-") as tmp:
             result = _link_test(library, platform, include_dirs, snippet, symbols, Path(tmp),
-                                lang, env, timeout)
+                                lang, env, timeout, flags)
             result.workdir = None
             return result
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     return _link_test(library, platform, include_dirs, snippet, symbols, workdir, lang, env,
-                      timeout)
+                      timeout, flags)
 
 
 LINKABLE_KINDS = ("static-library", "shared-library", "import-library", "object")
@@ -240,7 +243,8 @@ def _require_library(library: Path) -> None:
 
 def _link_test(library: Path, platform: LinkPlatform, include_dirs: Sequence[Path],
                snippet: str | None, symbols: Sequence[str], workdir: Path, lang: str | None,
-               extra_env: Mapping[str, str] | None, timeout: float) -> LinkTestResult:
+               extra_env: Mapping[str, str] | None, timeout: float,
+               extra_flags: Sequence[str] = ()) -> LinkTestResult:
     os_name = platform.os
     if snippet is not None:
         lang = lang or "c++"
@@ -254,7 +258,7 @@ def _link_test(library: Path, platform: LinkPlatform, include_dirs: Sequence[Pat
     # link with the C++ driver only when something needs the C++ runtime: it is what a C
     # consumer would do, and zig builds libc++ for a target on first use (minutes)
     linker = platform.toolchain.cxx if src.suffix == ".cpp" or _is_cxx(library) else compiler
-    flags = list(platform.link_test.flags)
+    flags = [*platform.link_test.flags, *extra_flags]
     incs = [f"-I{Path(d).resolve()}" for d in include_dirs if Path(d).is_dir()]
     obj = "consumer.obj" if os_name == "windows" else "consumer.o"
     out = _output_name(os_name)

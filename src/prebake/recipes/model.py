@@ -134,14 +134,24 @@ class Outputs:
 
 @dataclass(frozen=True)
 class Snippet:
-    """A tiny consumer compiled and linked against the library by the link test."""
+    """A tiny consumer compiled and linked against the library by the link test.
 
-    code: str
+    ``flags`` are this snippet's own compile and link flags (``-std=c++17``), added after the
+    platform's ``link_test.flags``; they live in the recipe file, so they change only this
+    recipe's input hash. ``allow_undefined`` names (or ``prefix*`` globs) the symbols the
+    consumer is expected to provide: the whole-archive proof lets exactly those stay undefined
+    and the manifest lists each of them. ``code`` may be empty: the whole-archive proof (and
+    ``symbols``) still run.
+    """
+
+    code: str = ""
     lang: Literal["c", "c++"] = "c++"
     symbols: tuple[str, ...] = ()
+    flags: tuple[str, ...] = ()
+    allow_undefined: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        _freeze(self, "symbols")
+        _freeze(self, "symbols", "flags", "allow_undefined")
 
 
 @dataclass(frozen=True)
