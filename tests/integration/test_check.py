@@ -380,10 +380,38 @@ def test_onnxruntime_node_windows_and_macos(ort_node: Path) -> None:
     assert check_paths([base / "win32" / "x64" / "onnxruntime.dll"],
                        Contract(msvc_runtime="MD", arch="x86_64")).ok
     other = check_paths([base / "win32" / "x64" / "DirectML.dll"], Contract(eh="wasm"))
-    assert other.ok  # no evidence of any EH model in this DLL: nothing to fail on …
-    assert [u.rule for u in other.unknown] == ["eh"]  # … but the report says so
+    assert not other.ok and not other.violations  # no evidence of any EH model: fails closed
+    assert [u.rule for u in other.unknown] == ["eh"]
+    opted = check_paths([base / "win32" / "x64" / "DirectML.dll"],
+                        Contract(eh="wasm", allow_unknown=("eh",)))
+    assert opted.ok and [(u.rule, u.allowed) for u in opted.unknown] == [("eh", True)]
     dylib = base / "darwin" / "arm64" / "libonnxruntime.1.30.0.dylib"
     mac = check_paths([dylib], Contract(macos_min="13.3"))
     only(mac, "macos_min")
     assert mac.violations[0].found == "14.0"
     assert check_paths([dylib], Contract(macos_min="14.0", cxx_stdlib="libc++")).ok
+
+
+def test_a_minified_module_without_its_loader_fails_closed_on_eh(
+        ort_web: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 15.2's reproducer: the seed's failing binary, alone, must not pass ``eh = "wasm"``."""
+    import shutil
+
+    lone = tmp_path / "ort-wasm-simd-threaded.wasm"
+    shutil.copyfile(ort_web / "dist" / "ort-wasm-simd-threaded.wasm", lone)
+    c = tmp_path / "c.toml"
+    c.write_text('eh = "wasm"\n')
+    assert main(["check", "--contract", str(c), str(lone)]) == 1
+    out = capsys.readouterr().out
+    assert "eh: unknown (import names are minified and there is no JS glue" in out
+    assert "fails closed" in out and "1 rule(s) that could not be read" in out
+    assert main(["check", "--contract", str(c), str(lone), "--json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    jsonschema.validate(data, SCHEMA)
+    assert data["ok"] is False and data["violations"] == []
+    assert [(u["rule"], u["allowed"]) for u in data["unknown"]] == [("eh", False)]
+    assert "minified" in data["unknown"][0]["reason"]
+    c.write_text('eh = "wasm"\nallow_unknown = ["eh"]\n')  # the explicit, reported opt-out
+    assert main(["check", "--contract", str(c), str(lone)]) == 0
+    out = capsys.readouterr().out
+    assert "eh: unknown" in out and "not checked (allow_unknown)" in out

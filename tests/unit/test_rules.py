@@ -8,6 +8,7 @@ import pytest
 
 from prebake.contract import Contract, load_contract_file
 from prebake.contract.check import CheckReport, check_facts, check_paths
+from prebake.contract.model import SETTINGS
 from prebake.contract.rules import RULES, RULES_BY_KEY, matching_exports, version_tuple
 from prebake.errors import ConfigError, PrebakeError
 from prebake.inspect.facts import Abi, Facts, Symbols
@@ -23,7 +24,8 @@ def archive(*members: Facts) -> Facts:
 
 
 def test_every_contract_key_has_a_rule() -> None:
-    keys = set(Contract.__dataclass_fields__)
+    keys = set(Contract.__dataclass_fields__) - set(SETTINGS)
+    assert SETTINGS == ("allow_unknown",)
     assert {r.key for r in RULES} == keys
 
 
@@ -184,12 +186,32 @@ def test_members_with_errors_are_skipped_and_nested_archives_walked() -> None:
     assert v.members == ["deep.o"] and v.total == 1
 
 
-def test_undecided_rules_are_reported_not_failed(tmp_path: Path) -> None:
+def test_undecided_rules_fail_closed_unless_the_contract_allows_them(tmp_path: Path) -> None:
     f = tmp_path / "libx.a"
     f.write_bytes(b"!<arch>\n")
-    facts = archive(wasm_obj("known.o", eh="wasm"), wasm_obj("blind.o"))
+    blind = wasm_obj("blind.o")
+    blind.evidence["eh"] = ["import names are minified"]
+    facts = archive(wasm_obj("known.o", eh="wasm"), blind)
     r = check_paths([f], Contract(eh="wasm", glibc_max="2.28"), inspect_fn=lambda _p: facts)
-    assert r.ok
-    assert [(u.rule, u.members, u.total) for u in r.unknown] == [("eh", ["blind.o"], 2)]
-    assert "eh: unknown for 1 of 2 member(s)" in r.unknown[0].message()
+    assert not r.ok and not r.violations
+    assert [(u.rule, u.members, u.total, u.allowed) for u in r.unknown] == [
+        ("eh", ["blind.o"], 2, False)]
+    assert "eh: unknown for 1 of 2 member(s) (import names are minified)" in r.unknown[0].message()
+    assert "fails closed" in r.render() and "could not be read" in r.render()
     assert r.to_json()["unknown"][0]["members"] == ["blind.o"]
+    assert r.to_json()["ok"] is False
+    # the explicit opt-out: it passes, and the report still lists the rule as not checked
+    r = check_paths([f], Contract(eh="wasm", allow_unknown=("eh",)), inspect_fn=lambda _p: facts)
+    assert r.ok
+    assert [(u.rule, u.allowed) for u in r.unknown] == [("eh", True)]
+    assert "not checked (allow_unknown)" in r.unknown[0].message()
+    assert r.to_json()["contract"]["allow_unknown"] == ["eh"]
+
+
+def test_allow_unknown_names_contract_keys_only() -> None:
+    from prebake.contract.model import parse_contract
+
+    c, problems = parse_contract({"eh": "wasm", "allow_unknown": ["eh", "lt0"]})
+    assert c.allow_unknown == ("eh", "lt0")
+    assert [(p.key, p.message) for p in problems] == [
+        ("contract.allow_unknown", "'lt0' is not a contract key (did you mean 'lto'?)")]

@@ -65,7 +65,8 @@ def run(args: argparse.Namespace) -> int:
         for v in report.violations:
             out.print(f"[red]✗[/red] {escape(v.message())}", markup=True)
         for u in report.unknown:
-            out.print(f"[yellow]?[/yellow] {escape(u.message())}", markup=True)
+            mark = "[yellow]?[/yellow]" if u.allowed else "[red]✗[/red]"
+            out.print(f"{mark} {escape(u.message())}", markup=True)
         summary = report.render().splitlines()[-1]
         out.print(("[green]✓[/green] " if report.ok else "") + escape(summary), markup=True)
     return 0 if report.ok else 1

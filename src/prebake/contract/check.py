@@ -65,23 +65,35 @@ class Violation:
 
 @dataclass
 class Unknown:
-    """A rule that could not be decided for some leaves: they passed for lack of evidence."""
+    """A rule whose fact could not be read for some leaves.
+
+    It fails the check (fail closed) unless the contract lists the key in ``allow_unknown``;
+    either way the report lists it, with the inspector's reason when it gave one.
+    """
 
     rule: str
     path: str
     members: list[str]
     total: int | None
+    allowed: bool = False  # the contract's allow_unknown names this rule
+    reason: str = "no evidence either way"
 
     def message(self) -> str:
+        why = f"({self.reason})"
         if self.total is None:
-            return f"{self.path}: {self.rule}: unknown (no evidence either way), not checked"
-        return (f"{self.path}: {self.rule}: unknown for {len(self.members)} of {self.total} "
-                f"member(s) (no evidence either way): {', '.join(self.members[:MAX_MEMBERS_SHOWN])}"
-                + (", …" if len(self.members) > MAX_MEMBERS_SHOWN else ""))
+            head = f"{self.path}: {self.rule}: unknown {why}"
+        else:
+            head = (f"{self.path}: {self.rule}: unknown for {len(self.members)} of {self.total} "
+                    f"member(s) {why}: {', '.join(self.members[:MAX_MEMBERS_SHOWN])}"
+                    + (", …" if len(self.members) > MAX_MEMBERS_SHOWN else ""))
+        if self.allowed:
+            return head + ", not checked (allow_unknown)"
+        return (head + f"; fails closed (the contract's allow_unknown = [\"{self.rule}\"] "
+                "accepts it unchecked)")
 
     def to_json(self) -> dict[str, Any]:
         return {"rule": self.rule, "path": self.path, "members": self.members,
-                "total": self.total}
+                "total": self.total, "allowed": self.allowed, "reason": self.reason}
 
 
 @dataclass
@@ -92,11 +104,16 @@ class CheckReport:
     files: list[str] = field(default_factory=list)
     violations: list[Violation] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # folder entries that are not binaries
-    unknown: list[Unknown] = field(default_factory=list)  # undecided rules (they pass)
+    unknown: list[Unknown] = field(default_factory=list)  # undecided rules (fail unless allowed)
 
     @property
     def ok(self) -> bool:
-        return not self.violations
+        return not self.violations and not self.unreadable
+
+    @property
+    def unreadable(self) -> list[Unknown]:
+        """Undecided rules the contract did not opt out of: each fails the check."""
+        return [u for u in self.unknown if not u.allowed]
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -127,7 +144,11 @@ class CheckReport:
         if self.ok:
             return f"ok: {n} file(s) satisfy the contract"
         lines = [v.message() for v in self.violations]
-        lines.append(f"{len(self.violations)} violation(s) in {n} file(s) checked")
+        lines += [u.message() for u in self.unreadable]
+        parts = [f"{len(self.violations)} violation(s)"] if self.violations else []
+        if self.unreadable:
+            parts.append(f"{len(self.unreadable)} rule(s) that could not be read")
+        lines.append(f"{' and '.join(parts)} in {n} file(s) checked")
         return "\n".join(lines)
 
 
@@ -208,17 +229,24 @@ def check_facts(facts: Facts, contract: Contract, path: str | None = None) -> li
 
 
 def unknown_facts(facts: Facts, contract: Contract, path: str | None = None) -> list[Unknown]:
-    """Rules of ``contract`` that some leaves of ``facts`` could not be checked against."""
+    """Rules of ``contract`` that some leaves of ``facts`` could not be checked against, with
+    the inspector's reason (its evidence for the missing fact) and whether the contract's
+    ``allow_unknown`` accepts that."""
     shown = path or facts.path
     leaves, nested = _leaves(facts)
     out = []
     for rule in RULES:
         if rule.unknown is None or _rule_value(contract, rule) is None:
             continue
-        names = [member_name(leaf) if nested else shown for leaf in leaves if rule.unknown(leaf)]
-        if names:
+        undecided = [leaf for leaf in leaves if rule.unknown(leaf)]
+        if undecided:
+            names = [member_name(leaf) if nested else shown for leaf in undecided]
+            reasons = [r for leaf in undecided for r in leaf.evidence.get(rule.fact or rule.key, [])
+                       if r]
             out.append(Unknown(rule.key, shown, names if nested else [],
-                               len(leaves) if nested else None))
+                               len(leaves) if nested else None,
+                               allowed=rule.key in contract.allow_unknown,
+                               reason=reasons[0] if reasons else "no evidence either way"))
     return out
 
 

@@ -27,7 +27,11 @@ KNOWN_WASM_FEATURES = (
 
 @dataclass(frozen=True)
 class Contract:
-    """Every field is optional: ``None`` / empty means "no rule"."""
+    """Every field is optional: ``None`` / empty means "no rule".
+
+    A rule whose fact cannot be read fails (fail closed); ``allow_unknown`` names the keys for
+    which the consumer accepts that instead, and the report still lists each one.
+    """
 
     os: str | None = None
     arch: str | None = None
@@ -43,6 +47,8 @@ class Contract:
     msvc_runtime: str | None = None
     allowed_needed: tuple[str, ...] | None = None
     forbid_exports: tuple[str, ...] = ()
+    # keys whose fact may be unreadable (a minified module's EH): listed, not failed
+    allow_unknown: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -60,8 +66,11 @@ _CHOICES: dict[str, tuple[str, ...]] = {
     "cxx_stdlib": CXX_STDLIBS,
     "msvc_runtime": MSVC_RUNTIMES,
 }
+# keys that change how the rules are judged, not rules themselves
+SETTINGS = ("allow_unknown",)
 _VERSIONS = ("glibc_max", "glibcxx_max", "macos_min")
-_LISTS = ("features_required", "features_forbidden", "allowed_needed", "forbid_exports")
+_LISTS = ("features_required", "features_forbidden", "allowed_needed", "forbid_exports",
+          "allow_unknown")
 
 
 def _is_version(s: str) -> bool:
@@ -117,6 +126,13 @@ def parse_contract(
                     hint = difflib.get_close_matches(v, KNOWN_WASM_FEATURES, n=1)
                     extra = f" (did you mean '{hint[0]}'?)" if hint else ""
                     problems.append(Problem(path, f"unknown wasm feature {v!r}{extra}"))
+            if key == "allow_unknown":
+                rules = [n for n in names if n not in SETTINGS]
+                for v in value:
+                    if v not in rules:
+                        hint = difflib.get_close_matches(v, rules, n=1)
+                        extra = f" (did you mean '{hint[0]}'?)" if hint else ""
+                        problems.append(Problem(path, f"{v!r} is not a contract key{extra}"))
             kwargs[key] = tuple(value)
     both = set(kwargs.get("features_required", ())) & set(kwargs.get("features_forbidden", ()))
     if both:

@@ -5,9 +5,11 @@ and returns a ``Finding`` (what it found and why) when that leaf breaks the rule
 ``prebake.contract.check`` walks the files, runs every rule whose contract value is set, and
 groups findings per file so a violation names every offending member at once.
 
-Unknown facts (``None``) never fail a rule: prebake does not guess, so a rule only fails on
-evidence. A leaf that uses no exceptions (``eh = "none"``) is compatible with every EH model,
-and a leaf that needs no C++ runtime is compatible with every ``cxx_stdlib``.
+Unknown facts (``None``) never produce a finding: prebake does not guess. The rule's ``unknown``
+says when a leaf's fact could not be read; ``prebake.contract.check`` then fails closed unless
+the contract names the key in ``allow_unknown``. A leaf that uses no exceptions
+(``eh = "none"``) is compatible with every EH model, and a leaf that needs no C++ runtime is
+compatible with every ``cxx_stdlib``.
 
 Adding a rule: write ``def _rule_x(expected, leaf) -> Finding | None`` and add one ``Rule`` line
 to ``RULES`` (the key must exist in ``prebake.contract.model.Contract``).
@@ -50,9 +52,11 @@ class Rule:
     expected: Callable[[Any], str]
     # a fat Mach-O passes when *any* slice passes (it carries the wanted arch among others)
     any_slice: bool = False
-    # True for a leaf the rule applies to but whose fact the inspector could not read: such a
-    # leaf passes (no guessing), and the report lists it so a pass is never silent about it
+    # True for a leaf the rule applies to but whose fact the inspector could not read: the
+    # check fails closed on it unless the contract's allow_unknown names the key
     unknown: Callable[[Facts], bool] | None = None
+    # the fact whose evidence explains an unknown (defaults to the key)
+    fact: str | None = None
 
 
 # --- helpers -------------------------------------------------------------------------------
@@ -325,9 +329,9 @@ RULES: tuple[Rule, ...] = (
     Rule("threads", _rule_threads, _is,
          unknown=lambda f: is_wasm(f) and f.abi.threads is None and _features(f) is None),
     Rule("features_required", _rule_features_required, lambda v: ", ".join(v),
-         unknown=_wasm_features_unknown),
+         unknown=_wasm_features_unknown, fact="wasm_features"),
     Rule("features_forbidden", _rule_features_forbidden, lambda v: "none of " + ", ".join(v),
-         unknown=_wasm_features_unknown),
+         unknown=_wasm_features_unknown, fact="wasm_features"),
     Rule("glibc_max", _rule_version_max("glibc_max", "GLIBC"), lambda v: f"glibc <= {v}"),
     Rule(
         "glibcxx_max", _rule_version_max("glibcxx_max", "GLIBCXX"), lambda v: f"GLIBCXX <= {v}"
@@ -337,9 +341,9 @@ RULES: tuple[Rule, ...] = (
          unknown=lambda f: f.format == "macho" and f.abi.macos_min is None),
     Rule("msvc_runtime", _rule_equal("msvc_runtime"), lambda v: f"/{v}"),
     Rule("allowed_needed", _rule_allowed_needed, lambda v: "only " + ", ".join(v),
-         unknown=lambda f: f.kind in IMAGE_KINDS and f.needed is None),
+         unknown=lambda f: f.kind in IMAGE_KINDS and f.needed is None, fact="needed"),
     Rule("forbid_exports", _rule_forbid_exports, lambda v: "no exports matching " + ", ".join(v),
-         unknown=lambda f: f.kind in IMAGE_KINDS and f.symbols is None),
+         unknown=lambda f: f.kind in IMAGE_KINDS and f.symbols is None, fact="symbols"),
 )
 
 RULES_BY_KEY = {r.key: r for r in RULES}

@@ -298,11 +298,18 @@ def _platform(name: str, data: Any, c: _Collector) -> Platform | None:
     lt = c.table(ok.get("link_test", {}), "link_test", f"{where}.link_test")
     if tc is None or "os" not in ok or "arch" not in ok:
         return None
-    # a binary for this platform has its os and arch, whatever else the contract says
+    # a binary for this platform has its os and arch, whatever else the contract says; such an
+    # implied rule cannot fail closed where the format records no os (a wasm object says
+    # neither emscripten nor wasi), so it is listed in allow_unknown — visibly, in every
+    # report and manifest; writing the key in the contract makes it strict
+    implied = tuple(k for k in ("arch", "os") if getattr(contract, k) is None
+                    and k not in contract.allow_unknown)
     if contract.arch is None:
         contract = replace(contract, arch=ok["arch"])
     if contract.os is None:
         contract = replace(contract, os=ok["os"])
+    if implied:
+        contract = replace(contract, allow_unknown=(*contract.allow_unknown, *implied))
     run = expand_argv(_argv(lt["run"])) if "run" in lt else None
     return Platform(
         name=name, os=ok["os"], arch=ok["arch"], toolchain=tc, contract=contract,
