@@ -394,7 +394,7 @@ def test_onnxruntime_node_windows_and_macos(ort_node: Path) -> None:
 
 def test_a_minified_module_without_its_loader_fails_closed_on_eh(
         ort_web: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """Issue 15.2's reproducer: the seed's failing binary, alone, must not pass ``eh = "wasm"``."""
+    """onnxruntime-web's legacy-EH module, alone, must not pass ``eh = "wasm"``."""
     import shutil
 
     lone = tmp_path / "ort-wasm-simd-threaded.wasm"

@@ -1,4 +1,4 @@
-"""Issue 15.2 in the build guards and in ``fetch``: a contract rule whose fact cannot be read
+"""Fail closed in the build guards and in ``fetch``: a contract rule whose fact cannot be read
 fails (and says why) unless the contract opts the key out with ``allow_unknown``, which every
 report and manifest still lists. A wasm object does not record its OS (emscripten or wasi), so
 ``os = "emscripten"`` written in a contract cannot be decided for ``helper.o``."""

@@ -1,4 +1,5 @@
-"""Issue 15.1: every member of every shipped archive links, not just what the snippet pulls.
+"""The whole-archive proof: every member of every shipped archive links, not only the
+snippet's.
 
 The reproducer: ``libthrower.a``'s ``helper.o`` calls ``thrower_backend_init``, which nothing
 defines; the snippet only uses ``thrower::parse``. Before, the snippet linked, the guard passed
