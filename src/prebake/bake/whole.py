@@ -13,14 +13,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from prebake.bake.guards import GuardOutcome
+    from prebake.bake.guards import GuardReport
     from prebake.recipes.model import Recipe
     from prebake.workspace.model import Platform
 
 
 def whole_archive_guard(recipe: Recipe, platform: Platform, prefix: Path, paths: Sequence[Path],
                         dep_libs: Sequence[Path], workdir: Path, log: Any,
-                        out: GuardOutcome) -> str | None:
+                        out: GuardReport) -> str | None:
     """Run the proof; record what it linked and allowed in ``out``; the failure text, if any."""
     from prebake.link.whole import prove_whole_archive
 
