@@ -99,18 +99,27 @@ def test_build_diff_in_summary(tmp_path: Path) -> None:
     workspace(ws, "2.0.0", V2)
     summary.unlink()
     rc, data, err = build(ws, summary)
-    assert rc == 0, (data, err)
+    assert rc == 1, (data, err)  # breaking: the unit fails and nothing is published
     (unit,) = data["units"]  # type: ignore[misc]
+    assert unit["state"] == "failed" and "nothing published" in unit["message"]
     diff = unit["diff"]
     assert diff["breaking"] is True
     assert (diff["old"]["version"], diff["new"]["version"]) == ("1.0.0", "2.0.0")
-    removed = {c["subject"] for c in diff["changes"] if c["category"] == "export"
-               and c["breaking"]}
-    assert removed == {"gone"}
+    # `gone` is a global no installed header declares: reported as internal, not breaking
+    (gone,) = [c for c in diff["changes"] if c["category"] == "export"]
+    assert gone["subject"] == "gone" and gone["breaking"] is False
+    assert gone["reason"].startswith("internal symbol removed")
     assert any(c["subject"] == "glibc_max" and c["new"] == "2.34" and c["breaking"]
                for c in diff["changes"])
-    text = summary.read_text()
+    text = summary.read_text()  # the summary shows the diff either way
     assert "demo-1.0.0-linux-x86_64.tar.xz" in text and "<code>gone</code>" in text
-    # both releases are in the store: the diff ran before the publish, not against itself
+    assert "glibc_max" in text
+    assert sorted(p.name for p in (ws / "releases").rglob("*.tar.xz")) == [
+        "demo-1.0.0-linux-x86_64.tar.xz"]
+    # --allow-breaking publishes it: the diff ran before the publish, not against itself
+    proc = support.prebake("-C", ws, "build", "--diff", "--allow-breaking", "--json",
+                           env={"GITHUB_STEP_SUMMARY": str(summary), **_pythonpath()})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert json.loads(proc.stdout)["units"][0]["diff"]["breaking"] is True
     assert sorted(p.name for p in (ws / "releases").rglob("*.tar.xz")) == [
         "demo-1.0.0-linux-x86_64.tar.xz", "demo-2.0.0-linux-x86_64.tar.xz"]

@@ -6,6 +6,7 @@ the rebuilt asset holds the new version; a pin edited by hand is refused before 
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import shutil
 import tarfile
@@ -164,8 +165,27 @@ def test_pin_moves_the_workspace_and_the_lock(upstream: tuple[str, Path], tmp_pa
     assert (tmp_path / "cache" / "sources" / _sha(new)).is_file()  # downloaded once, cached
     check = support.prebake("-C", ws, "pin", "--check", env=env)
     assert check.returncode == 0, check.stdout
-    build = support.prebake("-C", ws, "build", env=env)
+    # plan --explain compares with the previous version's asset: the pin and the source moved
+    explain = support.prebake("-C", ws, "plan", "--explain", "zstd/linux-x86_64", env=env)
+    assert explain.returncode == 0, explain.stderr
+    assert ("Changed since the previous version's asset `zstd-1.5.4-linux-x86_64.tar.xz`"
+            in explain.stdout)
+    assert "| pin:zstd | `1.5.4` | `1.5.7` |" in explain.stdout
+    assert f"`{old_url} sha256={_sha(old)}` | `{base}/zstd-1.5.7.tar.xz sha256={_sha(new)}`" \
+        in explain.stdout
+    # build --diff: zstd 1.5.5 made ZSTD_customMalloc & co. static inline; no installed header
+    # declares them, so their removal is internal and the bump is compatible
+    summary = tmp_path / "summary.md"
+    build = support.prebake("-C", ws, "build", "--diff", "--json",
+                            env={**env, "GITHUB_STEP_SUMMARY": str(summary)})
     assert build.returncode == 0, build.stdout + build.stderr
+    (unit,) = json.loads(build.stdout)["units"]
+    diff = unit["diff"]
+    assert diff["breaking"] is False
+    internal = sorted(c["subject"] for c in diff["changes"]
+                      if c["category"] == "export" and c["reason"].startswith("internal"))
+    assert internal == ["ZSTD_customCalloc", "ZSTD_customFree", "ZSTD_customMalloc"]
+    assert "ZSTD_customMalloc" in summary.read_text()
     assert _assets(ws) == [first, "zstd-1.5.7-linux-x86_64.tar.xz"]
     asset = next((ws / "releases").rglob("zstd-1.5.7-linux-x86_64.tar.xz"))
     assert _release(asset) == "1.5.7"  # the new version's bytes, not the old tarball's

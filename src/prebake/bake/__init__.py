@@ -39,6 +39,8 @@ import fcntl
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import replace
+from typing import Any
 
 from prebake.bake.result import UnitResult, UnitState
 from prebake.bake.unit import Options, run_unit
@@ -141,4 +143,31 @@ def _build(ws: Workspace, units: Sequence[Unit], opts: Options,
         except BaseException:
             cancel.set()
             raise
-    return [results[u.id] for u in units]
+    out = [results[u.id] for u in units]
+    if opts.diff and opts.publish and not opts.dry_run:
+        out = _publish_after_diffs(store, out, emit)
+    return out
+
+
+def _publish_after_diffs(store: Any, results: Sequence[UnitResult], emit: Emit
+                         ) -> list[UnitResult]:
+    """``build --diff``: publish the built assets only when no unit's diff is breaking — a
+    breaking change anywhere in the build publishes nothing, so a release is never half new."""
+    breaking = [r.unit for r in results if r.breaking]
+    out = []
+    for r in results:
+        path = r.to_publish
+        if path is None:
+            out.append(r)
+        elif breaking:
+            out.append(replace(r, to_publish=None, reason=(
+                f"built, not published: breaking diff in {', '.join(breaking)} "
+                "(--allow-breaking publishes anyway)")))
+        else:
+            emit(r.unit, "running", f"publishing {path.name} to {store.url}")
+            try:
+                store.publish(path)
+            except PrebakeError as exc:
+                r = replace(r, state=UnitState.FAILED, message=f"publishing {path.name}: {exc}")
+            out.append(replace(r, to_publish=None))
+    return out

@@ -5,6 +5,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -43,6 +44,8 @@ class UnitResult:
     diff: Mapping[str, Any] | None = None
     diff_markdown: str = ""
     want_diff: bool = False
+    breaking: bool = False  # --diff found breaking changes: the build publishes nothing
+    to_publish: Path | None = None  # --diff: built, published once every diff is known
 
     @property
     def detail(self) -> str:

@@ -76,6 +76,7 @@ class Options:
     cache: SourceCache | None = None
     publish: bool = True
     diff: bool = False  # diff each new asset against the store's current one, before publishing
+    allow_breaking: bool = False  # with diff: publish even when the diff is breaking
 
     @property
     def threads(self) -> int:
@@ -187,6 +188,17 @@ class Published:
     sha256: str
     diff: Mapping[str, Any] | None = None
     diff_markdown: str = ""
+    deferred: bool = False  # --diff: published once every unit's diff is known (bake.build)
+
+
+class BreakingDiff(UnitFailed):
+    """The new asset breaks consumers of the store's previous one: the unit fails, nothing of
+    the build is published, and the diff still goes to the step summary."""
+
+    def __init__(self, message: str, diff: Mapping[str, Any] | None, markdown: str) -> None:
+        super().__init__(message)
+        self.diff = diff
+        self.markdown = markdown
 
 
 # ---- recipe commands: placeholders and environment ------------------------------------------
@@ -460,7 +472,9 @@ def package(run: UnitRun, guarded: Guarded) -> Packaged:
         aid, input_hash=unit.input_hash,
         toolchain=toolchain_identity(ws, unit.platform),
         facts=[f for _r, o in outcomes for f in o.facts], link_order=order,
-        recipes=[{"name": r.name, "version": ws.pins[r.pin]} for r, _o in outcomes],
+        recipes=[{"name": r.name, "version": ws.pins[r.pin],
+                  **({"public_symbols": list(r.outputs.public_symbols)}
+                     if r.outputs.public_symbols else {})} for r, _o in outcomes],
         guards=guards_record(unit.platform, [o for _r, o in outcomes]),
         inputs=unit.inputs,
     )
@@ -492,7 +506,11 @@ def attest(run: UnitRun, packaged: Packaged) -> Attested:
 # ---- step 6: publish --------------------------------------------------------------------------
 
 def publish(run: UnitRun, attested: Attested) -> Published:
-    """Diff against the store's current asset (``--diff``), then publish (unless told not to)."""
+    """Diff against the store's current asset (``--diff``), then publish (unless told not to).
+
+    With ``--diff`` a breaking diff fails the unit (``--allow-breaking`` lets it through) and
+    publishing waits until every unit's diff is known, so one breaking unit publishes nothing
+    of the build (``prebake.bake.build`` publishes the rest, or not)."""
     path, digest = attested.packaged.path, attested.packaged.sha256
     store, name = run.store, attested.packaged.path.name
     diff: Mapping[str, Any] | None = None
@@ -503,6 +521,13 @@ def publish(run: UnitRun, attested: Attested) -> Published:
         run.say(f"diffing {name} against {store.url}")
         result, markdown = build_summary(path, store)
         diff = result.to_json() if result is not None else None
+        if result is not None and result.breaking and not run.opts.allow_breaking:
+            n = result.counts()["breaking"]
+            raise BreakingDiff(
+                f"{name}: {n} breaking change(s) against {result.old.get('label')} in "
+                f"{store.url}; nothing published (consumers of the previous asset would fail; "
+                "--allow-breaking publishes anyway)", diff, markdown)
+        return Published(path, digest, diff, markdown, deferred=run.opts.publish)
     if run.opts.publish:
         run.say(f"publishing {name} to {store.url}")
         store.publish(path)
@@ -588,7 +613,12 @@ def run_unit(ws: Workspace, unit: Unit, opts: Options, store: Store, emit: Event
         published = build_unit(run)
         res = replace(res, state=UnitState.BUILT, sha256=published.sha256,
                        asset=published.path.name, diff=published.diff,
-                       diff_markdown=published.diff_markdown)
+                       diff_markdown=published.diff_markdown,
+                       to_publish=published.path if published.deferred else None)
+    except BreakingDiff as exc:
+        res = replace(res, message=str(exc), breaking=True, diff=exc.diff,
+                      diff_markdown=exc.markdown)
+        log.write(f"# FAILED: {exc}")
     except UnitFailed as exc:
         res = replace(res, message=str(exc), violations=exc.violations)
         log.write(f"# FAILED: {exc}")

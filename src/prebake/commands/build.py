@@ -30,7 +30,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="print each unit's exact commands and environment; run nothing")
     p.add_argument("--diff", action="store_true",
                    help="diff each new asset against the store's current release before "
-                        "publishing (in --json and appended to $GITHUB_STEP_SUMMARY)")
+                        "publishing (in --json and appended to $GITHUB_STEP_SUMMARY); a "
+                        "breaking diff fails its unit and publishes nothing (exit 1)")
+    p.add_argument("--allow-breaking", action="store_true",
+                   help="with --diff: publish even when the diff is breaking (still reported)")
     p.add_argument("--store", metavar="URL",
                    help="where to look for built units and publish new ones (default: "
                         "$PREBAKE_STORE, else the workspace's default store)")
@@ -117,9 +120,12 @@ def run(args: argparse.Namespace) -> int:
     if args.platform:
         for p in args.platform:
             ws.platform_names(p)  # one clear error for an unknown platform
+    if args.allow_breaking and not args.diff:
+        raise PrebakeError("--allow-breaking only means something with --diff")
     units = plan_units(ws, args.stage, args.platform)
     opts = Options(jobs=args.jobs, force=args.force, dry_run=args.dry_run,
-                   caller_env=dict(os.environ), diff=args.diff)
+                   caller_env=dict(os.environ), diff=args.diff,
+                   allow_breaking=args.allow_breaking)
     if args.json or args.dry_run:
         results = build(ws, units, opts)
     else:

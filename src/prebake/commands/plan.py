@@ -43,10 +43,20 @@ def run(args: argparse.Namespace) -> int:
         except (PrebakeError, OSError):
             manifest, status = None, "unknown"
         changes = changed_inputs(unit, manifest)
+        previous: str | None = None
+        if status == "missing":  # a new version: compare with the previous version's asset
+            from prebake.plan.previous import previous_manifest
+
+            try:
+                found = previous_manifest(unit, store, ws.root)
+            except (PrebakeError, OSError):
+                found = None
+            if found is not None:
+                previous, changes = found[0], changed_inputs(unit, found[1])
         if args.json:
-            print_json(explain_json(unit, status, changes))
+            print_json(explain_json(unit, status, changes, previous))
         else:
-            print(explain_markdown(unit, status, changes), end="")
+            print(explain_markdown(unit, status, changes, previous), end="")
         return 0
     plan = make_plan(ws, args.stage, args.platform)
     problems: list[str] = []

@@ -1,11 +1,13 @@
 """Compare two sides and classify every change as breaking or compatible.
 
-Breaking means a consumer that built or ran against OLD may fail with NEW: a removed export
-(undefined symbol at link or load time), a raised glibc/libstdc++/macOS floor (the oldest
-supported system can no longer load it), a changed EH model, thread model, LTO kind or
-architecture (the link dies, like ``__resumeException`` on wasm), a new required archive or a
-new NEEDED library (the consumer's link line or system lacks it), a removed library or header.
-The rules are data (``FACT_RULES``); the functions below only apply them.
+Breaking means a consumer that built or ran against OLD may fail with NEW: a removed export of
+the public API (undefined symbol at link or load time; ``prebake.diff.public`` says which
+exports are API — an internal global no header declares is reported, not breaking), a raised
+glibc/libstdc++/macOS floor (the oldest supported system can no longer load it), a changed EH
+model, thread model, LTO kind or architecture (the link dies, like ``__resumeException`` on
+wasm), a new required archive or a new NEEDED library (the consumer's link line or system
+lacks it), a removed library or header. The rules are data (``FACT_RULES``); the functions
+below only apply them.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from prebake.diff.model import Change, DiffResult, LibraryRow, pct
+from prebake.diff.public import PublicApi, public_api
 from prebake.diff.side import Library, Side, library_key
 
 # fact -> (how a change breaks, why it matters to a consumer)
@@ -78,13 +81,23 @@ def classify_fact(name: str, old: Any, new: Any) -> tuple[bool, str] | None:
     return False, f"removed {', '.join(removed)}"
 
 
-def _exports(key: str, old: Library, new: Library) -> list[Change]:
+INTERNAL_REMOVED = ("internal symbol removed: no installed header declares it and the "
+                    "recipe's public_symbols do not list it")
+
+
+def _exports(key: str, old: Library, new: Library, api: PublicApi) -> list[Change]:
     from prebake.inspect.demangle import demangle
 
     if old.exports is None or new.exports is None:
         return []
-    out = [Change("export", n, True, "export removed: consumers using it fail to link or load",
-                  key, demangled=demangle(n)) for n in sorted(old.exports - new.exports)]
+    out = []
+    for n in sorted(old.exports - new.exports):
+        d = demangle(n)
+        if api.is_public(n, d):
+            out.append(Change("export", n, True, "export removed: consumers using it fail to "
+                              "link or load", key, demangled=d))
+        else:
+            out.append(Change("export", n, False, INTERNAL_REMOVED, key, demangled=d))
     out += [Change("export", n, False, "export added", key, demangled=demangle(n))
             for n in sorted(new.exports - old.exports)]
     return out
@@ -101,6 +114,8 @@ def _facts(key: str, old: Library, new: Library) -> list[Change]:
 
 
 def _library_changes(old: Side, new: Side) -> tuple[list[Change], list[LibraryRow]]:
+    # the API consumers compiled against: the old side's headers and both sides' globs
+    api = public_api(old.declared, (*old.public_symbols, *new.public_symbols))
     changes: list[Change] = []
     rows: list[LibraryRow] = []
     pairs = _pairs(old, new)
@@ -116,7 +131,7 @@ def _library_changes(old: Side, new: Side) -> tuple[list[Change], list[LibraryRo
             changes.append(Change("library", key, True, "library removed: consumers linking "
                                   "it fail", key, a.path, None))
         elif a is not None and b is not None:
-            mine = _facts(key, a, b) + _exports(key, a, b)
+            mine = _facts(key, a, b) + _exports(key, a, b, api)
             if a.size != b.size:
                 mine.append(Change("size", key, False, f"{_signed(pct(a.size, b.size))}",
                                    key, a.size, b.size))

@@ -72,6 +72,10 @@ class Side:
     link_order_source: str | None = None  # "manifest" | "computed"
     size: int | None = None  # the asset file for assets, else the bytes of its files
     manifest: dict[str, Any] | None = None
+    # identifiers the side's headers declare (None: no headers read), and the globs its
+    # recipes list as public_symbols: together they say which exports are the API
+    declared: frozenset[str] | None = None
+    public_symbols: tuple[str, ...] = ()
 
     @property
     def identity(self) -> dict[str, Any]:
@@ -118,7 +122,16 @@ def side_from_manifest(manifest: Mapping[str, Any], label: str) -> Side:
     order = _order(manifest.get("link_order"))
     sizes: list[int] = [f["size"] for f in files.values() if isinstance(f.get("size"), int)]
     return Side(label, "manifest", libs, headers, order, "manifest" if order else None,
-                sum(sizes), dict(manifest))
+                sum(sizes), dict(manifest), public_symbols=_public_symbols(manifest))
+
+
+def _public_symbols(manifest: Mapping[str, Any] | None) -> tuple[str, ...]:
+    """The ``public_symbols`` globs every recipe of the asset declared (in its manifest)."""
+    out: list[str] = []
+    for r in _list((manifest or {}).get("recipes")):
+        if isinstance(r, Mapping):
+            out += [str(g) for g in _list(r.get("public_symbols")) if isinstance(g, str)]
+    return tuple(dict.fromkeys(out))
 
 
 def _list(v: Any) -> list[Any]:
@@ -185,8 +198,12 @@ def _from_tree(root: Path, label: str, kind: str | None) -> Side:
     if not libs and not headers:
         raise PrebakeError(f"{label}: holds no binaries or headers prebake knows; nothing to "
                            "compare")
+    from prebake.diff.public import header_identifiers
+
     side = Side(label, kind or ("prefix" if prefix else "tree"), libs, headers,
-                manifest=manifest, size=sum(p.stat().st_size for p in _files(root)))
+                manifest=manifest, size=sum(p.stat().st_size for p in _files(root)),
+                declared=header_identifiers(header_files) if header_files else None,
+                public_symbols=_public_symbols(manifest))
     order = _order(manifest.get("link_order")) if manifest else None
     if order:
         side.link_order, side.link_order_source = order, "manifest"

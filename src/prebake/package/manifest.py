@@ -38,7 +38,7 @@ def facts_summary(facts: Facts, rel: str) -> dict[str, Any]:
 def make_manifest(aid: AssetId, *, input_hash: str, toolchain: Mapping[str, Any],
                   facts: Sequence[Mapping[str, Any]] = (),
                   link_order: Sequence[Sequence[str]] = (),
-                  recipes: Sequence[Mapping[str, str]] = (),
+                  recipes: Sequence[Mapping[str, Any]] = (),
                   guards: Mapping[str, Any] | None = None,
                   inputs: Mapping[str, str] | None = None) -> dict[str, Any]:
     """A manifest without ``files`` (``write_asset`` fills them from what it archives).

@@ -31,24 +31,28 @@ def _inputs_table(inputs: Mapping[str, str]) -> list[str]:
 Changes = list[tuple[str, str | None, str | None]] | None
 
 
-def _changes_lines(status: str, changes: Changes) -> list[str]:
-    if status != "stale":
+def _changes_lines(status: str, changes: Changes, previous: str | None = None) -> list[str]:
+    if status != "stale" and previous is None:
         return []
     if changes is None:
         return ["", "The stored asset was built from other inputs (its manifest does not list "
                 "them, so only the hash can be compared)."]
-    lines = ["", "Changed since the stored asset:", "", "| input | stored | now |",
+    what = (f"the previous version's asset `{previous}`" if previous is not None
+            else "the stored asset")
+    lines = ["", f"Changed since {what}:", "", "| input | stored | now |",
              "|---|---|---|"]
     lines += [f"| {_cell(n)} | `{_cell(a or '-')}` | `{_cell(b or '-')}` |"
               for n, a, b in changes]
     return lines
 
 
-def explain_markdown(unit: Unit, status: str, changes: Changes = None) -> str:
-    """Which inputs make up a unit's hash, so a user sees why it will (not) rebuild."""
+def explain_markdown(unit: Unit, status: str, changes: Changes = None,
+                     previous: str | None = None) -> str:
+    """Which inputs make up a unit's hash, so a user sees why it will (not) rebuild; for a new
+    version, what changed since ``previous`` (the store's previous version's asset)."""
     lines = [f"### `{unit.id}` (stage {unit.stage.name}, platform {unit.platform.name})", "",
              f"input hash `{unit.input_hash}`, status: {status}",
-             *_changes_lines(status, changes), "",
+             *_changes_lines(status, changes, previous), "",
              *_inputs_table(unit.inputs)]
     if unit.package == "prefix":
         for name, inputs in unit.recipe_inputs.items():
@@ -73,9 +77,11 @@ def plan_json(ws: Workspace, plan: Plan, statuses: Mapping[str, str], store: str
     }
 
 
-def explain_json(unit: Unit, status: str, changes: Changes = None) -> dict[str, Any]:
+def explain_json(unit: Unit, status: str, changes: Changes = None,
+                 previous: str | None = None) -> dict[str, Any]:
     d = unit.to_json()
     d["status"] = status
+    d["compared_with"] = previous
     d["changed"] = (None if changes is None else
                     [{"input": n, "stored": a, "now": b} for n, a, b in changes])
     d["recipe_inputs"] = {k: dict(v) for k, v in unit.recipe_inputs.items()}

@@ -118,14 +118,20 @@ Strategy = Build | Repackage
 
 @dataclass(frozen=True)
 class Outputs:
-    """What the prefix must contain after the build: libraries per platform, headers, license."""
+    """What the prefix must contain after the build: libraries per platform, headers, license.
+
+    ``public_symbols`` (globs such as ``"ZSTD_*"``) name the exports that are API beyond what
+    the installed headers declare; ``prebake diff`` counts a removed export as breaking only
+    when a header declares it or a glob here matches it (the rest is internal).
+    """
 
     libs: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     headers: tuple[str, ...] = ()
     license: str | None = None
+    public_symbols: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        _freeze(self, "headers")
+        _freeze(self, "headers", "public_symbols")
         object.__setattr__(self, "libs", {k: _tuple(v) for k, v in dict(self.libs).items()})
 
     def libs_for(self, platform: str) -> tuple[str, ...]:

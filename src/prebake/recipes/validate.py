@@ -176,6 +176,10 @@ def validate_recipe(recipe: Recipe, *, platforms: Collection[str] | None = None,
     for rel in recipe.files:
         if folder is not None and not (folder / rel).is_file():
             problems.append(Problem(f"{where}.files", f"no such file: {folder / rel}"))
+    globs = recipe.outputs.public_symbols
+    if not isinstance(globs, tuple) or not all(isinstance(g, str) and g for g in globs):
+        problems.append(Problem(f"{where}.outputs.public_symbols",
+                                f"must be a tuple of symbol globs (strings); got {globs!r}"))
     if recipe.link_test is not None and not isinstance(recipe.link_test, Snippet):
         problems.append(Problem(f"{where}.link_test", "must be a Snippet or None"))
     for comp in recipe.bundled:
