@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from prebake.consume.lock import LOCK_NAME, LockEntry, read_lock
-from prebake.consume.unpack import DEFAULT_MAX_BYTES, safe_extract
+from prebake.consume.unpack import DEFAULT_MAX_BYTES, UnsafeArchive, safe_extract
 from prebake.contract.model import Contract
 from prebake.errors import CheckFailed, PrebakeError
 from prebake.names import check_name, name_problem
@@ -30,6 +30,29 @@ from prebake.store import open_store
 from prebake.store.base import DEFAULT_RELEASE, ProgressFn, Store, file_sha256
 
 MANIFEST_IN_PREFIX = "share/prebake/manifest.json"
+MAX_MANIFEST = 64 * 1024**2  # a manifest lists files and facts; 100 000 files fit easily
+
+
+def declared_sizes(store: Store, aid: AssetId, release: str) -> dict[str, int] | None:
+    """Path -> size of every file the asset's manifest sidecar lists (``None`` when it lists
+    none): the extractor holds each member to its size, so a bomb stops at its first header."""
+    from prebake.package.naming import MANIFEST_SUFFIX
+
+    raw = store.read_sidecar(aid, MANIFEST_SUFFIX, release)
+    try:
+        data = json.loads(raw) if raw is not None and len(raw) <= MAX_MANIFEST else None
+    except ValueError:
+        data = None
+    files = data.get("files") if isinstance(data, dict) else None
+    if not isinstance(files, list) or not files:
+        return None
+    out: dict[str, int] = {}
+    for f in files:
+        if not (isinstance(f, dict) and isinstance(f.get("path"), str)
+                and isinstance(f.get("size"), int) and f["size"] >= 0):
+            return None
+        out[f["path"]] = f["size"]
+    return out
 
 
 class IntegrityError(CheckFailed):
@@ -152,17 +175,21 @@ def _checker(aid: AssetId, contract: Contract | None) -> Callable[[Path], None]:
 
     def check(tree: Path) -> None:
         manifest = tree / MANIFEST_IN_PREFIX
-        if manifest.is_file():
-            try:
-                data = json.loads(manifest.read_text("utf-8"))
-            except (ValueError, UnicodeDecodeError):
-                data = None
-            named = (data.get("name"), data.get("version"), data.get("platform")) \
-                if isinstance(data, dict) else None
-            if named != (aid.name, aid.version, aid.platform):
-                raise IntegrityError(f"{aid.filename}: its {MANIFEST_IN_PREFIX} names {named}; "
-                                     "an asset published under another name, nothing was "
-                                     "installed")
+        if not manifest.is_file() or manifest.is_symlink():
+            raise IntegrityError(f"{aid.filename}: has no {MANIFEST_IN_PREFIX}, so nothing says "
+                                 "which asset it is; not a prebake asset, nothing was installed")
+        from prebake.bounded import read_bounded
+
+        try:
+            data = json.loads(read_bounded(manifest, MAX_MANIFEST, "manifest"))
+        except (ValueError, UnicodeDecodeError):
+            data = None
+        named = (data.get("name"), data.get("version"), data.get("platform")) \
+            if isinstance(data, dict) else None
+        if named != (aid.name, aid.version, aid.platform):
+            raise IntegrityError(f"{aid.filename}: its {MANIFEST_IN_PREFIX} names {named}; "
+                                 "an asset published under another name, nothing was "
+                                 "installed")
         if contract is None:
             return
         from prebake.contract.check import check_paths
@@ -246,8 +273,12 @@ def fetch(
     if contract is None:
         notes.append("no consumer contract given: facts were not re-checked "
                      "(run inside a workspace or pass --contract)")
-    files = safe_extract(asset, into, replace=True, max_bytes=max_bytes,
-                         check=_checker(aid, contract))
+    try:
+        files = safe_extract(asset, into, replace=True, max_bytes=max_bytes,
+                             check=_checker(aid, contract), declared=declared_sizes(st, aid, tag))
+    except UnsafeArchive as exc:  # the asset as the store calls it, not its cache copy
+        raise UnsafeArchive(Path(aid.filename), exc.member,
+                            f"{exc.rule} (from {st.url}, release {tag})") from None
     url = st.asset_url(aid, tag)
     if lock is not None:
         lock.put(LockEntry(name, version, platform, expected, url, tag))

@@ -14,8 +14,12 @@ Rules (each rejection names the archive, the member and the rule):
   regular member is written, so no write ever goes through a link); no member may live *under* a
   symlink member; hardlinks must point at a regular file member of the same archive (they are
   materialised as copies);
-* budgets: at most ``max_members`` members and ``max_bytes`` uncompressed bytes, counted from the
-  headers *before* writing and from the bytes actually written.
+* budgets: at most ``max_members`` members and ``max_bytes`` uncompressed bytes, and at most
+  ``max_ratio`` times the archive's own size beyond a small floor (``RATIO_FLOOR``), counted from
+  the headers *before* writing and from the bytes actually written — a 0.3 MB ``.tar.xz`` that
+  expands to 2 GiB is refused at the first header that would pass the bound, not after filling
+  the disk; ``declared`` (path -> size, from the asset's manifest) makes every member's size
+  exact: a member larger than its manifest says is refused before its first byte is written.
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ import tempfile
 import threading
 import zipfile
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -46,6 +50,12 @@ from prebake.errors import PrebakeError
 
 DEFAULT_MAX_BYTES = 4 * 1024**3
 DEFAULT_MAX_MEMBERS = 100_000
+#: uncompressed bytes may be at most this many times the archive's size (beyond the floor):
+#: real assets and source tarballs compress 3-15x; a bomb compresses 1000x and more
+DEFAULT_MAX_RATIO = 100
+RATIO_FLOOR = 32 * 1024**2
+#: bytes of members a manifest does not list (the manifest itself, generated files)
+UNDECLARED_SLACK = 16 * 1024**2
 _CHUNK = 1024 * 1024
 _DRIVE = re.compile(r"^[A-Za-z]:")
 
@@ -108,7 +118,11 @@ def _tar_members(archive: Path, tf: tarfile.TarFile, strip: int) -> Iterator[_Me
         elif ti.issym():
             yield _Member(name, ti.name, "symlink", 0, ti.mode, mtime, ti.linkname)
         elif ti.islnk():
-            target = _normalise(archive, ti.linkname, strip)
+            try:
+                target = _normalise(archive, ti.linkname, strip)
+            except UnsafeArchive as exc:  # name the member, not its target, as the culprit
+                raise UnsafeArchive(archive, ti.name,
+                                    f"hardlink to {ti.linkname!r}: {exc.rule}") from None
             if target is None:
                 raise UnsafeArchive(archive, ti.name, "hardlink to nothing")
             yield _Member(name, ti.name, "hardlink", 0, ti.mode, mtime, target)
@@ -248,11 +262,15 @@ def _open_members(archive: Path, strip: int) -> Iterator[Iterator[_Member]]:
 class _Extractor:
     """Writes accepted members into ``root`` (a fresh temporary folder) and keeps the budgets."""
 
-    def __init__(self, archive: Path, root: Path, max_bytes: int, max_members: int) -> None:
+    def __init__(self, archive: Path, root: Path, max_bytes: int, max_members: int,
+                 declared: Mapping[str, int] | None = None) -> None:
         self.archive = archive
         self.root = root
         self.max_bytes = max_bytes
         self.max_members = max_members
+        self.declared = declared
+        self.undeclared = 0
+        self.budget = "size budget"  # what set max_bytes, for the message
         self.kinds: dict[str, str] = {}
         self.implicit: set[str] = set()
         # macOS and Windows file systems are case-insensitive: "A.h" would overwrite "a.h"
@@ -303,11 +321,20 @@ class _Extractor:
     def _charge(self, m: _Member, n: int) -> None:
         self.written += n
         if self.written > self.max_bytes:
-            raise self._reject(m, f"more than {self.max_bytes} uncompressed bytes (size budget)")
+            raise self._reject(m, f"more than {self.max_bytes} uncompressed bytes ({self.budget})")
 
     def _write_file(self, m: _Member, path: Path) -> None:
+        if self.declared is not None:
+            want = self.declared.get(m.name)
+            if want is None:
+                self.undeclared += m.size
+                if self.undeclared > UNDECLARED_SLACK:
+                    raise self._reject(m, f"more than {UNDECLARED_SLACK} bytes in members the "
+                                          "asset's manifest does not list")
+            elif m.size != want:
+                raise self._reject(m, f"{m.size} bytes, but the asset's manifest says {want}")
         if self.written + m.size > self.max_bytes:
-            raise self._reject(m, f"more than {self.max_bytes} uncompressed bytes (size budget)")
+            raise self._reject(m, f"more than {self.max_bytes} uncompressed bytes ({self.budget})")
         path.parent.mkdir(parents=True, exist_ok=True)
         assert m.open is not None
         got = 0
@@ -386,6 +413,8 @@ def safe_extract(
     strip_components: int = 0,
     replace: bool = False,
     check: Callable[[Path], None] | None = None,
+    max_ratio: int | None = DEFAULT_MAX_RATIO,
+    declared: Mapping[str, int] | None = None,
 ) -> list[str]:
     """Extract ``archive`` into ``dest`` all-or-nothing; returns the member names in order.
 
@@ -394,9 +423,22 @@ def safe_extract(
     archive's files are merged in, refusing any file that already exists. ``check(tree)``, when
     given, judges the extracted tree before it moves into place; if it raises, ``dest`` stays
     as it was (``fetch`` re-checks the consumer's contract there, decompressing only once).
+    ``max_ratio`` bounds the uncompressed size to that many times the archive's size beyond
+    ``RATIO_FLOOR`` (``None``: no ratio bound); ``declared`` holds the sizes the asset's
+    manifest lists, enforced member by member before anything is written.
     """
     archive = Path(archive)
     dest = Path(dest)
+    budget = "size budget"
+    if max_ratio is not None:
+        size = archive.stat().st_size
+        if RATIO_FLOOR + max_ratio * size < max_bytes:
+            max_bytes = RATIO_FLOOR + max_ratio * size
+            budget = (f"size budget: {max_ratio}x the archive's {size} bytes + "
+                      f"{RATIO_FLOOR // 1024**2} MiB; a decompression bomb?")
+    if declared is not None and sum(declared.values()) + UNDECLARED_SLACK < max_bytes:
+        max_bytes = sum(declared.values()) + UNDECLARED_SLACK
+        budget = "size budget: what the asset's manifest declares"
     if dest.exists() and not dest.is_dir():
         raise PrebakeError(f"{dest}: exists and is not a folder")
     created = [p for p in (dest.parent, *dest.parent.parents) if not p.exists()]
@@ -404,7 +446,8 @@ def safe_extract(
     tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.extract-", dir=dest.parent))
     ok = False
     try:
-        ex = _Extractor(archive, tmp, max_bytes, max_members)
+        ex = _Extractor(archive, tmp, max_bytes, max_members, declared)
+        ex.budget = budget
         with _open_members(archive, strip_components) as members:
             for m in members:
                 ex.add(m)
