@@ -44,10 +44,10 @@ def _contract(args: argparse.Namespace, ws: Workspace | None) -> tuple[Any, str 
         return load_contract_file(Path(args.contract)), None
     if ws is None:
         return None, None
-    plat = ws.platforms.get(args.platform)
-    if plat is None:
-        return None, f"{ws.file}: no platform {args.platform!r}, facts not re-checked"
-    return plat.contract, None
+    # a platform the workspace lacks is a typo until proven otherwise: fail before any download
+    # (an explicit --contract fetches for a platform the workspace does not declare)
+    ws.platform_names(args.platform)
+    return ws.platforms[args.platform].contract, None
 
 
 def run(args: argparse.Namespace) -> int:

@@ -69,6 +69,30 @@ _CHOICES: dict[str, tuple[str, ...]] = {
 # keys that change how the rules are judged, not rules themselves
 SETTINGS = ("allow_unknown",)
 _VERSIONS = ("glibc_max", "glibcxx_max", "macos_min")
+# Keys whose facts only binaries of some oses have: on another os the key can never be checked,
+# so a contract naming it is an error (a wasm asset has no glibc floor). Other keys apply to all.
+ONLY_FOR_OS: Mapping[str, tuple[str, ...]] = {
+    "glibc_max": ("linux",),
+    "glibcxx_max": ("linux",),
+    "macos_min": ("macos",),
+    "msvc_runtime": ("windows",),
+    "threads": ("emscripten", "wasi"),
+    "features_required": ("emscripten", "wasi"),
+    "features_forbidden": ("emscripten", "wasi"),
+}
+
+
+def os_problems(contract: Contract, os: str, platform: str, where: str) -> list[Problem]:
+    """A problem per key of ``contract`` that does not apply to binaries of ``os``."""
+    out = []
+    for key, oses in ONLY_FOR_OS.items():
+        value = getattr(contract, key)
+        if value not in (None, ()) and os not in oses:
+            out.append(Problem(f"{where}.{key}", f"applies only to os {', '.join(oses)}; "
+                               f"platform {platform!r} has os {os!r}"))
+    return out
+
+
 _LISTS = ("features_required", "features_forbidden", "allowed_needed", "forbid_exports",
           "allow_unknown")
 

@@ -30,6 +30,7 @@ from prebake.recipes.model import (
     strategy_templates,
     template_fields,
 )
+from prebake.recipes.types import type_problems
 
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.+]+(?:-[A-Za-z_][A-Za-z0-9_.+]*)*$")
@@ -156,6 +157,9 @@ def validate_recipe(recipe: Recipe, *, platforms: Collection[str] | None = None,
     shown = display or (str(recipe.path) if recipe.path else f"recipe {recipe.name!r}")
     where = f"{shown}: RECIPE"
     folder = recipe.path.parent if recipe.path else None
+    typed = type_problems(recipe, Recipe, where)
+    if typed:  # the rules below read the values as their annotated types
+        return [_located(p, recipe, shown, where) for p in typed]
     problems: list[Problem] = []
     if not isinstance(recipe.name, str) or not _NAME_RE.match(recipe.name):
         problems.append(Problem(f"{where}.name", f"not a valid asset name: {recipe.name!r}"))

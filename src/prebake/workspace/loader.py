@@ -19,6 +19,7 @@ from typing import Any
 
 from prebake.ci.defaults import ci_defaults
 from prebake.contract import parse_contract
+from prebake.contract.model import os_problems
 from prebake.errors import ConfigError, PrebakeError, Problem
 from prebake.inspect.facts import ARCHES, OSES
 from prebake.names import name_problem
@@ -295,6 +296,12 @@ def _platform(name: str, data: Any, c: _Collector) -> Platform | None:
             c.add(f"{where}.contract.{key if key in raw_contract else 'extends'}",
                   f"{source} is for {key} {value!r}; platform {name!r} has {key} {ok[key]!r}")
             break  # a preset for another os is for another arch too: one line says it
+    else:
+        if "os" in ok:
+            for p in os_problems(contract, ok["os"], name, f"{where}.contract"):
+                key = p.key.rsplit(".", 1)[1]
+                c.add(p.key if key in raw_contract or "extends" not in raw_contract
+                      else f"{where}.contract.extends", p.message)
     lt = c.table(ok.get("link_test", {}), "link_test", f"{where}.link_test")
     if tc is None or "os" not in ok or "arch" not in ok:
         return None

@@ -8,7 +8,7 @@ files or detects the host.
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -110,6 +110,14 @@ class CiConfig:
     timeout_minutes: int = field(default_factory=lambda: ci_defaults().timeout_minutes)
 
 
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` for the closest of ``choices``, else ``""``."""
+    import difflib
+
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
 @dataclass(frozen=True)
 class TrustSettings:
     """``[trust]``, read once by the loader: ``allowed_signers`` (absolute) makes every fetch
@@ -143,15 +151,17 @@ class Workspace:
         if selector in self.aliases:
             wanted = set(self.aliases[selector])
             return tuple(s for s in order if s in wanted)
-        known = ", ".join([*self.stages, *self.aliases])
-        raise PrebakeError(f"unknown stage or alias {selector!r} (known: {known})")
+        known = [*self.stages, *self.aliases]
+        raise PrebakeError(f"unknown stage or alias {selector!r}{did_you_mean(selector, known)}"
+                           f" (known: {', '.join(known)})")
 
     def platform_names(self, selector: str | None = None) -> tuple[str, ...]:
         if selector is None:
             return tuple(self.platforms)
         if selector not in self.platforms:
-            known = ", ".join(self.platforms)
-            raise PrebakeError(f"unknown platform {selector!r} (known: {known})")
+            raise PrebakeError(f"unknown platform {selector!r}"
+                               f"{did_you_mean(selector, self.platforms)}"
+                               f" (known: {', '.join(self.platforms)})")
         return (selector,)
 
     def stage_order(self) -> tuple[str, ...]:

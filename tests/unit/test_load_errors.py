@@ -1,0 +1,127 @@
+"""Errors at load time, with the key path: before any source is fetched or command runs."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from prebake.cli import main
+from prebake.errors import ConfigError
+from prebake.workspace import load_workspace
+from tests import support
+
+EXAMPLES = support.ROOT / "examples"
+# The zstd recipe a user wrote when porting it: `libs` holds a string where a tuple is expected.
+ZSTD = '''\
+from prebake.recipes import Build, Outputs, Recipe, UrlSource
+
+RECIPE = Recipe(
+    name="zstd",
+    pin="zstd",
+    sources=(UrlSource("https://deb.debian.org/debian/pool/main/libz/libzstd/"
+                       "libzstd_{version}+dfsg.orig.tar.xz", sha256="0" * 64),),
+    platforms={"*": Build(commands=("make -C {src}/lib -j{jobs} libzstd.a CC={cc}",
+                                    "make -C {src}/lib install-static PREFIX={prefix}"))},
+    outputs=Outputs(libs={"*": "lib/libzstd.a"},
+                    headers=("include/zstd.h",)),
+)
+'''
+
+
+def _sdk(tmp: Path) -> Path:
+    ws = tmp / "sdk"
+    shutil.copytree(EXAMPLES / "sdk", ws, ignore=shutil.ignore_patterns("releases", ".prebake"))
+    return ws
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
+    rc = main(list(argv))
+    cap = capsys.readouterr()
+    return rc, cap.err + cap.out
+
+
+def test_a_string_where_a_tuple_is_expected_names_field_and_file(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ws = _sdk(tmp_path)
+    (ws / "recipes" / "zstd.py").write_text(ZSTD)
+    text = (ws / "prebake.toml").read_text()
+    text = text.replace('vecmath = "1.4.0"', 'vecmath = "1.4.0"\nzstd = "1.5.7"')
+    (ws / "prebake.toml").write_text(text.replace('recipes = ["vecmath"]',
+                                                  'recipes = ["vecmath", "zstd"]'))
+    rc, out = _run(capsys, "-C", str(ws), "build", "--stage", "core", "--platform",
+                   "linux-x86_64")
+    assert rc == 2
+    assert "recipes/zstd.py:10: RECIPE.outputs.libs['*']" in out
+    assert "must be a tuple of strings; got a string ('lib/libzstd.a')" in out
+    assert "Traceback" not in out
+    assert not (ws / "releases").exists() and not (ws / ".prebake").exists()  # nothing ran
+
+
+def test_every_shipped_recipe_passes_the_type_check() -> None:
+    for root in (EXAMPLES / "sdk", EXAMPLES / "addon"):
+        load_workspace(root)  # the example and built-in recipes (onnxruntime) load cleanly
+
+
+@pytest.mark.parametrize(("os", "arch", "key", "value", "applies"), [
+    ("emscripten", "wasm32", "glibc_max", '"2.28"', "linux"),
+    ("linux", "x86_64", "macos_min", '"13.3"', "macos"),
+    ("linux", "x86_64", "msvc_runtime", '"MD"', "windows"),
+    ("macos", "aarch64", "glibcxx_max", '"3.4.30"', "linux"),
+    ("windows", "x86_64", "threads", "true", "emscripten, wasi"),
+])
+def test_a_contract_key_for_another_os_is_an_error(tmp_path: Path, os: str, arch: str,
+                                                   key: str, value: str, applies: str) -> None:
+    (tmp_path / "prebake.toml").write_text(f"""\
+[project]
+name = "demo"
+version = "1.0.0"
+
+[platforms.p]
+os = "{os}"
+arch = "{arch}"
+toolchain = {{ cc = "cc", cxx = "c++" }}
+
+[platforms.p.contract]
+lto = "none"
+{key} = {value}
+""")
+    with pytest.raises(ConfigError) as info:
+        load_workspace(tmp_path)
+    [problem] = info.value.problems
+    assert problem.key == f"platforms.p.contract.{key}" and problem.line == 12
+    assert problem.message == (f"applies only to os {applies}; platform 'p' has os {os!r}")
+
+
+@pytest.mark.parametrize(("argv", "wanted"), [
+    (["plan", "--platform", "linux-x86-64"], "unknown platform 'linux-x86-64' "
+                                             "(did you mean 'linux-x86_64'?)"),
+    (["build", "--stage", "cor"], "unknown stage or alias 'cor' (did you mean 'core'?)"),
+    (["build", "--platform", "wasm", "--platform", "wams"], "did you mean 'wasm'?"),
+    (["plan", "--stage", "ful"], "did you mean 'full'?"),
+    (["ci", "leg", "--stage", "core", "--platform", "nope"], "unknown platform 'nope'"),
+])
+def test_names_on_the_command_line_are_checked_first(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str],
+        wanted: str) -> None:
+    ws = _sdk(tmp_path)
+    rc, out = _run(capsys, "-C", str(ws), *argv)
+    assert rc == 2 and wanted in out, out
+    assert not (ws / "releases").exists() and not (ws / ".prebake").exists()
+
+
+def test_fetch_for_a_platform_the_workspace_lacks_fails_at_once(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    addon = tmp_path / "addon"
+    shutil.copytree(EXAMPLES / "addon", addon, ignore=shutil.ignore_patterns("build"))
+    # a store nobody listens on: reaching it would be a different error
+    rc, out = _run(capsys, "-C", str(addon), "fetch", "kiln-sdk-core==0.12.0", "--platform",
+                   "nope", "--store", "http://127.0.0.1:9/releases")
+    assert rc == 2
+    assert "unknown platform 'nope' (known: wasm, linux-x86_64)" in out
+    assert "127.0.0.1" not in out
+    rc, out = _run(capsys, "-C", str(addon), "fetch", "kiln-sdk-core==0.12.0", "--platform",
+                   "wsam", "--store", "http://127.0.0.1:9/releases")
+    assert rc == 2 and "did you mean 'wasm'?" in out
+    assert not (addon / "prebake_deps").exists() and not (addon / "prebake.lock").exists()
