@@ -50,7 +50,7 @@ from prebake.sources import SourceCache, materialize, render_source
 from prebake.sources.unpack import extract
 from prebake.store.base import Store, file_sha256, read_manifest
 from prebake.trust.hooks import UnitTrust, unit_trust
-from prebake.workspace.model import Platform, Workspace
+from prebake.workspace.model import Platform, Workspace, cmake_toolchain_path
 
 if TYPE_CHECKING:
     from prebake.contract.check import Violation
@@ -213,7 +213,8 @@ def command_context(ws: Workspace, unit: Unit, opts: Options, recipe: Recipe, wo
         values={"src": str(work / "src"), "build": str(work / "build"),
                 "prefix": str(dirs.prefix), "deps_prefix": str(dirs.deps),
                 "jobs": str(opts.threads), "version": ws.pins[recipe.pin],
-                "platform": p.name, "os": p.os, "arch": p.arch},
+                "platform": p.name, "os": p.os, "arch": p.arch,
+                "cmake_toolchain": cmake_toolchain_path(p, ws.root)},
         pins=ws.pins,
         argv={"cc": with_launcher(p.toolchain.cc, launcher),
               "cxx": with_launcher(p.toolchain.cxx, launcher), "ar": p.toolchain.ar},

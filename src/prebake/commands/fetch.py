@@ -44,6 +44,12 @@ def _contract(args: argparse.Namespace, ws: Workspace | None) -> tuple[Any, str 
         return load_contract_file(Path(args.contract)), None
     if ws is None:
         return None, None
+    if not ws.platforms:  # a consumer that declares no platforms: nothing to re-check against
+        return None, f"{ws.file}: no platform {args.platform!r}, facts not re-checked"
+    # a platform the workspace lacks is a typo until proven otherwise: fail before any download
+    # (an explicit --contract fetches for a platform the workspace does not declare)
+    ws.platform_names(args.platform)
+    return ws.platforms[args.platform].contract, None
     # a platform the workspace lacks is a typo until proven otherwise: fail before any download
     # (an explicit --contract fetches for a platform the workspace does not declare)
     ws.platform_names(args.platform)

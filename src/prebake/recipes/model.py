@@ -16,9 +16,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 # Placeholders a Build command may use (the build fills them in; ``{pins[NAME]}`` too).
+# docs/reference.md lists them with their meaning (prebake/reference/descriptions.toml).
 PLACEHOLDERS = (
     "src", "build", "prefix", "deps_prefix", "jobs", "version", "pins", "cc", "cxx", "ar",
-    "platform", "os", "arch",
+    "platform", "os", "arch", "cmake_toolchain",
 )
 # A recipe's ``platforms``/``kind``/``outputs.libs`` key meaning "every platform not named".
 ANY_PLATFORM = "*"

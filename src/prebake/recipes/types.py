@@ -47,7 +47,7 @@ def describe_type(tp: Any) -> str:
     if origin is Literal:
         return "one of " + ", ".join(repr(a) for a in args)
     if isinstance(tp, type):
-        return f"a {tp.__name__}"
+        return f"{'an' if tp.__name__[:1] in 'AEIOU' else 'a'} {tp.__name__}"
     return str(tp)
 
 

@@ -25,7 +25,7 @@ from prebake.inspect.facts import ARCHES, OSES
 from prebake.names import name_problem
 from prebake.recipes import builtin_names, find_recipe, try_load_recipe, validate_recipe
 from prebake.recipes.loader import BUILTIN_DIR, workspace_names
-from prebake.recipes.model import Recipe
+from prebake.recipes.model import Recipe, strategy_templates, template_fields
 from prebake.workspace.lines import LineIndex
 from prebake.workspace.model import (
     DEFAULT_STORE_URL,
@@ -92,6 +92,10 @@ def _is_str_table(v: Any) -> bool:
     return isinstance(v, dict) and all(isinstance(x, str) for x in v.values())
 
 
+def _is_minutes(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= 4320
+
+
 STR = Spec(_is_str, "a string")
 TABLE = Spec(_is_table, "a table")
 STR_LIST = Spec(_is_str_list, "a list of strings")
@@ -144,8 +148,7 @@ SCHEMA: Mapping[str, Mapping[str, Spec]] = {
         "default_branch": STR,
         "store": STR,
         "python": STR,
-        "timeout_minutes": Spec(lambda v: isinstance(v, int) and not isinstance(v, bool)
-                                and 1 <= v <= 4320, "a whole number of minutes (1-4320)"),
+        "timeout_minutes": Spec(_is_minutes, "a whole number of minutes (1-4320)"),
     },
     # prebake.trust: fetch refuses assets not signed by a key in this file (relative to root)
     "trust": {"allowed_signers": STR},
@@ -154,6 +157,19 @@ SCHEMA: Mapping[str, Mapping[str, Spec]] = {
         "default": Spec(_is_bool, "true or false"),
         "description": STR,
     },
+}
+
+
+# Where each SCHEMA section sits in the file (NAME: any name the workspace chooses). The
+# reference and schemas/prebake-toml.schema.json are generated from SCHEMA and this table.
+SECTIONS: Mapping[str, str] = {
+    "": "", "project": "project", "platform": "platforms.NAME",
+    "toolchain": "platforms.NAME.toolchain", "link_test": "platforms.NAME.link_test",
+    "stage": "stages.NAME", "ci": "ci", "trust": "trust", "store": "stores.NAME",
+}
+# Tables whose keys the workspace names, and what each value is (checked by code, not SCHEMA).
+FREE_TABLES: Mapping[str, str] = {
+    "pins.NAME": "version", "aliases.NAME": "stage-list", "platforms.NAME.contract": "contract",
 }
 
 
@@ -533,6 +549,21 @@ def _check_pins(pins: Mapping[str, str], platforms: Mapping[str, Platform],
                       f"this pin{_hint(pin, pins)}", line)
 
 
+def _check_cmake_toolchain(platforms: Mapping[str, Platform], recipes: Mapping[str, Recipe],
+                           c: _Collector) -> None:
+    """``{cmake_toolchain}`` needs the key on every platform the recipe builds for."""
+    for recipe in recipes.values():
+        for name, p in platforms.items():
+            strat = recipe.strategy_for(name)
+            if strat is None or p.toolchain.cmake_toolchain:
+                continue
+            if "cmake_toolchain" in template_fields(strategy_templates(strat)):
+                c.add(f"platforms.{name}.toolchain.cmake_toolchain",
+                      f"missing: recipe {recipe.name!r} uses {{cmake_toolchain}} on this "
+                      "platform (or run CMake through emcmake)", c.index.line_of(
+                          f"platforms.{name}.toolchain") or c.index.line_of(f"platforms.{name}"))
+
+
 # ---- entry point --------------------------------------------------------------------------
 
 def _read_top(root: Path) -> tuple[Path, dict[str, Any], _Collector]:
@@ -580,6 +611,7 @@ def load_workspace(root: Path) -> Workspace:
     trust = _trust(top.get("trust", {}), root, c)
     recipes = _load_recipes(root, stages, platforms, c)
     _check_pins(pins, platforms, recipes, stages, c)
+    _check_cmake_toolchain(platforms, recipes, c)
     if not c.problems:
         ws = replace(_assemble(root, file, proj, pins, platforms, stages, aliases, stores,
                                default_store, recipes), ci=ci, trust=trust)

@@ -110,6 +110,12 @@ class CiConfig:
     timeout_minutes: int = field(default_factory=lambda: ci_defaults().timeout_minutes)
 
 
+def cmake_toolchain_path(platform: Platform, root: Path) -> str:
+    """``{cmake_toolchain}``: the platform's CMake toolchain file, absolute ("" when unset)."""
+    tc = platform.toolchain.cmake_toolchain
+    return str((root / tc).resolve()) if tc else ""
+
+
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
     """`` (did you mean 'x'?)`` for the closest of ``choices``, else ``""``."""
     import difflib
