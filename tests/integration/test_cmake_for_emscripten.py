@@ -23,7 +23,8 @@ install(FILES dot.h DESTINATION include)
 RECIPE = """\
 from prebake.recipes import Build, LocalSource, Outputs, Recipe
 
-CONFIGURE = "{how} -S {{src}} -B {{build}} -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX={{prefix}}"
+CONFIGURE = ("{how} -S {{src}} -B {{build}} -DCMAKE_BUILD_TYPE=Release"
+             " -DCMAKE_INSTALL_PREFIX={{prefix}}")
 RECIPE = Recipe(
     name="dot",
     pin="dot",
