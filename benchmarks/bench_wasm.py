@@ -4,8 +4,7 @@
 see imports, exports, memory and tags; prebake's cheap pass reads the same headers plus the
 local declarations (v128/exnref), the Asyncify byte patterns and the JS glue. The bar
 (docs/binary-formats.md §7): about 0.2 s on the 28 MB jsep build. The opt-in full decode
-(``--deep``) is
-timed too, against ``wasm-objdump -d`` (a full disassembly), when asked for.
+(``--deep``) is timed too, against ``wasm-objdump -d`` (a full disassembly), when asked for.
 
 Prints per-file medians and the ratio prebake / wasm-objdump (below 1.0: prebake is faster),
 both for the library call and for the whole ``prebake inspect`` process when the command exists.

@@ -1,8 +1,7 @@
 """wasm objects, archives and linked modules built with the real Emscripten 3.1.6 / clang 14.
 
 Each fact is asserted against the compiler flag that should produce it (docs/binary-formats.md
-§3.3–§3.5)
-and, where wabt can read the file, against ``wasm-objdump -x``.
+§3.3–§3.5) and, where wabt can read the file, against ``wasm-objdump -x``.
 """
 
 from __future__ import annotations

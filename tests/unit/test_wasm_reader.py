@@ -1,8 +1,7 @@
 """The wasm and bitcode readers on small hand-assembled inputs, and on hostile mutations of them.
 
 Hand assembly lets each rule be pinned to the exact bytes the specs define (docs/binary-formats.md
-§2, §3):
-the import-name rule of undefined symbols, every opcode family of the deep decode (exnref
+§2, §3): the import-name rule of undefined symbols, every opcode family of the deep decode (exnref
 ``try_table``, pre-standard and final relaxed SIMD, multi-memory memargs), the Asyncify bodies,
 and the bitstream's abbreviations and blobs. The property tests then feed truncated and
 mutated copies to the readers: only ``FormatError`` may come out, quickly.

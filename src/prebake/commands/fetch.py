@@ -50,10 +50,6 @@ def _contract(args: argparse.Namespace, ws: Workspace | None) -> tuple[Any, str 
     # (an explicit --contract fetches for a platform the workspace does not declare)
     ws.platform_names(args.platform)
     return ws.platforms[args.platform].contract, None
-    # a platform the workspace lacks is a typo until proven otherwise: fail before any download
-    # (an explicit --contract fetches for a platform the workspace does not declare)
-    ws.platform_names(args.platform)
-    return ws.platforms[args.platform].contract, None
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,8 +1,7 @@
 """The binary inspector: ``inspect(path) -> Facts`` for ELF, Mach-O, PE/COFF, wasm, ar, bitcode.
 
 Dispatch is by first bytes (docs/binary-formats.md §0) over a registry of ``FormatReader`` modules,
-one
-per format (``registry.py``). Files are memory-mapped, never read whole into memory, so a 50 MB
+one per format (``registry.py``). Files are memory-mapped, never read whole into memory, so a 50 MB
 library costs only the pages a parser touches.
 """
 

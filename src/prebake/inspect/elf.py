@@ -1,8 +1,7 @@
 """ELF reader (System V gABI + the GNU extensions: symbol versioning, DT_FLAGS_1, GCC LTO).
 
 Facts per docs/binary-formats.md §4: class/endianness/machine from the header; NEEDED, SONAME,
-RUNPATH and
-FLAGS_1 from ``.dynamic`` (via section headers, or PT_DYNAMIC when those are stripped);
+RUNPATH and FLAGS_1 from ``.dynamic`` (via section headers, or PT_DYNAMIC when those are stripped);
 ``glibc_max``/``glibcxx_max`` from ``.gnu.version_r`` for images, and for objects from the
 undefined symbols looked up in the generated glibc table (``glibc.py``); the C++ library from
 the symbol namespace (``St3__1`` libc++, ``St7__cxx11`` libstdc++ — a substring, not a prefix);
