@@ -37,9 +37,10 @@ def _descriptions() -> dict[str, dict[str, Any]]:
 def _entry(table: str, key: str) -> dict[str, str]:
     value = _descriptions().get(table, {}).get(key)
     if value is None:
+        line = (f'"{key}" = {{ text = "what it means", reads = "the Facts fields it checks" }}'
+                if table == "contract" and key != "extends" else f'"{key}" = "what it means"')
         raise MissingDescription(
-            f"no description for {table} entry {key!r}: add the line\n"
-            f'    "{key}" = "what it means"\n'
+            f"no description for {table} entry {key!r}: add the line\n    {line}\n"
             f"under [{table}] in src/prebake/reference/descriptions.toml, then run {REGENERATE}")
     return {"text": value} if isinstance(value, str) else {k: str(v) for k, v in value.items()}
 
@@ -239,7 +240,8 @@ def _contract_md() -> Iterator[str]:
     for k in contract_keys():
         kind = k.type + (f": {', '.join(k.choices)}" if k.choices else "")
         oses = ", ".join(k.oses) if k.oses else "all"
-        reads = ", ".join(f"`{r.strip()}`" for r in k.reads.split(",")) if k.reads else ""
+        reads = (", ".join(f"`{r.strip()}`" for r in k.reads.split(",")) if k.reads
+                 else "— (a setting)" if k.key != "extends" else "")
         meaning = k.meaning + (f" (default: {k.default})" if k.default else "")
         yield f"| `{k.key}` | {_cell(kind)} | {oses} | {reads} | {_cell(meaning)} |"
     yield ""
