@@ -1,8 +1,7 @@
 """``.drectve`` rules on directive strings that MSVC writes but clang-cl here does not (BOM,
 upper-case names, quoted values, STL mismatch pairs). The strings follow docs/binary-formats.md
-§6.1 and Microsoft's linker documentation; the cases clang-cl can produce are tested on real objects
-in
-``test_inspect_pe.py``.
+§6.1 and Microsoft's linker documentation; the cases clang-cl can produce are tested on real
+objects in ``test_inspect_pe.py``.
 """
 
 from __future__ import annotations

@@ -3,10 +3,9 @@
 Spec: Microsoft "PE Format" (learn.microsoft.com/windows/win32/debug/pe-format), sections
 "COFF File Header", "Section Table", "COFF Symbol Table", "The .drectve Section" and "Import
 Library Format"; the ``ANON_OBJECT_HEADER*`` layouts of ``winnt.h`` and LLVM's
-``BinaryFormat/COFF.h`` (``BigObjMagic``, ``ClGlObjMagic``). docs/binary-formats.md §0, §1.1 and
-§6.1 hold the bytes these rules were checked on. Shared helpers (machines, runtime and C++ library
-rules)
-are used by the PE image reader in ``pe.py`` too.
+``BinaryFormat/COFF.h`` (``BigObjMagic``, ``ClGlObjMagic``). docs/binary-formats.md §0, §1.1
+and §6.1 hold the bytes these rules were checked on. Shared helpers (machines, runtime and C++
+library rules) are used by the PE image reader in ``pe.py`` too.
 """
 
 from __future__ import annotations

@@ -2,8 +2,7 @@
 
 docs/binary-formats.md §3.7: JSPI leaves the wasm untouched (only the glue's
 ``WebAssembly.Suspending`` / ``WebAssembly.promising`` show it), and a minified legacy-EH build
-renames every import, so
-its exception model is read from the glue's ``invoke_*`` wrappers
+renames every import, so its exception model is read from the glue's ``invoke_*`` wrappers
 (``function X(a,…){var sp=save();try{…}catch(e){restore(sp);if(e!==e+0)throw e;setThrew(1,0)}}``)
 and the C++ EH runtime (its ``"no exception to throw"`` message, or in older unminified
 glue its ``___cxa_find_matching_catch_N``/``___resumeException`` functions). The wrappers

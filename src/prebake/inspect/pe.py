@@ -4,9 +4,9 @@ Spec: Microsoft "PE Format" (learn.microsoft.com/windows/win32/debug/pe-format):
 Stub", "Optional Header", ".edata", ".idata", "Delay-Load Import Tables", ".debug"; the Rich
 header layout is undocumented by Microsoft and follows the public reverse-engineering
 write-ups (XOR key after ``Rich``, ``DanS`` start marker). docs/binary-formats.md §6 lists the
-facts and the real DLLs they were verified on. COFF objects and import objects live in ``coff.py``;
-this
-module's ``READERS`` puts the PE reader first and the magic-less COFF reader last.
+facts and the real DLLs they were verified on. COFF objects and import objects live in
+``coff.py``; this module's ``READERS`` puts the PE reader first and the magic-less COFF reader
+last.
 """
 
 from __future__ import annotations
