@@ -209,3 +209,65 @@ def test_pin_resumes_a_cut_download(upstream: tuple[str, Path], tmp_path: Path) 
     tarball = root / "zstd-1.5.4.tar.xz"
     assert _lock(ws) == {f"{server.url}/zstd-1.5.4.tar.xz": (_sha(tarball),
                                                              tarball.stat().st_size)}
+
+
+GH_RECIPE = '''\
+from prebake.recipes import Build, Outputs, Recipe, UrlSource
+
+RECIPE = Recipe(
+    name="zstd",
+    pin="zstd",
+    sources=(UrlSource("https://github.com/facebook/zstd/releases/download/v{{version}}/"
+                       "zstd-{{version}}.tar.xz", mirrors=("{base}/zstd-{{version}}.tar.xz",)),),
+    platforms={{"*": Build(commands=("true",))}},
+    outputs=Outputs(libs={{"*": ("lib/libzstd.a",)}}),
+)
+'''
+
+
+def test_a_github_release_asset_is_compared_with_the_api_digest(
+        upstream: tuple[str, Path], tmp_path: Path) -> None:
+    """github.com is not reachable here, so the archive comes from the mirror; the digest
+    GitHub's API publishes for the release asset (a local API) must match it."""
+    import json as _json
+
+    base, root = upstream
+    api = tmp_path / "api"
+    release = api / "repos" / "facebook" / "zstd" / "releases" / "tags" / "v1.5.7"
+    release.parent.mkdir(parents=True)
+    ws = _ws(tmp_path, base)
+    (ws / "recipes" / "zstd.py").write_text(GH_RECIPE.format(base=base))
+    before = (ws / "prebake.toml").read_text()
+    with StaticServer(api) as server:
+        env = {"PREBAKE_CACHE": str(tmp_path / "cache"), "PREBAKE_GITHUB_API": server.url}
+        release.write_text(_json.dumps({"assets": [
+            {"name": "zstd-1.5.7.tar.xz", "digest": "sha256:" + "0" * 64}]}))
+        bad = support.prebake("-C", ws, "pin", "zstd", "1.5.7", env=env)
+        assert bad.returncode == 2, bad.stdout + bad.stderr
+        assert "GitHub publishes " + "0" * 64 in bad.stderr and "nothing written" in bad.stderr
+        assert (ws / "prebake.toml").read_text() == before  # nothing written
+        assert not (ws / "prebake.sources.lock").exists()
+        good = _sha(root / "zstd-1.5.7.tar.xz")
+        release.write_text(_json.dumps({"assets": [
+            {"name": "zstd-1.5.7.tar.xz", "digest": "sha256:" + good}]}))
+        ok = support.prebake("-C", ws, "pin", "zstd", "1.5.7", env=env)
+        assert ok.returncode == 0, ok.stdout + ok.stderr
+        assert "matches the digest GitHub publishes" in ok.stdout
+    url = "https://github.com/facebook/zstd/releases/download/v1.5.7/zstd-1.5.7.tar.xz"
+    assert _lock(ws) == {url: (good, (root / "zstd-1.5.7.tar.xz").stat().st_size)}
+
+
+def test_pin_refuses_bad_input_and_writes_nothing(tmp_path: Path) -> None:
+    ws = _ws(tmp_path, "http://127.0.0.1:9")
+    before = (ws / "prebake.toml").read_bytes()
+    for args, message in ((("zstdd", "1.5.7"), "no pin 'zstdd' in [pins] (did you mean 'zstd'?)"),
+                          (("zstd", "1.5 7"), "is not a version"),
+                          (("zstd", "../x"), "is not a version"),
+                          (("zstd", "1.5.7", "--platform", "linux-x86-64"),
+                           "no such platform (did you mean 'linux-x86_64'?)"),
+                          (("--check", "zstd"), "takes no NAME")):
+        proc = support.prebake("-C", ws, "pin", *args)
+        assert proc.returncode == 2 and message in proc.stderr, (args, proc.stderr)
+        assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    assert (ws / "prebake.toml").read_bytes() == before
+    assert not (ws / "prebake.sources.lock").exists()

@@ -39,6 +39,7 @@ from prebake.workspace.model import Workspace
 GITHUB_RELEASE = re.compile(
     r"https://github\.com/([^/]+)/([^/]+)/releases/download/([^/]+)/([^/?#]+)")
 API_DEFAULT = "https://api.github.com"
+PIN_VERSION = re.compile(r"[0-9][A-Za-z0-9_.+~]*")
 API_TIMEOUT = 15.0
 MAX_API_BYTES = 8 << 20
 
@@ -137,8 +138,9 @@ def pin(ws: Workspace, name: str, version: str, *, platforms: Sequence[str] = ()
     if name not in ws.pins:
         raise PrebakeError(f"{ws.root / 'prebake.toml'}: no pin {name!r} in [pins]"
                            f"{_hint(name, ws.pins)}")
-    if not version or any(c.isspace() for c in version) or "{" in version:
-        raise PrebakeError(f"pin {name}: {version!r} is not a version")
+    if not PIN_VERSION.fullmatch(version):  # what prebake.toml accepts for a pin
+        raise PrebakeError(f"pin {name}: {version!r} is not a version (starts with a digit, "
+                           "no '-' or spaces)")
     for p in platforms:
         if p not in ws.platforms:
             raise PrebakeError(f"--platform {p}: no such platform{_hint(p, ws.platforms)}")
