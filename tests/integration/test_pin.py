@@ -271,3 +271,35 @@ def test_pin_refuses_bad_input_and_writes_nothing(tmp_path: Path) -> None:
         assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
     assert (ws / "prebake.toml").read_bytes() == before
     assert not (ws / "prebake.sources.lock").exists()
+
+
+def test_pin_for_one_platform_leaves_the_others_pending(upstream: tuple[str, Path],
+                                                        tmp_path: Path) -> None:
+    """``--platform`` locks that platform's URLs; another platform's URL (its own file, by
+    ``{arch}``) is recorded as pending with the command that pins it, and only its unit is
+    refused."""
+    base, root = upstream
+    per_arch = root / "arch"
+    per_arch.mkdir(exist_ok=True)
+    shutil.copyfile(root / "zstd-1.5.4.tar.xz", per_arch / "zstd-1.5.4-x86_64.tar.xz")
+    ws = _ws(tmp_path, base)
+    recipe = ws / "recipes" / "zstd.py"
+    recipe.write_text(recipe.read_text().replace('/zstd-{version}.tar.xz"',
+                                                 '/arch/zstd-{version}-{arch}.tar.xz"', 1))
+    toml = ws / "prebake.toml"
+    toml.write_text(toml.read_text() + '\n[platforms.linux-aarch64]\nos = "linux"\n'
+                    'arch = "aarch64"\ntoolchain = { cc = "gcc", cxx = "g++", ar = "ar" }\n')
+    env = {"PREBAKE_CACHE": str(tmp_path / "cache")}
+    pin = support.prebake("-C", ws, "pin", "zstd", "1.5.4", "--platform", "linux-x86_64",
+                          env=env)
+    assert pin.returncode == 1, pin.stdout + pin.stderr
+    assert "not pinned for linux-aarch64" in pin.stdout
+    lock = tomllib.loads((ws / "prebake.sources.lock").read_text())
+    assert [e["url"] for e in lock["source"]] == [f"{base}/arch/zstd-1.5.4-x86_64.tar.xz"]
+    (pending,) = lock["pending"]
+    assert pending["url"] == f"{base}/arch/zstd-1.5.4-aarch64.tar.xz"
+    assert pending["command"] == "prebake pin zstd 1.5.4 --platform linux-aarch64"
+    check = support.prebake("-C", ws, "pin", "--check", env=env)
+    assert check.returncode == 1
+    assert check.stdout.startswith("✗ zstd/linux-aarch64: ") and check.stdout.count("✗") == 1
+    assert support.prebake("-C", ws, "plan", env=env).returncode == 0  # pending: plan works
