@@ -125,3 +125,15 @@ def test_fetch_for_a_platform_the_workspace_lacks_fails_at_once(
                    "wsam", "--store", "http://127.0.0.1:9/releases")
     assert rc == 2 and "did you mean 'wasm'?" in out
     assert not (addon / "prebake_deps").exists() and not (addon / "prebake.lock").exists()
+
+
+def test_a_contract_file_naming_its_os_gets_the_per_os_rule(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    contract = tmp_path / "wasm.toml"
+    contract.write_text('extends = "emscripten-wasm-eh"\nglibc_max = "2.28"\n')
+    binary = tmp_path / "x.o"
+    binary.write_bytes(b"\0asm\1\0\0\0")
+    rc, out = _run(capsys, "check", "--contract", str(contract), str(binary))
+    assert rc == 2
+    assert ("(top level).glibc_max: applies only to os linux; the contract's os is "
+            "'emscripten'") in out

@@ -51,6 +51,9 @@ def test_example_sdk_contracts_come_from_presets_unchanged() -> None:
     assert (linux.glibc_max, linux.lto, linux.cxx_stdlib) == ("2.36", "none", "libstdc++")
     assert linux.forbid_exports == ("_ZN6google8protobuf*", "_ZN4absl*")
     assert ws.platforms["linux-aarch64"].contract.glibc_max == "2.28"
+    for name, arch in (("macos-arm64", "aarch64"), ("macos-x86_64", "x86_64")):
+        mac = ws.platforms[name].contract
+        assert (mac.os, mac.arch, mac.macos_min, mac.lto) == ("macos", arch, "13.3", "none")
     addon = load_workspace(EXAMPLES / "addon")
     assert addon.platforms["wasm"].contract == HOST_WASM
 

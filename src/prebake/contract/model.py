@@ -82,14 +82,16 @@ ONLY_FOR_OS: Mapping[str, tuple[str, ...]] = {
 }
 
 
-def os_problems(contract: Contract, os: str, platform: str, where: str) -> list[Problem]:
+def os_problems(contract: Contract, os: str, platform: str | None, where: str
+                ) -> list[Problem]:
     """A problem per key of ``contract`` that does not apply to binaries of ``os``."""
     out = []
+    owner = f"platform {platform!r} has os" if platform else "the contract's os is"
     for key, oses in ONLY_FOR_OS.items():
         value = getattr(contract, key)
         if value not in (None, ()) and os not in oses:
             out.append(Problem(f"{where}.{key}", f"applies only to os {', '.join(oses)}; "
-                               f"platform {platform!r} has os {os!r}"))
+                               f"{owner} {os!r}"))
     return out
 
 
@@ -206,6 +208,8 @@ def load_contract_file(path: Path) -> Contract:
     else:
         where = "(top level)"
     contract, problems = parse_contract(data, where)
+    if contract.os is not None:  # a file that names its os gets the per-os rule too
+        problems += os_problems(contract, contract.os, None, where)
     if problems:
         raise ConfigError(str(p), problems)
     return contract
