@@ -22,6 +22,11 @@ SMALL_FILE = 16 * 1024 * 1024
 class UnreadableFile(PrebakeError):
     """Not a regular file, or larger than the reader allows (exit code 2)."""
 
+    def __init__(self, path: Path, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
+
 
 def _kind(mode: int) -> str:
     for test, name in ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
@@ -39,13 +44,13 @@ def read_bounded(path: Path, limit: int = SMALL_FILE, what: str = "file") -> byt
     try:
         fd = os.open(path, flags)
     except IsADirectoryError:
-        raise UnreadableFile(f"{path}: {what} is a folder, not a file") from None
+        raise UnreadableFile(path, f"{what} is a folder, not a file") from None
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise UnreadableFile(f"{path}: {what} is {_kind(st.st_mode)}, not a regular file")
+            raise UnreadableFile(path, f"{what} is {_kind(st.st_mode)}, not a regular file")
         if st.st_size > limit:
-            raise UnreadableFile(f"{path}: {what} is {st.st_size} bytes, more than the "
+            raise UnreadableFile(path, f"{what} is {st.st_size} bytes, more than the "
                                  f"{limit} a {what} may have")
         chunks = []
         got = 0
@@ -53,7 +58,7 @@ def read_bounded(path: Path, limit: int = SMALL_FILE, what: str = "file") -> byt
             chunks.append(chunk)
             got += len(chunk)
             if got > limit:
-                raise UnreadableFile(f"{path}: {what} grew past {limit} bytes while read")
+                raise UnreadableFile(path, f"{what} grew past {limit} bytes while read")
         return b"".join(chunks)
     finally:
         os.close(fd)

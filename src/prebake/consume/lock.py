@@ -19,6 +19,7 @@ from prebake.names import name_problem
 
 LOCK_NAME = "prebake.lock"
 LOCK_SCHEMA_VERSION = 1
+MAX_LOCK = 16 * 1024**2  # one short entry per locked dependency
 _FIELDS = ("name", "version", "platform", "sha256", "url")
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 
@@ -86,8 +87,10 @@ def read_lock(path: Path, *, must_exist: bool = False) -> Lock:
         if must_exist:
             raise PrebakeError(f"{path}: no such lock file")
         return Lock(path)
+    from prebake.bounded import read_bounded
+
     try:
-        data = json.loads(path.read_text("utf-8"))
+        data = json.loads(read_bounded(path, MAX_LOCK, "lock file"))
     except (ValueError, UnicodeDecodeError) as exc:
         raise PrebakeError(f"{path}: not a prebake lock (invalid JSON: {exc})") from None
     if not isinstance(data, dict) or not isinstance(data.get("packages"), list):

@@ -3,11 +3,13 @@ downloads (``Range``) with retries, and a client that never logs or echoes crede
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from pathlib import Path
 
 import httpx
 
+from prebake.package.naming import MAX_ASSET_BYTES
 from prebake.store.base import (
     AuthError,
     ProgressFn,
@@ -18,6 +20,9 @@ from prebake.store.base import (
 )
 
 TIMEOUT = httpx.Timeout(60.0, connect=10.0)
+#: sidecars and API answers: a manifest of 100 000 files fits; an endless body does not
+MAX_SMALL_BODY = 64 * 1024**2
+SMALL_BODY_SECONDS = float(os.environ.get("PREBAKE_SMALL_GET_SECONDS", "120"))
 USER_AGENT = "prebake (+https://github.com/prebake)"
 
 
@@ -95,6 +100,11 @@ def download(client: httpx.Client, url: str, dest: Path, *, what: str,
                     for chunk in resp.iter_bytes():  # as they arrive: a cut keeps what came
                         fh.write(chunk)
                         done += len(chunk)
+                        if done > MAX_ASSET_BYTES or (total is not None and done > total):
+                            part.unlink(missing_ok=True)
+                            raise StoreError(redact(f"{what}: more bytes than "
+                                                    f"{total or MAX_ASSET_BYTES}; an endless "
+                                                    "body, nothing kept", secret))
                         if progress:
                             progress(done, total)
                 if total is not None and done != total:
@@ -117,12 +127,34 @@ def _range_start(resp: httpx.Response) -> int | None:
 
 def get_bytes(client: httpx.Client, url: str, *, what: str,
               headers: Mapping[str, str] | None = None, secret: str | None = None,
-              attempts: int | None = None) -> bytes:
-    """A small GET (sidecars) with retries."""
+              attempts: int | None = None, limit: int = MAX_SMALL_BODY,
+              deadline: float = SMALL_BODY_SECONDS) -> bytes:
+    """A small GET (sidecars, API answers) with retries, bounded in size and in time: an
+    endless or trickling body is an error, never a MemoryError or a hang."""
 
     def attempt() -> bytes:
+        import time
+
+        start = time.monotonic()
         try:
-            return check(client.get(url, headers=dict(headers or {})), what, secret).content
+            with client.stream("GET", url, headers=dict(headers or {})) as resp:
+                check(resp, what, secret)
+                length = resp.headers.get("content-length", "")
+                if length.isdigit() and int(length) > limit:
+                    raise StoreError(redact(f"{what}: the server announces {length} bytes, "
+                                            f"more than the {limit} this file may have", secret))
+                chunks: list[bytes] = []
+                got = 0
+                for chunk in resp.iter_bytes():
+                    chunks.append(chunk)
+                    got += len(chunk)
+                    if got > limit:
+                        raise StoreError(redact(f"{what}: more than the {limit} bytes this "
+                                                "file may have (an endless body?)", secret))
+                    if time.monotonic() - start > deadline:
+                        raise StoreError(redact(f"{what}: still sending after {deadline:.0f} s "
+                                                f"({got} bytes); gave up", secret))
+                return b"".join(chunks)
         except httpx.TransportError as exc:
             raise transport_error(exc, what, secret) from None
 

@@ -140,9 +140,13 @@ def prepare_publish(asset_path: Path) -> PublishSet:
         if not side.is_file():
             raise PrebakeError(f"{side}: missing sidecar; publish needs the asset's .sha256 "
                                "and .json next to it")
-    digest = parse_sha256_line(sha_file.read_text("utf-8", "replace"), aid.filename)
+    from prebake.bounded import read_bounded
+
+    digest = parse_sha256_line(
+        read_bounded(sha_file, sidecar_limit(SHA256_SUFFIX), "sha256 sidecar").decode(
+            "utf-8", "replace"), aid.filename)
     try:
-        manifest = json.loads(man_file.read_text("utf-8"))
+        manifest = json.loads(read_bounded(man_file, MAX_JSON_SIDECAR, "manifest sidecar"))
     except (ValueError, UnicodeDecodeError) as exc:
         raise PrebakeError(f"{man_file}: not JSON ({exc})") from None
     if not isinstance(manifest, dict):
@@ -158,6 +162,15 @@ def prepare_publish(asset_path: Path) -> PublishSet:
     extras = tuple(p for s in TRUST_SIDECAR_SUFFIXES
                    if (p := asset_path.with_name(aid.filename + s)).is_file())
     return PublishSet(aid, asset_path, sha_file, man_file, digest, size, extras)
+
+
+#: the most a sidecar may hold: a checksum line, an armored signature, a manifest or statement
+SIDECAR_LIMITS = {SHA256_SUFFIX: 4096, ".sig": 64 * 1024}
+MAX_JSON_SIDECAR = 64 * 1024**2
+
+
+def sidecar_limit(suffix: str) -> int:
+    return SIDECAR_LIMITS.get(suffix, MAX_JSON_SIDECAR)
 
 
 def retry_delays(attempts: int | None = None) -> list[float]:

@@ -45,6 +45,7 @@ from prebake.store.base import (
     complete_assets,
     prepare_publish,
     redact,
+    sidecar_limit,
     with_retries,
 )
 
@@ -204,7 +205,8 @@ class GitHubStore:
         side = assets[asset.filename + suffix]
         return _http.get_bytes(self.client, self._asset_download_url(side),
                                what=f"{self.url}: download {asset.filename}{suffix}",
-                               headers={"Accept": "application/octet-stream"}, secret=self._token)
+                               headers={"Accept": "application/octet-stream"}, secret=self._token,
+                               limit=sidecar_limit(suffix))
 
     def download(self, asset: AssetId, dest: Path, release: str | None = None, *,
                  progress: ProgressFn | None = None) -> Path:

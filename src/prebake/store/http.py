@@ -20,7 +20,7 @@ import httpx
 from prebake.errors import PrebakeError
 from prebake.package.naming import AssetId
 from prebake.store import _http
-from prebake.store.base import DEFAULT_RELEASE, ProgressFn, StoreError
+from prebake.store.base import DEFAULT_RELEASE, ProgressFn, StoreError, sidecar_limit
 
 T = TypeVar("T")
 _PER_MIRROR_ATTEMPTS = 2
@@ -84,7 +84,7 @@ class MirrorStore:
         def one(base: str) -> bytes:
             data = _http.get_bytes(self.client, self._file_url(base, tag, asset.filename + suffix),
                                    what=f"{base}: {asset.filename}{suffix}",
-                                   attempts=_PER_MIRROR_ATTEMPTS)
+                                   attempts=_PER_MIRROR_ATTEMPTS, limit=sidecar_limit(suffix))
             self._source.setdefault((asset, tag), base)
             return data
 

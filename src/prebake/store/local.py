@@ -19,8 +19,10 @@ from prebake.package.naming import TRUST_SIDECAR_SUFFIXES, AssetId
 from prebake.store.base import (
     DEFAULT_RELEASE,
     ProgressFn,
+    StoreError,
     complete_assets,
     prepare_publish,
+    sidecar_limit,
 )
 
 _CHUNK = 1 << 20
@@ -80,13 +82,16 @@ class LocalStore:
         return sorted(found)
 
     def read_sidecar(self, asset: AssetId, suffix: str, release: str | None = None) -> bytes | None:
+        from prebake.bounded import UnreadableFile, read_bounded_or_none
+
         d = self._dir(release)
         if not (d / asset.filename).is_file():
             return None
+        name = asset.filename + suffix
         try:
-            return (d / (asset.filename + suffix)).read_bytes()
-        except FileNotFoundError:
-            return None
+            return read_bounded_or_none(d / name, sidecar_limit(suffix), "sidecar")
+        except UnreadableFile as exc:  # a symlink to /dev/zero, a FIFO, a 2 GB "checksum"
+            raise StoreError(f"{self.url}: {name}: {exc.reason}") from None
 
     def download(self, asset: AssetId, dest: Path, release: str | None = None, *,
                  progress: ProgressFn | None = None) -> Path:

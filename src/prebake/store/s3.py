@@ -22,6 +22,7 @@ from prebake.store.base import (
     StoreError,
     complete_assets,
     prepare_publish,
+    sidecar_limit,
 )
 
 _AUTH_CODES = {"InvalidAccessKeyId", "SignatureDoesNotMatch", "AccessDenied", "ExpiredToken",
@@ -71,7 +72,12 @@ class S3Store:
             if code in _AUTH_CODES:
                 return AuthError(f"{self.url}: {what}: authentication failed ({code})")
             return StoreError(f"{self.url}: {what}: {code or exc}")
-        return StoreError(f"{self.url}: {what}: {type(exc).__name__}: {exc}")
+        from botocore.exceptions import ConnectTimeoutError, EndpointConnectionError
+
+        if isinstance(exc, EndpointConnectionError | ConnectTimeoutError):
+            return StoreError(f"{self.url}: {what}: cannot reach the endpoint "
+                              f"{self.endpoint or 'of AWS S3'} (down, or a wrong ?endpoint=)")
+        return StoreError(f"{self.url}: {what}: {exc}")
 
     def _call(self, what: str, fn: Any, **kw: Any) -> Any:
         from botocore.exceptions import BotoCoreError, ClientError
@@ -125,11 +131,22 @@ class S3Store:
     def read_sidecar(self, asset: AssetId, suffix: str, release: str | None = None) -> bytes | None:
         if self._head(self._key(release, asset.filename)) is None:
             return None
-        obj = self._get(self._key(release, asset.filename + suffix), f"read {asset}{suffix}")
-        return None if obj is None else bytes(obj["Body"].read())
+        what = f"read {asset}{suffix}"
+        obj = self._get(self._key(release, asset.filename + suffix), what)
+        if obj is None:
+            return None
+        limit = sidecar_limit(suffix)
+        if int(obj.get("ContentLength") or 0) > limit:
+            raise StoreError(f"{self.url}: {asset.filename}{suffix}: "
+                             f"{obj['ContentLength']} bytes, more than a sidecar may have "
+                             f"({limit})")
+        data = self._call(what, obj["Body"].read, amt=limit + 1)
+        if len(data) > limit:
+            raise StoreError(f"{self.url}: {asset.filename}{suffix}: more than {limit} bytes")
+        return bytes(data)
 
     def _head(self, key: str) -> dict[str, Any] | None:
-        from botocore.exceptions import ClientError
+        from botocore.exceptions import BotoCoreError, ClientError
 
         try:
             out: dict[str, Any] = self.client.head_object(Bucket=self.bucket, Key=key)
@@ -137,6 +154,8 @@ class S3Store:
         except ClientError as exc:
             if str(exc.response.get("Error", {}).get("Code", "")) in _MISSING:
                 return None
+            raise self._err(exc, f"head {key}") from None
+        except BotoCoreError as exc:  # unreachable endpoint, timeouts: the store's failure
             raise self._err(exc, f"head {key}") from None
 
     def download(self, asset: AssetId, dest: Path, release: str | None = None, *,
@@ -158,12 +177,20 @@ class S3Store:
         if obj is None:
             raise StoreError(f"{self.url}: {asset.filename} vanished during download")
         done = have
+        from botocore.exceptions import BotoCoreError
+
         with open(part, "ab" if have else "wb") as fh:
-            for chunk in obj["Body"].iter_chunks(1 << 20):
-                fh.write(chunk)
-                done += len(chunk)
-                if progress:
-                    progress(done, total)
+            try:
+                for chunk in obj["Body"].iter_chunks(1 << 20):
+                    fh.write(chunk)
+                    done += len(chunk)
+                    if done > total:
+                        raise StoreError(f"{self.url}: {asset.filename}: more bytes than the "
+                                         f"{total} the store announced")
+                    if progress:
+                        progress(done, total)
+            except BotoCoreError as exc:
+                raise self._err(exc, f"download {asset}") from None
         part.replace(dest)
         return dest
 

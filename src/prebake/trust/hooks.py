@@ -97,8 +97,10 @@ def verify_in_store(store: Store, aid: AssetId, release: str, sha256: str,
 
 
 def _read_json(path: Path) -> Any:
+    from prebake.bounded import read_bounded
+
     try:
-        return json.loads(path.read_bytes())
+        return json.loads(read_bounded(path, 64 * 1024**2, "statement"))
     except (OSError, ValueError) as exc:
         raise PrebakeError(f"{path}: cannot read ({exc})") from None
 
@@ -148,7 +150,10 @@ def _signature_status(asset: Path, digest: str, prov: Path, allowed: Path | None
     if prov.is_file():
         files.append((prov.name, file_sha256(prov)))
     try:
-        principal = verify_bytes(signed_text(files), sig.read_bytes(), allowed, asset.name)
+        from prebake.bounded import read_bounded
+
+        raw = read_bounded(sig, 64 * 1024, "signature")
+        principal = verify_bytes(signed_text(files), raw, allowed, asset.name)
     except SignatureError as exc:
         return {"status": "invalid", "reason": str(exc), "allowed_signers": str(allowed)}
     return {"status": "valid", "principal": principal, "allowed_signers": str(allowed),
