@@ -25,11 +25,16 @@ def run(args: argparse.Namespace) -> int:
     from prebake.commands._common import console, err_console, find_workspace, print_json
     from prebake.errors import PrebakeError
     from prebake.jsonio import SCHEMA_VERSION
+    from prebake.redact import redact_text
     from prebake.sources.pinning import check, pin
     from prebake.workspace import load_workspace
 
     ws = load_workspace(find_workspace(args.workspace))
-    out = console()
+    con = console()
+
+    def say(text: str) -> None:  # every line shown is redacted: URLs may carry credentials
+        con.print(redact_text(text), markup=False)
+
     if args.check:
         if args.name or args.platform:
             raise PrebakeError("pin --check takes no NAME, VERSION or --platform")
@@ -40,16 +45,16 @@ def run(args: argparse.Namespace) -> int:
                                       "command": r.command} for u, r, st in problems]})
         else:
             for unit, ref, st in problems:
-                out.print(f"✗ {unit}: {ref.url} is {st} in prebake.sources.lock "
-                          f"(run `{ref.command}`)", markup=False)
+                say(f"✗ {unit}: {ref.url} is {st} in prebake.sources.lock "
+                    f"(run `{ref.command}`)")
             if not problems:
-                out.print("✓ every source URL is locked", markup=False)
+                say("✓ every source URL is locked")
         return 1 if problems else 0
     if not args.name or not args.version:
         raise PrebakeError("pin needs NAME and VERSION (or --check)")
     err = err_console()
     result = pin(ws, args.name, args.version, platforms=args.platform,
-                 log=lambda m: err.print(m, markup=False, highlight=False))
+                 log=lambda m: err.print(redact_text(m), markup=False, highlight=False))
     if args.json:
         print_json({"schema_version": SCHEMA_VERSION, "name": result.name, "old": result.old,
                     "new": result.new, "lock": str(result.lock.path),
@@ -58,18 +63,15 @@ def run(args: argparse.Namespace) -> int:
                                 for r, why in result.pending],
                     "notes": result.notes, "ok": not result.pending})
     else:
-        out.print(f"pinned {result.name} = {result.new} (was {result.old}) in prebake.toml",
-                  markup=False)
+        say(f"pinned {result.name} = {result.new} (was {result.old}) in prebake.toml")
         for url in sorted({r.url for r in result.locked}):
             e = result.lock.entries[url]
-            out.print(f"✓ locked {url}  sha256 {e.sha256}  {e.size} bytes", markup=False)
+            say(f"✓ locked {url}  sha256 {e.sha256}  {e.size} bytes")
         for note in result.notes:
-            out.print(f"  {note}", markup=False)
+            say(f"  {note}")
         for ref, why in result.pending:
-            out.print(f"✗ pending {ref.url} ({ref.recipe} on {ref.platform}): {why}",
-                      markup=False)
+            say(f"✗ pending {ref.url} ({ref.recipe} on {ref.platform}): {why}")
         if result.pending:
-            out.print(f"{len(result.pending)} URL(s) pending: units needing them are refused "
-                      f"until `prebake pin {result.name} {result.new}` runs where their host is "
-                      "reachable", markup=False)
+            say(f"{len(result.pending)} URL(s) pending: units needing them are refused until "
+                f"`prebake pin {result.name} {result.new}` runs where their host is reachable")
     return 1 if result.pending else 0

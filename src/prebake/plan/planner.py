@@ -142,5 +142,8 @@ def refuse_unlocked(ws: Workspace, units: tuple[Unit, ...], lock: SourceLock) ->
     if missing:
         fixes = "; ".join(f"run `{cmd}` (it downloads and locks {', '.join(dict.fromkeys(urls))})"
                           for cmd, urls in missing.items())
-        raise PrebakeError(f"{lock.path}: no digest for the source URLs the pins resolve to "
-                           f"(a pin or recipe changed without `prebake pin`): {fixes}")
+        from prebake.redact import redact_text
+
+        raise PrebakeError(redact_text(
+            f"{lock.path}: no digest for the source URLs the pins resolve to (a pin or recipe "
+            f"changed without `prebake pin`): {fixes}"))

@@ -69,6 +69,9 @@ def describe(src: Source, workdir: Path, recipe_dir: Path, cache: SourceCache) -
         return [" ".join(c) for c in git_commands(src, dest)]
     if isinstance(src, UrlSource):
         urls = ", ".join([src.url, *src.mirrors])
+        if not src.sha256:
+            return [f"download {urls}: no digest in prebake.sources.lock (the build would "
+                    "refuse; run `prebake pin`)"]
         return [f"download {urls} (sha256 {src.sha256}) -> {cache.path_for(src.sha256)}",
                 f"unpack -> {dest} (strip {src.strip_components})"]
     return [f"copy {(recipe_dir / src.path).resolve()} -> {dest}"]

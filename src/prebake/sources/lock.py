@@ -232,13 +232,16 @@ def digest_of(ref: UrlRef, lock: SourceLock) -> str | None:
 
 def unlocked_message(ref: UrlRef, lock: SourceLock) -> str:
     """Why ``ref`` has no digest and the exact command that gives it one."""
+    from prebake.redact import redact_text
+
     pins = ", ".join(f"{n} = {v}" for n, v in ref.pins)
     pending = lock.pending.get(ref.url)
     if pending is not None:
-        return (f"{ref.recipe} on {ref.platform}: {ref.url} has no digest in {lock.path.name} "
-                f"({pending.reason}); run `{pending.command}` where its host is reachable")
-    return (f"{ref.recipe} on {ref.platform}: {ref.url} ({pins}) is not in "
-            f"{lock.path.name}; run `{ref.command}`")
+        return redact_text(f"{ref.recipe} on {ref.platform}: {ref.url} has no digest in "
+                           f"{lock.path.name} ({pending.reason}); run `{pending.command}` "
+                           "where its host is reachable")
+    return redact_text(f"{ref.recipe} on {ref.platform}: {ref.url} ({pins}) is not in "
+                       f"{lock.path.name}; run `{ref.command}`")
 
 
 def locked_recipe(recipe: Recipe, platform: str, os_name: str, arch: str,
