@@ -1,148 +1,136 @@
-"""Symbol listing and facts summary of Debian llvm-14-dev's static libraries vs ``llvm-nm``.
+"""``prebake inspect`` over Debian llvm-14-dev's static libraries vs ``llvm-nm``, as commands.
 
-The bar: listing every defined and undefined symbol of every member of
-``/usr/lib/llvm-14/lib/libLLVM*.a`` takes at most 1.5× ``llvm-nm`` on the same archives, and
-the facts summary without ``--symbols`` is several times faster again. Both run side by side
-in this one process tree, warm page cache, best of N. prebake uses a process pool over the
-archives (one worker per core); each worker writes the names out, like llvm-nm does.
+What a user runs, as whole processes, side by side in one run: ``llvm-nm-14`` and
+``llvm-nm-14 -C`` against ``prebake inspect --json`` (facts), ``prebake inspect`` (the table),
+``prebake inspect --symbols`` and ``prebake inspect --symbols --json``, over every
+``/usr/lib/llvm-14/lib/libLLVM*.a`` (176 archives, 244 MB). Each command writes to a file (the
+same folder for all), the rounds alternate the commands so that each sees the same load, and
+the median of the rounds counts. Per command: wall time, CPU seconds (user + sys of the whole
+process tree, which moves less than wall time on a shared machine), peak RSS (the largest
+process of the tree, from ``wait4``) and output size. Then each ratio against its bar:
+``--symbols`` <= 1.0x ``llvm-nm -C``; ``--symbols --json`` <= 1.5x ``llvm-nm -C`` with peak
+RSS <= 2x; the table <= 1.2x ``--json``; ``--json`` <= 0.4x ``llvm-nm``. A second line gives
+the library-level time (in-process ``inspect()`` calls, no output) for reference only.
 
-Run: .venv/bin/python benchmarks/bench_symbols.py [--repeat 3] [GLOB]
+Run: .venv/bin/python benchmarks/bench_symbols.py [--rounds 3] [GLOB]
 """
 
 from __future__ import annotations
 
 import argparse
 import glob
-import multiprocessing as mp
 import os
-import resource
+import shutil
+import statistics
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 
-from prebake.inspect import ParseOptions, elf, glibc, inspect, readers
-from prebake.inspect.archive import read_index
-
 DEFAULT_GLOB = "/usr/lib/llvm-14/lib/libLLVM*.a"
+PREBAKE = [sys.executable, "-m", "prebake", "inspect"]
 
 
-def _list_symbols(path: str) -> int:
-    facts = inspect(path, ParseOptions(symbols=True))
-    n = 0
-    with open(os.devnull, "w") as out:
-        for m in facts.members or []:
-            if m.symbols is not None:
-                out.write("\n".join(m.symbols.defined))
-                out.write("\n".join(m.symbols.undefined))
-                n += len(m.symbols.defined) + len(m.symbols.undefined)
-    return n
+def commands(nm: str) -> dict[str, list[str]]:
+    return {
+        "llvm-nm": [nm],
+        "llvm-nm -C": [nm, "-C"],
+        "prebake inspect --json": [*PREBAKE, "--json"],
+        "prebake inspect": PREBAKE,
+        "prebake inspect --symbols": [*PREBAKE, "--symbols"],
+        "prebake inspect --symbols --json": [*PREBAKE, "--symbols", "--json"],
+    }
 
 
-def _summary(path: str) -> int:
-    facts = inspect(path, ParseOptions(symbols=False))
-    return len(facts.members or [])
+BARS = (  # (label, numerator, denominator, what, bar)
+    ("--symbols / llvm-nm -C", "prebake inspect --symbols", "llvm-nm -C", "wall", 1.0),
+    ("--symbols --json / llvm-nm -C", "prebake inspect --symbols --json", "llvm-nm -C", "wall",
+     1.5),
+    ("--symbols --json RSS / llvm-nm -C RSS", "prebake inspect --symbols --json", "llvm-nm -C",
+     "rss", 2.0),
+    ("table / --json", "prebake inspect", "prebake inspect --json", "wall", 1.2),
+    ("--json (facts) / llvm-nm", "prebake inspect --json", "llvm-nm", "wall", 0.4),
+)
 
 
-def _index_only(path: str) -> int:
-    return len(read_index(path))
+def run_once(argv: list[str], out: Path) -> dict[str, float]:
+    """One whole process: wall seconds, CPU seconds of its tree, peak RSS (MB), output bytes."""
+    with open(out, "wb") as fh:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(argv, stdout=fh, stderr=subprocess.DEVNULL)
+        _, status, ru = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode not in (0, 1):  # llvm-nm exits 1 for members without symbols
+        raise SystemExit(f"{' '.join(argv[:6])}… exited {proc.returncode}")
+    return {"wall": wall, "cpu": ru.ru_utime + ru.ru_stime, "rss": ru.ru_maxrss / 1024,
+            "out": out.stat().st_size}
 
 
-def _pooled(fn: Callable[[str], int], paths: list[str], workers: int) -> int:
-    with mp.get_context("fork").Pool(workers) as pool:
-        return sum(pool.map(fn, paths, chunksize=1))
+def library_seconds(paths: list[str]) -> tuple[float, float]:
+    """In-process ``inspect()`` of every archive, with and without symbols (no output)."""
+    from prebake.inspect import ParseOptions, inspect
+
+    res = []
+    for symbols in (True, False):
+        t0 = time.perf_counter()
+        for p in paths:
+            inspect(p, ParseOptions(symbols=symbols))
+        res.append(time.perf_counter() - t0)
+    return res[0], res[1]
 
 
-def _cpu() -> float:
-    """CPU seconds of this process and its reaped children (llvm-nm, pool workers)."""
-    me, kids = (
-        resource.getrusage(resource.RUSAGE_SELF),
-        resource.getrusage(resource.RUSAGE_CHILDREN),
-    )
-    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
-
-
-CPU: dict[str, float] = {}
-RESULT: dict[str, object] = {}
-
-
-def _interleaved(repeat: int, runs: dict[str, Callable[[], object]]) -> dict[str, float]:
-    """Best wall time per label; the runs alternate so that every side sees the same load.
-
-    The best CPU time per label goes to ``CPU``: the machine may be shared, and wall ratios
-    move with other load, CPU ratios much less.
-    """
-    best = dict.fromkeys(runs, float("inf"))
-    for _ in range(repeat):
-        for label, fn in runs.items():
-            t0, c0 = time.perf_counter(), _cpu()
-            RESULT[label] = fn()
-            best[label] = min(best[label], time.perf_counter() - t0)
-            CPU[label] = min(CPU.get(label, float("inf")), _cpu() - c0)
-    return best
-
-
-def _llvm_nm_count(paths: list[str]) -> int:
-    out = subprocess.run(["llvm-nm", "-g", *paths], capture_output=True, text=True).stdout
-    return sum(1 for line in out.splitlines() if line and not line.endswith(":"))
+def symbol_lines(path: Path) -> int:
+    with open(path, "rb") as fh:
+        return sum(1 for line in fh if line.startswith((b"  T ", b"  W ", b"  U ")))
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("pattern", nargs="?", default=DEFAULT_GLOB)
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
-    # biggest first, so the pool does not end on one large archive
-    paths = sorted(glob.glob(args.pattern), key=lambda p: -Path(p).stat().st_size)  # noqa: PTH207 (an absolute pattern)
-    if not paths:
-        print(f"no archives match {args.pattern} (install llvm-14-dev)", file=sys.stderr)
+    nm = shutil.which("llvm-nm-14") or shutil.which("llvm-nm")
+    paths = sorted(glob.glob(args.pattern))  # noqa: PTH207 (an absolute pattern)
+    if not paths or nm is None:
+        print(f"needs llvm-nm and archives matching {args.pattern} (llvm-14-dev)",
+              file=sys.stderr)
         return 2
     total = sum(Path(p).stat().st_size for p in paths)
-    for p in paths:  # warm the page cache for both sides
+    for p in paths:  # warm the page cache for every side
         Path(p).read_bytes()
-    # import every format reader, load the glibc table and compile the ELF summary's name probe
-    # once, before the pool forks (as interpreter start-up, this is outside the timing;
-    # llvm-nm's own start-up is inside it)
-    readers()
-    glibc.table("x86_64")
-    elf.warm("x86_64")
-    print(f"{len(paths)} archives, {total / 1e6:.0f} MB, {args.workers} workers")
-
-    def nm() -> object:
-        return subprocess.run(
-            ["llvm-nm", *paths], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False
-        )
-
-    best = _interleaved(
-        args.repeat,
-        {
-            "nm": nm,
-            "sym": lambda: _pooled(_list_symbols, paths, args.workers),
-            "sum": lambda: _pooled(_summary, paths, args.workers),
-            "idx": lambda: sum(_index_only(p) for p in paths),
-        },
-    )
-    t_nm, t_sym, t_sum, t_idx = best["nm"], best["sym"], best["sum"], best["idx"]
-    n_sym = RESULT["sym"]
-    n_nm = _llvm_nm_count(paths)
-    print(f"llvm-nm (all symbols)            {t_nm:7.3f} s")
-    print(
-        f"prebake --symbols (def+undef)    {t_sym:7.3f} s  {n_sym} symbols "
-        f"({'matches' if n_sym == n_nm else f'llvm-nm -g lists {n_nm}'})"
-    )
-    print(f"prebake summary (no --symbols)   {t_sum:7.3f} s")
-    print(f"archive index only (read_index)  {t_idx:7.3f} s  (defined symbols, one process)")
-    print(f"ratio symbols / llvm-nm  = {t_sym / t_nm:.2f}  (bar: <= 1.5)")
-    print(f"ratio summary / llvm-nm  = {t_sum / t_nm:.2f}")
-    print(f"summary speed-up vs --symbols = {t_sym / t_sum:.1f}x")
-    c_nm, c_sym, c_sum = CPU["nm"], CPU["sym"], CPU["sum"]
-    print(
-        f"CPU seconds: llvm-nm {c_nm:.3f}, --symbols {c_sym:.3f}, summary {c_sum:.3f} "
-        f"(ratios {c_sym / c_nm:.2f} / {c_sum / c_nm:.2f})"
-    )
-    return 0 if n_sym == n_nm else 1
+    cmds = commands(nm)
+    print(f"{len(paths)} archives, {total / 1e6:.0f} MB, {os.cpu_count()} cores, "
+          f"median of {args.rounds} alternating rounds, load {os.getloadavg()[0]:.1f}")
+    runs: dict[str, list[dict[str, float]]] = {k: [] for k in cmds}
+    with tempfile.TemporaryDirectory(prefix="bench-symbols-") as tmp:
+        for _ in range(args.rounds):
+            for label, argv in cmds.items():
+                runs[label].append(run_once([*argv, *paths], Path(tmp) / "out"))
+        run_once([*cmds["prebake inspect --symbols"], *paths], Path(tmp) / "sym")
+        ours = symbol_lines(Path(tmp) / "sym")
+        nm_g = subprocess.run([nm, "-g", *paths], capture_output=True, text=True).stdout
+        theirs = sum(1 for ln in nm_g.splitlines() if ln and not ln.endswith(":"))
+    med = {k: {m: statistics.median(r[m] for r in v) for m in v[0]} for k, v in runs.items()}
+    print(f"{'command':34} {'wall s':>7} {'cpu s':>7} {'peak RSS':>9} {'output':>9}")
+    for label, m in med.items():
+        print(f"{label:34} {m['wall']:7.2f} {m['cpu']:7.2f} {m['rss']:6.0f} MB "
+              f"{m['out'] / 1e6:6.1f} MB")
+    ok = True
+    for label, num, den, what, bar in BARS:
+        ratio = med[num][what] / med[den][what]
+        cpu = med[num]["cpu"] / med[den]["cpu"]
+        ok &= ratio <= bar
+        extra = f"  (cpu {cpu:.2f})" if what == "wall" else ""
+        print(f"ratio {label:38} = {ratio:5.2f}  bar <= {bar}"
+              f"  {'ok' if ratio <= bar else 'OVER'}{extra}")
+    print(f"symbol lines: prebake {ours}, llvm-nm -g {theirs} "
+          f"({'match' if ours == theirs else 'DIFFER'})")
+    with_sym, facts = library_seconds(paths)
+    print(f"library (in-process inspect(), one core, no output): symbols {with_sym:.2f} s, "
+          f"facts {facts:.2f} s")
+    return 0 if ours == theirs else 1
 
 
 if __name__ == "__main__":

@@ -4,25 +4,33 @@ Paths may be binaries, static archives, folders (every binary below them) or ``.
 release assets (the binaries under ``lib/``, unpacked into a temporary folder that is removed
 afterwards). A path that cannot be read gets an ``error`` entry; the exit code is 2 only when
 every path fails, so one odd file does not hide the facts of the others.
+
+Each binary is read in a worker process (one per usable core) and its output — JSON object or
+human text — is produced there and written here as soon as it and every earlier one are done:
+the output is streamed in input order, the same bytes as a serial run, and a worker spills a
+big result to a temporary file instead of holding it (``SPILL_AT``).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
+import os
+import sys
 import tempfile
 from collections.abc import Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from prebake.inspect import ParseOptions
     from prebake.inspect.facts import Facts
 
 NAME = "inspect"
 HELP = "show the facts of binaries, archives or release assets (format, arch, EH, LTO, floors)"
 ORDER = 30
 ASSET_SUFFIXES = (".tar.xz", ".txz", ".tar.gz", ".tgz")
-MEMBER_ROWS = 60  # archive members listed in the human view before "… N more"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -49,73 +57,123 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from prebake.commands._common import print_json
-    from prebake.inspect import ParseOptions
-    from prebake.inspect.demangle import demangle
+    from prebake.commands._pool import ordered_map, usable_cores
     from prebake.jsonio import SCHEMA_VERSION
 
-    opts = ParseOptions(symbols=args.symbols, deep=args.deep)
-    results: list[Facts] = []
-    unreadable: set[str] = set()  # a path that failed shows its error and nothing else
-    for raw in args.paths:
-        found = inspect_path(Path(raw), opts)
-        if all(f.error is not None for f in found):
-            unreadable.add(raw)
-        results.extend(found)
-    failed = all(f.error is not None for f in results)
-    trust = _trust(args, skip=unreadable)
-    if args.json:
-        payload: dict[str, Any] = {
-            "schema_version": SCHEMA_VERSION,
-            "results": [f.to_json(symbols=args.symbols, demangle=demangle) for f in results],
-        }
-        if trust:
-            payload["trust"] = trust
-        print_json(payload)
-    else:
-        render(results, symbols=args.symbols)
-        from prebake.commands._common import console
-        from prebake.trust.render import trust_lines
+    opts = _Mode(symbols=args.symbols, deep=args.deep, json=args.json,
+                 color=not args.json and _color())
+    with ExitStack() as stack:
+        found = [(raw, t) for raw in args.paths for t in binaries(Path(raw), stack)]
+        targets = [replace(t, index=i, arg=raw) for i, (raw, t) in enumerate(found)]
+        workers = usable_cores() if len(targets) > 1 else 1
+        if workers > 1:
+            opts = replace(opts, spill=stack.enter_context(
+                tempfile.TemporaryDirectory(prefix="prebake-inspect-out-")))
+        else:
+            opts = replace(opts, direct=True)
+        out = sys.stdout
+        if args.json:
+            out.write('{\n  "results": [')
+        failed = 0
+        readable: set[str] = set()  # a path that failed shows its error and nothing else
+        pieces = ordered_map(functools.partial(_job, opts), targets, workers)
+        for target, piece in zip(targets, pieces, strict=True):
+            failed += piece.failed
+            if not piece.failed:
+                readable.add(target.arg)
+            _write(piece)
+        trust = _trust(args, readable)
+        if args.json:
+            out.write("\n  ]" if targets else "]")
+            out.write(',\n  "schema_version": ' + str(SCHEMA_VERSION))
+            if trust:
+                from prebake.inspect.render import json_value
 
-        for t in trust:
-            for line in trust_lines(t):
-                console().print(line, markup=False, highlight=False)
-    if failed:
+                out.write(',\n  "trust": ' + json_value(trust, "  "))
+            out.write("\n}\n")
+        else:
+            from prebake.commands._common import console
+            from prebake.trust.render import trust_lines
+
+            for t in trust:
+                for line in trust_lines(t):
+                    console().print(line, markup=False, highlight=False)
+    if failed == len(targets):
         return 2
     return 1 if any(t["signature"]["status"] == "invalid" or t["provenance_error"]
                     for t in trust) else 0
 
 
-def _trust(args: argparse.Namespace, skip: set[str]) -> list[dict[str, Any]]:
+def _color() -> bool:
+    """Styles for a terminal (bold paths, dim evidence), none for pipes, files or NO_COLOR."""
+    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
+        return False
+    try:
+        return sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _trust(args: argparse.Namespace, readable: set[str]) -> list[dict[str, Any]]:
     """Provenance and signature status of each readable ``.tar.xz`` asset named."""
+    assets = [Path(raw) for raw in args.paths
+              if raw.endswith(".tar.xz") and raw in readable and Path(raw).is_file()]
+    if not assets:
+        return []  # prebake.trust imports the SBOM and provenance models: 0.4 s of start-up
     from prebake.trust.hooks import asset_status
 
     allowed = Path(args.allowed_signers) if args.allowed_signers else None
-    return [asset_status(Path(raw), allowed) for raw in args.paths
-            if raw.endswith(".tar.xz") and raw not in skip and Path(raw).is_file()]
+    return [asset_status(p, allowed) for p in assets]
 
 
-def inspect_path(path: Path, opts: ParseOptions) -> list[Facts]:
-    """Facts for one command-line path: one entry, or one per binary in a folder or asset."""
+# --------------------------------------------------------------------------------------------
+# what to read: the binaries of each command-line path
+
+
+@dataclass(frozen=True)
+class Target:
+    """One result to produce: the binary ``file`` shown as ``name``, or an ``error`` for
+    ``name``. ``rename`` maps the file's path to what is shown (asset members)."""
+
+    name: str
+    file: Path | None = None
+    rename: tuple[str, str] | None = None
+    error: str | None = None
+    index: int = 0  # position in the output
+    arg: str = ""  # the command-line path it comes from
+
+
+def binaries(path: Path, stack: ExitStack) -> Iterator[Target]:
+    """The binaries of one command-line path: the file itself, every binary below a folder,
+    or the binaries under ``lib/`` of a release asset (unpacked into a temporary folder that
+    ``stack`` removes once everything is read). A path that cannot be read is one error."""
     from prebake.errors import PrebakeError
-    from prebake.inspect import inspect
-    from prebake.inspect.facts import Facts
 
     name = str(path)
     try:
         if path.is_dir():
-            return _folder(path, name, opts)
-        if name.endswith(ASSET_SUFFIXES):
-            return _asset(path, opts)
-        return [inspect(path, opts)]
+            found = [Target(str(p), p) for p in _sniffed(path)]
+            yield from found or [Target(name, error="folder holds no binary prebake knows")]
+        elif name.endswith(ASSET_SUFFIXES):
+            from prebake.consume.unpack import safe_extract
+
+            dest = Path(stack.enter_context(
+                tempfile.TemporaryDirectory(prefix="prebake-inspect-"))) / "asset"
+            safe_extract(path, dest)
+            lib = dest / "lib"
+            shown = {p: f"{path}!{p.relative_to(dest).as_posix()}"
+                     for p in (_sniffed(lib) if lib.is_dir() else iter(()))}
+            found = [Target(n, p, (str(p), n)) for p, n in shown.items()]
+            yield from found or [Target(name, error="asset has no binaries under lib/")]
+        else:
+            yield Target(name, path)
     except PrebakeError as exc:
-        reason = getattr(exc, "reason", None) or str(exc).removeprefix(f"{name}: ")
-        return [Facts(path=name, error=reason)]
+        yield Target(name, error=_reason(exc, name))
     except OSError as exc:
-        return [Facts(path=name, error=exc.strerror or str(exc))]
+        yield Target(name, error=exc.strerror or str(exc))
 
 
-def _binaries(root: Path) -> Iterator[Path]:
+def _sniffed(root: Path) -> Iterator[Path]:
     """Files below ``root`` whose first bytes a reader claims (headers, .pc, .cmake are skipped)."""
     from prebake.inspect import sniff
 
@@ -127,147 +185,163 @@ def _binaries(root: Path) -> Iterator[Path]:
                 yield p
 
 
-def _folder(path: Path, name: str, opts: ParseOptions) -> list[Facts]:
-    from prebake.inspect import inspect
-    from prebake.inspect.facts import Facts
-
-    found = [inspect(p, opts) for p in _binaries(path)]
-    return found or [Facts(path=name, error="folder holds no binary prebake knows")]
-
-
-def _asset(path: Path, opts: ParseOptions) -> list[Facts]:
-    """The binaries under ``lib/`` of a release asset, named ``asset.tar.xz!lib/…``."""
-    from prebake.consume.unpack import safe_extract
-    from prebake.inspect import inspect
-    from prebake.inspect.facts import Facts
-
-    with tempfile.TemporaryDirectory(prefix="prebake-inspect-") as tmp:
-        dest = Path(tmp) / "asset"
-        safe_extract(path, dest)
-        lib = dest / "lib"
-        out = []
-        for p in _binaries(lib) if lib.is_dir() else iter(()):
-            rel = p.relative_to(dest).as_posix()
-            facts = inspect(p, opts)
-            for f in facts.walk():
-                f.path = f.path.replace(str(p), f"{path}!{rel}", 1)
-            out.append(facts)
-    return out or [Facts(path=str(path), error="asset has no binaries under lib/")]
+def _reason(exc: Exception, name: str) -> str:
+    return getattr(exc, "reason", None) or str(exc).removeprefix(f"{name}: ")
 
 
 # --------------------------------------------------------------------------------------------
-# human output
+# one result, in a worker process or in this one
 
-_ABI_ORDER = (
-    "eh",
-    "lto",
-    "glibc_max",
-    "glibcxx_max",
-    "cxx_stdlib",
-    "macos_min",
-    "macos_sdk",
-    "msvc_runtime",
-    "threads",
-    "simd128",
-    "relaxed_simd",
-    "async",
-    "wasm_features",
-)
+SPILL_AT = 1 << 20  # characters of output a worker sends through the pool's pipe; more: a file
 
 
-def _fmt(v: Any) -> str:
-    if isinstance(v, list):
-        return ", ".join(str(x) for x in v) or "—"
-    if isinstance(v, bool):
-        return "yes" if v else "no"
-    return "—" if v is None else str(v)
+@dataclass(frozen=True)
+class _Mode:
+    symbols: bool
+    deep: bool
+    json: bool
+    color: bool
+    direct: bool = False  # write to this process's stdout as pieces come (no pool)
+    spill: str | None = None  # folder for a worker's big outputs
 
 
-def render(results: list[Facts], *, symbols: bool) -> None:
-    from rich.markup import escape
-    from rich.table import Table
+@dataclass
+class _Piece:
+    """A worker's output for one target: text, or the file it spilled the text into."""
 
-    from prebake.commands._common import console, err_console
-
-    out = console()
-    for facts in results:
-        if facts.error is not None:
-            err_console().print(f"prebake: error: {escape(facts.path)}: {escape(facts.error)}")
-            continue
-        d = facts.to_json()
-        title = " ".join(str(x) for x in (d["format"], d["kind"], d["os"], d["arch"]) if x)
-        out.print(f"[bold]{escape(facts.path)}[/bold]  {escape(title)}")
-        t = Table(show_header=False, box=None, padding=(0, 2))
-        for key in _ABI_ORDER:
-            val = d["abi"][key]
-            if val is not None:
-                why = facts.evidence.get(key, [""])[0]
-                why = why if len(why) <= 90 else why[:89] + "…"
-                t.add_row(key, escape(_fmt(val)), f"[dim]{escape(why)}[/dim]")
-        if facts.soname:
-            t.add_row("soname", escape(facts.soname), "")
-        if facts.needed:
-            t.add_row("needed", escape(_fmt(facts.needed)), "")
-        for key, counts in facts.counts.items():
-            t.add_row(
-                f"{key} (members)", escape(", ".join(f"{v}: {n}" for v, n in counts.items())), ""
-            )
-        out.print(t)
-        for sub, label in ((facts.members, "members"), (facts.slices, "slices")):
-            if sub:
-                out.print(_members_table(sub, label))
-        if symbols:
-            _render_symbols(facts)
-        out.print()
+    text: bytes = b""
+    file: str | None = None
+    errors: list[tuple[str, str]] = field(default_factory=list)
+    failed: bool = False
 
 
-def _members_table(members: list[Facts], label: str) -> Any:
-    from rich.markup import escape
-    from rich.table import Table
+class _Collect:
+    """The sink a worker renders into: stdout itself (no pool), memory, then a spill file.
 
-    t = Table(title=f"{len(members)} {label}", title_justify="left")
-    for col in ("member", "format", "arch", "eh", "lto", "glibc", "c++", "other"):
-        t.add_column(col)
-    for m in members[:MEMBER_ROWS]:
-        name = str(m.details.get("member", m.path))
-        if m.error is not None:
-            t.add_row(escape(name), "[red]error[/red]", "", "", "", "", "", escape(m.error))
-            continue
-        a = m.abi
-        other = (a.macos_min and f"macos {a.macos_min}") or a.msvc_runtime or _fmt(a.wasm_features)
-        t.add_row(
-            escape(name),
-            _fmt(m.format),
-            _fmt(m.arch),
-            _fmt(a.eh),
-            _fmt(a.lto),
-            _fmt(a.glibc_max),
-            _fmt(a.cxx_stdlib),
-            escape(other),
-        )
-    if len(members) > MEMBER_ROWS:
-        t.add_row(f"… {len(members) - MEMBER_ROWS} more (use --json)", "", "", "", "", "", "", "")
-    return t
+    A big result (an archive's symbols) goes to a file the parent copies to stdout with
+    ``sendfile``: no pickling, no pipe, and the worker holds one piece at a time.
+    """
+
+    def __init__(self, mode: _Mode, index: int) -> None:
+        self.mode, self.index = mode, index
+        self.parts: list[str] = []
+        self.size = 0
+        self.fh: IO[bytes] | None = None
+        self.file: str | None = None
+
+    def __call__(self, text: str) -> None:
+        if self.mode.direct:
+            sys.stdout.write(text)
+        elif self.fh is not None:
+            self.fh.write(text.encode())
+        else:
+            self.parts.append(text)
+            self.size += len(text)
+            if self.size >= SPILL_AT and self.mode.spill is not None:
+                self.file = str(Path(self.mode.spill) / f"{self.index}.out")
+                self.fh = open(self.file, "wb")  # noqa: SIM115 (closed in piece())
+                self.fh.write("".join(self.parts).encode())
+                self.parts.clear()
+
+    def piece(self) -> _Piece:
+        if self.fh is not None:
+            self.fh.close()
+            return _Piece(file=self.file)
+        return _Piece(text="".join(self.parts).encode())
 
 
-def _render_symbols(facts: Facts) -> None:
-    """``nm``-style lines (T defined, W weak, U undefined), plain text: archives list 100k+."""
-    from prebake.commands._common import console
-    from prebake.inspect.demangle import demangle
+def _facts_of(target: Target, mode: _Mode) -> Facts:
+    from prebake.errors import PrebakeError
+    from prebake.inspect import ParseOptions, inspect
+    from prebake.inspect.facts import Facts
 
-    out = console()
-    out.file.flush()
-    lines: list[str] = []
-    for f in facts.walk():
-        sy = f.symbols
-        if sy is None or f.members is not None:
-            continue
-        where = f"  ({f.details.get('member', f.path)})" if f is not facts else ""
-        for kind, names in (("defined", sy.defined), ("undefined", sy.undefined)):
-            for n in names:
-                dm = demangle(n)
-                tag = "U" if kind == "undefined" else ("W" if n in sy.weak else "T")
-                lines.append(f"  {tag} {n}" + (f"  {dm}" if dm else "") + where)
-    if lines:
-        out.file.write("\n".join(lines) + "\n")
-        out.file.flush()
+    if target.error is not None or target.file is None:
+        return Facts(path=target.name, error=target.error)
+    try:
+        facts = inspect(target.file, ParseOptions(symbols=mode.symbols, deep=mode.deep))
+    except PrebakeError as exc:
+        return Facts(path=target.name, error=_reason(exc, str(target.file)))
+    except OSError as exc:
+        return Facts(path=target.name, error=exc.strerror or str(exc))
+    if target.rename is not None:
+        old, new = target.rename
+        for f in facts.walk():
+            f.path = f.path.replace(old, new, 1)
+    return facts
+
+
+def _job(mode: _Mode, target: Target) -> _Piece:
+    """Read one target and produce its output (JSON object or human text)."""
+    from prebake.inspect.render import json_pieces, text_pieces
+
+    facts = _facts_of(target, mode)
+    out = _Collect(mode, target.index)
+    errors: list[tuple[str, str]] = []
+    if mode.json:
+        out(",\n    " if target.index else "\n    ")
+        json_pieces(facts, out, symbols=mode.symbols)
+    elif facts.error is not None:
+        errors.append((facts.path, facts.error))
+        if mode.direct:
+            _errors(errors)
+            errors = []
+    else:
+        text_pieces(facts, out, symbols=mode.symbols, color=mode.color)
+    piece = out.piece()
+    piece.errors, piece.failed = errors, facts.error is not None
+    return piece
+
+
+def _write(piece: _Piece) -> None:
+    out = sys.stdout
+    if piece.text or piece.file:
+        out.flush()
+        binary = getattr(out, "buffer", None)
+        if piece.file is not None:
+            _copy_file(piece.file, binary)
+            Path(piece.file).unlink()
+        elif binary is not None:
+            binary.write(piece.text)
+            binary.flush()
+        else:
+            out.write(piece.text.decode())
+    _errors(piece.errors)
+
+
+def _copy_file(path: str, binary: IO[bytes] | None) -> None:
+    """A spilled result to stdout: ``sendfile`` into a real file or pipe, else read/write."""
+    with open(path, "rb") as fh:
+        try:
+            fd = binary.fileno() if binary is not None else -1
+        except (AttributeError, OSError, ValueError):  # pytest's capture, a StringIO
+            fd = -1
+        if fd >= 0:
+            size, sent = os.fstat(fh.fileno()).st_size, 0
+            try:
+                while sent < size:
+                    n = os.sendfile(fd, fh.fileno(), sent, size - sent)
+                    if n == 0:
+                        break
+                    sent += n
+                return
+            except OSError:  # no sendfile to this kind of file: copy the rest
+                fh.seek(sent)
+        import shutil
+
+        if binary is None:  # a text-only stream (rare): whole, so no character is split
+            sys.stdout.write(fh.read().decode())
+            return
+        shutil.copyfileobj(fh, binary, 1 << 20)
+        binary.flush()
+
+
+def _errors(errors: list[tuple[str, str]]) -> None:
+    if errors:
+        from rich.markup import escape
+
+        from prebake.commands._common import err_console
+
+        for path, error in errors:
+            err_console().print(f"prebake: error: {escape(path)}: {escape(error)}")
+
+

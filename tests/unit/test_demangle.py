@@ -1,0 +1,47 @@
+"""The direct ``__cxa_demangle`` binding answers exactly what ``cxxfilt`` answers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import cxxfilt
+import pytest
+
+from prebake.inspect import ParseOptions, inspect
+from prebake.inspect import demangle as dm
+
+SUPPORT = Path("/usr/lib/llvm-14/lib/libLLVMSupport.a")
+ODD = ["_Z", "_Zfoo", "_Z3fooi", "__Z3fooi", "_ZN4llvm4errsEv", "main", "?x@@YAHXZ",
+       "_Z" + "N" * 5000, "_ZZ4mainE1x", "_ZTV3Foo",
+       "_ZNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEED1Ev"]
+
+
+def _reference(name: str) -> str | None:
+    raw = name[1:] if name.startswith("__Z") else name
+    if not raw.startswith("_Z") or len(raw) > dm.MAX_NAME:
+        return None
+    try:
+        out = cxxfilt.demangle(raw)
+    except Exception:
+        return None
+    return out if out != raw else None
+
+
+def _names() -> list[str]:
+    names = list(ODD)
+    if SUPPORT.is_file():
+        for m in inspect(SUPPORT, ParseOptions(symbols=True)).members or []:
+            if m.symbols is not None:
+                names += m.symbols.defined + m.symbols.undefined
+    return list(dict.fromkeys(names))
+
+
+def test_direct_binding_is_loaded() -> None:
+    assert isinstance(dm._impl(), dm._Direct)
+
+
+@pytest.mark.parametrize("chunk", range(4))
+def test_same_answers_as_cxxfilt(chunk: int) -> None:
+    names = _names()[chunk::4]
+    dm.demangle.cache_clear()
+    assert [dm.demangle(n) for n in names] == [_reference(n) for n in names]
