@@ -1,21 +1,16 @@
 """Packaging speed and size: prebake's deterministic ``tar.xz`` vs ``tar -c | xz -T0 -9``.
 
-Builds a ~300 MB tree of real, distinct binaries (LLVM 14's static libraries from
-``/usr/lib/llvm-14/lib`` plus libclang-cpp, as a from-source onnxruntime build leaves many large
-archives), then in one run times:
+Builds a tree of real, distinct binaries (LLVM 14's static libraries from ``/usr/lib/llvm-14/lib``
+plus libclang-cpp, as a from-source onnxruntime build leaves many large archives; 100 MiB by
+default), then times, as whole processes side by side in one run (alternating rounds, median):
 
 - ``tar -c | xz -T0 -9`` (what a release engineer would otherwise write),
-- prebake with in-process ``lzma`` blocks compressed in parallel threads (the default),
-- prebake with an ``xz -T`` subprocess at the same block size (the alternative measured),
+- prebake's packaging step as a process: ``write_asset`` of the tree, what ``prebake build``
+  runs after a unit's install step (blocks sized from the input, compressed in parallel),
 
-and prints each one's time and size relative to the ``tar | xz`` baseline (aim: <= 1.1x time,
-<= 1.0x size). Run: ``.venv/bin/python benchmarks/bench_package.py [--mb 300] [--xz-subprocess]``.
-
-Measured on the project's 2-core CI-class machine (299 MiB, best of 2, interleaved):
-``tar | xz -T0 -9`` 81.0 s / 37.10 MiB; prebake 82.3 s / 36.88 MiB (time x1.02, size x0.994).
-Back to back on 32 MiB in 16 MiB blocks the xz subprocess and the in-process compressor took
-the same time (9.2 s vs 8.7-9.0 s) for the same size (8 bytes apart), so the in-process one is
-the default: no dependency on an ``xz`` binary, no pipe, and the same bytes on any core count.
+and prints each one's time and size and the ratios (bars: time <= 0.6x, size <= 1.02x). A second
+line gives the library-level time of ``write_tar_xz`` alone, in this process.
+Run: ``.venv/bin/python benchmarks/bench_package.py [--mb 100] [--rounds 3]``.
 """
 
 from __future__ import annotations
@@ -23,18 +18,16 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-from prebake.package.archive import BLOCK_SIZE, collect_tree, write_tar_xz
+from prebake.package.archive import block_size_for, collect_tree, tar_size, write_tar_xz
 
 SOURCE = Path("/usr/lib/llvm-14/lib")
-# The default (in-process lzma, parallel blocks) and the xz-subprocess alternative it was chosen
-# over: both give the same bytes at the same speed, the in-process one needs no xz binary.
-VARIANTS = (("lzma", BLOCK_SIZE),)
-
 
 EXTRA = (Path("/usr/lib/x86_64-linux-gnu/libclang-cpp.so.14"),
          Path("/usr/lib/llvm-14/lib/libLLVM-14.so"))
@@ -57,6 +50,19 @@ def make_tree(dest: Path, megabytes: int) -> int:
     return total
 
 
+PACKAGE = """
+import sys
+from pathlib import Path
+from prebake.package.archive import write_asset
+from prebake.package.manifest import make_manifest
+from prebake.package.naming import asset_id
+aid = asset_id("llvm", "14.0.6", "linux-x86_64")
+m = make_manifest(aid, input_hash="0" * 64, toolchain={"cc": ["cc"], "cxx": ["c++"], "ar": ["ar"],
+                  "pin": None, "pin_version": None, "version": "bench"}, link_order=[])
+print(write_asset(Path(sys.argv[1]), aid, m, Path(sys.argv[2])))
+"""
+
+
 def baseline(tree: Path, out: Path) -> float:
     t = time.perf_counter()
     with open(out, "wb") as fh:
@@ -68,47 +74,45 @@ def baseline(tree: Path, out: Path) -> float:
     return time.perf_counter() - t
 
 
-def prebake(tree: Path, out: Path, compressor: str, block_size: int) -> float:
+def prebake(tree: Path, out_dir: Path) -> tuple[float, int]:
+    """The packaging step as a whole process; (seconds, asset bytes)."""
+    shutil.rmtree(out_dir, ignore_errors=True)
     t = time.perf_counter()
-    with open(out, "wb") as fh:
-        write_tar_xz(collect_tree(tree), fh, compressor=compressor, block_size=block_size)
-    return time.perf_counter() - t
+    proc = subprocess.run([sys.executable, "-c", PACKAGE, str(tree), str(out_dir)],
+                          capture_output=True, text=True, check=True)
+    elapsed = time.perf_counter() - t
+    return elapsed, Path(proc.stdout.strip()).stat().st_size
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--mb", type=int, default=300)
-    ap.add_argument("--rounds", type=int, default=2,
-                    help="alternate baseline and prebake this many times; the best time counts "
-                         "(a shared machine's load spikes hit one run, not both kinds)")
-    ap.add_argument("--xz-subprocess", action="store_true",
-                    help="also time the xz-subprocess compressor at the same block size")
+    ap.add_argument("--mb", type=int, default=100)
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="alternate baseline and prebake this many times; the median counts")
     args = ap.parse_args()
-    variants = VARIANTS + ((("xz", BLOCK_SIZE),) if args.xz_subprocess else ())
     with tempfile.TemporaryDirectory(prefix="bench-package-") as tmp:
         d = Path(tmp)
         size = make_tree(d / "tree", args.mb)
-        print(f"tree: {size / 2**20:.0f} MiB of distinct LLVM 14 binaries, "
-              f"{os.cpu_count()} cores, best of {args.rounds}", flush=True)
-        times: dict[str, list[float]] = {}
-        sizes: dict[str, int] = {}
+        stream = tar_size(collect_tree(d / "tree"))
+        print(f"tree: {size / 2**20:.0f} MiB of distinct LLVM 14 binaries, {os.cpu_count()} cores, "
+              f"blocks of {block_size_for(stream) / 2**20:.1f} MiB, median of {args.rounds}, "
+              f"load {os.getloadavg()[0]:.1f}", flush=True)
+        base_t, ours_t = [], []
+        base_s = ours_s = 0
         for _ in range(args.rounds):
-            times.setdefault("base", []).append(baseline(d / "tree", d / "base.tar.xz"))
-            sizes["base"] = (d / "base.tar.xz").stat().st_size
-            for comp, block in variants:
-                key = f"{comp}-{block}"
-                out = d / f"{key}.tar.xz"
-                times.setdefault(key, []).append(prebake(d / "tree", out, comp, block))
-                sizes[key] = out.stat().st_size
-                out.unlink()
-        base_t, base_s = min(times["base"]), sizes["base"]
-        print(f"{'tar -c | xz -T0 -9':36} {base_t:7.1f} s  {base_s / 2**20:8.2f} MiB")
-        for comp, block in variants:
-            key = f"{comp}-{block}"
-            t, sz = min(times[key]), sizes[key]
-            label = f"prebake ({comp}, {block >> 20} MiB blocks)"
-            print(f"{label:36} {t:7.1f} s  {sz / 2**20:8.2f} MiB  "
-                  f"time x{t / base_t:.2f}  size x{sz / base_s:.3f}")
+            base_t.append(baseline(d / "tree", d / "base.tar.xz"))
+            base_s = (d / "base.tar.xz").stat().st_size
+            t, ours_s = prebake(d / "tree", d / "out")
+            ours_t.append(t)
+        bt, ot = statistics.median(base_t), statistics.median(ours_t)
+        print(f"{'tar -c | xz -T0 -9':36} {bt:7.1f} s  {base_s / 2**20:8.2f} MiB")
+        print(f"{'prebake packaging (write_asset)':36} {ot:7.1f} s  {ours_s / 2**20:8.2f} MiB")
+        print(f"ratio time = {ot / bt:.2f} (bar <= 0.6)   ratio size = {ours_s / base_s:.3f} "
+              "(bar <= 1.02)")
+        t0 = time.perf_counter()
+        with open(d / "lib.tar.xz", "wb") as fh:
+            write_tar_xz(collect_tree(d / "tree"), fh)
+        print(f"library (write_tar_xz in this process): {time.perf_counter() - t0:.1f} s")
 
 
 if __name__ == "__main__":
