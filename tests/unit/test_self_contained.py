@@ -78,3 +78,30 @@ def test_no_fallback_for_a_prebake_module_that_might_not_exist() -> None:
     assert hits == [], hits
     unpack = (ROOT / "src" / "prebake" / "sources" / "unpack.py").read_text()
     assert "extractall" not in unpack  # one extractor: prebake.consume.unpack
+
+
+def test_the_architecture_page_names_modules_that_exist() -> None:
+    """docs/architecture.md is the map of the code: every ``prebake.x.y`` it names resolves."""
+    import importlib
+
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    names = sorted(set(re.findall(r"`(prebake(?:\.[A-Za-z_]+)+)`", text))
+                   | set(re.findall(r"\((prebake(?:\.[a-z_]+)+)\)", text)))
+    assert len(names) >= 10
+    for name in names:
+        if name.endswith((".lock", ".toml")):
+            continue  # a file prebake reads (prebake.lock, prebake.sources.lock), not a module
+        parts = name.split(".")
+        for cut in range(len(parts), 0, -1):
+            try:
+                obj: object = importlib.import_module(".".join(parts[:cut]))
+            except ImportError:
+                continue
+            for attr in parts[cut:]:
+                assert hasattr(obj, attr), f"docs/architecture.md names {name}: no {attr}"
+                obj = getattr(obj, attr)
+            break
+        else:
+            raise AssertionError(f"docs/architecture.md names {name}, which does not exist")
+    for path in re.findall(r"`(prebake/[a-z_/]+(?:\.toml)?)`", text):
+        assert (ROOT / "src" / path).exists() or "NAME" in path, path
