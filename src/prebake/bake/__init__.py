@@ -128,6 +128,7 @@ def _build(ws: Workspace, units: Sequence[Unit], opts: Options,
                     elif ready(u) and len(running) < max(1, opts.jobs):
                         pending.remove(u)
                         emit(u.id, "running", "starting")
+                        opts.cores.start(u.id)  # {jobs}: cores among the running units
                         running[pool.submit(run_unit, ws, u, opts, store, emit, cancel)] = u
                 if not running:
                     if pending:  # plan deps that can never be met: refuse instead of spinning
@@ -137,6 +138,7 @@ def _build(ws: Workspace, units: Sequence[Unit], opts: Options,
                 done, _ = wait(running, return_when=FIRST_COMPLETED)
                 for f in done:
                     u = running.pop(f)
+                    opts.cores.finish(u.id)
                     r = f.result()
                     results[u.id] = r
                     emit(u.id, r.state, r.message or r.reason)

@@ -20,7 +20,6 @@ completed; the asset is written atomically, so an interrupted unit leaves no ass
 from __future__ import annotations
 
 import fnmatch
-import os
 import shlex
 import shutil
 import threading
@@ -31,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from prebake.bake import commands as cmdline
+from prebake.bake.cores import CoreBudget, LiveValues
 from prebake.bake.env import build_env, compiler_launcher, dropped, launcher_env, with_launcher
 from prebake.bake.guards import GuardReport, guards_record, license_dest, run_guards
 from prebake.bake.immutability import Snapshot, compare, snapshot
@@ -78,10 +78,8 @@ class Options:
     diff: bool = False  # diff each new asset against the store's current one, before publishing
     allow_breaking: bool = False  # with diff: publish even when the diff is breaking
 
-    @property
-    def threads(self) -> int:
-        """The ``{jobs}`` a unit's build tool gets: the cores shared by parallel units."""
-        return max(1, (os.cpu_count() or 1) // max(1, self.jobs))
+    # the cores, shared by the units running at the moment a command starts (``{jobs}``)
+    cores: CoreBudget = field(default_factory=CoreBudget)
 
 
 def toolchain_identity(ws: Workspace, platform: Platform) -> dict[str, Any]:
@@ -210,11 +208,12 @@ def command_context(ws: Workspace, unit: Unit, opts: Options, recipe: Recipe, wo
     p = unit.platform
     launcher = compiler_launcher(opts.caller_env)
     return cmdline.Context(
-        values={"src": str(work / "src"), "build": str(work / "build"),
-                "prefix": str(dirs.prefix), "deps_prefix": str(dirs.deps),
-                "jobs": str(opts.threads), "version": ws.pins[recipe.pin],
-                "platform": p.name, "os": p.os, "arch": p.arch,
-                "cmake_toolchain": cmake_toolchain_path(p, ws.root)},
+        values=LiveValues({"src": str(work / "src"), "build": str(work / "build"),
+                           "prefix": str(dirs.prefix), "deps_prefix": str(dirs.deps),
+                           "version": ws.pins[recipe.pin],
+                           "platform": p.name, "os": p.os, "arch": p.arch,
+                           "cmake_toolchain": cmake_toolchain_path(p, ws.root)},
+                          {"jobs": lambda: opts.cores.share(unit.id)}),
         pins=ws.pins,
         argv={"cc": with_launcher(p.toolchain.cc, launcher),
               "cxx": with_launcher(p.toolchain.cxx, launcher), "ar": p.toolchain.ar},
