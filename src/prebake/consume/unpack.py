@@ -404,6 +404,40 @@ def _merge_into(tmp: Path, dest: Path, archive: Path) -> None:
         src.rename(dst)
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's live process
+        return True
+    return True
+
+
+def remove_stale_extractions(dest: Path) -> list[str]:
+    """The ``.<dest>.extract-<pid>-*`` and ``.<dest>.old-<pid>-*`` folders an extraction killed
+    mid-way (SIGKILL, power loss) left beside ``dest``: removed when their process is gone
+    (a live one, such as a concurrent fetch, keeps its folder)."""
+    removed: list[str] = []
+    if not dest.parent.is_dir():
+        return removed
+    for kind in ("extract", "old"):
+        for p in dest.parent.glob(f".{glob_escape(dest.name)}.{kind}-*"):
+            pid = p.name[len(f".{dest.name}.{kind}-"):].split("-", 1)[0]
+            if pid.isdigit() and (int(pid) == os.getpid() or _alive(int(pid))):
+                continue
+            if p.is_dir() and not p.is_symlink():
+                shutil.rmtree(p, ignore_errors=True)
+                removed.append(p.name)
+    return removed
+
+
+def glob_escape(name: str) -> str:
+    import glob
+
+    return glob.escape(name)
+
+
 def safe_extract(
     archive: Path,
     dest: Path,
@@ -443,7 +477,8 @@ def safe_extract(
         raise PrebakeError(f"{dest}: exists and is not a folder")
     created = [p for p in (dest.parent, *dest.parent.parents) if not p.exists()]
     dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.extract-", dir=dest.parent))
+    remove_stale_extractions(dest)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.extract-{os.getpid()}-", dir=dest.parent))
     ok = False
     try:
         ex = _Extractor(archive, tmp, max_bytes, max_members, declared)
@@ -461,7 +496,8 @@ def safe_extract(
             dest.rmdir()
             tmp.rename(dest)
         elif replace:
-            old = Path(tempfile.mkdtemp(prefix=f".{dest.name}.old-", dir=dest.parent))
+            old = Path(tempfile.mkdtemp(prefix=f".{dest.name}.old-{os.getpid()}-",
+                                        dir=dest.parent))
             old.rmdir()
             dest.rename(old)
             tmp.rename(dest)

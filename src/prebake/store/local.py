@@ -7,9 +7,11 @@ marker) is removed first and written last, so a reader never lists a partial ass
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from prebake import jsonio
@@ -48,6 +50,42 @@ def copy_with_progress(src: Path, dest: Path, progress: ProgressFn | None) -> No
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+@contextlib.contextmanager
+def name_lock(folder: Path, filename: str, *, exclusive: bool) -> Iterator[None]:
+    """An advisory lock per asset name in a release folder (``.<asset>.lock``): publishers of
+    one name take it exclusively, readers shared. The kernel drops it when a holder dies, so a
+    SIGKILLed publisher never blocks the next one. Without ``fcntl`` (Windows) it is a no-op."""
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    lock = folder / f".{filename}.lock"
+    if not exclusive and not folder.is_dir():
+        yield
+        return
+    with open(lock, "a") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+def remove_stale_temporaries(folder: Path, aid: AssetId) -> list[str]:
+    """Temporary files (``.<file>.XXXX.tmp``) of earlier publishers of ``aid``'s files; called
+    under the name's exclusive lock, so none of them belongs to a live publisher."""
+    names = {aid.filename, aid.sha256_name, aid.manifest_name,
+             *(aid.filename + s for s in TRUST_SIDECAR_SUFFIXES)}
+    removed = []
+    for p in folder.glob(".*.tmp"):
+        owner = p.name[1:].rsplit(".", 2)[0]
+        if owner in names:
+            p.unlink(missing_ok=True)
+            removed.append(p.name)
+    return removed
 
 
 def _check_tag(release: str) -> str:
@@ -89,7 +127,8 @@ class LocalStore:
             return None
         name = asset.filename + suffix
         try:
-            return read_bounded_or_none(d / name, sidecar_limit(suffix), "sidecar")
+            with name_lock(d, asset.filename, exclusive=False):
+                return read_bounded_or_none(d / name, sidecar_limit(suffix), "sidecar")
         except UnreadableFile as exc:  # a symlink to /dev/zero, a FIFO, a 2 GB "checksum"
             raise StoreError(f"{self.url}: {name}: {exc.reason}") from None
 
@@ -99,7 +138,8 @@ class LocalStore:
         if not src.is_file():
             raise PrebakeError(f"{self.url}: no {asset.filename} in release "
                                f"{release or DEFAULT_RELEASE}")
-        copy_with_progress(src, dest, progress)
+        with name_lock(src.parent, asset.filename, exclusive=False):
+            copy_with_progress(src, dest, progress)
         dest.with_name(dest.name + ".part").unlink(missing_ok=True)  # nothing to resume here
         return dest
 
@@ -111,14 +151,18 @@ class LocalStore:
         final = d / ps.aid.filename
         if final.resolve() == ps.asset.resolve():
             return ps.aid  # publishing an asset onto itself: already there, complete
-        (d / ps.aid.sha256_name).unlink(missing_ok=True)  # hide the old asset first
-        copy_with_progress(ps.asset, final, progress)
-        jsonio.atomic_write_bytes(d / ps.aid.manifest_name, ps.manifest_file.read_bytes())
-        for name in ps.stale_extras():
-            (d / name).unlink(missing_ok=True)
-        for extra in ps.extras:
-            jsonio.atomic_write_bytes(d / extra.name, extra.read_bytes())
-        jsonio.atomic_write_bytes(d / ps.aid.sha256_name, ps.sha256_file.read_bytes())
+        # one publisher of a name at a time: without it, racing uploads left the .sha256 of
+        # one beside the bytes of another and every later fetch failed as "tampered"
+        with name_lock(d, ps.aid.filename, exclusive=True):
+            remove_stale_temporaries(d, ps.aid)  # of publishers that died holding this name
+            (d / ps.aid.sha256_name).unlink(missing_ok=True)  # hide the old asset first
+            copy_with_progress(ps.asset, final, progress)
+            jsonio.atomic_write_bytes(d / ps.aid.manifest_name, ps.manifest_file.read_bytes())
+            for name in ps.stale_extras():
+                (d / name).unlink(missing_ok=True)
+            for extra in ps.extras:
+                jsonio.atomic_write_bytes(d / extra.name, extra.read_bytes())
+            jsonio.atomic_write_bytes(d / ps.aid.sha256_name, ps.sha256_file.read_bytes())
         return ps.aid
 
     def asset_url(self, asset: AssetId, release: str | None = None) -> str:
