@@ -8,7 +8,6 @@ waits in the parent for an earlier, slower one.
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -26,14 +25,19 @@ def usable_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def ordered_map(fn: Callable[[T], R], items: Sequence[T], workers: int | None = None
-                ) -> Iterator[R]:
+def ordered_map(fn: Callable[[T], R], items: Sequence[T], workers: int | None = None,
+                warm: Callable[[], object] | None = None) -> Iterator[R]:
     """``map(fn, items)`` over worker processes, in input order; in-process for one item or
-    one core (no pool start-up for the common ``inspect lib.a``)."""
+    one core (no pool start-up for the common ``inspect lib.a``). ``warm`` runs here before
+    the workers fork, so that lazy imports and tables are loaded once, not once per worker."""
     n = min(len(items), usable_cores() if workers is None else workers)
     if n <= 1:
         yield from map(fn, items)
         return
+    if warm is not None:
+        warm()
+    import multiprocessing as mp  # 35 ms of imports: only when there is a pool
+
     # fork: workers inherit the imported readers and tables (spawn would import them again)
     ctx = mp.get_context("fork" if sys.platform == "linux" else "spawn")
     with ctx.Pool(n) as pool:

@@ -14,6 +14,7 @@ big result to a temporary file instead of holding it (``SPILL_AT``).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import os
 import sys
@@ -76,7 +77,8 @@ def run(args: argparse.Namespace) -> int:
             out.write('{\n  "results": [')
         failed = 0
         readable: set[str] = set()  # a path that failed shows its error and nothing else
-        pieces = ordered_map(functools.partial(_job, opts), targets, workers)
+        pieces = ordered_map(functools.partial(_job, opts), targets, workers,
+                             warm=functools.partial(_warm, opts, targets))
         for target, piece in zip(targets, pieces, strict=True):
             failed += piece.failed
             if not piece.failed:
@@ -290,6 +292,17 @@ def _job(mode: _Mode, target: Target) -> _Piece:
     piece = out.piece()
     piece.errors, piece.failed = errors, facts.error is not None
     return piece
+
+
+def _warm(mode: _Mode, targets: list[Target]) -> None:
+    """Read and render the smallest target once, output dropped: its readers' imports, their
+    tables and compiled probes (and the demangler) are then inherited by every worker."""
+    files = [t for t in targets if t.file is not None and t.error is None]
+    with contextlib.suppress(OSError):
+        smallest = min(files, key=lambda t: t.file.stat().st_size if t.file else 0,
+                       default=None)
+        if smallest is not None:
+            _job(replace(mode, direct=False, spill=None), smallest)
 
 
 def _write(piece: _Piece) -> None:

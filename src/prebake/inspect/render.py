@@ -271,25 +271,37 @@ def _members_table(members: list[Facts], label: str, st: _Style) -> list[str]:
     return out
 
 
+class _Shown(dict[str, str]):
+    """name -> ``name`` or ``name  demangled``, as a symbol line shows it (made on first use)."""
+
+    MAX = 1 << 18
+
+    def __missing__(self, name: str) -> str:
+        from prebake.inspect.demangle import demangle
+
+        if len(self) >= self.MAX:
+            self.clear()
+        dm = demangle(name)
+        text = self[name] = f"{name}  {dm}" if dm else name
+        return text
+
+
+_shown = _Shown()
+
+
 def _symbol_lines(facts: Facts, sink: Sink) -> None:
     """``nm``-style lines (T defined, W weak, U undefined), one chunk per member."""
-    from prebake.inspect.demangle import demangle
-
+    shown = _shown
     for f in facts.walk():
         sy = f.symbols
         if sy is None or f.members is not None:
             continue
-        where = f"  ({f.details.get('member', f.path)})" if f is not facts else ""
+        tail = (f"  ({f.details.get('member', f.path)})" if f is not facts else "") + "\n"
         weak = sy.weak
-        lines: list[str] = []
-        for n in sy.defined:
-            dm = demangle(n)
-            lines.append(f"  {'W' if n in weak else 'T'} {n}  {dm}{where}" if dm
-                         else f"  {'W' if n in weak else 'T'} {n}{where}")
-        for n in sy.undefined:
-            dm = demangle(n)
-            lines.append(f"  U {n}  {dm}{where}" if dm else f"  U {n}{where}")
+        if weak:
+            lines = [f"  {'W' if n in weak else 'T'} {shown[n]}{tail}" for n in sy.defined]
+        else:
+            lines = ["  T " + s + tail for s in map(shown.__getitem__, sy.defined)]
+        lines += ["  U " + s + tail for s in map(shown.__getitem__, sy.undefined)]
         if lines:
-            lines.append("")
-            sink("\n".join(lines))
-
+            sink("".join(lines))
