@@ -1,9 +1,9 @@
 """An ordered process pool for commands that read many independent files (``inspect``).
 
 Parsing is pure Python, so threads would share one core; worker processes use every core the
-process may run on. Results come back in input order (``imap``), so output stays the same as a
-serial run; each worker takes one item at a time, so at most one finished result per worker
-waits in the parent for an earlier, slower one.
+process may run on. Results come back in input order, so output stays the same as a serial
+run; results that finish before an earlier, slower one wait in the parent (callers keep them
+small: ``inspect`` spills big outputs to files).
 """
 
 from __future__ import annotations
@@ -37,8 +37,14 @@ def ordered_map(fn: Callable[[T], R], items: Sequence[T], workers: int | None = 
     if warm is not None:
         warm()
     import multiprocessing as mp  # 35 ms of imports: only when there is a pool
+    from concurrent.futures import ProcessPoolExecutor
 
     # fork: workers inherit the imported readers and tables (spawn would import them again)
     ctx = mp.get_context("fork" if sys.platform == "linux" else "spawn")
-    with ctx.Pool(n) as pool:
-        yield from pool.imap(fn, items, chunksize=1)
+    # a worker that dies (a signal, the OOM killer) raises BrokenProcessPool here instead of
+    # leaving ``multiprocessing.Pool.imap`` waiting for its result forever
+    pool = ProcessPoolExecutor(n, mp_context=ctx)
+    try:
+        yield from pool.map(fn, items)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
