@@ -47,6 +47,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from prebake.errors import PrebakeError
+from prebake.names import shown
+from prebake.walk import MAX_DEPTH
 
 DEFAULT_MAX_BYTES = 4 * 1024**3
 DEFAULT_MAX_MEMBERS = 100_000
@@ -64,7 +66,10 @@ class UnsafeArchive(PrebakeError):
     """An archive member breaks a safety rule; nothing was extracted."""
 
     def __init__(self, archive: Path, member: str, rule: str) -> None:
-        super().__init__(f"{archive}: member {member!r}: {rule}; nothing was extracted")
+        # repr: a newline or ESC in a name cannot break the line; shortened: a 4 KB name is
+        # not a message
+        super().__init__(f"{archive}: member {shown(member, 120)}: {rule}; nothing was "
+                         "extracted")
         self.archive = archive
         self.member = member
         self.rule = rule
@@ -95,6 +100,8 @@ def _normalise(archive: Path, raw: str, strip: int) -> str | None:
     parts = [p for p in raw.split("/") if p not in ("", ".")]
     if ".." in parts:
         raise UnsafeArchive(archive, raw, "'..' path traversal")
+    if len(parts) > MAX_DEPTH:
+        raise UnsafeArchive(archive, raw, f"more than {MAX_DEPTH} nested folders")
     parts = parts[strip:]
     return "/".join(parts) if parts else None
 

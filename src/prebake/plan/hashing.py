@@ -53,22 +53,16 @@ def tree_digest(root: Path) -> str:
     ``os.scandir`` with plain strings: a source tree has thousands of files and this runs on
     every plan, so per-file overhead matters (benchmarks/bench_plan.py).
     """
+    from prebake.walk import scandir_tree
+
     entries: list[tuple[str, str]] = []
-
-    def walk(folder: str, prefix: str) -> None:
-        with os.scandir(folder) as it:
-            for entry in it:
-                rel = prefix + entry.name
-                if entry.is_symlink():
-                    entries.append((rel, "link:" + str(Path(entry.path).readlink())))
-                elif entry.is_dir():
-                    if entry.name not in _SKIP_DIRS:
-                        walk(entry.path, rel + "/")
-                elif entry.is_file():
-                    mode = "x" if entry.stat().st_mode & 0o100 else "-"
-                    entries.append((rel, f"{mode}:{file_digest(entry.path)}"))
-
-    walk(str(root), "")
+    # iterative and depth-bounded: a source 1 200 folders deep is one clear error, not a crash
+    for rel, entry in scandir_tree(str(root), skip=lambda e: e.name in _SKIP_DIRS):
+        if entry.is_symlink():
+            entries.append((rel, "link:" + str(Path(entry.path).readlink())))
+        elif entry.is_file():
+            mode = "x" if entry.stat().st_mode & 0o100 else "-"
+            entries.append((rel, f"{mode}:{file_digest(entry.path)}"))
     entries.sort()
     return canonical_digest(entries)
 
