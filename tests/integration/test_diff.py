@@ -13,6 +13,7 @@ import pytest
 
 from prebake.cli import main
 from prebake.diff.compare import version_tuple
+from prebake.diff.render import markdown
 from tests import support
 from tests.integration.diff_fixtures import EVIL, build_version, prefix, write_demo_asset
 
@@ -220,7 +221,7 @@ def test_diff_against_store(prefixes: dict[str, Path], tmp_path: Path) -> None:
     assert result is not None and result.breaking
     assert result.old["version"] == "1.0.0" and result.new["version"] == "2.0.0"
     assert "gone" in {c.subject for c in result.of(breaking=True, category="export")}
-    assert "### prebake diff" in result.to_markdown()
+    assert "### prebake diff" in markdown(result)
     # a rebuild of the version the store has compares against that very asset
     store.publish(a2)
     again = diff_against_store(a2, store)

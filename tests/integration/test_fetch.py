@@ -12,10 +12,10 @@ import pytest
 
 from prebake.cli import main
 from prebake.consume.fetch import fetch
+from prebake.digest import file_sha256
 from prebake.errors import CheckFailed, PrebakeError
 from prebake.package.naming import sha256_line
 from prebake.store import open_store
-from prebake.store.base import file_sha256
 from tests.servers.assets import demo_prefix, make_asset
 from tests.servers.static_http import StaticServer, closed_port_url
 

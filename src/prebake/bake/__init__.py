@@ -42,8 +42,9 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import replace
 from typing import Any
 
+from prebake.bake.options import Options
 from prebake.bake.result import UnitResult, UnitState
-from prebake.bake.unit import Options, run_unit
+from prebake.bake.unit import run_unit
 from prebake.errors import PrebakeError
 from prebake.plan import planner
 from prebake.plan.model import Unit

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from prebake.bake import commands as cmdline
+from prebake.bake.invocation import command_context, command_env
 from prebake.bake.layout import Layout, work_dirs
+from prebake.bake.options import Options
 from prebake.errors import PrebakeError
 from prebake.plan.model import Unit
 from prebake.recipes.model import Build, Repackage
@@ -13,9 +15,6 @@ from prebake.redact import redact_env
 from prebake.sources import SourceCache, describe, render_source
 from prebake.store.base import Store, read_manifest
 from prebake.workspace.model import Workspace
-
-if TYPE_CHECKING:
-    from prebake.bake.unit import Options
 
 
 def dry_run_verdict(store: Store | None, unit: Unit, force: bool) -> str:
@@ -35,8 +34,6 @@ def dry_run_verdict(store: Store | None, unit: Unit, force: bool) -> str:
 def dry_run_steps(ws: Workspace, unit: Unit, opts: Options, cache: SourceCache
                   ) -> list[dict[str, Any]]:
     """One step per recipe: what a real build would download or run, and where."""
-    from prebake.bake.unit import command_context, command_env
-
     dirs = work_dirs(Layout(ws.root), unit)
     pname = unit.platform.name
     steps: list[dict[str, Any]] = []

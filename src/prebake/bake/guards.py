@@ -16,7 +16,7 @@ from prebake.recipes.model import Recipe
 from prebake.workspace.model import Platform
 
 if TYPE_CHECKING:
-    from prebake.contract.check import CheckReport, Violation
+    from prebake.contract.report import CheckReport, Violation
 
 
 @dataclass

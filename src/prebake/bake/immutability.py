@@ -7,7 +7,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from prebake.store.base import file_sha256
+from prebake.digest import file_sha256
 
 Snapshot = dict[str, str]  # posix path relative to the prefix -> sha256 (or "link:<target>")
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from prebake.contract.check import Violation
+    from prebake.contract.report import Violation
 
 
 class UnitState(enum.StrEnum):

@@ -25,18 +25,20 @@ import shutil
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from prebake.bake import commands as cmdline
-from prebake.bake.cores import CoreBudget, LiveValues
-from prebake.bake.env import build_env, compiler_launcher, dropped, launcher_env, with_launcher
+from prebake.bake.env import dropped
 from prebake.bake.guards import GuardReport, guards_record, license_dest, run_guards
 from prebake.bake.immutability import Snapshot, compare, snapshot
+from prebake.bake.invocation import command_context, command_env
 from prebake.bake.layout import Layout, WorkDirs, stage_marker, work_dirs
+from prebake.bake.options import Options
 from prebake.bake.process import BuildLog, run_logged
 from prebake.bake.result import UnitResult, UnitState
+from prebake.digest import file_sha256
 from prebake.errors import PrebakeError
 from prebake.package import cmake, pkgconfig
 from prebake.package.archive import Entry, collect_tree, write_asset
@@ -48,12 +50,12 @@ from prebake.plan.model import Unit
 from prebake.recipes.model import Build, Recipe, Repackage
 from prebake.sources import SourceCache, materialize, render_source
 from prebake.sources.unpack import extract
-from prebake.store.base import Store, file_sha256, read_manifest
+from prebake.store.base import Store, read_manifest
 from prebake.trust.hooks import UnitTrust, unit_trust
-from prebake.workspace.model import Platform, Workspace, cmake_toolchain_path
+from prebake.workspace.model import Platform, Workspace
 
 if TYPE_CHECKING:
-    from prebake.contract.check import Violation
+    from prebake.contract.report import Violation
 
 Event = Callable[[str, str, str], None]  # (unit id, state, message)
 
@@ -65,21 +67,6 @@ class UnitFailed(Exception):
     def __init__(self, message: str, violations: Sequence[Violation] = ()) -> None:
         super().__init__(message)
         self.violations = tuple(violations)
-
-
-@dataclass
-class Options:
-    jobs: int = 1  # parallel units
-    force: bool = False
-    dry_run: bool = False
-    caller_env: Mapping[str, str] = field(default_factory=dict)
-    cache: SourceCache | None = None
-    publish: bool = True
-    diff: bool = False  # diff each new asset against the store's current one, before publishing
-    allow_breaking: bool = False  # with diff: publish even when the diff is breaking
-
-    # the cores, shared by the units running at the moment a command starts (``{jobs}``)
-    cores: CoreBudget = field(default_factory=CoreBudget)
 
 
 def toolchain_identity(ws: Workspace, platform: Platform) -> dict[str, Any]:
@@ -197,39 +184,6 @@ class BreakingDiff(UnitFailed):
         super().__init__(message)
         self.diff = diff
         self.markdown = markdown
-
-
-# ---- recipe commands: placeholders and environment ------------------------------------------
-
-def command_context(ws: Workspace, unit: Unit, opts: Options, recipe: Recipe, work: Path,
-                    dirs: WorkDirs) -> cmdline.Context:
-    """The ``{src}``, ``{prefix}``, ``{jobs}``… values and ``{cc}``… argv of a recipe's
-    commands (the dry run prints the same)."""
-    p = unit.platform
-    launcher = compiler_launcher(opts.caller_env)
-    return cmdline.Context(
-        values=LiveValues({"src": str(work / "src"), "build": str(work / "build"),
-                           "prefix": str(dirs.prefix), "deps_prefix": str(dirs.deps),
-                           "version": ws.pins[recipe.pin],
-                           "platform": p.name, "os": p.os, "arch": p.arch,
-                           "cmake_toolchain": cmake_toolchain_path(p, ws.root)},
-                          {"jobs": lambda: opts.cores.share(unit.id)}),
-        pins=ws.pins,
-        argv={"cc": with_launcher(p.toolchain.cc, launcher),
-              "cxx": with_launcher(p.toolchain.cxx, launcher), "ar": p.toolchain.ar},
-    )
-
-
-def command_env(unit: Unit, opts: Options, recipe: Recipe, strategy: Build | None,
-                ctx: cmdline.Context) -> dict[str, str]:
-    """The environment a recipe's commands run in (built from scratch, not inherited)."""
-    p = unit.platform
-    launcher = compiler_launcher(opts.caller_env)
-    recipe_env = {k: ctx.fill(v, f"recipe {recipe.name} env {k}")
-                  for k, v in (strategy.env if strategy else {}).items()}
-    return build_env(opts.caller_env, platform_env=p.env, recipe_env=recipe_env,
-                     unset=[*p.env_unset, *(strategy.env_unset if strategy else ())],
-                     extra=launcher_env(p.toolchain.cc, launcher) or None)
 
 
 def unbuildable(recipe: Recipe, platform: str) -> str | None:

@@ -38,5 +38,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         import sys
 
-        sys.stdout.write(result.to_markdown(max_rows=max(1, args.max_rows)) + "\n")
+        from prebake.diff.render import markdown
+
+        sys.stdout.write(markdown(result, max_rows=max(1, args.max_rows)) + "\n")
     return 1 if result.breaking and not args.allow_breaking else 0

@@ -23,11 +23,12 @@ from typing import Any
 from prebake.consume.lock import LOCK_NAME, LockEntry, read_lock
 from prebake.consume.unpack import DEFAULT_MAX_BYTES, UnsafeArchive, safe_extract
 from prebake.contract.model import Contract
+from prebake.digest import ProgressFn, file_sha256
 from prebake.errors import CheckFailed, PrebakeError
 from prebake.names import check_name, name_problem
 from prebake.package.naming import SHA256_SUFFIX, AssetId, asset_id, parse_sha256_line
 from prebake.store import open_store
-from prebake.store.base import DEFAULT_RELEASE, ProgressFn, Store, file_sha256
+from prebake.store.base import DEFAULT_RELEASE, Store
 
 MANIFEST_IN_PREFIX = "share/prebake/manifest.json"
 MAX_MANIFEST = 64 * 1024**2  # a manifest lists files and facts; 100 000 files fit easily

@@ -74,7 +74,7 @@ def previous_in_store(store: Any, aid: AssetId) -> tuple[AssetId, str | None] | 
 def download_verified(store: Any, aid: AssetId, release: str | None, dest_dir: Path) -> Path:
     """Download ``aid`` and check it against its ``.sha256`` sidecar (a diff of a corrupt or
     substituted asset would be worse than none)."""
-    from prebake.store.base import file_sha256
+    from prebake.digest import file_sha256
 
     dest = Path(dest_dir) / aid.filename
     store.download(aid, dest, release)
@@ -107,7 +107,7 @@ def diff_against_store(asset_path: Path, store: Any) -> DiffResult | None:
 def build_summary(asset_path: Path, store: Any) -> tuple[DiffResult | None, str]:
     """What ``prebake build --diff`` shows for a freshly packaged asset, before it is published:
     the diff against the store's current asset and its markdown (a first release says so)."""
-    from prebake.diff.render import code
+    from prebake.diff.render import code, markdown
 
     result = diff_against_store(asset_path, store)
     if result is None:
@@ -115,4 +115,4 @@ def build_summary(asset_path: Path, store: Any) -> tuple[DiffResult | None, str]
         what = f"{aid.name} on {aid.platform}" if aid else Path(asset_path).name
         return None, (f"### prebake diff: {code(Path(asset_path).name)}\n\nFirst release of "
                       f"{code(what)} in {code(store.url)}: nothing to compare.\n")
-    return result, result.to_markdown()
+    return result, markdown(result)

@@ -96,8 +96,3 @@ class DiffResult:
             "link_order": self.link_order,
             "headers": self.headers,
         }
-
-    def to_markdown(self, *, max_rows: int = 200) -> str:
-        from prebake.diff.render import markdown
-
-        return markdown(self, max_rows=max_rows)

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from prebake.digest import file_sha256
 from prebake.errors import PrebakeError
 from prebake.inspect.facts import Facts
-from prebake.store.base import file_sha256
 
 ASSET_SUFFIXES = (".tar.xz", ".txz", ".tar.gz", ".tgz")
 MANIFEST_PATH = "share/prebake/manifest.json"

@@ -35,9 +35,9 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from prebake import jsonio
+from prebake.digest import file_sha256
 from prebake.errors import PrebakeError
 from prebake.package.naming import MAX_ASSET_BYTES, AssetId, sha256_line
-from prebake.store.base import file_sha256
 
 FIXED_MTIME = 315532800  # 1980-01-01T00:00:00Z: the earliest time every archive format can store
 PRESET = 9

@@ -20,6 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from prebake.digest import file_sha256
 from prebake.package import ASSET_FORMAT
 from prebake.recipes.model import LocalSource, Recipe
 from prebake.sources.lock import SourceLock, digest_of, url_refs
@@ -42,11 +43,6 @@ def canonical_digest(obj: Any) -> str:
     return sha256_bytes(text.encode("utf-8"))
 
 
-def file_digest(path: Path | str) -> str:
-    with open(path, "rb") as fh:
-        return hashlib.file_digest(fh, "sha256").hexdigest()
-
-
 def tree_digest(root: Path) -> str:
     """Digest of a folder: every file's relative path, executable bit and content, sorted.
 
@@ -62,7 +58,7 @@ def tree_digest(root: Path) -> str:
             entries.append((rel, "link:" + str(Path(entry.path).readlink())))
         elif entry.is_file():
             mode = "x" if entry.stat().st_mode & 0o100 else "-"
-            entries.append((rel, f"{mode}:{file_digest(entry.path)}"))
+            entries.append((rel, f"{mode}:{file_sha256(entry.path)}"))
     entries.sort()
     return canonical_digest(entries)
 
@@ -163,9 +159,9 @@ def recipe_inputs(recipe: Recipe, platform: Platform, pins: Mapping[str, str],
         raise ValueError(f"recipe {recipe.name!r} has no file")
     folder = recipe.path.parent
     inputs = {"hash-scheme": HASH_SCHEME, "asset-format": str(ASSET_FORMAT),
-              "recipe-file": _memo(cache, "file", recipe.path, file_digest)}
+              "recipe-file": _memo(cache, "file", recipe.path, file_sha256)}
     for rel in recipe.files:
-        inputs[f"file:{rel}"] = _memo(cache, "file", folder / rel, file_digest)
+        inputs[f"file:{rel}"] = _memo(cache, "file", folder / rel, file_sha256)
     for i, src in enumerate(recipe.sources):
         if isinstance(src, LocalSource):
             inputs[f"source[{i}]:{src.path}"] = _memo(cache, "tree", folder / src.path,

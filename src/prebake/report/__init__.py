@@ -12,42 +12,15 @@ from __future__ import annotations
 import itertools
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from prebake.diff import DiffResult, diff_sides, load_side, side_from_manifest, version_key
+from prebake.diff import diff_sides, load_side, side_from_manifest, version_key
 from prebake.diff.side import Side
 from prebake.errors import PrebakeError
 from prebake.package.naming import AssetId
+from prebake.report.model import CELL_FACTS, Release, ReportData
 from prebake.store.base import read_manifest
-
-# The facts a matrix cell shows (manifest ``facts`` -> abi / top level), in this order.
-CELL_FACTS = ("arch", "eh", "lto", "glibc_max", "glibcxx_max", "cxx_stdlib", "macos_min",
-              "msvc_runtime", "threads", "wasm_features")
-
-
-@dataclass
-class Release:
-    """One asset of the store and what its manifest says."""
-
-    aid: AssetId
-    release: str | None
-    manifest: dict[str, Any]
-
-    @property
-    def size(self) -> int:
-        files = self.manifest.get("files")
-        return sum(f["size"] for f in files if isinstance(f, dict)
-                   and isinstance(f.get("size"), int)) if isinstance(files, list) else 0
-
-
-@dataclass
-class ReportData:
-    store: str
-    releases: list[Release]
-    diffs: dict[tuple[AssetId, AssetId], DiffResult] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
 
 
 def collect(store: Any, *, download: bool = True,

@@ -8,7 +8,7 @@ from typing import Any
 from prebake import __version__
 from prebake.diff import DiffResult, version_key
 from prebake.diff.render import describe, human_size
-from prebake.report import CELL_FACTS, Release, ReportData
+from prebake.report.model import CELL_FACTS, Release, ReportData
 
 VERDICT = {True: "pass", False: "fail", None: "not recorded"}
 

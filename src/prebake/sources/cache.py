@@ -17,8 +17,8 @@ import urllib.request
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from prebake.digest import file_sha256
 from prebake.errors import PrebakeError
-from prebake.store.base import file_sha256
 
 CHUNK = 1 << 20
 TIMEOUT = 60.0

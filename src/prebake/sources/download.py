@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from prebake.digest import file_sha256
 from prebake.errors import PrebakeError
 from prebake.sources.cache import CHUNK, TIMEOUT, SourceCache
-from prebake.store.base import file_sha256
 
 # A source archive larger than this is refused rather than filling the disk (onnxruntime's
 # biggest release archive is ~300 MB).

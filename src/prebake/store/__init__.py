@@ -10,10 +10,9 @@ import importlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
-from urllib.parse import unquote
 
 from prebake.errors import PrebakeError
-from prebake.store.base import DEFAULT_RELEASE, Store
+from prebake.store.base import DEFAULT_RELEASE, Store, local_path
 
 #: scheme -> "module:function" building the store from (url, root). Imported lazily so that
 #: ``file://`` users never import httpx or boto3.
@@ -50,17 +49,6 @@ def open_store(url: str | Sequence[str], *, root: Path | None = None) -> Store:
     factory = getattr(importlib.import_module(mod_name), fn_name)
     store: Store = factory(urls if scheme in ("http", "https") else urls[0], root)
     return store
-
-
-def local_path(url: str, root: Path | None) -> Path:
-    """The folder of a ``file://`` URL (``file://./releases``, ``file:///abs``, or a bare path)."""
-    rest = url[len("file://"):] if url.lower().startswith("file://") else url
-    if rest.startswith("localhost/"):
-        rest = rest[len("localhost"):]
-    path = Path(unquote(rest))
-    if not path.is_absolute():
-        path = (root or Path.cwd()) / path
-    return path
 
 
 if TYPE_CHECKING:  # mypy proves every backend implements the protocol

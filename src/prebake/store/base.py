@@ -12,7 +12,6 @@ backoff on transient errors, and token redaction.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import random
@@ -21,7 +20,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
+from urllib.parse import unquote
 
+from prebake.digest import ProgressFn as ProgressFn  # the stores' progress callback type
+from prebake.digest import file_sha256
 from prebake.errors import PrebakeError
 from prebake.package.naming import (
     MANIFEST_SUFFIX,
@@ -34,9 +36,6 @@ from prebake.package.naming import (
 )
 
 DEFAULT_RELEASE = "continuous"
-
-#: ``progress(done_bytes, total_bytes_or_None)``, called as bytes move.
-ProgressFn = Callable[[int, int | None], None]
 
 
 class StoreError(PrebakeError):
@@ -103,20 +102,6 @@ class PublishSet:
         have = {p.name for p in self.extras}
         return [n for n in (self.aid.filename + s for s in TRUST_SIDECAR_SUFFIXES)
                 if n not in have]
-
-
-def file_sha256(path: Path, progress: ProgressFn | None = None) -> str:
-    """The hex sha256 of a file, read in 1 MiB chunks (the one copy every module uses)."""
-    h = hashlib.sha256()
-    total = path.stat().st_size if progress else 0
-    done = 0
-    with open(path, "rb") as fh:
-        while chunk := fh.read(1 << 20):
-            h.update(chunk)
-            done += len(chunk)
-            if progress:
-                progress(done, total)
-    return h.hexdigest()
 
 
 def prepare_publish(asset_path: Path) -> PublishSet:
@@ -231,3 +216,14 @@ def complete_assets(names: set[str]) -> list[AssetId]:
         if aid is not None and is_complete(names, n):
             out.append(aid)
     return sorted(out)
+
+
+def local_path(url: str, root: Path | None) -> Path:
+    """The folder of a ``file://`` URL (``file://./releases``, ``file:///abs``, or a bare path)."""
+    rest = url[len("file://"):] if url.lower().startswith("file://") else url
+    if rest.startswith("localhost/"):
+        rest = rest[len("localhost"):]
+    path = Path(unquote(rest))
+    if not path.is_absolute():
+        path = (root or Path.cwd()) / path
+    return path

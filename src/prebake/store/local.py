@@ -23,6 +23,7 @@ from prebake.store.base import (
     ProgressFn,
     StoreError,
     complete_assets,
+    local_path,
     prepare_publish,
     sidecar_limit,
 )
@@ -180,6 +181,4 @@ class LocalStore:
 
 
 def open_local(url: str, root: Path | None) -> LocalStore:
-    from prebake.store import local_path
-
     return LocalStore(url, local_path(url, root))

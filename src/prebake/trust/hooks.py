@@ -111,7 +111,7 @@ def asset_status(asset: Path, allowed_signers: Path | None = None) -> dict[str, 
     Signature states: ``unsigned``, ``unchecked`` (a ``.sig`` but no allowed-signers file given
     or next to the asset), ``valid`` (with the principal) and ``invalid`` (with the reason).
     """
-    from prebake.store.base import file_sha256
+    from prebake.digest import file_sha256
     from prebake.trust.provenance import summary
 
     asset = Path(asset)
@@ -137,7 +137,7 @@ def asset_status(asset: Path, allowed_signers: Path | None = None) -> dict[str, 
 
 def _signature_status(asset: Path, digest: str, prov: Path, allowed: Path | None
                       ) -> dict[str, Any]:
-    from prebake.store.base import file_sha256
+    from prebake.digest import file_sha256
 
     sig = asset.with_name(asset.name + SIGNATURE_SUFFIX)
     if not sig.is_file():

@@ -25,8 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from prebake import __version__
+from prebake.digest import file_sha256
 from prebake.errors import PrebakeError
-from prebake.plan.hashing import canonical_digest, file_digest, platform_profile, tree_digest
+from prebake.plan.hashing import canonical_digest, platform_profile, tree_digest
 from prebake.recipes.model import (
     GitSource,
     LocalSource,
@@ -94,10 +95,10 @@ def recipe_dependencies(recipe: Recipe, platform: Platform, pins: Mapping[str, s
     out: list[dict[str, Any]] = []
     if recipe.path is not None:
         out.append({"name": f"{recipe.name}:recipe", "uri": _rel_uri(recipe.path, root),
-                    "digest": {"sha256": file_digest(recipe.path)}})
+                    "digest": {"sha256": file_sha256(recipe.path)}})
         for rel in recipe.files:
             out.append({"name": f"{recipe.name}:file", "uri": _rel_uri(recipe.folder / rel, root),
-                        "digest": {"sha256": file_digest(recipe.folder / rel)}})
+                        "digest": {"sha256": file_sha256(recipe.folder / rel)}})
     strategy = recipe.strategy_for(platform.name)
     if isinstance(strategy, Repackage):
         out.append({"name": f"{recipe.name}:upstream", "uri": strategy.url.format(version=version),

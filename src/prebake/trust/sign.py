@@ -191,8 +191,8 @@ def sign_asset(asset: Path, key: Path) -> Path:
     import json
 
     from prebake import jsonio
+    from prebake.digest import file_sha256
     from prebake.package.naming import PROVENANCE_SUFFIX, SIGNATURE_SUFFIX
-    from prebake.store.base import file_sha256
     from prebake.trust.provenance import check_statement
 
     asset = Path(asset)

@@ -1,0 +1,36 @@
+"""What a report shows: the store's assets with their manifests, and the diffs between them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from prebake.diff.model import DiffResult
+from prebake.package.naming import AssetId
+
+# The facts a matrix cell shows (manifest ``facts`` -> abi / top level), in this order.
+CELL_FACTS = ("arch", "eh", "lto", "glibc_max", "glibcxx_max", "cxx_stdlib", "macos_min",
+              "msvc_runtime", "threads", "wasm_features")
+
+
+@dataclass
+class Release:
+    """One asset of the store and what its manifest says."""
+
+    aid: AssetId
+    release: str | None
+    manifest: dict[str, Any]
+
+    @property
+    def size(self) -> int:
+        files = self.manifest.get("files")
+        return sum(f["size"] for f in files if isinstance(f, dict)
+                   and isinstance(f.get("size"), int)) if isinstance(files, list) else 0
+
+
+@dataclass
+class ReportData:
+    store: str
+    releases: list[Release]
+    diffs: dict[tuple[AssetId, AssetId], DiffResult] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)

@@ -1,0 +1,142 @@
+"""No import cycles between prebake's modules.
+
+Every ``import``/``from … import`` in every module counts — at module level, inside functions
+(the lazy imports that keep start-up fast) and under ``if TYPE_CHECKING:`` — because a cycle
+hidden in a function still ties two modules into one that cannot be understood or tested
+alone. ``from pkg import name`` is an edge to ``pkg.name`` when that is a module, else to
+``pkg`` itself; a parent package's ``__init__`` that Python runs on the way is not an edge.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+
+
+def modules(src: Path, top: str) -> dict[str, Path]:
+    out = {}
+    for p in sorted((src / top).rglob("*.py")):
+        parts = list(p.relative_to(src).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        out[".".join(parts)] = p
+    return out
+
+
+def _targets(node: ast.AST, name: str, is_pkg: bool) -> Iterator[str]:
+    if isinstance(node, ast.Import):
+        yield from (a.name for a in node.names)
+    elif isinstance(node, ast.ImportFrom):
+        base = node.module or ""
+        if node.level:
+            pkg = name.split(".") if is_pkg else name.split(".")[:-1]
+            pkg = pkg[: len(pkg) - node.level + 1]
+            base = ".".join([*pkg, *([node.module] if node.module else [])])
+        for a in node.names:
+            yield f"{base}.{a.name}"
+            yield base
+
+
+@functools.cache
+def import_graph(src: Path, top: str) -> dict[str, set[str]]:
+    """Module -> the modules of ``top`` it imports anywhere in its body."""
+    mods = modules(src, top)
+    graph: dict[str, set[str]] = {m: set() for m in mods}
+    for name, path in mods.items():
+        for node in ast.walk(ast.parse(path.read_text("utf-8"), str(path))):
+            candidates = list(_targets(node, name, path.name == "__init__.py"))
+            if isinstance(node, ast.ImportFrom):
+                # ``from a.b import c``: the submodule a.b.c if it exists, else a.b
+                pairs = zip(candidates[::2], candidates[1::2], strict=True)
+                candidates = [sub if sub in mods else base for sub, base in pairs]
+            for t in candidates:
+                while t not in mods and "." in t:
+                    t = t.rsplit(".", 1)[0]
+                if t in mods and t != name:
+                    graph[name].add(t)
+    return graph
+
+
+def cycles(graph: Mapping[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            v, it = work[-1]
+            w = next(it, None)
+            if w is not None:
+                if w not in index:
+                    index[w] = low[w] = len(index)
+                    stack.append(w)
+                    on_stack.add(w)
+                    work.append((w, iter(sorted(graph.get(w, ())))))
+                elif w in on_stack:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on_stack.discard(w)
+                    comp.append(w)
+                    if w == v:
+                        break
+                if len(comp) > 1:
+                    out.append(sorted(comp))
+    return out
+
+
+def package_graph(graph: Mapping[str, set[str]]) -> dict[str, set[str]]:
+    """``prebake.x.y`` -> ``prebake.x``: which of prebake's packages use which."""
+    def pkg(m: str) -> str:
+        return ".".join(m.split(".")[:2])
+
+    out: dict[str, set[str]] = {}
+    for a, targets in graph.items():
+        out.setdefault(pkg(a), set()).update(pkg(b) for b in targets if pkg(b) != pkg(a))
+    return out
+
+
+def test_prebake_has_no_import_cycles() -> None:
+    graph = import_graph(SRC, "prebake")
+    assert len(graph) > 100 and graph["prebake.bake.unit"], "the walk found the modules"
+    assert cycles(graph) == []
+
+
+def test_named_packages_do_not_depend_on_each_other_both_ways() -> None:
+    """Packaging and stores share the file hash (prebake.digest), not each other; the clash
+    rule builds contract violations, so it lives with the contract."""
+    pg = package_graph(import_graph(SRC, "prebake"))
+    for a, b in (("prebake.package", "prebake.store"), ("prebake.contract", "prebake.link")):
+        assert not (b in pg.get(a, set()) and a in pg.get(b, set())), f"{a} <-> {b}"
+
+
+def test_a_cycle_through_a_function_level_import_is_found(tmp_path: Path) -> None:
+    pkg = tmp_path / "demo"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "sub" / "__init__.py").write_text("from demo.sub import b\n")
+    (pkg / "a.py").write_text("from typing import TYPE_CHECKING\n"
+                              "if TYPE_CHECKING:\n    from demo.sub.b import B\n")
+    (pkg / "sub" / "b.py").write_text("def f():\n    from .. import a\n    return a\n")
+    (pkg / "c.py").write_text("import demo.a\n")
+    graph = import_graph(tmp_path, "demo")
+    assert graph["demo.sub"] == {"demo.sub.b"} and graph["demo.c"] == {"demo.a"}
+    assert cycles(graph) == [["demo.a", "demo.sub.b"]]
