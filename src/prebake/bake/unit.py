@@ -31,13 +31,13 @@ from typing import TYPE_CHECKING, Any
 
 from prebake.bake import commands as cmdline
 from prebake.bake.env import dropped
-from prebake.bake.guards import GuardReport, guards_record, license_dest, run_guards
+from prebake.bake.guards import guards_record, license_dest, run_guards
 from prebake.bake.immutability import Snapshot, compare, snapshot
 from prebake.bake.invocation import command_context, command_env
 from prebake.bake.layout import Layout, WorkDirs, stage_marker, work_dirs
 from prebake.bake.options import Options
 from prebake.bake.process import BuildLog, run_logged
-from prebake.bake.result import UnitResult, UnitState
+from prebake.bake.result import GuardReport, UnitResult, UnitState
 from prebake.digest import file_sha256
 from prebake.errors import PrebakeError
 from prebake.package import cmake, pkgconfig

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from prebake.bake.guards import GuardReport
+    from prebake.bake.result import GuardReport
     from prebake.recipes.model import Recipe
     from prebake.workspace.model import Platform
 
