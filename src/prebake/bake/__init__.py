@@ -40,7 +40,6 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import replace
-from typing import Any
 
 from prebake.bake.options import Options
 from prebake.bake.result import UnitResult, UnitState
@@ -49,6 +48,7 @@ from prebake.errors import PrebakeError
 from prebake.plan import planner
 from prebake.plan.model import Unit
 from prebake.store import open_store
+from prebake.store.base import Store
 from prebake.workspace.model import Workspace
 
 __all__ = ["Options", "Unit", "UnitResult", "UnitState", "build", "plan_units"]
@@ -152,7 +152,7 @@ def _build(ws: Workspace, units: Sequence[Unit], opts: Options,
     return out
 
 
-def _publish_after_diffs(store: Any, results: Sequence[UnitResult], emit: Emit
+def _publish_after_diffs(store: Store, results: Sequence[UnitResult], emit: Emit
                          ) -> list[UnitResult]:
     """``build --diff``: publish the built assets only when no unit's diff is breaking — a
     breaking change anywhere in the build publishes nothing, so a release is never half new."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from prebake.diff.compare import FACT_RULES, classify_fact, diff_sides
 from prebake.diff.model import Change, DiffResult, LibraryRow
@@ -18,6 +18,9 @@ from prebake.diff.side import Side, library_key, load_side, side_from_manifest
 from prebake.diff.versions import version_key
 from prebake.errors import PrebakeError
 from prebake.package.naming import SHA256_SUFFIX, AssetId, parse_asset_name, parse_sha256_line
+
+if TYPE_CHECKING:
+    from prebake.store.base import Store
 
 __all__ = [
     "FACT_RULES",
@@ -46,11 +49,11 @@ def diff_paths(old: Path, new: Path, *, old_label: str | None = None,
     return diff_sides(load_side(Path(old), old_label), load_side(Path(new), new_label))
 
 
-def assets_in_store(store: Any) -> list[tuple[AssetId, str | None]]:
+def assets_in_store(store: Store) -> list[tuple[AssetId, str | None]]:
     """Every complete asset with the release it is in (the default release first)."""
     from prebake.store.base import DEFAULT_RELEASE
 
-    tags = list(store.releases()) or [None]
+    tags: list[str | None] = [*store.releases()] or [None]
     tags.sort(key=lambda t: t != DEFAULT_RELEASE)
     seen: dict[AssetId, str | None] = {}
     for tag in tags:
@@ -59,7 +62,7 @@ def assets_in_store(store: Any) -> list[tuple[AssetId, str | None]]:
     return list(seen.items())
 
 
-def previous_in_store(store: Any, aid: AssetId) -> tuple[AssetId, str | None] | None:
+def previous_in_store(store: Store, aid: AssetId) -> tuple[AssetId, str | None] | None:
     """The store's current asset for ``aid``: the same asset (a rebuild), else the highest
     earlier version of the same name and platform, else ``None``."""
     same = [(a, t) for a, t in assets_in_store(store)
@@ -71,7 +74,7 @@ def previous_in_store(store: Any, aid: AssetId) -> tuple[AssetId, str | None] | 
     return max(earlier, key=lambda at: version_key(at[0].version)) if earlier else None
 
 
-def download_verified(store: Any, aid: AssetId, release: str | None, dest_dir: Path) -> Path:
+def download_verified(store: Store, aid: AssetId, release: str | None, dest_dir: Path) -> Path:
     """Download ``aid`` and check it against its ``.sha256`` sidecar (a diff of a corrupt or
     substituted asset would be worse than none)."""
     from prebake.digest import file_sha256
@@ -88,7 +91,7 @@ def download_verified(store: Any, aid: AssetId, release: str | None, dest_dir: P
     return dest
 
 
-def diff_against_store(asset_path: Path, store: Any) -> DiffResult | None:
+def diff_against_store(asset_path: Path, store: Store) -> DiffResult | None:
     """The diff from the store's current asset to ``asset_path``; ``None`` when the store has
     no earlier release of this dependency on this platform (a first release)."""
     asset_path = Path(asset_path)
@@ -104,7 +107,7 @@ def diff_against_store(asset_path: Path, store: Any) -> DiffResult | None:
                           new_label=f"{asset_path.name} (built)")
 
 
-def build_summary(asset_path: Path, store: Any) -> tuple[DiffResult | None, str]:
+def build_summary(asset_path: Path, store: Store) -> tuple[DiffResult | None, str]:
     """What ``prebake build --diff`` shows for a freshly packaged asset, before it is published:
     the diff against the store's current asset and its markdown (a first release says so)."""
     from prebake.diff.render import code, markdown

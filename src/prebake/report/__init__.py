@@ -13,17 +13,16 @@ import itertools
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from prebake.diff import diff_sides, load_side, side_from_manifest, version_key
 from prebake.diff.side import Side
 from prebake.errors import PrebakeError
 from prebake.package.naming import AssetId
 from prebake.report.model import CELL_FACTS, Release, ReportData
-from prebake.store.base import read_manifest
+from prebake.store.base import Store, read_manifest
 
 
-def collect(store: Any, *, download: bool = True,
+def collect(store: Store, *, download: bool = True,
             progress: Callable[[str], None] | None = None) -> ReportData:
     """Every asset's manifest, and the diff of each release to the previous version of the same
     dependency on the same platform (exports too when ``download``; else manifests only)."""
@@ -52,7 +51,7 @@ def collect(store: Any, *, download: bool = True,
     return data
 
 
-def _side(store: Any, r: Release, cache: dict[AssetId, Side], tmp: Path, download: bool,
+def _side(store: Store, r: Release, cache: dict[AssetId, Side], tmp: Path, download: bool,
           warnings: list[str]) -> Side:
     if r.aid in cache:
         return cache[r.aid]
@@ -72,7 +71,7 @@ def _side(store: Any, r: Release, cache: dict[AssetId, Side], tmp: Path, downloa
     return side
 
 
-def write_report(store: Any, out_dir: Path, *, download: bool = True,
+def write_report(store: Store, out_dir: Path, *, download: bool = True,
                  progress: Callable[[str], None] | None = None) -> Path:
     """Write ``out_dir/index.html`` (atomically) and return its path."""
     from prebake.jsonio import atomic_write_text
