@@ -104,6 +104,7 @@ def main() -> None:
             base_s = (d / "base.tar.xz").stat().st_size
             t, ours_s = prebake(d / "tree", d / "out")
             ours_t.append(t)
+            print(f"  round: tar|xz {base_t[-1]:.1f} s, prebake {t:.1f} s", flush=True)
         bt, ot = statistics.median(base_t), statistics.median(ours_t)
         print(f"{'tar -c | xz -T0 -9':36} {bt:7.1f} s  {base_s / 2**20:8.2f} MiB")
         print(f"{'prebake packaging (write_asset)':36} {ot:7.1f} s  {ours_s / 2**20:8.2f} MiB")
