@@ -46,6 +46,18 @@ def ort_node() -> Path:
     return support.npm_package("node")
 
 
+@pytest.fixture(scope="session")
+def ort_web_tgz() -> Path:
+    """onnxruntime-web 1.30.0 as the npm registry serves it (the ``.tgz``, not unpacked)."""
+    return support.npm_tarball("web")
+
+
+@pytest.fixture(scope="session")
+def ort_wheel() -> Path:
+    """The onnxruntime 1.27.0 manylinux_2_28 x86_64 wheel from PyPI."""
+    return support.pypi_wheel()
+
+
 @pytest.fixture
 def www(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     """``(base URL, folder)``: an empty folder served on 127.0.0.1 (an upstream download site)."""

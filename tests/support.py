@@ -164,3 +164,41 @@ def debian_orig(source: str, version: str, suffix: str = "tar.xz") -> Path:
         shutil.copyfileobj(resp, out)
     tmp.replace(dest)
     return dest
+
+
+def npm_tarball(which: str) -> Path:
+    """The ``.tgz`` itself of an onnxruntime npm prebuilt, as ``npm pack`` downloads it (cached)."""
+    spec = NPM_PACKAGES[which]
+    base = CACHE / "npm-tgz" / spec.replace("@", "-")
+    done = base / ".done"
+    if done.exists():
+        return base / done.read_text().strip()
+    base.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.run(["npm", "pack", spec, "--silent"], cwd=base, capture_output=True,
+                          text=True)
+    if proc.returncode != 0:
+        raise AssertionError(f"npm pack {spec} failed: {proc.stderr}")
+    name = proc.stdout.strip().splitlines()[-1]
+    done.write_text(name + "\n")
+    return base / name
+
+
+PYPI_WHEEL = ("onnxruntime==1.27.0", "manylinux_2_28_x86_64", "3.11")
+
+
+def pypi_wheel() -> Path:
+    """The onnxruntime 1.27.0 manylinux x86_64 wheel from PyPI (``pip download``, cached)."""
+    spec, platform, python = PYPI_WHEEL
+    base = CACHE / "pypi" / spec.replace("==", "-")
+    done = base / ".done"
+    if done.exists():
+        return base / done.read_text().strip()
+    base.mkdir(parents=True, exist_ok=True)
+    proc = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", spec,
+                           "--platform", platform, "--python-version", python,
+                           "--only-binary=:all:", "-d", str(base)], capture_output=True, text=True)
+    wheels = sorted(base.glob("*.whl"))
+    if proc.returncode != 0 or not wheels:
+        raise AssertionError(f"pip download {spec} failed: {proc.stderr}")
+    done.write_text(wheels[0].name + "\n")
+    return wheels[0]

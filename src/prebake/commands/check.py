@@ -67,6 +67,9 @@ def run(args: argparse.Namespace) -> int:
         for u in report.unknown:
             mark = "[yellow]?[/yellow]" if u.allowed else "[red]✗[/red]"
             out.print(f"{mark} {escape(u.message())}", markup=True)
+        if len(report.files) > 1:  # a folder or package: every binary with its verdict
+            for f in report.passed:
+                out.print(f"[green]✓[/green] {escape(f)}", markup=True)
         summary = report.render().splitlines()[-1]
         out.print(("[green]✓[/green] " if report.ok else "") + escape(summary), markup=True)
     return 0 if report.ok else 1

@@ -1,9 +1,10 @@
 """``prebake inspect PATH… [--json] [--symbols] [--deep]``: what each binary really is.
 
-Paths may be binaries, static archives, folders (every binary below them) or ``.tar.xz``
-release assets (the binaries under ``lib/``, unpacked into a temporary folder that is removed
-afterwards). A path that cannot be read gets an ``error`` entry; the exit code is 2 only when
-every path fails, so one odd file does not hide the facts of the others.
+Paths may be binaries, static archives, folders, release assets or upstream packages (npm
+``.tgz``, PyPI ``.whl``, ``.zip``, ``.tar.*``): ``prebake.inspect.resolve`` finds every binary
+anywhere inside, packages unpacked safely into a temporary folder that is removed afterwards.
+A path that cannot be read gets an ``error`` entry; the exit code is 2 only when every path
+fails, so one odd file does not hide the facts of the others.
 
 Each binary is read in a worker process (one per usable core) and its output — JSON object or
 human text — is produced there and written here as soon as it and every earlier one are done:
@@ -31,12 +32,15 @@ if TYPE_CHECKING:
 NAME = "inspect"
 HELP = "show the facts of binaries, archives or release assets (format, arch, EH, LTO, floors)"
 ORDER = 30
-ASSET_SUFFIXES = (".tar.xz", ".txz", ".tar.gz", ".tgz")
+# what inspect unpacks and walks (release assets and upstream packages): the resolver's list
+ASSET_SUFFIXES = (".tar.xz", ".txz", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar", ".whl",
+                  ".zip")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "paths", nargs="+", metavar="PATH", help="binaries, archives, folders or .tar.xz assets"
+        "paths", nargs="+", metavar="PATH",
+        help="binaries, archives, folders, .tar.xz assets or packages (.tgz, .whl, .zip, .tar.*)"
     )
     p.add_argument("--json", action="store_true", help="machine-readable output (schema_version 1)")
     p.add_argument(
@@ -143,48 +147,40 @@ class Target:
     error: str | None = None
     index: int = 0  # position in the output
     arg: str = ""  # the command-line path it comes from
+    # (temporary unpack folder, package name): evidence names the package, not the folder
+    labels: tuple[tuple[str, str], ...] = ()
 
 
 def binaries(path: Path, stack: ExitStack) -> Iterator[Target]:
-    """The binaries of one command-line path: the file itself, every binary below a folder,
-    or the binaries under ``lib/`` of a release asset (unpacked into a temporary folder that
-    ``stack`` removes once everything is read). A path that cannot be read is one error."""
+    """The binaries of one command-line path, as ``prebake.inspect.resolve`` finds them: the
+    file itself, every binary anywhere below a folder or inside a release asset or upstream
+    package (unpacked into a temporary folder that ``stack`` removes once everything is read),
+    named ``package!inner/path``. A path that cannot be read is one error; a symlink leaving
+    the tree is one error naming it."""
     from prebake.errors import PrebakeError
+    from prebake.inspect.resolve import is_binary, is_package, resolve
 
     name = str(path)
     try:
-        if path.is_dir():
-            found = [Target(str(p), p) for p in _sniffed(path)]
-            yield from found or [Target(name, error="folder holds no binary prebake knows")]
-        elif name.endswith(ASSET_SUFFIXES):
-            from prebake.consume.unpack import safe_extract
-
-            dest = Path(stack.enter_context(
-                tempfile.TemporaryDirectory(prefix="prebake-inspect-"))) / "asset"
-            safe_extract(path, dest)
-            lib = dest / "lib"
-            shown = {p: f"{path}!{p.relative_to(dest).as_posix()}"
-                     for p in (_sniffed(lib) if lib.is_dir() else iter(()))}
-            found = [Target(n, p, (str(p), n)) for p, n in shown.items()]
-            yield from found or [Target(name, error="asset has no binaries under lib/")]
-        else:
+        if path.is_file() and (is_binary(path) or not is_package(path)):
             yield Target(name, path)
+            return
+        if not path.exists():
+            yield Target(name, error="no such file or folder")
+            return
+        tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="prebake-inspect-")))
+        found = resolve([path], tmp)
+        labels = tuple(found.labels)
+        targets = [Target(b.shown, b.path, (str(b.path), b.shown) if b.shown != str(b.path)
+                          else None, labels=labels) for b in found.binaries]
+        targets += [Target(esc.split(" -> ")[0], error=f"symlink leaves the tree ({esc}); "
+                           "not followed") for esc in found.escapes]
+        what = "package" if path.is_file() else "folder"
+        yield from targets or [Target(name, error=f"{what} holds no binary prebake knows")]
     except PrebakeError as exc:
         yield Target(name, error=_reason(exc, name))
     except OSError as exc:
         yield Target(name, error=exc.strerror or str(exc))
-
-
-def _sniffed(root: Path) -> Iterator[Path]:
-    """Files below ``root`` whose first bytes a reader claims (headers, .pc, .cmake are skipped)."""
-    from prebake.inspect import sniff
-
-    for p in sorted(root.rglob("*")):
-        if p.is_file() and not p.is_symlink():
-            with open(p, "rb") as fh:
-                head = fh.read(64)
-            if head and sniff(head) is not None:
-                yield p
 
 
 def _reason(exc: Exception, name: str) -> str:
@@ -269,6 +265,11 @@ def _facts_of(target: Target, mode: _Mode) -> Facts:
         old, new = target.rename
         for f in facts.walk():
             f.path = f.path.replace(old, new, 1)
+    if target.labels:
+        for f in facts.walk():
+            for tmp, shown in target.labels:
+                f.evidence = {k: [e.replace(tmp, shown) for e in ev]
+                              for k, ev in f.evidence.items()}
     return facts
 
 

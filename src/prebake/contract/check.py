@@ -1,7 +1,9 @@
 """Facts vs contract: run every rule over files, folders and assets; name each violation.
 
-``check_paths`` accepts binaries, folders (only ``lib/`` when the folder has one, else the whole
-folder; non-binaries are skipped) and ``.tar.xz`` assets (unpacked to a temporary folder).
+``check_paths`` accepts whatever ``prebake.inspect.resolve`` does: binaries, folders (every
+binary anywhere below them, symlinks followed inside the tree, one leaving it is a violation),
+release assets and upstream packages (``.tar.xz``, npm ``.tgz``, PyPI ``.whl``, ``.zip`` …,
+unpacked safely into a temporary folder).
 Rules run per leaf (object, archive member, fat slice, image) and findings are grouped per file,
 so one violation lists every offending member with its evidence:
 
@@ -14,11 +16,9 @@ one link are an ODR violation the linker may not report.
 
 from __future__ import annotations
 
-import os
 import tempfile
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -138,86 +138,7 @@ def unknown_facts(facts: Facts, contract: Contract, path: str | None = None) -> 
     return out
 
 
-# --- finding the binaries ---------------------------------------------------------------------
-
-
-def _is_binary(p: Path) -> bool:
-    """Sniff the first bytes with the inspector's registry (no parsing)."""
-    from prebake.inspect import readers
-
-    try:
-        with open(p, "rb") as fh:
-            head = fh.read(64)
-    except OSError:
-        return False
-    return bool(head) and any(r.sniff(head) for r in readers())
-
-
-def _walk(folder: Path) -> Iterator[Path]:
-    root = folder / "lib" if (folder / "lib").is_dir() else folder
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames.sort()
-        for name in sorted(filenames):
-            yield Path(dirpath) / name
-
-
-def _unpack(asset: Path, dest: Path) -> None:
-    from prebake.consume.unpack import safe_extract  # bounded, all-or-nothing, hostile-safe
-
-    safe_extract(asset, dest)
-
-
-def _is_asset(p: Path) -> bool:
-    return p.name.endswith((".tar.xz", ".tar.gz", ".tgz", ".zip"))
-
-
-@dataclass
-class _Target:
-    path: Path
-    shown: str
-    explicit: bool  # named on the command line: an unreadable file is an input error
-
-
-def _targets(paths: Sequence[Path], tmp: Path, skipped: list[str]) -> list[_Target]:
-    out: list[_Target] = []
-    seen: set[Path] = set()
-
-    def add(p: Path, shown: str, explicit: bool) -> None:
-        real = p.resolve()
-        if real in seen:
-            return  # libfoo.so -> libfoo.so.1: one file, one check
-        seen.add(real)
-        out.append(_Target(p, shown, explicit))
-
-    def add_asset(p: Path) -> None:
-        dest = tmp / f"asset{len(list(tmp.iterdir()))}"
-        dest.mkdir()
-        _unpack(p, dest)
-        for f in sorted(_walk(dest), key=lambda f: f.is_symlink()):
-            rel = f.relative_to(dest).as_posix()
-            if _is_binary(f):
-                add(f, f"{p}!{rel}", False)
-            else:
-                skipped.append(f"{p}!{rel}")
-
-    for raw in paths:
-        p = Path(raw)
-        if not p.exists():
-            raise PrebakeError(f"{p}: no such file or folder")
-        if p.is_file() and _is_asset(p):
-            add_asset(p)
-        elif p.is_dir():
-            # real files first: a symlink to one (libfoo.so -> libfoo.so.1) is the same binary
-            for f in sorted(_walk(p), key=lambda f: f.is_symlink()):
-                if f.is_file() and _is_binary(f):
-                    add(f, str(f), False)
-                elif f.is_file() and _is_asset(f):  # a store's release folder of assets
-                    add_asset(f)
-                else:
-                    skipped.append(str(f))
-        else:
-            add(p, str(p), True)
-    return out
+# --- finding the binaries: prebake.inspect.resolve, the one resolver ------------------------
 
 
 def _default_inspect(path: Path) -> Facts:
@@ -235,9 +156,17 @@ def check_paths(paths: Sequence[Path], contract: Contract, *,
     """
     inspect_fn = inspect_fn or _default_inspect
     report = CheckReport(contract)
+    from prebake.inspect.resolve import resolve
+
     with tempfile.TemporaryDirectory(prefix="prebake-check-") as tmp:
-        targets = _targets(paths, Path(tmp), report.skipped)
-        if not targets:
+        found = resolve(list(paths), Path(tmp))
+        report.skipped.extend(found.skipped)
+        for esc in found.escapes:
+            report.violations.append(Violation(
+                "symlink", "a link inside the tree", "a link leaving it", esc.split(" -> ")[0],
+                [], f"symlink: points outside the tree it ships in ({esc}); not followed"))
+        targets = found.binaries
+        if not targets and not found.escapes:
             raise PrebakeError(
                 f"{', '.join(str(p) for p in paths)}: no binaries found to check"
             )
@@ -264,4 +193,10 @@ def check_paths(paths: Sequence[Path], contract: Contract, *,
             from prebake.contract.clash import clash_violations
 
             report.violations.extend(clash_violations(archives))
+        if found.labels:
+            for v in report.violations:
+                v.detail = found.relabel(v.detail)
+                v.evidence = {k: [found.relabel(e) for e in ev] for k, ev in v.evidence.items()}
+            for u in report.unknown:
+                u.reason = found.relabel(u.reason)
     return report

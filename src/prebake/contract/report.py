@@ -95,6 +95,12 @@ class CheckReport:
         return not self.violations and not self.unreadable
 
     @property
+    def passed(self) -> list[str]:
+        """The files that satisfy the contract (no violation, no unreadable rule)."""
+        failing = {v.path for v in self.violations} | {u.path for u in self.unreadable}
+        return [f for f in self.files if f not in failing]
+
+    @property
     def unreadable(self) -> list[Unknown]:
         """Undecided rules the contract did not opt out of: each fails the check."""
         return [u for u in self.unknown if not u.allowed]
@@ -105,6 +111,7 @@ class CheckReport:
             "ok": self.ok,
             "contract": self.contract.to_json(),
             "files": self.files,
+            "passed": self.passed,
             "skipped": self.skipped,
             "unknown": [u.to_json() for u in self.unknown],
             "violations": [v.to_json() for v in self.violations],

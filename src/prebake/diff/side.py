@@ -1,7 +1,9 @@
 """One side of a diff read into one shape, whatever it came from.
 
-A side is a release asset (``.tar.xz``, unpacked safely into a temporary folder), a folder (an
-unpacked install prefix with ``lib/``/``include/``, or any tree of binaries), a single binary, or
+A side is a release asset or upstream package (``.tar.xz``, ``.tgz``, ``.whl``, ``.zip``,
+unpacked safely into a temporary folder), a folder (an unpacked install prefix with
+``lib/``/``include/``, or any tree of binaries; every binary anywhere in it, found by
+``prebake.inspect.resolve`` like ``inspect`` and ``check`` find them), a single binary, or
 — for reports over remote stores — just an asset's manifest (facts, file list, link order, no
 symbols). The comparison only sees ``Side``; it never cares where the bytes were.
 """
@@ -20,11 +22,8 @@ from prebake.digest import file_sha256
 from prebake.errors import PrebakeError
 from prebake.inspect.facts import Facts
 
-ASSET_SUFFIXES = (".tar.xz", ".txz", ".tar.gz", ".tgz")
 MANIFEST_PATH = "share/prebake/manifest.json"
 HEADER_SUFFIXES = (".h", ".hh", ".hpp", ".hxx", ".h++", ".inc", ".inl", ".ipp", ".tcc")
-# Files a tree walk never sniffs as binaries (text that a magic-less COFF check could misread).
-TEXT_SUFFIXES = (*HEADER_SUFFIXES, ".cmake", ".pc", ".json", ".txt", ".md", ".sha256", ".log")
 LIB_DIRS = ("lib", "lib64", "bin")
 
 # Version suffixes stripped to match a library across versions, tried in order (rules as data):
@@ -93,7 +92,9 @@ def load_side(path: Path, label: str | None = None) -> Side:
         raise PrebakeError(f"{path}: no such file or folder")
     if path.is_dir():
         return _from_tree(path, label, None)
-    if path.name.endswith(ASSET_SUFFIXES):
+    from prebake.inspect.resolve import is_binary, is_package
+
+    if is_package(path) and not is_binary(path):
         from prebake.consume.unpack import safe_extract
 
         with tempfile.TemporaryDirectory(prefix="prebake-diff-") as tmp:
@@ -170,30 +171,22 @@ def _files(root: Path) -> Iterator[Path]:
             yield p
 
 
-def _is_binary(p: Path) -> bool:
-    from prebake.inspect import sniff
-
-    if p.name.endswith(TEXT_SUFFIXES):
-        return False
-    with open(p, "rb") as fh:
-        head = fh.read(64)
-    return bool(head) and sniff(head) is not None
-
-
 def _from_tree(root: Path, label: str, kind: str | None) -> Side:
+    from prebake.inspect.resolve import resolve
+
     manifest = _read_manifest(root)
     prefix = any((root / d).is_dir() for d in (*LIB_DIRS, "include"))
     if prefix:
-        bins = [p for d in LIB_DIRS if (root / d).is_dir() for p in _files(root / d)
-                if _is_binary(p)]
         header_files = list(_files(root / "include")) if (root / "include").is_dir() else []
     else:
-        bins = [p for p in _files(root) if _is_binary(p)]
         header_files = [p for p in _files(root) if p.name.endswith(HEADER_SUFFIXES)]
-    rels = [p.relative_to(root).as_posix() for p in bins]
     libs = {}
-    for p, rel, key in zip(bins, rels, _keys(rels), strict=True):
-        libs[key] = _library(p, rel, key)
+    with tempfile.TemporaryDirectory(prefix="prebake-diff-") as tmp:
+        # every binary anywhere, as inspect and check see them (packages inside unpacked)
+        found = resolve([root], Path(tmp))
+        rels = [b.rel for b in found.binaries]
+        for b, key in zip(found.binaries, _keys(rels), strict=True):
+            libs[key] = _library(b.path, b.rel, key)
     headers = {p.relative_to(root).as_posix(): file_sha256(p) for p in header_files}
     if not libs and not headers:
         raise PrebakeError(f"{label}: holds no binaries or headers prebake knows; nothing to "
@@ -233,7 +226,7 @@ def exports_of(facts: Facts) -> set[str]:
 
 def _computed_order(root: Path, libs: Mapping[str, Library]) -> list[list[str]] | None:
     """Without a manifest: the order ``prebake link-order`` would compute for the archives."""
-    static = [lib for lib in libs.values() if lib.static]
+    static = [lib for lib in libs.values() if lib.static and (root / lib.path).is_file()]
     if len(static) < 2:
         return [[lib.path] for lib in static] or None
     from prebake.link.order import compute_link_order
