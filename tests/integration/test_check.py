@@ -282,7 +282,8 @@ def test_folder_and_asset(tmp_path: Path) -> None:
     (prefix / "lib" / "zlink.a").symlink_to("sub/libthrower.a")  # one file, checked once
     r = check_paths([prefix], Contract(eh="wasm"))
     assert r.files == [str(prefix / "lib" / "sub" / "libthrower.a")]
-    assert r.skipped == [str(prefix / "lib" / "x.pc")]
+    # the whole folder is walked (not only lib/): the header and the .pc are seen and skipped
+    assert r.skipped == [str(prefix / "include" / "x.h"), str(prefix / "lib" / "x.pc")]
     only(r, "eh")
     asset = tmp_path / "thrower-1.0-wasm.tar.xz"
     with tarfile.open(asset, "w:xz") as tf:
