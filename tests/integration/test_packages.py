@@ -100,3 +100,10 @@ def test_a_hostile_package_is_refused_whole(tmp_path: Path,
     err = capsys.readouterr().err
     assert "evil.tgz" in err and "../escape.so" in err and "Traceback" not in err
     assert not (tmp_path / "escape.so").exists()
+
+
+def test_inspect_names_the_suffixes_the_resolver_unpacks() -> None:
+    from prebake.commands.inspect import ASSET_SUFFIXES
+    from prebake.inspect.resolve import PACKAGE_SUFFIXES
+
+    assert ASSET_SUFFIXES == PACKAGE_SUFFIXES

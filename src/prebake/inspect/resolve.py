@@ -28,7 +28,7 @@ from pathlib import Path
 from prebake.errors import PrebakeError
 
 PACKAGE_SUFFIXES = (".tar.xz", ".txz", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar", ".whl",
-                    ".zip")
+                    ".zip")  # prebake.commands.inspect.ASSET_SUFFIXES repeats it (a test says)
 # Text a magic-less COFF sniff could misread, never binaries
 TEXT_SUFFIXES = (".h", ".hh", ".hpp", ".hxx", ".h++", ".inc", ".inl", ".ipp", ".tcc", ".cmake",
                  ".pc", ".json", ".txt", ".md", ".sha256", ".log", ".js", ".mjs", ".cjs", ".ts",
