@@ -144,12 +144,18 @@ def _tree(root: Path, base: Path, escapes: list[str], shown: str, package: bool
           ) -> Iterator[tuple[Path, str]]:
     """Every file below ``root`` (sorted, real files before links to them), following symlinks
     that resolve inside ``base``; the others are recorded in ``escapes``. Iterative, so a deep
-    or looping tree cannot exhaust the stack; each real folder is entered once."""
+    or looping tree cannot exhaust the stack; each real folder is entered once, and a tree
+    deeper than ``prebake.walk.MAX_DEPTH`` is refused."""
+    from prebake.walk import MAX_DEPTH, TooDeep
+
     visited: set[Path] = set()
-    stack: list[tuple[Path, str]] = [(root, "")]
+    stack: list[tuple[Path, str, int]] = [(root, "", 0)]
     files: list[tuple[bool, str, Path]] = []
     while stack:
-        folder, prefix = stack.pop()
+        folder, prefix, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise TooDeep(f"{root}: more than {MAX_DEPTH} nested folders (at {prefix[:60]}…); "
+                          "refusing a tree this deep")
         real_folder = folder.resolve()
         if real_folder in visited:
             continue
@@ -158,7 +164,7 @@ def _tree(root: Path, base: Path, escapes: list[str], shown: str, package: bool
             entries = sorted(os.scandir(folder), key=lambda e: e.name)
         except OSError:
             continue
-        subdirs = []
+        subdirs: list[tuple[Path, str, int]] = []
         for e in entries:
             p = Path(e.path)
             rel = prefix + e.name
@@ -169,11 +175,11 @@ def _tree(root: Path, base: Path, escapes: list[str], shown: str, package: bool
                     escapes.append(f"{label} -> {p.readlink()}")
                     continue
                 if target.is_dir():
-                    subdirs.append((p, rel + "/"))
+                    subdirs.append((p, rel + "/", depth + 1))
                 else:
                     files.append((True, rel, p))
             elif e.is_dir(follow_symlinks=False):
-                subdirs.append((p, rel + "/"))
+                subdirs.append((p, rel + "/", depth + 1))
             elif e.is_file(follow_symlinks=False):
                 files.append((False, rel, p))
         stack.extend(reversed(subdirs))
