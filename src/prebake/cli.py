@@ -173,6 +173,11 @@ def _named_command(argv: Sequence[str]) -> ModuleType | None:
     return mod
 
 
+def _short(path: str, limit: int = 160) -> str:
+    """A path for a one-line message: a 4 KB path keeps its two ends."""
+    return path if len(path) <= limit else f"{path[:60]}…{path[-(limit - 61):]}"
+
+
 def _err(message: str) -> None:
     from prebake.redact import env_secrets, redact_text
 
@@ -211,7 +216,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:
         if debug:
             raise
-        where = f"{exc.filename}: " if exc.filename else ""
+        where = f"{_short(str(exc.filename))}: " if exc.filename else ""
         _err(f"{where}{exc.strerror or exc}")
         return 2
     except Exception as exc:  # the one place that turns surprises into one line

@@ -65,7 +65,9 @@ def inspect_bytes(data: Buffer, path: str, opts: ParseOptions | None = None) -> 
     except Truncated as exc:
         raise FormatError(path, f"truncated or corrupt {reader.name}: {exc}") from None
     except _CORRUPT as exc:
-        raise FormatError(path, f"corrupt {reader.name}: {type(exc).__name__}: {exc}") from None
+        # what is wrong with the bytes, not which Python exception noticed it
+        raise FormatError(path, f"corrupt {reader.name}: "
+                                f"{exc or 'inconsistent structure'}") from None
     finally:
         _depth.n = level
     facts.size = len(data)

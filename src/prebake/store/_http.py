@@ -67,8 +67,22 @@ def check(resp: httpx.Response, what: str, secret: str | None = None) -> httpx.R
     raise StoreError(msg)
 
 
+_TRANSPORT = (  # httpx's exception classes, said as what happened
+    (httpx.ConnectTimeout, "connection timed out"),
+    (httpx.ConnectError, "cannot connect"),
+    (httpx.ReadTimeout, "no answer in time"),
+    (httpx.WriteTimeout, "could not send in time"),
+    (httpx.PoolTimeout, "no free connection in time"),
+    (httpx.RemoteProtocolError, "the server broke the connection"),
+    (httpx.ProxyError, "the proxy refused"),
+)
+
+
 def transport_error(exc: Exception, what: str, secret: str | None = None) -> TransientError:
-    return TransientError(redact(f"{what}: {type(exc).__name__}: {exc}", secret))
+    said = next((text for cls, text in _TRANSPORT if isinstance(exc, cls)), "network error")
+    detail = str(exc)
+    return TransientError(redact(f"{what}: {said}" + (f" ({detail})" if detail else ""),
+                                 secret))
 
 
 def download(client: httpx.Client, url: str, dest: Path, *, what: str,

@@ -177,7 +177,9 @@ def with_retries(fn: Callable[[], T], what: str, attempts: int | None = None) ->
             return fn()
         except TransientError as exc:
             if i == len(delays):
-                raise StoreError(f"{what}: {exc} (gave up after {i + 1} attempts)") from None
+                # the error usually names ``what`` already: say it once
+                msg = str(exc) if str(exc).startswith(what) else f"{what}: {exc}"
+                raise StoreError(f"{msg} (gave up after {i + 1} attempts)") from None
             time.sleep(delays[i])
     raise AssertionError("unreachable")
 
