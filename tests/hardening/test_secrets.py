@@ -139,3 +139,21 @@ def test_redaction_rules() -> None:
     assert redact_json({"env": {"NPM_TOKEN": TOKEN}, "author": "me",
                         "uri": f"https://u:{PASSWORD}@h/x"}) == \
         {"env": {"NPM_TOKEN": "***"}, "author": "me", "uri": "https://***@h/x"}
+
+
+def test_fetch_json_and_lock_record_no_mirror_credentials(tmp_path: Path) -> None:
+    from tests.servers.assets import make_asset
+    from tests.servers.static_http import StaticServer
+
+    store = tmp_path / "srv"
+    make_asset(store / "v1.0.0", "demo", "1.0.0", PLATFORM, {"lib/libdemo.a": b"!<arch>\n"})
+    with StaticServer(store) as srv:
+        url = srv.url.replace("http://", f"http://ci:{PASSWORD}@")
+        proc = support.prebake("fetch", "demo==1.0.0", "--platform", PLATFORM, "--store", url,
+                               "--release", "v1.0.0", "--into", tmp_path / "into", "--lock",
+                               tmp_path / "prebake.lock", "--json",
+                               env={"PREBAKE_CACHE": str(tmp_path / "cache")})
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["url"].startswith("http://***@127.0.0.1")
+    _clean(proc.stdout + proc.stderr, "fetch --json")
+    _clean((tmp_path / "prebake.lock").read_text(), "prebake.lock")

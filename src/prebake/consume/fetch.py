@@ -280,7 +280,9 @@ def fetch(
     except UnsafeArchive as exc:  # the asset as the store calls it, not its cache copy
         raise UnsafeArchive(Path(aid.filename), exc.member,
                             f"{exc.rule} (from {st.url}, release {tag})") from None
-    url = st.asset_url(aid, tag)
+    from prebake.redact import redact_text
+
+    url = redact_text(st.asset_url(aid, tag))  # the lock is committed: never a credential
     if lock is not None:
         lock.put(LockEntry(name, version, platform, expected, url, tag))
         lock.write()
