@@ -317,10 +317,17 @@ def test_ctrl_c_kills_the_build_and_leaves_no_asset(tmp_path: Path) -> None:
                   '"cmake -E make_directory {build}/obj {prefix}/lib {prefix}/include",',
                   '"cmake -E make_directory {build}/obj {prefix}/lib {prefix}/include",\n'
                   f'        "sleep {marker}",')
+    def default_sigint() -> None:
+        # a suite started in the background by a shell without job control inherits an
+        # ignored SIGINT, which the build would rightly keep ignoring: Ctrl-C reaches a
+        # foreground build, so give the child the terminal's default disposition
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+
     proc = subprocess.Popen(
         [sys.executable, "-m", "prebake", "-C", str(ws), "build", "--stage", "core",
          "--platform", "linux-x86_64", "--json"],
-        env=support.tool_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        env=support.tool_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=default_sigint)
     log = ws / ".prebake" / "logs" / "core--linux-x86_64.log"
     deadline = time.monotonic() + 60
     while not (log.exists() and f"sleep {marker}" in log.read_text()):
