@@ -55,19 +55,27 @@ def copy_with_progress(src: Path, dest: Path, progress: ProgressFn | None) -> No
 
 @contextlib.contextmanager
 def name_lock(folder: Path, filename: str, *, exclusive: bool) -> Iterator[None]:
-    """An advisory lock per asset name in a release folder (``.<asset>.lock``): publishers of
-    one name take it exclusively, readers shared. The kernel drops it when a holder dies, so a
-    SIGKILLed publisher never blocks the next one. Without ``fcntl`` (Windows) it is a no-op."""
+    """An advisory lock per asset name of a release folder, kept in the store's hidden
+    ``.locks/<release>/`` (never among the release's files): publishers of one name take it
+    exclusively, readers shared. The kernel drops it when a holder dies, so a SIGKILLed
+    publisher never blocks the next one. A reader that cannot create the lock (a read-only
+    mount, where nobody publishes) reads without it; without ``fcntl`` (Windows) it is a no-op.
+    """
     try:
         import fcntl
     except ImportError:
         yield
         return
-    lock = folder / f".{filename}.lock"
-    if not exclusive and not folder.is_dir():
+    lock = folder.parent / ".locks" / folder.name / f"{filename}.lock"
+    try:
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        fh = open(lock, "a")  # noqa: SIM115 (closed below)
+    except OSError:
+        if exclusive:
+            raise
         yield
         return
-    with open(lock, "a") as fh:
+    with fh:
         fcntl.flock(fh.fileno(), fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
         try:
             yield
