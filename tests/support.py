@@ -202,3 +202,19 @@ def pypi_wheel() -> Path:
         raise AssertionError(f"pip download {spec} failed: {proc.stderr}")
     done.write_text(wheels[0].name + "\n")
     return wheels[0]
+
+
+def valid_manifest(name: str = "demo", version: str = "1.0.0", platform: str = "linux-x86_64",
+                   *, input_hash: str = "0" * 64, **fields: object) -> dict[str, object]:
+    """A complete manifest that passes ``schemas/manifest.schema.json``, for tests that write a
+    store's sidecar by hand; ``fields`` add or replace top-level keys (``files=[…]``…)."""
+    out: dict[str, object] = {
+        "schema_version": 1, "name": name, "version": version, "platform": platform,
+        "input_hash": input_hash, "toolchain": {"cc": ["gcc"], "cxx": ["g++"], "ar": ["ar"],
+                                                "pin": None, "pin_version": None,
+                                                "version": None},
+        "facts": [], "files": [], "link_order": [], "recipes": [],
+        "created_by": "prebake test",
+    }
+    out.update(fields)
+    return out

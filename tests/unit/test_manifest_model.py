@@ -1,0 +1,114 @@
+"""``prebake.manifest``: the hand-written validator agrees with the committed schema, and an
+invalid manifest is one error naming the file."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from prebake.manifest import Manifest, ManifestError, parse_manifest, read_manifest_file
+from prebake.package.manifest import schema_path
+from tests import support
+
+SCHEMA = json.loads(schema_path().read_text())
+
+FULL = support.valid_manifest(
+    "kiln-sdk-core", "0.12.0",
+    input_hash="ab" * 32,
+    facts=[{"path": "lib/libv.a", "format": "archive", "kind": "static-library", "os": "linux",
+            "arch": "x86_64", "abi": {"eh": "native"}, "needed": None, "soname": None,
+            "members": 1}],
+    files=[{"path": "lib/libv.a", "sha256": "cd" * 32, "size": 10},
+           {"path": "lib/libv.so", "link": "libv.so.1"}],
+    link_order=[["lib/libv.a"]],
+    recipes=[{"name": "v", "version": "1.0", "public_symbols": ["v_*"]}],
+    inputs={"recipe:v": "ef" * 32},
+    guards={"check": {"ok": True, "platform": "linux-x86_64", "contract": {"os": "linux"},
+                      "undecided": []},
+            "link_test": {"ok": True, "flags": ["-pthread"], "linked": ["snippet"],
+                          "allow_undefined": {"host_*": ["host_log"]}}},
+    provenance={"buildType": "https://prebake.invalid/build-types/unit/v1",
+                "externalParameters": {}, "resolvedDependencies": []},
+)
+
+
+def _schema_ok(d: Any) -> bool:
+    return jsonschema.Draft202012Validator(SCHEMA).is_valid(d)
+
+
+def _model_ok(d: Any) -> bool:
+    try:
+        Manifest.from_json(d, "m.json")
+    except ManifestError:
+        return False
+    return True
+
+
+def test_a_complete_manifest_round_trips_and_is_typed() -> None:
+    assert _schema_ok(FULL)
+    m = Manifest.from_json(FULL, "m.json")
+    assert m.to_json() == FULL
+    assert m.named == ("kiln-sdk-core", "0.12.0", "linux-x86_64")
+    assert m.toolchain.cxx == ("g++",) and m.toolchain.pin is None
+    assert m.guards is not None and m.guards.link_test.allow_undefined == {
+        "host_*": ("host_log",)}
+    assert m.file_sizes() == {"lib/libv.a": 10}
+    assert m.link_order == (("lib/libv.a",),)
+
+
+def _broken() -> list[tuple[str, dict[str, Any]]]:
+    cases: list[tuple[str, dict[str, Any]]] = []
+
+    def case(label: str, edit: Any) -> None:
+        d = copy.deepcopy(FULL)
+        edit(d)
+        cases.append((label, d))
+
+    for key in ("name", "input_hash", "toolchain", "files", "link_order", "created_by"):
+        case(f"no {key}", lambda d, k=key: d.pop(k))
+    case("unknown key", lambda d: d.update(surprise=1))
+    case("schema_version 2", lambda d: d.update(schema_version=2))
+    case("empty name", lambda d: d.update(name=""))
+    case("short hash", lambda d: d.update(input_hash="ab"))
+    case("absolute file", lambda d: d["files"][0].update(path="/etc/passwd"))
+    case("file leaves prefix", lambda d: d["files"][0].update(path="lib/../../x"))
+    case("file without size", lambda d: d["files"][0].pop("size"))
+    case("file and link", lambda d: d["files"][1].update(sha256="cd" * 32))
+    case("negative size", lambda d: d["files"][0].update(size=-1))
+    case("empty link group", lambda d: d.update(link_order=[[]]))
+    case("guards without link_test", lambda d: d["guards"].pop("link_test"))
+    case("check ok not bool", lambda d: d["guards"]["check"].update(ok="yes"))
+    case("input not a string", lambda d: d["inputs"].update(x=1))
+    case("fact without abi", lambda d: d["facts"][0].pop("abi"))
+    case("cc not argv", lambda d: d["toolchain"].update(cc="gcc"))
+    case("recipe without version", lambda d: d["recipes"][0].pop("version"))
+    case("provenance without buildType", lambda d: d["provenance"].pop("buildType"))
+    case("not an object", lambda d: d.clear())
+    return cases
+
+
+@pytest.mark.parametrize(("label", "data"), _broken(), ids=[c[0] for c in _broken()])
+def test_the_validator_refuses_what_the_schema_refuses(label: str, data: dict[str, Any]) -> None:
+    assert not _schema_ok(data), label
+    assert not _model_ok(data), label
+
+
+def test_an_invalid_manifest_is_one_line_naming_the_file(tmp_path: Path) -> None:
+    p = tmp_path / "x.tar.xz.json"
+    bad = dict(FULL)
+    del bad["files"]
+    p.write_text(json.dumps(bad))
+    with pytest.raises(ManifestError) as exc:
+        read_manifest_file(p)
+    msg = str(exc.value)
+    assert msg.startswith(f"{p}: invalid manifest") and "files" in msg and "\n" not in msg
+    p.write_text('{"name": ')
+    with pytest.raises(ManifestError, match="not JSON"):
+        read_manifest_file(p)
+    with pytest.raises(ManifestError, match="more than the 10"):
+        parse_manifest(b"{" + b" " * 20 + b"}", "sidecar", limit=10)
