@@ -97,6 +97,12 @@ def test_main_job_builds_checks_and_packages_every_unit(built: tuple[Path, dict[
         assert guards["link_test"]["ok"] and "snippet" in guards["link_test"]["linked"]
         if platform == "wasm":
             assert "-fwasm-exceptions" in guards["link_test"]["flags"]
+        # the toolchain that built it, as its compiler reported it (emcc is pinned and checked)
+        verified = manifest["toolchain"]["verified"]
+        assert verified["status"] == {"wasm": "ok"}.get(platform, "unpinned")
+        assert verified["family"] == {"wasm": "emscripten"}.get(platform, "gcc")
+        assert verified["version"] == ({"wasm": "3.1.6"}.get(platform) or verified["version"])
+        assert verified["version"] and verified["target"] and str(ws) not in json.dumps(verified)
         sidecar = (folder / f"{name}.sha256").read_text().split()[0]
         assert sidecar == hashlib.sha256((folder / name).read_bytes()).hexdigest()
 
@@ -489,13 +495,3 @@ def test_check_a_release_folder_checks_every_asset_in_it(built: tuple[Path, dict
     assert bad == {f"kiln-sdk-{s}-0.12.0-linux-x86_64.tar.xz" for s in ("core", "media")}
     assert any(f.endswith("kiln-sdk-core-0.12.0-wasm.tar.xz!lib/libvecmath.a")
                for f in report["files"])
-
-
-def test_a_pin_the_compiler_does_not_match_is_said_not_hidden() -> None:
-    """The example pins emsdk 5.0.5 (as the SDK does) while Debian ships emcc 3.1.6."""
-    from prebake.commands.build import pin_mismatches
-    from prebake.workspace import load_workspace
-
-    ws = load_workspace(EXAMPLE)
-    (warning,) = pin_mismatches(ws, [ws.platforms["wasm"], ws.platforms["linux-x86_64"]])
-    assert "wasm pins emsdk 5.0.5" in warning and "3.1.6" in warning

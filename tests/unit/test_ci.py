@@ -135,7 +135,7 @@ def test_leg_steps_hash_skip_ccache_and_hand_over(repo: Path) -> None:
     assert env["PREBAKE_COMPILER_LAUNCHER"] == "ccache"
     assert env["CCACHE_DIR"].endswith(steps[names.index("Save ccache")]["with"]["path"])
     assert any(s.get("uses", "").startswith("mymindstorm/setup-emsdk") and
-               s["with"]["version"] == "5.0.5" for s in steps)
+               s["with"]["version"] == "3.1.6" for s in steps)
     upload = steps[names.index("Hand the assets to later stages and publishing")]
     assert "kiln-sdk-media-0.12.0-wasm.tar.xz.json" in upload["with"]["path"]
     assert "kiln-sdk-media-0.12.0-wasm.tar.xz.intoto.json" in upload["with"]["path"]
@@ -157,6 +157,44 @@ def edit(path: Path, old: str, new: str) -> None:
     path.write_text(text.replace(old, new, 1))
 
 
+def test_the_workflow_installs_exactly_the_pinned_toolchains(repo: Path) -> None:
+    jobs = load(repo)["jobs"]
+    for platform in ("linux-aarch64", "macos-arm64", "macos-x86_64"):
+        runs = [s.get("run", "") for s in jobs[f"build-core-{platform}"]["steps"]]
+        assert "python -m pip install ziglang==0.17.1" in runs
+        assert not any("pip install ziglang\n" in r or r.endswith("install ziglang")
+                       for r in runs)
+    for stage in ("core", "media", "extra"):
+        (emsdk,) = [s for s in jobs[f"build-{stage}-wasm"]["steps"]
+                    if s.get("uses", "").startswith("mymindstorm/setup-emsdk")]
+        assert emsdk["with"]["version"] == "3.1.6"
+    windows = [s.get("run", "") for s in jobs["build-core-windows-x86_64"]["steps"]]
+    assert any("apt-get install -y --no-install-recommends mingw-w64" in r for r in windows)
+    # the host's gcc is the runner's (unpinned, not provisioned): no install step for it
+    linux = [s["name"] for s in jobs["build-core-linux-x86_64"]["steps"]]
+    assert not any(n.startswith(("Set up emsdk", "Install ziglang", "Install mingw"))
+                   for n in linux)
+
+
+@pytest.mark.parametrize(("platform", "pin_line", "family"), [
+    ("wasm", 'pin = "emsdk"\n', "Emscripten"),
+    ("macos-arm64", 'pin = "zig"\n', "zig"),
+])
+def test_a_provisioned_toolchain_without_a_pin_is_refused(
+        repo: Path, capsys: pytest.CaptureFixture[str], platform: str, pin_line: str,
+        family: str) -> None:
+    toml = repo / "examples" / "sdk" / "prebake.toml"
+    text = toml.read_text()
+    head, _, tail = text.partition(f"[platforms.{platform}.toolchain]")
+    assert pin_line in tail
+    toml.write_text(head + f"[platforms.{platform}.toolchain]" + tail.replace(pin_line, "", 1))
+    assert generate(repo) == 2
+    err = capsys.readouterr().err
+    assert f"platform {platform}: its {family}" in err and "has no pin" in err
+    assert len(err.strip().splitlines()) == 1
+    assert not workflow_file(repo).exists()
+
+
 def test_a_pin_changes_only_the_affected_legs_cache_keys(repo: Path) -> None:
     toml = repo / "examples" / "sdk" / "prebake.toml"
     before = cache_keys(repo)
@@ -170,7 +208,7 @@ def test_a_pin_changes_only_the_affected_legs_cache_keys(repo: Path) -> None:
     after = cache_keys(repo)
     assert {k for k in before if before[k] != after[k]} == {f"build-extra-{p}"
                                                             for p in PLATFORMS}
-    assert main(["-C", str(repo / "examples" / "sdk"), "pin", "emsdk", "5.0.6"]) == 0
+    assert main(["-C", str(repo / "examples" / "sdk"), "pin", "emsdk", "3.1.7"]) == 0
     again = cache_keys(repo)
     assert {k for k in after if after[k] != again[k]} == {"build-core-wasm", "build-media-wasm",
                                                           "build-extra-wasm"}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import shutil
@@ -90,7 +91,7 @@ def test_bumping_the_onnxruntime_pin_changes_exactly_its_units(sdk: Path) -> Non
 
 def test_bumping_the_toolchain_pin_changes_exactly_that_platform(sdk: Path) -> None:
     before = hashes(sdk)
-    edit(sdk / "prebake.toml", 'emsdk = "5.0.5"', 'emsdk = "5.0.6"')
+    edit(sdk / "prebake.toml", 'emsdk = "3.1.6"', 'emsdk = "3.1.7"')
     assert changed(before, hashes(sdk)) == {"core/wasm", "media/wasm", "onnxruntime/wasm"}
 
 
@@ -142,31 +143,62 @@ def test_hashes_do_not_depend_on_the_workspace_path(sdk: Path, tmp_path: Path) -
     assert hashes(sdk) == hashes(elsewhere)
 
 
-def test_compiler_version_matters_only_without_a_toolchain_pin(sdk: Path) -> None:
-    calls: list[list[str]] = []
-
-    def fake_version(version: str) -> ToolchainIdentity:
-        def run(argv: list[str]) -> str:
-            calls.append(argv)
-            return f"cc {version}"
-        return ToolchainIdentity(run)
-
-    before = hashes(sdk, fake_version("12.2.0"))
-    after = hashes(sdk, fake_version("13.1.0"))
-    wasm = {uid for uid in before if uid.endswith("/wasm")}
-    assert changed(before, after) == set(before) - wasm
-    # once per compiler per run, not once per unit
-    assert len(calls) == 2 * 5
+def _cc_on_path(tmp_path: Path, name: str, cc: str, cxx: str) -> str:
+    """A PATH whose ``cc``/``c++`` are ``cc``/``cxx`` (as Debian's alternatives would make)."""
+    folder = tmp_path / name
+    folder.mkdir()
+    (folder / "cc").symlink_to(shutil.which(cc) or cc)
+    (folder / "c++").symlink_to(shutil.which(cxx) or cxx)
+    return f"{folder}:/usr/bin:/bin"
 
 
-def test_real_toolchain_identity_is_the_version_line() -> None:
+def test_cc_resolving_to_another_clang_on_path_changes_the_hash(sdk: Path,
+                                                                tmp_path: Path) -> None:
+    """Same workspace, ``cc = "cc"``: clang-14 on one PATH, clang-15 on another."""
+    for tool in ("clang-14", "clang++-14", "clang-15", "clang++-15"):
+        if shutil.which(tool) is None:
+            pytest.skip(f"{tool} is not installed (scripts/bootstrap installs it)")
+    edit(sdk / "prebake.toml", 'cc = "gcc"\ncxx = "g++"', 'cc = "cc"\ncxx = "c++"')
+    ws = load_workspace(sdk)
+
+    def plan_on(path: str) -> dict[str, str]:
+        ident = ToolchainIdentity(caller_env={"PATH": path})
+        return {u.id: u.input_hash for u in make_plan(ws, platform="linux-x86_64",
+                                                      identify=ident).units}
+
+    on14 = plan_on(_cc_on_path(tmp_path, "a14", "clang-14", "clang++-14"))
+    on15 = plan_on(_cc_on_path(tmp_path, "b15", "clang-15", "clang++-15"))
+    assert changed(on14, on15) == {"core/linux-x86_64", "media/linux-x86_64",
+                                   "onnxruntime/linux-x86_64"}
+    # the compiler's path is not its identity: clang-14 from another folder hashes the same
+    assert plan_on(_cc_on_path(tmp_path, "elsewhere14", "clang-14", "clang++-14")) == on14
+    unit = make_plan(ws, platform="linux-x86_64",
+                     identify=ToolchainIdentity(caller_env={"PATH": str(tmp_path / "a14")})
+                     ).unit("core/linux-x86_64")
+    assert unit is not None
+    inputs = unit.recipe_inputs["vecmath"]
+    assert "clang version 14." in inputs["toolchain"]
+    assert "[target x86_64-pc-linux-gnu]" in inputs["toolchain"]
+    assert str(tmp_path) not in json.dumps(inputs)
+
+
+def test_a_pinned_toolchain_is_identified_by_what_it_reports_too(sdk: Path) -> None:
+    """The pin alone no longer names the compiler: emcc's own line is in the identity."""
+    unit = make_plan(load_workspace(sdk), "core", "wasm").units[0]
+    toolchain = unit.recipe_inputs["vecmath"]["toolchain"]
+    assert toolchain.startswith("emscripten: emcc (Emscripten")
+    assert " 3.1.6 " in toolchain and "wasm32-unknown-emscripten" in toolchain
+    assert unit.recipe_inputs["vecmath"]["pin:emsdk"] == "3.1.6"
+
+
+def test_real_toolchain_identity_is_the_version_line(sdk: Path) -> None:
+    ws = load_workspace(sdk)
     ident = ToolchainIdentity()
-    line = ident(Toolchain(cc=("gcc",), cxx=("g++",), ar=("ar",)), {})
-    assert line.startswith("gcc") and re.search(r"\d+\.\d+", line)
-    assert ident(Toolchain(cc=("emcc",), cxx=("em++",), ar=("emar",), pin="emsdk"),
-                 {"emsdk": "5.0.5"}) == "pin emsdk=5.0.5"
-    missing = ident(Toolchain(cc=("no-such-compiler-xyz",), cxx=(), ar=()), {})
-    assert missing.startswith("unavailable")
+    line = ident(ws.platforms["linux-x86_64"], ws.pins)
+    assert line.startswith("cc = gcc: gcc") and re.search(r"\d+\.\d+", line)
+    missing = dataclasses.replace(ws.platforms["linux-x86_64"], toolchain=Toolchain(
+        cc=("no-such-compiler-xyz",), cxx=("no-such-compiler-xyz",), ar=()))
+    assert ident(missing, ws.pins).startswith("unavailable")
 
 
 def test_asset_names() -> None:
@@ -209,8 +241,8 @@ def test_cli_explain(capsys: pytest.CaptureFixture[str]) -> None:
     rc, out, _ = _run(capsys, "-C", str(SDK), "plan", "--explain", "onnxruntime/wasm")
     assert rc == 0
     assert "| pin:onnxruntime | `1.27.0` |" in out
-    assert "| pin:emsdk | `5.0.5` |" in out
-    assert "| toolchain | `pin emsdk=5.0.5` |" in out
+    assert "| pin:emsdk | `3.1.6` |" in out
+    assert "| toolchain | `emscripten: emcc (Emscripten" in out
     assert "recipe-file" in out and "platform-profile" in out
     rc, out, _ = _run(capsys, "-C", str(SDK), "plan", "--explain", "media/wasm", "--json")
     data = json.loads(out)
@@ -295,12 +327,9 @@ def test_asking_a_compiler_its_version_leaves_the_current_folder_alone(
     import sys
 
     monkeypatch.chdir(tmp_path)
-    line = ToolchainIdentity()(
-        Toolchain(cc=(sys.executable, "-m", "ziglang", "cc", "-target", "aarch64-macos.13.3"),
-                  cxx=(), ar=()),
-        {},
-    )
-    assert "clang" in line
+    ws = load_workspace(SDK)
+    line = ToolchainIdentity()(ws.platforms["macos-arm64"], ws.pins)
+    assert line.startswith("zig: zig ") and "aarch64-unknown-macos.13.3" in line
     assert list(tmp_path.iterdir()) == []
 
 

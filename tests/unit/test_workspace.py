@@ -21,7 +21,7 @@ def test_example_workspace_loads() -> None:
     ws = load_workspace(SDK)
     assert ws.root == SDK.resolve()
     assert ws.project.name == "kiln-sdk"
-    assert ws.pins["onnxruntime"] == "1.27.0" and ws.pins["emsdk"] == "5.0.5"
+    assert ws.pins["onnxruntime"] == "1.27.0" and ws.pins["emsdk"] == "3.1.6"
     assert list(ws.platforms) == ["wasm", "linux-x86_64", "linux-aarch64", "macos-arm64",
                                   "macos-x86_64", "windows-x86_64"]
     assert ws.stage_order() == ("core", "media", "extra")

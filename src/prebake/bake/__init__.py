@@ -51,7 +51,8 @@ from prebake.store import open_store
 from prebake.store.base import Store
 from prebake.workspace.model import Workspace
 
-__all__ = ["Options", "Unit", "UnitResult", "UnitState", "build", "plan_units"]
+__all__ = ["Options", "Unit", "UnitResult", "UnitState", "build", "check_toolchains",
+           "plan_units"]
 
 Emit = Callable[[str, str, str], None]
 
@@ -86,11 +87,51 @@ def _workspace_lock(ws: Workspace) -> Iterator[None]:
 
 def build(ws: Workspace, units: Sequence[Unit], opts: Options,
           emit: Emit | None = None) -> list[UnitResult]:
-    """Run ``units`` (dependency order) and return one result per unit, in the same order."""
-    if opts.dry_run:
-        return _build(ws, units, opts, emit)
+    """Run ``units`` (dependency order) and return one result per unit, in the same order.
+
+    Every unit's toolchain is verified first (``prebake.toolchain``): a pin its compiler
+    contradicts, a missing compiler or a recipe's unmet minimum refuses the run before any
+    command runs, and the units run the commands that were measured.
+    """
+    units, refused = _verified(ws, units, opts)
+    if opts.dry_run:  # a dry run says what a real run would refuse, and why
+        results = _build(ws, units, opts, emit)
+        for r in results:
+            if r.unit in refused:
+                r.reason = f"dry run: would refuse: {refused[r.unit]}"
+        return results
     with _workspace_lock(ws):
         return _build(ws, units, opts, emit)
+
+
+def check_toolchains(ws: Workspace, units: Sequence[Unit], opts: Options) -> None:
+    """Refuse now (``ToolchainRefused``) what ``build`` would refuse: before a progress
+    display starts, so the refusal is the only line the user sees."""
+    _verified(ws, units, opts)
+
+
+def _verified(ws: Workspace, units: Sequence[Unit], opts: Options
+              ) -> tuple[list[Unit], dict[str, str]]:
+    import dataclasses
+
+    from prebake.toolchain.verify import (
+        ToolchainRefused,
+        refusals,
+        resolved_toolchain,
+        verify_platforms,
+    )
+
+    platforms = {u.platform.name: u.platform for u in units}
+    caller = opts.caller_env or None
+    verdicts = verify_platforms(platforms.values(), ws.pins, caller_env=caller)
+    lines = refusals([(u.id, u.recipes, u.platform) for u in units], verdicts)
+    if lines and not opts.dry_run:
+        raise ToolchainRefused("\n".join(r.line for r in lines))
+    refused = {uid: r.line for r in lines for uid in r.units}
+    return [dataclasses.replace(u, platform=dataclasses.replace(
+        u.platform, toolchain=resolved_toolchain(u.platform.toolchain,
+                                                 verdicts[u.platform.name])))
+            for u in units], refused
 
 
 def _build(ws: Workspace, units: Sequence[Unit], opts: Options,

@@ -68,15 +68,21 @@ def with_launcher(argv: tuple[str, ...], launcher: str | None) -> tuple[str, ...
     as ``EM_COMPILER_WRAPPER``, see ``launcher_env``); ``python -m ziglang cc`` is an
     interpreter, not a compiler ccache knows (zig caches its own work in its cache folders).
     """
+    from prebake.toolchain.families import family_of_argv
+
     if launcher is None or not argv:
         return argv
-    tool = argv[0].rsplit("/", 1)[-1]
-    if tool in ("emcc", "em++", "emcc.py", "em++.py") or tool.startswith("python"):
+    fam = family_of_argv(argv)
+    if (fam is not None and fam.launcher != "argv") or argv[0].rsplit("/", 1)[-1].startswith(
+            "python"):
         return argv
     return (launcher, *argv)
 
 
 def launcher_env(cc: tuple[str, ...], launcher: str | None) -> dict[str, str]:
-    if launcher and cc and cc[0].rsplit("/", 1)[-1] in ("emcc", "em++"):
-        return {"EM_COMPILER_WRAPPER": launcher}
+    from prebake.toolchain.families import family_of_argv
+
+    fam = family_of_argv(cc)
+    if launcher and fam is not None and fam.launcher.startswith("env:"):
+        return {fam.launcher[4:]: launcher}
     return {}

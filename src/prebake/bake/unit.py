@@ -45,7 +45,6 @@ from prebake.package.archive import Entry, collect_tree, write_asset
 from prebake.package.libs import Library
 from prebake.package.manifest import make_manifest
 from prebake.package.naming import SHA256_SUFFIX, parse_sha256_line
-from prebake.plan.hashing import version_line
 from prebake.plan.model import Unit
 from prebake.recipes.model import Build, Recipe, Repackage
 from prebake.sources import SourceCache, materialize, render_source
@@ -70,19 +69,10 @@ class UnitFailed(Exception):
 
 
 def toolchain_identity(ws: Workspace, platform: Platform) -> dict[str, Any]:
-    """What the manifest records about the compiler: its spec, pin, and ``--version`` line."""
-    tc = platform.toolchain
-    spec = dict(tc.spec)
-    # the plan's runner: a scratch working folder, a clean environment, failures as text
-    version = version_line([*tc.cxx, "--version"]) if tc.cxx else None
-    return {
-        "cc": shlex.split(spec.get("cc", shlex.join(tc.cc))),
-        "cxx": shlex.split(spec.get("cxx", shlex.join(tc.cxx))),
-        "ar": shlex.split(spec.get("ar", shlex.join(tc.ar))),
-        "pin": tc.pin,
-        "pin_version": ws.pins.get(tc.pin) if tc.pin else None,
-        "version": version,
-    }
+    """What the manifest records about the compiler: its spec, pin, and verified identity."""
+    from prebake.toolchain.verify import record
+
+    return record(platform, ws.pins)
 
 
 # ---- the values the steps pass on ----------------------------------------------------------

@@ -26,7 +26,7 @@ from prebake.errors import PrebakeError
 from prebake.package.naming import MANIFEST_SUFFIX, SHA256_SUFFIX, TRUST_SIDECAR_SUFFIXES
 from prebake.plan import asset_for, make_plan
 from prebake.plan.model import Plan, Unit
-from prebake.workspace.model import DEFAULT_STORE_URL, Platform, Toolchain, Workspace
+from prebake.workspace.model import DEFAULT_STORE_URL, Platform, Workspace
 
 WORKFLOW_FILE = "prebake.yml"
 DEFAULT_RUNNER = ci_defaults().runner
@@ -42,8 +42,9 @@ TOKEN = "${{ secrets.GITHUB_TOKEN }}"
 RELEASE = "${{ needs.plan.outputs.release }}"
 
 
-def _ci_identity(toolchain: Toolchain, pins: Mapping[str, str]) -> str:
+def _ci_identity(platform: Platform, pins: Mapping[str, str]) -> str:
     """Compiler identity for keys written into the workflow: pins only (see module doc)."""
+    toolchain = platform.toolchain
     if toolchain.pin:
         return f"pin {toolchain.pin}={pins.get(toolchain.pin, '?')}"
     return "runner-compiler"
@@ -129,20 +130,32 @@ def _setup_steps(ws: Workspace) -> list[dict[str, Any]]:
 
 
 def _toolchain_steps(ws: Workspace, platform: Platform) -> list[dict[str, Any]]:
-    """Steps that put the platform's toolchain on the runner (rules as data, by compiler)."""
+    """Steps that put the platform's toolchain on the runner, exactly at its pin.
+
+    The family table (``prebake.toolchain.families``) says how a family is provisioned; a
+    family provisioned at a chosen version (emsdk, zig) without a pin would give two runs of
+    one commit two compilers, so it is refused.
+    """
+    from prebake.toolchain.families import family_of_argv
+
     tc = platform.toolchain
-    words = " ".join([*tc.spec.values(), *tc.cc, *tc.cxx, *tc.ar])
-    steps: list[dict[str, Any]] = []
-    if tc.pin == "emsdk" or "emcc" in words:
-        version = ws.pins.get(tc.pin or "emsdk", "latest")
-        steps.append({"name": f"Set up emsdk {version}", "uses": ACTIONS["emsdk"],
-                      "with": {"version": version, "actions-cache-folder": "emsdk-cache"}})
-    if "ziglang" in words:
-        steps.append({"name": "Install zig", "run": "python -m pip install ziglang"})
-    if "mingw32" in words:
-        steps.append({"name": "Install mingw-w64", "run": "sudo apt-get update -qq && "
-                      "sudo apt-get install -y --no-install-recommends mingw-w64"})
-    return steps
+    fam = family_of_argv(tc.cc)
+    if fam is None or fam.provision in ("none",):
+        return []
+    if fam.provision == "apt":
+        return [{"name": f"Install {fam.package}", "run": "sudo apt-get update -qq && "
+                 f"sudo apt-get install -y --no-install-recommends {fam.package}"}]
+    version = ws.pins.get(tc.pin) if tc.pin else None
+    if version is None:
+        raise PrebakeError(
+            f"platform {platform.name}: its {fam.title} toolchain has no pin, so the workflow "
+            f"cannot install an exact version (add pin = \"NAME\" to "
+            f"[platforms.{platform.name}.toolchain] and NAME = \"<version>\" to [pins])")
+    if fam.provision == "emsdk":
+        return [{"name": f"Set up emsdk {version}", "uses": ACTIONS["emsdk"],
+                 "with": {"version": version, "actions-cache-folder": "emsdk-cache"}}]
+    return [{"name": f"Install {fam.package} {version}",
+             "run": f"python -m pip install {fam.package}=={version}"}]
 
 
 # ccache on whichever runner the platform's label names (Linux or macOS images)

@@ -84,25 +84,6 @@ def _table(results: Sequence[UnitResult]) -> Any:
     return t
 
 
-def pin_mismatches(ws: Any, platforms: Any) -> list[str]:
-    """Pinned toolchains whose compiler does not report the pinned version.
-
-    The input hash follows the pin (so a plan can be made where the toolchain is not
-    installed); when the compiler that ran is another release, say so instead of letting the
-    pin speak for it. Manifests record both.
-    """
-    from prebake.bake.unit import toolchain_identity
-
-    out = []
-    for p in platforms:
-        tc = toolchain_identity(ws, p)
-        pin, want, got = tc.get("pin"), tc.get("pin_version"), tc.get("version")
-        if pin and want and got and want not in got:
-            out.append(f"platform {p.name} pins {pin} {want} but its compiler reports "
-                       f"{got!r}; the assets record both, the input hash follows the pin")
-    return out
-
-
 def run(args: argparse.Namespace) -> int:
     from prebake.bake import Options, build, plan_units
     from prebake.commands._common import console, err_console, find_workspace, print_json
@@ -131,11 +112,6 @@ def run(args: argparse.Namespace) -> int:
     else:
         results = _with_progress(ws, units, opts)
     failed = [r for r in results if r.state.bad]
-    if not args.json:
-        built = {u.platform.name: u.platform for u, r in zip(units, results, strict=True)
-                 if r.state == "built"}
-        for warning in pin_mismatches(ws, built.values()):
-            err_console().print(f"prebake: warning: {warning}", markup=False, highlight=False)
     if args.diff:
         _write_summary([r.diff_markdown for r in results if r.diff_markdown])
     if args.json:

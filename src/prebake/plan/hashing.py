@@ -3,7 +3,8 @@
 A recipe unit's inputs are the recipe file's bytes, the files/patches it declares, the trees of
 its local sources (relative path + content), the values of exactly the pins it reads, the
 platform profile (contract, toolchain command lines as written, link-test flags, env policy)
-and the toolchain identity (the toolchain pin's value, else the compiler's ``--version`` line).
+and the toolchain's measured identity (what the compiler reports: family, version line and
+target, resolved through ``PATH`` as the build runs it; ``prebake.toolchain``).
 Absolute paths, host names and times never enter a hash, so two machines agree.
 """
 
@@ -12,11 +13,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import subprocess
 import sys
-import tempfile
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -24,13 +22,15 @@ from prebake.digest import file_sha256
 from prebake.package import ASSET_FORMAT
 from prebake.recipes.model import LocalSource, Recipe
 from prebake.sources.lock import SourceLock, digest_of, url_refs
-from prebake.workspace.model import PYTHON_TOKEN, Platform, Toolchain
+from prebake.toolchain.probe import PROBER, Prober
+from prebake.toolchain.verify import Verdict, verify_platform, verify_platforms
+from prebake.workspace.model import PYTHON_TOKEN, Platform
 
 # Bumped when the meaning of a hash changes (a new input kind), so every unit rebuilds once.
 HASH_SCHEME = "prebake-input-hash-1"
 _SKIP_DIRS = {".git", "__pycache__", ".hg", ".svn"}
 
-Identify = Callable[[Toolchain, Mapping[str, str]], str]
+Identify = Callable[[Platform, Mapping[str, str]], str]
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -91,48 +91,35 @@ def platform_profile(platform: Platform) -> dict[str, Any]:
 
 
 class ToolchainIdentity:
-    """The toolchain's identity, computed once per run: a pinned toolchain is its pin value;
-    otherwise the first line of ``cc --version`` (the compiler release that matters)."""
+    """The measured toolchain identity, asked once per compiler per run.
 
-    def __init__(self, run: Callable[[list[str]], str] | None = None) -> None:
-        self._run = run or version_line
-        self._cache: dict[tuple[str, ...], str] = {}
+    What the compiler reports — family, version line, target — resolved through ``PATH`` as
+    the build runs it (``prebake.toolchain``). A pin does not stand in for it: the pin's value
+    is an input of its own, and a compiler that contradicts it is refused by the build.
+    """
 
-    def prefetch(self, toolchains: list[Toolchain]) -> None:
-        """Run the ``--version`` of every unpinned compiler at once (each takes ~50 ms)."""
-        todo = list(dict.fromkeys(t.cc for t in toolchains
-                                  if not t.pin and t.cc not in self._cache))
-        if len(todo) < 2:
-            return
-        with ThreadPoolExecutor(max_workers=min(8, len(todo))) as pool:
-            for argv, line in zip(todo, pool.map(lambda a: self._run([*a, "--version"]), todo),
-                                  strict=True):
-                self._cache[argv] = line
+    def __init__(self, prober: Prober | None = None,
+                 caller_env: Mapping[str, str] | None = None) -> None:
+        self._prober = prober or PROBER
+        self._caller_env = caller_env
+        self._verdicts: dict[tuple[int, str], Verdict] = {}
 
-    def __call__(self, toolchain: Toolchain, pins: Mapping[str, str]) -> str:
-        if toolchain.pin:
-            return f"pin {toolchain.pin}={pins.get(toolchain.pin, '?')}"
-        key = toolchain.cc
-        if key not in self._cache:
-            self._cache[key] = self._run([*toolchain.cc, "--version"])
-        return self._cache[key]
+    def prefetch(self, platforms: list[Platform], pins: Mapping[str, str]) -> None:
+        """Ask every platform's compiler at once (each takes ~50 ms)."""
+        todo = [p for p in platforms if (id(p), p.name) not in self._verdicts]
+        for p, v in zip(todo, verify_platforms(todo, pins, self._prober, self._caller_env)
+                        .values(), strict=True):
+            self._verdicts[(id(p), p.name)] = v
 
+    def verdict(self, platform: Platform, pins: Mapping[str, str]) -> Verdict:
+        key = (id(platform), platform.name)
+        if key not in self._verdicts:
+            self._verdicts[key] = verify_platform(platform, pins, self._prober,
+                                                  self._caller_env)
+        return self._verdicts[key]
 
-def version_line(argv: list[str]) -> str:
-    """First line of a ``--version`` run, or ``unavailable (…)``: never raises."""
-    env = {k: os.environ[k] for k in ("PATH", "HOME", "TMPDIR") if k in os.environ}
-    env["LC_ALL"] = "C"
-    try:
-        # In a scratch folder: `zig cc -target *-macos --version` leaves an empty a.o behind.
-        with tempfile.TemporaryDirectory(prefix="prebake-version-") as scratch:
-            proc = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=env,
-                                  stdin=subprocess.DEVNULL, check=False, cwd=scratch)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"unavailable ({type(exc).__name__})"
-    lines = (proc.stdout or proc.stderr).strip().splitlines()
-    if proc.returncode != 0 or not lines:
-        return f"unavailable (exit {proc.returncode})"
-    return lines[0].strip()
+    def __call__(self, platform: Platform, pins: Mapping[str, str]) -> str:
+        return self.verdict(platform, pins).identity
 
 
 def _memo(cache: dict[tuple[str, Path], str] | None, kind: str, path: Path,
@@ -172,5 +159,5 @@ def recipe_inputs(recipe: Recipe, platform: Platform, pins: Mapping[str, str],
     for name in recipe.pins_read(platform.name, platform.toolchain.pin):
         inputs[f"pin:{name}"] = pins.get(name, "")
     inputs["platform-profile"] = canonical_digest(platform_profile(platform))
-    inputs["toolchain"] = identify(platform.toolchain, pins)
+    inputs["toolchain"] = identify(platform, pins)
     return inputs

@@ -102,7 +102,7 @@ def make_plan(ws: Workspace, stage: str | None = None,
     """
     identify = identify or _IDENTITY
     if isinstance(identify, ToolchainIdentity):
-        identify.prefetch([ws.platforms[p].toolchain for p in ws.platforms])
+        identify.prefetch(list(ws.platforms.values()), ws.pins)
     stages = ws.stage_names(stage)
     if platform is None or isinstance(platform, str):
         platforms = ws.platform_names(platform)

@@ -170,6 +170,16 @@ class Component:
 
 
 @dataclass(frozen=True)
+class MinToolchain:
+    """The oldest release of a toolchain family (``prebake.toolchain.families``) a recipe
+    builds with, and why: a platform whose compiler reports an older one refuses the unit."""
+
+    family: str
+    version: str
+    reason: str
+
+
+@dataclass(frozen=True)
 class Recipe:
     """One dependency. ``pin`` names the pin holding its version; ``pins`` any others it reads.
 
@@ -190,10 +200,11 @@ class Recipe:
     bundled: tuple[Component, ...] = ()
     deps: tuple[str, ...] = ()
     description: str = ""
+    toolchain_min: tuple[MinToolchain, ...] = ()
     path: Path | None = None
 
     def __post_init__(self) -> None:
-        _freeze(self, "pins", "sources", "files", "bundled", "deps")
+        _freeze(self, "pins", "sources", "files", "bundled", "deps", "toolchain_min")
         object.__setattr__(self, "platforms", dict(self.platforms))
         object.__setattr__(self, "kind", dict(self.kind))
 

@@ -189,7 +189,25 @@ def validate_recipe(recipe: Recipe, *, platforms: Collection[str] | None = None,
     for comp in recipe.bundled:
         if not isinstance(comp, Component):
             problems.append(Problem(f"{where}.bundled", f"must hold Components; got {comp!r}"))
+    problems += _check_toolchain_min(recipe, where)
     return [_located(p, recipe, shown, where) for p in problems]
+
+
+def _check_toolchain_min(recipe: Recipe, where: str) -> list[Problem]:
+    from prebake.recipes.model import MinToolchain
+    from prebake.toolchain.families import BY_NAME, release_tuple
+
+    problems = []
+    for i, need in enumerate(recipe.toolchain_min):
+        key = f"{where}.toolchain_min[{i}]"
+        if not isinstance(need, MinToolchain):
+            problems.append(Problem(key, f"must be a MinToolchain; got {need!r}"))
+        elif need.family not in BY_NAME:
+            problems.append(Problem(key, f"unknown toolchain family {need.family!r} (known: "
+                                         f"{', '.join(BY_NAME)})"))
+        elif not release_tuple(need.version) or not need.reason.strip():
+            problems.append(Problem(key, "needs a release (e.g. '3.1.61') and a reason"))
+    return problems
 
 
 def _located(problem: Problem, recipe: Recipe, shown: str, where: str) -> Problem:

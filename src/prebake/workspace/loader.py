@@ -271,13 +271,12 @@ def _spec_text(value: str | list[str]) -> str:
 
 
 def _default_ar(cc: tuple[str, ...]) -> tuple[str, ...]:
-    """``ar`` that matches the compiler family when the workspace does not say."""
-    if cc and Path(cc[0]).name in ("emcc", "em++"):
-        return ("emar",)
-    if "ziglang" in cc or (cc and Path(cc[0]).name == "zig"):
-        i = cc.index("cc") if "cc" in cc else len(cc)
-        return (*cc[:i], "ar")
-    return ("ar",)
+    """``ar`` that matches the compiler family (``prebake.toolchain.families``) when the
+    workspace does not say."""
+    from prebake.toolchain.families import family_of_argv
+
+    fam = family_of_argv(cc)
+    return fam.default_ar(cc) if fam else ("ar",)
 
 
 def _toolchain(data: Mapping[str, Any], where: str, c: _Collector) -> Toolchain | None:

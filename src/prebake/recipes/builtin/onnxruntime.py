@@ -16,6 +16,7 @@ from prebake.recipes import (
     Build,
     Component,
     GitSource,
+    MinToolchain,
     Outputs,
     Recipe,
     Repackage,
@@ -114,6 +115,11 @@ RECIPE = Recipe(
         license="LICENSE",
     ),
     kind={"wasm": "static", "*": "shared"},
+    # --enable_wasm_jspi links with -sJSPI: Emscripten 3.1.59 added the setting and 3.1.61
+    # moved it to the browsers' current JSPI API (Emscripten's ChangeLog). An older emcc
+    # (Debian 12's 3.1.6) is refused before the checkout, not after an hour of build.
+    toolchain_min=(MinToolchain("emscripten", "3.1.61",
+                                "--enable_wasm_jspi links with -sJSPI"),),
     # A C consumer: the C API is the ABI every binding (and the host's addons) link against.
     link_test=Snippet(
         code=("#include <onnxruntime_c_api.h>\n"

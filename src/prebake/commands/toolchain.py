@@ -1,0 +1,94 @@
+"""``prebake toolchain``: what each platform's compiler really is, and installing the pinned ones.
+
+``toolchain list [--json]`` asks every platform's compiler (resolved through ``PATH`` as the
+build runs it) and shows family, pin, the command, the release it reports and ``ok | mismatch |
+missing | unpinned``. ``toolchain install [--platform P]`` provisions what a package registry
+can provide at exactly the pin (zig from PyPI; emsdk where its repository is reachable) and
+says plainly what it cannot.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+NAME = "toolchain"
+HELP = "list each platform's toolchain as its compiler reports it; install the pinned ones"
+ORDER = 15
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    sub = p.add_subparsers(dest="toolchain_command", metavar="WHAT", required=True)
+    ls = sub.add_parser("list", help="family, pin, command, version found and status per "
+                                     "platform")
+    ls.add_argument("--platform", metavar="P", action="append",
+                    help="a platform (repeatable; default: every platform)")
+    ls.add_argument("--json", action="store_true", help="machine-readable output")
+    inst = sub.add_parser("install", help="install pinned toolchains into prebake's cache "
+                                          "(zig from PyPI; emsdk where reachable)")
+    inst.add_argument("--platform", metavar="P", action="append",
+                      help="a platform (repeatable; default: every platform)")
+    inst.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def run(args: argparse.Namespace) -> int:
+    from prebake.commands._common import find_workspace
+    from prebake.workspace import load_workspace
+
+    ws = load_workspace(find_workspace(args.workspace))
+    names = [n for p in (args.platform or [None]) for n in ws.platform_names(p)]
+    platforms = [ws.platforms[n] for n in dict.fromkeys(names)]
+    if args.toolchain_command == "list":
+        return _list(ws, platforms, args.json)
+    return _install(ws, platforms, args.json)
+
+
+STATUS_COLOUR = {"ok": "green", "unpinned": "cyan", "mismatch": "red", "missing": "red"}
+
+
+def _list(ws: object, platforms: list[object], as_json: bool) -> int:
+    from rich.markup import escape
+    from rich.table import Table
+
+    from prebake.commands._common import console, print_json
+    from prebake.jsonio import SCHEMA_VERSION
+    from prebake.toolchain.verify import verify_platforms
+
+    verdicts = verify_platforms(platforms, ws.pins)  # type: ignore[arg-type, attr-defined]
+    if as_json:
+        print_json({"schema_version": SCHEMA_VERSION,
+                    "workspace": str(ws.root),  # type: ignore[attr-defined]
+                    "platforms": [v.to_json() for v in verdicts.values()]})
+        return 0
+    t = Table(title="prebake toolchain list")
+    for col in ("platform", "family", "pin", "command", "version", "status"):
+        t.add_column(col)
+    for v in verdicts.values():
+        pin = f"{v.pin} = {v.pinned}" if v.pin else ""
+        command = v.cc.command or " ".join(v.cc.argv[:1])
+        if len(v.cc.argv) > 2 and v.cc.argv[1] == "-m":  # python -m ziglang
+            command = f"{command} -m {v.cc.argv[2]}"
+        colour = STATUS_COLOUR[v.status.value]
+        t.add_row(v.platform, v.family or "?", escape(pin), escape(command),
+                  escape(v.cc.version or "-"), f"[{colour}]{v.status.value}[/]")
+    out = console()
+    out.print(t)
+    for v in verdicts.values():
+        if v.reason:
+            out.print(v.reason, markup=False)
+    return 0
+
+
+def _install(ws: object, platforms: list[object], as_json: bool) -> int:
+    from prebake.commands._common import console, print_json
+    from prebake.jsonio import SCHEMA_VERSION
+    from prebake.toolchain.provision import Outcome, provision
+
+    done = [provision(ws, p) for p in platforms]  # type: ignore[arg-type]
+    failed = any(d.outcome is Outcome.CANNOT for d in done)
+    if as_json:
+        print_json({"schema_version": SCHEMA_VERSION, "ok": not failed,
+                    "platforms": [d.to_json() for d in done]})
+    else:
+        for d in done:
+            console().print(f"{d.outcome.value:>9}  {d.message}", markup=False)
+    return 1 if failed else 0

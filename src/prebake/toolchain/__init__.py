@@ -1,0 +1,1 @@
+"""Toolchains: the family table, asking compilers what they are, pin verification, provisioning."""

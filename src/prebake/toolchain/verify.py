@@ -1,0 +1,196 @@
+"""Verification: a pinned toolchain is the one that builds, or the unit is refused.
+
+For every platform, the compiler (resolved as the build runs it) is asked what it is; a pin the
+compiler contradicts, a compiler that is missing, or a recipe's minimum the compiler does not
+reach refuses the units before any command runs (exit 2, one line each). There is no switch
+that turns a refusal into a warning: a label nobody checked is what this module exists to stop.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+
+from prebake.errors import PrebakeError
+from prebake.recipes.model import Recipe
+from prebake.toolchain.families import BY_NAME, Family, at_least, family_of_argv, pin_matches
+from prebake.toolchain.probe import PROBER, Measured, Prober, probe_env, resolve_argv
+from prebake.workspace.model import Platform, Toolchain
+
+
+class Status(enum.Enum):
+    OK = "ok"
+    MISMATCH = "mismatch"
+    MISSING = "missing"
+    UNPINNED = "unpinned"
+
+
+class ToolchainRefused(PrebakeError):
+    """A unit's toolchain contradicts its pin, is missing, or is older than a recipe needs."""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One platform's toolchain: what the workspace pins and what the compiler reported."""
+
+    platform: str
+    family: str | None
+    pin: str | None
+    pinned: str | None
+    cc: Measured
+    cxx: Measured
+    ar: tuple[str, ...]
+    status: Status
+    reason: str = ""
+
+    @property
+    def version(self) -> str | None:
+        return self.cc.version
+
+    @property
+    def identity(self) -> str:
+        """The measured identity that enters input hashes (both drivers when they differ)."""
+        if self.cc.identity == self.cxx.identity:
+            return self.cc.identity
+        return f"cc = {self.cc.identity}; cxx = {self.cxx.identity}"
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "platform": self.platform, "family": self.family, "pin": self.pin,
+            "pinned": self.pinned, "status": self.status.value, "reason": self.reason,
+            "command": list(self.cc.argv), "resolved": self.cc.command,
+            "version": self.cc.version, "version_line": self.cc.version_line,
+            "target": self.cc.target, "llvm": self.cc.llvm,
+            "cxx": {"command": list(self.cxx.argv), "resolved": self.cxx.command,
+                    "version": self.cxx.version, "version_line": self.cxx.version_line},
+        }
+
+    def record(self) -> dict[str, object]:
+        """What a manifest records: the verified identity (no machine paths)."""
+        return {"family": self.family, "version": self.cc.version,
+                "version_line": self.cc.version_line, "target": self.cc.target,
+                "llvm": self.cc.llvm, "status": self.status.value,
+                "identity": self.identity}
+
+
+def platform_family(tc: Toolchain) -> Family | None:
+    return family_of_argv(tc.cc)
+
+
+def verify_platform(platform: Platform, pins: Mapping[str, str],
+                    prober: Prober | None = None,
+                    caller_env: Mapping[str, str] | None = None) -> Verdict:
+    prober = prober or PROBER
+    tc = platform.toolchain
+    env = probe_env(platform.env, platform.env_unset, caller_env)
+    fam = platform_family(tc)
+    pinned = pins.get(tc.pin) if tc.pin else None
+    cc_argv = resolve_argv(tc.cc, fam, pinned)
+    cxx_argv = resolve_argv(tc.cxx, fam, pinned)
+    cc = prober.measure(cc_argv, env, fam)
+    cxx = prober.measure(cxx_argv, env, fam)
+    ar = resolve_argv(tc.ar, fam, pinned)
+    family = cc.family or (fam.name if fam else None)
+    for m, what in ((cc, "cc"), (cxx, "cxx")):
+        if not m.found:
+            return Verdict(platform.name, family, tc.pin, pinned, cc, cxx, ar, Status.MISSING,
+                           f"platform {platform.name}: toolchain {what} "
+                           f"{' '.join(tc.spec.get(what, ' '.join(m.argv)).split()[:1])}: "
+                           f"{m.error}")
+    if tc.pin is None:
+        return Verdict(platform.name, family, None, None, cc, cxx, ar, Status.UNPINNED)
+    for m, what in ((cc, "cc"), (cxx, "cxx")):
+        if pinned is None or m.version is None or not pin_matches(pinned, m.version):
+            return Verdict(platform.name, family, tc.pin, pinned, cc, cxx, ar, Status.MISMATCH,
+                           f"platform {platform.name}: pin {tc.pin} = {pinned!r} but its {what} "
+                           f"({m.argv[0]}) reports {m.version_line!r}")
+    return Verdict(platform.name, family, tc.pin, pinned, cc, cxx, ar, Status.OK)
+
+
+def verify_platforms(platforms: Iterable[Platform], pins: Mapping[str, str],
+                     prober: Prober | None = None,
+                     caller_env: Mapping[str, str] | None = None) -> dict[str, Verdict]:
+    """Every platform's verdict; compilers are asked in parallel (each takes ~50 ms)."""
+    prober = prober or PROBER
+    todo = list(platforms)
+    jobs = []
+    for p in todo:  # every distinct command at once; the verdicts then read the cache
+        fam = platform_family(p.toolchain)
+        pinned = pins.get(p.toolchain.pin) if p.toolchain.pin else None
+        env = probe_env(p.env, p.env_unset, caller_env)
+        for argv in (p.toolchain.cc, p.toolchain.cxx):
+            jobs.append((resolve_argv(argv, fam, pinned), env, fam))
+    if len(jobs) > 1:
+        with ThreadPoolExecutor(max_workers=min(8, len(jobs))) as pool:
+            list(pool.map(lambda j: prober.measure(*j), jobs))
+    return {p.name: verify_platform(p, pins, prober, caller_env) for p in todo}
+
+
+def below_minimum(recipe: Recipe, verdict: Verdict) -> str | None:
+    """Why the recipe cannot be built with this toolchain (its declared minimum), or None."""
+    for need in recipe.toolchain_min:
+        if need.family != verdict.family:
+            continue
+        have = verdict.cc.version
+        if have is None or not at_least(have, need.version):
+            fam = BY_NAME.get(need.family)
+            title = fam.title if fam else need.family
+            return (f"{recipe.name}/{verdict.platform}: needs {title} {need.version} or newer "
+                    f"({need.reason}); the platform's compiler reports "
+                    f"{verdict.cc.version_line!r}")
+    return None
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Units the build must not run, and the one line that says why."""
+
+    units: tuple[str, ...]
+    line: str
+
+
+def refusals(units: Sequence[tuple[str, Sequence[Recipe], Platform]], verdicts:
+             Mapping[str, Verdict]) -> list[Refusal]:
+    """What the build must refuse, one line per platform (its units named) and one per unit
+    below a recipe's minimum: ``units`` are (unit id, its recipes, its platform)."""
+    out: list[Refusal] = []
+    by_platform: dict[str, list[str]] = {}
+    for uid, recipes, platform in units:
+        v = verdicts[platform.name]
+        if v.status in (Status.MISMATCH, Status.MISSING):
+            by_platform.setdefault(platform.name, []).append(uid)
+            continue
+        for recipe in recipes:
+            why = below_minimum(recipe, v)
+            if why:
+                out.append(Refusal((uid,), why))
+    platform_lines = [Refusal(tuple(uids), f"{verdicts[name].reason} (refusing "
+                                           f"{', '.join(uids)})")
+                      for name, uids in by_platform.items()]
+    return platform_lines + out
+
+
+def resolved_toolchain(tc: Toolchain, v: Verdict) -> Toolchain:
+    """The toolchain with the commands the verdict measured (what the build must run)."""
+    return replace(tc, cc=v.cc.argv, cxx=v.cxx.argv, ar=v.ar)
+
+
+def record(platform: Platform, pins: Mapping[str, str],
+           caller_env: Mapping[str, str] | None = None) -> dict[str, object]:
+    """The manifest's ``toolchain``: the spec as written, the pin, and what was verified."""
+    import shlex
+
+    tc = platform.toolchain
+    v = verify_platform(platform, pins, caller_env=caller_env)
+    spec = dict(tc.spec)
+    return {
+        "cc": shlex.split(spec.get("cc", shlex.join(tc.cc))),
+        "cxx": shlex.split(spec.get("cxx", shlex.join(tc.cxx))),
+        "ar": shlex.split(spec.get("ar", shlex.join(tc.ar))),
+        "pin": tc.pin,
+        "pin_version": pins.get(tc.pin) if tc.pin else None,
+        "version": v.cxx.version_line or None,
+        "verified": v.record(),
+    }
