@@ -324,7 +324,6 @@ def test_asking_a_compiler_its_version_leaves_the_current_folder_alone(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # `zig cc -target aarch64-macos… --version` writes an empty a.o into its working folder
-    import sys
 
     monkeypatch.chdir(tmp_path)
     ws = load_workspace(SDK)

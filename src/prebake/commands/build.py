@@ -85,7 +85,7 @@ def _table(results: Sequence[UnitResult]) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    from prebake.bake import Options, build, plan_units
+    from prebake.bake import Options, build, check_toolchains, plan_units
     from prebake.commands._common import console, err_console, find_workspace, print_json
     from prebake.errors import PrebakeError
     from prebake.jsonio import SCHEMA_VERSION
@@ -110,6 +110,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json or args.dry_run:
         results = build(ws, units, opts)
     else:
+        check_toolchains(ws, units, opts)  # a refusal before the progress display starts
         results = _with_progress(ws, units, opts)
     failed = [r for r in results if r.state.bad]
     if args.diff:

@@ -10,6 +10,10 @@ says plainly what it cannot.
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from prebake.workspace.model import Platform, Workspace
 
 NAME = "toolchain"
 HELP = "list each platform's toolchain as its compiler reports it; install the pinned ones"
@@ -45,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
 STATUS_COLOUR = {"ok": "green", "unpinned": "cyan", "mismatch": "red", "missing": "red"}
 
 
-def _list(ws: object, platforms: list[object], as_json: bool) -> int:
+def _list(ws: Workspace, platforms: list[Platform], as_json: bool) -> int:
     from rich.markup import escape
     from rich.table import Table
 
@@ -53,10 +57,10 @@ def _list(ws: object, platforms: list[object], as_json: bool) -> int:
     from prebake.jsonio import SCHEMA_VERSION
     from prebake.toolchain.verify import verify_platforms
 
-    verdicts = verify_platforms(platforms, ws.pins)  # type: ignore[arg-type, attr-defined]
+    verdicts = verify_platforms(platforms, ws.pins)
     if as_json:
         print_json({"schema_version": SCHEMA_VERSION,
-                    "workspace": str(ws.root),  # type: ignore[attr-defined]
+                    "workspace": str(ws.root),
                     "platforms": [v.to_json() for v in verdicts.values()]})
         return 0
     t = Table(title="prebake toolchain list")
@@ -78,12 +82,12 @@ def _list(ws: object, platforms: list[object], as_json: bool) -> int:
     return 0
 
 
-def _install(ws: object, platforms: list[object], as_json: bool) -> int:
+def _install(ws: Workspace, platforms: list[Platform], as_json: bool) -> int:
     from prebake.commands._common import console, print_json
     from prebake.jsonio import SCHEMA_VERSION
     from prebake.toolchain.provision import Outcome, provision
 
-    done = [provision(ws, p) for p in platforms]  # type: ignore[arg-type]
+    done = [provision(ws, p) for p in platforms]
     failed = any(d.outcome is Outcome.CANNOT for d in done)
     if as_json:
         print_json({"schema_version": SCHEMA_VERSION, "ok": not failed,

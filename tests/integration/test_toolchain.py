@@ -1,0 +1,242 @@
+"""Toolchains verified, hashed and provisioned, with real second versions: clang-14/15, gcc-11,
+ziglang releases from PyPI, and Debian 13's Emscripten 3.1.69 in a chroot."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from tests import support
+from tests.integration.test_build import EXAMPLE, build_json, copy_workspace, prebake
+from tests.toolchains import trixie_emscripten, trixie_path, trixie_workdir
+
+SCHEMA = json.loads((support.ROOT / "schemas" / "toolchain.schema.json").read_text())
+
+
+def edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text, f"{old!r} not in {path}"
+    path.write_text(text.replace(old, new, 1))
+
+
+def toolchains(ws: Path, env: Mapping[str, str] | None = None, *args: str
+               ) -> dict[str, dict[str, Any]]:
+    proc = prebake(ws, "toolchain", "list", "--json", *args, env=env)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    jsonschema.validate(data, SCHEMA)
+    return {p["platform"]: p for p in data["platforms"]}
+
+
+def nothing_written(ws: Path) -> bool:
+    return not (ws / "releases").exists() and not (ws / ".prebake" / "dist").exists() \
+        and not (ws / ".prebake" / "work").exists()
+
+
+def test_a_pin_the_compiler_contradicts_refuses_before_any_command(tmp_path: Path) -> None:
+    """The example's old pin (emsdk 5.0.5) against Debian 12's emcc 3.1.6: exit 2, no asset."""
+    ws = copy_workspace(tmp_path / "sdk")
+    edit(ws / "prebake.toml", 'emsdk = "3.1.6"', 'emsdk = "5.0.5"')
+    proc = prebake(ws, "build", "--stage", "core", "--platform", "wasm", "--platform",
+                   "linux-x86_64")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith("prebake: error: platform wasm: pin emsdk = '5.0.5' but its cc "
+                               "(emcc) reports 'emcc (Emscripten")
+    assert "3.1.6" in lines[0] and "(refusing core/wasm)" in lines[0]
+    assert nothing_written(ws)  # not even the host unit ran
+    assert toolchains(ws)["wasm"]["status"] == "mismatch"
+
+
+def test_a_recipe_minimum_refuses_an_older_emscripten_with_its_reason(tmp_path: Path) -> None:
+    ws = copy_workspace(tmp_path / "sdk")
+    proc = prebake(ws, "build", "--stage", "extra", "--platform", "wasm")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr.strip() == (
+        "prebake: error: onnxruntime/wasm: needs Emscripten (emcc/em++) 3.1.61 or newer "
+        "(--enable_wasm_jspi links with -sJSPI); the platform's compiler reports 'emcc "
+        "(Emscripten gcc/clang-like replacement + linker emulating GNU ld) 3.1.6 ()'")
+    assert nothing_written(ws)  # refused before the onnxruntime checkout
+
+
+def test_toolchain_list_shows_family_pin_command_version_and_status(tmp_path: Path) -> None:
+    ws = copy_workspace(tmp_path / "sdk")
+    listed = toolchains(ws)
+    assert listed["wasm"]["family"] == "emscripten" and listed["wasm"]["status"] == "ok"
+    assert listed["wasm"]["pin"] == "emsdk" and listed["wasm"]["pinned"] == "3.1.6"
+    assert listed["wasm"]["resolved"] == shutil.which("emcc")
+    assert listed["wasm"]["llvm"] == "14.0.6" and listed["wasm"]["target"] == \
+        "wasm32-unknown-emscripten"
+    assert listed["linux-x86_64"]["family"] == "gcc"
+    assert listed["linux-x86_64"]["status"] == "unpinned"
+    assert listed["windows-x86_64"]["family"] == "mingw"
+    assert listed["linux-aarch64"]["family"] == "zig"
+    assert listed["linux-aarch64"]["target"] == "aarch64-unknown-linux-gnu.2.28"
+    # the human table says the same
+    out = prebake(ws, "toolchain", "list").stdout
+    assert "emsdk = 3.1.6" in out and "unpinned" in out
+
+
+def test_gcc_11_contradicts_a_gcc_12_pin(tmp_path: Path) -> None:
+    if shutil.which("gcc-11") is None:
+        pytest.skip("gcc-11 is not installed (scripts/bootstrap installs it)")
+    ws = copy_workspace(tmp_path / "sdk")
+    toml = ws / "prebake.toml"
+    edit(toml, 'cc = "gcc"\ncxx = "g++"\nar = "ar"\n',
+         'cc = "gcc-11"\ncxx = "g++-11"\nar = "ar"\npin = "gcc"\n')
+    edit(toml, 'zig = "0.17.1"\n', 'zig = "0.17.1"\ngcc = "12"\n')
+    host = toolchains(ws, None, "--platform", "linux-x86_64")["linux-x86_64"]
+    assert host["status"] == "mismatch" and host["version"].startswith("11.")
+    assert "pin gcc = '12' but its cc (gcc-11) reports 'gcc-11 (Debian 11." in host["reason"]
+    edit(toml, 'gcc = "12"', 'gcc = "11"')
+    assert toolchains(ws, None, "--platform", "linux-x86_64")["linux-x86_64"]["status"] == "ok"
+
+
+def _cc_path(tmp_path: Path, name: str, version: int) -> str:
+    folder = tmp_path / name
+    folder.mkdir()
+    (folder / "cc").symlink_to(f"/usr/bin/clang-{version}")
+    (folder / "c++").symlink_to(f"/usr/bin/clang++-{version}")
+    return f"{folder}:{os.environ['PATH']}"
+
+
+def test_an_asset_built_by_another_compiler_is_never_built(tmp_path: Path) -> None:
+    """Cache poisoning: ``cc`` is clang-14 on one machine, clang-15 on another; the asset
+    the first published is not "built" for the second, which rebuilds it."""
+    for v in (14, 15):
+        if shutil.which(f"clang-{v}") is None:
+            pytest.skip(f"clang-{v} is not installed (scripts/bootstrap installs it)")
+    ws = copy_workspace(tmp_path / "sdk")
+    edit(ws / "prebake.toml", 'cc = "gcc"\ncxx = "g++"', 'cc = "cc"\ncxx = "c++"')
+    on14 = {"PATH": _cc_path(tmp_path, "m14", 14)}
+    on15 = {"PATH": _cc_path(tmp_path, "m15", 15)}
+    args = ("--stage", "core", "--platform", "linux-x86_64")
+    rc, first = build_json(ws, *args, env=on14)
+    assert rc == 0, first
+    assert [u["state"] for u in first["units"]] == ["built"]
+
+    def status(env: Mapping[str, str]) -> str:
+        proc = prebake(ws, "plan", "--json", *args, env=env)
+        assert proc.returncode == 0, proc.stderr
+        (unit,) = json.loads(proc.stdout)["units"]
+        return str(unit["status"])
+
+    assert status(on14) == "built"
+    assert status(on15) == "stale"
+    rc, second = build_json(ws, *args, env=on15)
+    assert rc == 0, second
+    assert [u["state"] for u in second["units"]] == ["built"]  # rebuilt, not skipped
+    assert second["units"][0]["input_hash"] != first["units"][0]["input_hash"]
+    manifest = json.loads(next((ws / "releases").rglob("kiln-sdk-core-*linux-x86_64.tar.xz.json"))
+                          .read_text())
+    assert manifest["toolchain"]["verified"]["family"] == "clang"
+    assert manifest["toolchain"]["verified"]["version"].startswith("15.")
+    assert status(on14) == "stale"
+
+
+ZIG_OLD = "0.13.0"
+
+
+def test_toolchain_install_puts_the_pinned_zig_in_the_cache_and_the_platform_runs_it(
+        tmp_path: Path) -> None:
+    ws = copy_workspace(tmp_path / "sdk")
+    toml = ws / "prebake.toml"
+    edit(toml, 'zig = "0.17.1"', f'zig = "0.17.1"\nzig_old = "{ZIG_OLD}"')
+    text = toml.read_text()
+    head, sep, tail = text.partition("[platforms.linux-aarch64.toolchain]")
+    toml.write_text(head + sep + tail.replace('pin = "zig"', 'pin = "zig_old"', 1))
+    # prebake's cache for this test, kept between runs (the wheel is ~50 MB)
+    env = {"PREBAKE_CACHE": str(support.CACHE / "prebake-cache")}
+    before = toolchains(ws, env, "--platform", "linux-aarch64")["linux-aarch64"]
+    if before["status"] == "ok":  # installed by an earlier run: the hash check still holds
+        assert before["resolved"].endswith(f"ziglang-{ZIG_OLD}/ziglang/zig")
+    else:
+        assert before["status"] == "mismatch" and before["version"] != ZIG_OLD
+        assert f"pin zig_old = '{ZIG_OLD}'" in before["reason"]
+        proc = prebake(ws, "build", "--stage", "core", "--platform", "linux-aarch64", env=env)
+        assert proc.returncode == 2 and "pin zig_old" in proc.stderr
+    proc = prebake(ws, "toolchain", "install", "--platform", "linux-aarch64", "--json", env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (done,) = json.loads(proc.stdout)["platforms"]
+    assert done["outcome"] in ("installed", "present") and done["version"] == ZIG_OLD
+    after = toolchains(ws, env, "--platform", "linux-aarch64")["linux-aarch64"]
+    assert after["status"] == "ok" and after["version"] == ZIG_OLD
+    assert after["resolved"] == done["path"]
+    assert after["command"][0] == done["path"]  # the platform runs that zig
+    # the other zig platforms keep the environment's zig at their own pin
+    assert toolchains(ws, env, "--platform", "macos-arm64")["macos-arm64"]["version"] == "0.17.1"
+    # and what it reports is the unit's identity: another zig, another hash
+    plan = prebake(ws, "plan", "--explain", "core/linux-aarch64", "--json", env=env)
+    inputs = json.loads(plan.stdout)["unit"]["recipe_inputs"]["vecmath"]
+    assert inputs["toolchain"].startswith(f"zig: zig {ZIG_OLD} [target aarch64")
+    # building with it works and the asset says so
+    rc, data = build_json(ws, "--stage", "core", "--platform", "linux-aarch64",
+                          env={**env, "PREBAKE_STORE": f"file://{tmp_path / 'store'}"})
+    assert rc == 0, data
+    manifest = json.loads(next((tmp_path / "store").rglob("*linux-aarch64.tar.xz.json"))
+                          .read_text())
+    assert manifest["toolchain"]["verified"]["version"] == ZIG_OLD
+
+
+def test_emsdk_cannot_be_provisioned_here_and_it_says_so(tmp_path: Path) -> None:
+    ws = copy_workspace(tmp_path / "sdk")
+    env = {"PREBAKE_CACHE": str(tmp_path / "cache")}
+    proc = prebake(ws, "toolchain", "install", "--platform", "wasm", "--platform",
+                   "linux-x86_64", env=env)
+    lines = proc.stdout.strip().splitlines()
+    if "installed" in lines[0] or "present" in lines[0]:
+        pytest.skip("the emsdk repository is reachable here (a CI runner)")
+    assert proc.returncode == 1
+    assert lines[0].split()[0] == "cannot"
+    assert "wasm: cannot provision emsdk 3.1.6 here: the emsdk repository" in lines[0]
+    assert lines[1].split()[0] == "nothing" and "GCC comes from the system" in lines[1]
+    assert not (tmp_path / "cache" / "toolchains" / "emsdk-3.1.6").exists()
+
+
+# ---- a second, current Emscripten: Debian 13's 3.1.69 --------------------------------------
+
+@pytest.fixture(scope="module")
+def trixie() -> Path:
+    return trixie_emscripten()
+
+
+def _trixie_env(bin_dir: Path, work: Path) -> dict[str, str]:
+    (work / "tmp").mkdir(exist_ok=True)
+    return {"PATH": trixie_path(bin_dir), "TMPDIR": str(work / "tmp")}
+
+
+def test_the_pin_decides_which_emscripten_may_build(trixie: Path) -> None:
+    """Pinned 3.1.69: Debian 12's 3.1.6 is refused; the chroot's 3.1.69 builds, and its asset
+    is not "built" for the machine with the other compiler."""
+    with trixie_workdir("pin") as work:
+        ws = copy_workspace(work / "sdk")
+        edit(ws / "prebake.toml", 'emsdk = "3.1.6"', 'emsdk = "3.1.69"')
+        env = _trixie_env(trixie, work)
+        args = ("--stage", "core", "--platform", "wasm")
+        host = prebake(ws, "build", *args)
+        assert host.returncode == 2
+        assert "pin emsdk = '3.1.69' but its cc (emcc) reports" in host.stderr
+        assert "3.1.6 ()" in host.stderr and nothing_written(ws)
+        listed = toolchains(ws, env, "--platform", "wasm")["wasm"]
+        assert listed["status"] == "ok" and listed["version"] == "3.1.69"
+        assert listed["llvm"] == "19.1.7" and listed["resolved"] == str(trixie / "emcc")
+        rc, data = build_json(ws, *args, env=env)
+        assert rc == 0, json.dumps(data, indent=2)
+        (manifest_path,) = (ws / "releases").rglob("kiln-sdk-core-*-wasm.tar.xz.json")
+        verified = json.loads(manifest_path.read_text())["toolchain"]["verified"]
+        assert verified["version"] == "3.1.69" and verified["llvm"] == "19.1.7"
+        # the host (3.1.6) never takes that asset as its own, nor builds under the pin
+        plan = prebake(ws, "plan", "--json", *args)
+        assert json.loads(plan.stdout)["units"][0]["status"] == "stale"
+        # onnxruntime's -sJSPI minimum is met by 3.1.69: a dry run would not refuse it
+        rc, dry = build_json(ws, "--stage", "extra", "--platform", "wasm", "--dry-run",
+                             env=env)
+        assert rc == 0 and "refuse" not in dry["units"][0]["reason"], dry
