@@ -89,7 +89,8 @@ def _wrappers() -> Path:
         # (a probe's scratch folder) runs in / : only `-v`-like calls work there.
         text = ("#!/bin/sh\n"
                 f"exec chroot {TRIXIE} /usr/bin/env -u EM_CACHE -u EM_CONFIG -u NODE_PATH "
-                f"PATH=/usr/local/bin:/usr/bin:/bin /bin/sh -c '{{ cd \"$0\" 2>/dev/null || cd /; }} && exec {tool} \"$@\"' "
+                "PATH=/usr/local/bin:/usr/bin:/bin /bin/sh -c "
+                f"'{{ cd \"$0\" 2>/dev/null || cd /; }} && exec {tool} \"$@\"' "
                 "\"$PWD\" \"$@\"\n")
         if not script.is_file() or script.read_text() != text:
             script.write_text(text)

@@ -14,7 +14,7 @@ import jsonschema
 import pytest
 
 from tests import support
-from tests.integration.test_build import EXAMPLE, build_json, copy_workspace, prebake
+from tests.integration.test_build import build_json, copy_workspace, prebake
 from tests.toolchains import trixie_emscripten, trixie_path, trixie_workdir
 
 SCHEMA = json.loads((support.ROOT / "schemas" / "toolchain.schema.json").read_text())
@@ -240,3 +240,103 @@ def test_the_pin_decides_which_emscripten_may_build(trixie: Path) -> None:
         rc, dry = build_json(ws, "--stage", "extra", "--platform", "wasm", "--dry-run",
                              env=env)
         assert rc == 0 and "refuse" not in dry["units"][0]["reason"], dry
+
+
+def _sdk_built_with_trixie(trixie: Path, work: Path, *, lto: bool = False) -> Path:
+    """The example SDK's core/wasm built by Debian 13's Emscripten 3.1.69 (pinned)."""
+    ws = copy_workspace(work / "sdk")
+    edit(ws / "prebake.toml", 'emsdk = "3.1.6"', 'emsdk = "3.1.69"')
+    if lto:
+        edit(ws / "recipes" / "vecmath.py", '"wasm": "-O2 -fwasm-exceptions',
+             '"wasm": "-O2 -flto -fwasm-exceptions')
+        edit(ws / "prebake.toml", 'extends = "emscripten-wasm-eh-pthread-simd"\n',
+             'extends = "emscripten-wasm-eh-pthread-simd"\nlto = "llvm-bitcode"\n')
+    rc, data = build_json(ws, "--stage", "core", "--platform", "wasm",
+                          env=_trixie_env(trixie, work))
+    assert rc == 0, json.dumps(data, indent=2)
+    return ws
+
+
+def _addon(work: Path, emsdk: str, flags: str = "", lto: bool = False) -> Path:
+    addon = work / "addon"
+    shutil.rmtree(addon, ignore_errors=True)
+    shutil.copytree(support.ROOT / "examples" / "addon", addon,
+                    ignore=shutil.ignore_patterns("build", "prebake_deps", "prebake.lock"))
+    toml = addon / "prebake.toml"
+    edit(toml, 'emsdk = "3.1.6"', f'emsdk = "{emsdk}"')
+    extra = 'lto = "llvm-bitcode"\n' if lto else ""
+    edit(toml, 'extends = "emscripten-wasm-eh-pthread-simd"\n',
+         f'extends = "emscripten-wasm-eh-pthread-simd"\n{extra}')
+    if flags:
+        toml.write_text(toml.read_text() + f"\n[platforms.wasm.link_test]\nflags = {flags}\n")
+    return addon
+
+
+def _fetch(addon: Path, work: Path, into: str, env: Mapping[str, str] | None, *extra: str
+           ) -> Any:
+    return prebake(addon, "fetch", "kiln-sdk-core==0.12.0", "--platform", "wasm", "--into",
+                   str(work / into), "--lock", str(work / f"{into}.lock"), *extra, env=env)
+
+
+JSPI_FLAGS = ('["-fwasm-exceptions", "-pthread", "-msimd128", "-sJSPI", '
+              '"-sERROR_ON_UNDEFINED_SYMBOLS=1"]')
+
+
+def test_fetch_link_test_links_with_the_consumers_own_jspi_compiler(trixie: Path) -> None:
+    """A -sJSPI consumer (Emscripten 3.1.69) links the fetched archive for real; Debian 12's
+    3.1.6 with the same flags cannot, and the fetch installs nothing."""
+    with trixie_workdir("jspi") as work:
+        _sdk_built_with_trixie(trixie, work)
+        env = _trixie_env(trixie, work)
+        addon = _addon(work, "3.1.69", JSPI_FLAGS)
+        ok = _fetch(addon, work, "new", env, "--link-test", "--json")
+        assert ok.returncode == 0, ok.stdout + ok.stderr
+        notes = json.loads(ok.stdout)["notes"]
+        assert any(n.startswith("link test: lib/libvecmath.a links with") and "-sJSPI" in n
+                   for n in notes), notes
+        assert (work / "new" / "lib" / "libvecmath.a").is_file()
+        old = _addon(work, "3.1.6", JSPI_FLAGS)
+        refused = _fetch(old, work, "old", None, "--link-test")
+        assert refused.returncode == 1, refused.stdout + refused.stderr
+        assert "lib/libvecmath.a does not link with this consumer's wasm compiler and flags; " \
+               "nothing was installed" in refused.stderr
+        assert "JSPI" in refused.stderr  # 3.1.6's own error line, verbatim
+        assert not (work / "old").exists() or not any((work / "old").iterdir())
+        # without --link-test the same fetch installs: only the link proves it unusable
+        plain = _fetch(old, work, "plain", None)
+        assert plain.returncode == 0, plain.stderr
+
+
+def test_bitcode_from_a_newer_llvm_is_refused_at_fetch_and_check(trixie: Path) -> None:
+    """An LTO archive from LLVM 19 (Emscripten 3.1.69) against an LLVM 14 consumer (3.1.6)."""
+    with trixie_workdir("bitcode") as work:
+        sdk = _sdk_built_with_trixie(trixie, work, lto=True)
+        (asset,) = (sdk / "releases").rglob("kiln-sdk-core-0.12.0-wasm.tar.xz")
+        manifest = json.loads(asset.with_name(asset.name + ".json").read_text())
+        assert manifest["toolchain"]["verified"]["llvm"] == "19.1.7"
+        addon = _addon(work, "3.1.6", lto=True)
+        refused = _fetch(addon, work, "old", None)
+        assert refused.returncode == 1, refused.stdout + refused.stderr
+        assert "its toolchain does not suit this consumer's; nothing was installed" \
+            in refused.stderr
+        assert "bitcode-producer: built with LLVM 19.1.7, this consumer's compiler has 14.0.6" \
+            in refused.stderr
+        assert not (work / "old").exists() or not any((work / "old").iterdir())
+        # what the rule predicts is what LLVM 14 does with it: its tools cannot read it
+        if shutil.which("llvm-nm-14"):
+            import tarfile
+
+            with tarfile.open(asset) as tf:
+                member = tf.extractfile("lib/libvecmath.a")
+                assert member is not None
+                (work / "libvecmath.a").write_bytes(member.read())
+            proc = support.run(["llvm-nm-14", "libvecmath.a"], work, check=False)
+            assert proc.returncode != 0 and "Producer: 'LLVM19.1.7'" in proc.stderr
+        check = prebake(addon, "check", str(asset), "--platform", "wasm", "--json")
+        assert check.returncode == 1, check.stdout + check.stderr
+        (finding,) = json.loads(check.stdout)["toolchain"]
+        assert finding["rule"] == "bitcode-producer" and finding["level"] == "refuse"
+        # the consumer with the same LLVM takes it
+        same = _addon(work, "3.1.69", lto=True)
+        ok = _fetch(same, work, "new", _trixie_env(trixie, work))
+        assert ok.returncode == 0, ok.stdout + ok.stderr

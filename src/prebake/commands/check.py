@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from prebake.workspace.model import Platform
@@ -53,13 +53,18 @@ def run(args: argparse.Namespace) -> int:
     from prebake.contract.check import check_paths
     from prebake.contract.model import load_contract_file
 
+    platform = None
     if args.contract:
         contract = load_contract_file(Path(args.contract))
     else:
-        contract = load_platform(args.workspace, args.platform).contract
+        platform = load_platform(args.workspace, args.platform)
+        contract = platform.contract
     report = check_paths([Path(p) for p in args.paths], contract)
+    findings = _toolchain_findings([Path(p) for p in args.paths], platform)
+    refused = [f for f in findings if f.level == "refuse"]
     if args.json:
-        print_json(report.to_json())
+        print_json({**report.to_json(), "ok": report.ok and not refused,
+                    "toolchain": [f.to_json() for f in findings]})
     else:
         out = console()
         for v in report.violations:
@@ -70,6 +75,43 @@ def run(args: argparse.Namespace) -> int:
         if len(report.files) > 1:  # a folder or package: every binary with its verdict
             for f in report.passed:
                 out.print(f"[green]✓[/green] {escape(f)}", markup=True)
+        for finding in findings:
+            mark = "[red]✗[/red]" if finding.level == "refuse" else "[yellow]note:[/yellow]"
+            out.print(f"{mark} {escape(finding.message)}", markup=True)
         summary = report.render().splitlines()[-1]
         out.print(("[green]✓[/green] " if report.ok else "") + escape(summary), markup=True)
-    return 0 if report.ok else 1
+    return 0 if report.ok and not refused else 1
+
+
+def _asset_manifest(path: Path) -> dict[str, Any] | None:
+    """An asset's manifest: its ``.json`` sidecar, else the copy inside (bounded read)."""
+    import json
+    import tarfile
+
+    if not path.name.endswith((".tar.xz", ".tar.gz", ".tgz")):
+        return None
+    sidecar = path.with_name(path.name + ".json")
+    try:
+        if sidecar.is_file() and sidecar.stat().st_size < 16 << 20:
+            data = json.loads(sidecar.read_text("utf-8"))
+        else:
+            with tarfile.open(path) as tf:
+                fh = tf.extractfile("share/prebake/manifest.json")
+                data = json.loads(fh.read(16 << 20)) if fh is not None else None
+    except (OSError, ValueError, KeyError, tarfile.TarError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _toolchain_findings(paths: list[Path], platform: Platform | None) -> list[Any]:
+    """The asset's recorded toolchain against the platform's compiler (compat rules)."""
+    if platform is None:
+        return []
+    manifests = [m for p in paths for m in [_asset_manifest(p)] if m is not None]
+    if not manifests:
+        return []
+    from prebake.toolchain.compat import compare
+    from prebake.toolchain.verify import verify_platform
+
+    record = verify_platform(platform, {}).record()
+    return [f for m in manifests for f in compare(m, record)]

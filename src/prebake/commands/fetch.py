@@ -34,6 +34,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="refuse assets without a valid ssh signature (<asset>.sig) from a key in "
                         "this allowed-signers file (default: [trust] allowed_signers in the "
                         "workspace's prebake.toml)")
+    p.add_argument("--link-test", action="store_true",
+                   help="link every fetched library with the workspace platform's own compiler "
+                        "and link_test flags; install nothing if one fails")
     p.add_argument("--json", action="store_true", help="machine-readable result")
 
 
@@ -50,6 +53,27 @@ def _contract(args: argparse.Namespace, ws: Workspace | None) -> tuple[Any, str 
     # (an explicit --contract fetches for a platform the workspace does not declare)
     ws.platform_names(args.platform)
     return ws.platforms[args.platform].contract, None
+
+
+def _consumer(args: argparse.Namespace, ws: Workspace | None) -> Any:
+    """The consumer's platform toolchain, asked what it is (compared with the asset's)."""
+    from prebake.consume.fetch import ConsumerToolchain
+    from prebake.errors import PrebakeError
+
+    plat = ws.platforms.get(args.platform) if ws is not None else None
+    if plat is None:
+        if args.link_test:
+            raise PrebakeError(f"--link-test needs the consumer's platform {args.platform!r} "
+                               "in its prebake.toml (its compiler and link_test flags)")
+        return None
+    from prebake.toolchain.verify import resolved_toolchain, verify_platform
+
+    assert ws is not None
+    verdict = verify_platform(plat, ws.pins)
+    import dataclasses
+
+    plat = dataclasses.replace(plat, toolchain=resolved_toolchain(plat.toolchain, verdict))
+    return ConsumerToolchain(plat, verdict.record(), link_test=args.link_test)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -80,10 +104,11 @@ def run(args: argparse.Namespace) -> int:
     lock = Path(args.lock) if args.lock else default_lock(root)
     allowed = (Path(args.allowed_signers) if args.allowed_signers
                else ws.trust.allowed_signers if ws is not None else None)
+    consumer = _consumer(args, ws)
     with byte_progress(not args.json, f"fetch {name} {version}") as progress:
         result = fetch(name, version, args.platform, store=url, into=into, contract=contract,
                        lock_path=lock, release=args.release, root=root, progress=progress,
-                       update_lock=args.update, allowed_signers=allowed)
+                       update_lock=args.update, allowed_signers=allowed, consumer=consumer)
     if note:
         result.notes.insert(0, note)
     if args.json:

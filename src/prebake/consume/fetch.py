@@ -170,9 +170,13 @@ def _download_verified(store: Store, aid: AssetId, release: str, expected: str, 
         return final, True
 
 
-def _checker(aid: AssetId, contract: Contract | None) -> Callable[[Path], None]:
+def _checker(aid: AssetId, contract: Contract | None,
+             consumer: ConsumerToolchain | None = None, notes: list[str] | None = None
+             ) -> Callable[[Path], None]:
     """What the unpacked tree must satisfy before it replaces ``into``: its manifest names the
-    asset that was asked for (not another one renamed), and it meets the consumer's contract."""
+    asset that was asked for (not another one renamed), it meets the consumer's contract, its
+    toolchain suits the consumer's (``prebake.toolchain.compat``) and, when asked, every
+    library links with the consumer's own compiler and flags."""
 
     def check(tree: Path) -> None:
         manifest = tree / MANIFEST_IN_PREFIX
@@ -181,6 +185,7 @@ def _checker(aid: AssetId, contract: Contract | None) -> Callable[[Path], None]:
                                  "which asset it is; not a prebake asset, nothing was installed")
         from prebake.bounded import read_bounded
 
+        data: Any = None
         try:
             data = json.loads(read_bounded(manifest, MAX_MANIFEST, "manifest"))
         except (ValueError, UnicodeDecodeError):
@@ -191,17 +196,62 @@ def _checker(aid: AssetId, contract: Contract | None) -> Callable[[Path], None]:
             raise IntegrityError(f"{aid.filename}: its {MANIFEST_IN_PREFIX} names {named}; "
                                  "an asset published under another name, nothing was "
                                  "installed")
-        if contract is None:
-            return
-        from prebake.contract.check import check_paths
+        if contract is not None:
+            from prebake.contract.check import check_paths
 
-        report = check_paths([tree], contract)
-        report.relabel(tree, aid.filename)  # the asset's name, not the temporary unpack folder
-        if not report.ok:
-            raise CheckFailed(f"{aid.filename} breaks this consumer's contract; nothing was "
-                              f"installed\n{report.render()}", report.to_json())
+            report = check_paths([tree], contract)
+            report.relabel(tree, aid.filename)  # the asset's name, not the temporary folder
+            if not report.ok:
+                raise CheckFailed(f"{aid.filename} breaks this consumer's contract; nothing "
+                                  f"was installed\n{report.render()}", report.to_json())
+        if consumer is not None:
+            _check_toolchain(aid, data if isinstance(data, dict) else {}, consumer, tree,
+                             notes if notes is not None else [])
 
     return check
+
+
+@dataclass(frozen=True)
+class ConsumerToolchain:
+    """The consumer's platform (its compiler and link-test flags) and what its compiler
+    reported (``Verdict.record()``); ``link_test`` links every fetched library with it."""
+
+    platform: Any  # prebake.workspace.model.Platform (kept loose: consume stays import-light)
+    record: dict[str, Any]
+    link_test: bool = False
+
+
+def _check_toolchain(aid: AssetId, manifest: dict[str, Any], consumer: ConsumerToolchain,
+                     tree: Path, notes: list[str]) -> None:
+    from prebake.toolchain.compat import compare
+
+    findings = compare(manifest, consumer.record)
+    refused = [f for f in findings if f.level == "refuse"]
+    notes.extend(f.message for f in findings if f.level == "report")
+    if refused:
+        raise CheckFailed(f"{aid.filename}: its toolchain does not suit this consumer's; "
+                          "nothing was installed\n" + "\n".join(f.message for f in refused),
+                          {"toolchain": [f.to_json() for f in findings]})
+    if not consumer.link_test:
+        return
+    from prebake.link.test import link_test
+
+    libs = [f["path"] for f in manifest.get("facts") or () if isinstance(f, dict)
+            and f.get("kind") in ("static-library", "shared-library")
+            and isinstance(f.get("path"), str)]
+    if not libs:
+        raise CheckFailed(f"{aid.filename}: --link-test: its manifest lists no library to "
+                          "link; nothing was installed")
+    include = [tree / "include"] if (tree / "include").is_dir() else []
+    for rel in libs:
+        result = link_test(tree / rel, consumer.platform, include_dirs=include)
+        if not result.ok:
+            errors = "\n".join(result.errors[:20]) or result.output[-2000:]
+            raise CheckFailed(f"{aid.filename}: {rel} does not link with this consumer's "
+                              f"{consumer.platform.name} compiler and flags; nothing was "
+                              f"installed\n{errors}", result.to_json())
+        notes.append(f"link test: {rel} links with {' '.join(result.commands[-1][:1])} "
+                     f"and {' '.join(consumer.platform.link_test.flags) or 'no flags'}")
 
 
 def _prepare_into(into: Path) -> None:
@@ -237,6 +287,7 @@ def fetch(
     update_lock: bool = False,
     max_bytes: int = DEFAULT_MAX_BYTES,
     allowed_signers: Path | None = None,
+    consumer: ConsumerToolchain | None = None,
 ) -> FetchResult:
     aid = check_request(name, version, platform, release)
     if allowed_signers is not None:  # unreadable trust settings stop the fetch before anything
@@ -274,9 +325,13 @@ def fetch(
     if contract is None:
         notes.append("no consumer contract given: facts were not re-checked "
                      "(run inside a workspace or pass --contract)")
+    if consumer is None:
+        notes.append("no consumer toolchain given: the asset's toolchain was not compared "
+                     "(run inside a workspace)")
     try:
         files = safe_extract(asset, into, replace=True, max_bytes=max_bytes,
-                             check=_checker(aid, contract), declared=declared_sizes(st, aid, tag))
+                             check=_checker(aid, contract, consumer, notes),
+                             declared=declared_sizes(st, aid, tag))
     except UnsafeArchive as exc:  # the asset as the store calls it, not its cache copy
         raise UnsafeArchive(Path(aid.filename), exc.member,
                             f"{exc.rule} (from {st.url}, release {tag})") from None
