@@ -95,11 +95,10 @@ def build(ws: Workspace, units: Sequence[Unit], opts: Options,
     """
     units, refused = _verified(ws, units, opts)
     if opts.dry_run:  # a dry run says what a real run would refuse, and why
-        results = _build(ws, units, opts, emit)
-        for r in results:
-            if r.unit in refused:
-                r.reason = f"dry run: would refuse: {refused[r.unit]}"
-        return results
+        import dataclasses
+
+        return [dataclasses.replace(r, reason=f"dry run: would refuse: {refused[r.unit]}")
+                if r.unit in refused else r for r in _build(ws, units, opts, emit)]
     with _workspace_lock(ws):
         return _build(ws, units, opts, emit)
 
