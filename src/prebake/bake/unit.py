@@ -549,7 +549,12 @@ def run_unit(ws: Workspace, unit: Unit, opts: Options, store: Store, emit: Event
     layout = Layout(ws.root)
     log = BuildLog(layout.log(unit.id))
     res = replace(res, log=str(log.path))
-    run = UnitRun(ws=ws, unit=unit, opts=opts, store=store, dirs=work_dirs(layout, unit),
+    dirs = work_dirs(layout, unit)
+    if unit.platform.toolchain.from_stage:  # the compiler a stage installs, in this prefix
+        from prebake.toolchain.verify import with_toolchain_prefix
+
+        unit = replace(unit, platform=with_toolchain_prefix(unit.platform, str(dirs.deps)))
+    run = UnitRun(ws=ws, unit=unit, opts=opts, store=store, dirs=dirs,
                   layout=layout, log=log, cache=cache, cancel=cancel, emit=emit,
                   started_on=time.time(), t0=t0)
     try:

@@ -81,6 +81,7 @@ def platform_profile(platform: Platform) -> dict[str, Any]:
             "ar": tc.spec.get("ar") or _unexpand(tc.ar),
             "pin": tc.pin,
             "cmake_toolchain": tc.cmake_toolchain,
+            **({"from_stage": tc.from_stage} if tc.from_stage else {}),
         },
         "contract": platform.contract.to_json(),
         "link_test": {"flags": list(platform.link_test.flags),

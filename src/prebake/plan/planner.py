@@ -41,6 +41,22 @@ def _dep_unit(ws: Workspace, dep: str, platform: str) -> str | None:
     return f"{stage}/{platform}" if ws.stages[stage].package == "prefix" else f"{dep}/{platform}"
 
 
+def _stage_identity(ws: Workspace, stage: Stage, platform: Platform, done: dict[str, Unit],
+                    identify: Identify) -> Identify:
+    """A toolchain built by a stage (``from_stage``) is identified by that stage's unit: its
+    input hash, so changing the recipe that makes the compiler changes every unit built with
+    it. The stage itself (and the stages it builds on) come before the compiler exists."""
+    src = platform.toolchain.from_stage
+    if src is None:
+        return identify
+    if stage.name == src or stage.name in ws.upstream_stages(src):
+        return lambda _p, _pins: f"bootstrap: built before stage {src} installs the toolchain"
+    maker = done.get(f"{src}/{platform.name}")
+    if maker is None:  # validation makes every other stage come after it
+        raise PrebakeError(f"platform {platform.name}: toolchain stage {src} has no unit")
+    return lambda _p, _pins: f"from stage {src}: {maker.input_hash}"
+
+
 def _stage_units(ws: Workspace, stage: Stage, platform: Platform, done: dict[str, Unit],
                  identify: Identify, cache: dict[tuple[str, Path], str], lock: SourceLock
                  ) -> list[Unit]:
@@ -52,6 +68,7 @@ def _stage_units(ws: Workspace, stage: Stage, platform: Platform, done: dict[str
                   if u.platform.name == p and u.stage.name in stage.after)
     earlier = set(ws.upstream_stages(stage.name))
     upstream = tuple(u for u in done.values() if u.platform.name == p and u.stage.name in earlier)
+    identify = _stage_identity(ws, stage, platform, done, identify)
     rin = {r: recipe_inputs(ws.recipes[r], platform, ws.pins, identify, cache, lock)
            for r in covering}
     # each recipe as this platform builds it: URLs resolved, digests from the source lock

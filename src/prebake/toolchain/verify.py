@@ -17,7 +17,7 @@ from prebake.errors import PrebakeError
 from prebake.recipes.model import Recipe
 from prebake.toolchain.families import BY_NAME, Family, at_least, family_of_argv, pin_matches
 from prebake.toolchain.probe import PROBER, Measured, Prober, probe_env, resolve_argv
-from prebake.workspace.model import Platform, Toolchain
+from prebake.workspace.model import TOOLCHAIN_PREFIX_TOKEN, Platform, Toolchain
 
 
 class Status(enum.Enum):
@@ -84,6 +84,15 @@ def verify_platform(platform: Platform, pins: Mapping[str, str],
                     caller_env: Mapping[str, str] | None = None) -> Verdict:
     prober = prober or PROBER
     tc = platform.toolchain
+    if tc.from_stage and any(TOOLCHAIN_PREFIX_TOKEN in a for a in (*tc.cc, *tc.cxx)):
+        # the compiler does not exist before its stage ran: asked when a unit uses it
+        none = Measured(tuple(tc.cc), None, None, None, "", "",
+                        error=f"installed by stage {tc.from_stage}")
+        return Verdict(platform.name, None, None, None, none,
+                       replace(none, argv=tuple(tc.cxx)), tuple(tc.ar), Status.UNPINNED,
+                       f"platform {platform.name}: its compiler is what stage "
+                       f"{tc.from_stage} installs ({{toolchain_prefix}}); identified by that "
+                       "stage's input hash")
     env = probe_env(platform.env, platform.env_unset, caller_env)
     fam = platform_family(tc)
     pinned = pins.get(tc.pin) if tc.pin else None
@@ -175,6 +184,20 @@ def refusals(units: Sequence[tuple[str, Sequence[Recipe], Platform]], verdicts:
 def resolved_toolchain(tc: Toolchain, v: Verdict) -> Toolchain:
     """The toolchain with the commands the verdict measured (what the build must run)."""
     return replace(tc, cc=v.cc.argv, cxx=v.cxx.argv, ar=v.ar)
+
+
+def with_toolchain_prefix(platform: Platform, prefix: str) -> Platform:
+    """``{toolchain_prefix}`` in cc/cxx/ar replaced by the folder holding the stage's files
+    (a unit's prefix holds every earlier stage's files; the stage's own units, its own)."""
+    tc = platform.toolchain
+    if tc.from_stage is None:
+        return platform
+
+    def fill(argv: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(a.replace(TOOLCHAIN_PREFIX_TOKEN, prefix) for a in argv)
+
+    return replace(platform, toolchain=replace(tc, cc=fill(tc.cc), cxx=fill(tc.cxx),
+                                               ar=fill(tc.ar)))
 
 
 def record(platform: Platform, pins: Mapping[str, str],

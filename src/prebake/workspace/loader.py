@@ -29,6 +29,7 @@ from prebake.recipes.model import Recipe, strategy_templates, template_fields
 from prebake.workspace.lines import LineIndex
 from prebake.workspace.model import (
     DEFAULT_STORE_URL,
+    TOOLCHAIN_PREFIX_TOKEN,
     CiConfig,
     LinkTest,
     PackageMode,
@@ -134,6 +135,7 @@ SCHEMA: Mapping[str, Mapping[str, Spec]] = {
         "ar": ARGV,
         "pin": STR,
         "cmake_toolchain": STR,
+        "from_stage": STR,
     },
     "link_test": {"flags": STR_LIST, "run": ARGV},
     "stage": {
@@ -286,8 +288,17 @@ def _toolchain(data: Mapping[str, Any], where: str, c: _Collector) -> Toolchain 
     cc, cxx = _argv(ok["cc"]), _argv(ok["cxx"])
     ar = _argv(ok["ar"]) if "ar" in ok else _default_ar(cc)
     spec: dict[str, str] = {k: _spec_text(ok[k]) for k in ("cc", "cxx", "ar") if k in ok}
+    from_stage = ok.get("from_stage")
+    uses_prefix = [k for k in ("cc", "cxx", "ar") if k in ok
+                   and TOOLCHAIN_PREFIX_TOKEN in _spec_text(ok[k])]
+    if uses_prefix and from_stage is None:
+        c.add(f"{where}.{uses_prefix[0]}", f"{TOOLCHAIN_PREFIX_TOKEN} needs from_stage = "
+              "\"STAGE\" (the stage that installs the compiler)")
+    if from_stage is not None and "pin" in ok:
+        c.add(f"{where}.pin", "a toolchain from_stage is identified by that stage's input "
+              "hash; it takes no pin")
     return Toolchain(expand_argv(cc), expand_argv(cxx), expand_argv(ar), ok.get("pin"),
-                     ok.get("cmake_toolchain"), spec)
+                     ok.get("cmake_toolchain"), spec, from_stage)
 
 
 def _platform(name: str, data: Any, c: _Collector) -> Platform | None:
@@ -528,6 +539,28 @@ def _check_deps(stages: Mapping[str, Stage], recipes: Mapping[str, Recipe], ws_u
             before.append(name)
 
 
+def _check_from_stage(platforms: Mapping[str, Platform], stages: Mapping[str, Stage],
+                      upstream: Callable[[str], tuple[str, ...]], c: _Collector) -> None:
+    """A toolchain built by a stage: that stage ships a prefix, and every other stage comes
+    after it (or before it, building it), so the compiler exists before it is used."""
+    for p in platforms.values():
+        src = p.toolchain.from_stage
+        if src is None:
+            continue
+        where = f"platforms.{p.name}.toolchain.from_stage"
+        if src not in stages:
+            c.add(where, f"unknown stage {src!r}{_hint(src, stages)}")
+            continue
+        if stages[src].package != "prefix":
+            c.add(where, f"stage {src!r} ships per recipe; the toolchain stage must ship its "
+                  "prefix (package = \"prefix\")")
+        before = set(upstream(src))
+        for st in stages:
+            if st != src and st not in before and src not in upstream(st):
+                c.add(f"stages.{st}.after", f"platform {p.name!r} builds with the toolchain "
+                      f"stage {src!r} installs, so stage {st!r} must come after {src!r}")
+
+
 def _check_pins(pins: Mapping[str, str], platforms: Mapping[str, Platform],
                 recipes: Mapping[str, Recipe], stages: Mapping[str, Stage],
                 c: _Collector) -> None:
@@ -615,6 +648,7 @@ def load_workspace(root: Path) -> Workspace:
         ws = replace(_assemble(root, file, proj, pins, platforms, stages, aliases, stores,
                                default_store, recipes), ci=ci, trust=trust)
         _check_deps(stages, recipes, ws.upstream_stages, c)
+        _check_from_stage(platforms, stages, ws.upstream_stages, c)
     if c.problems:
         raise ConfigError(str(file), c.problems)
     return ws

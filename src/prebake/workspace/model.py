@@ -20,6 +20,7 @@ from prebake.recipes.model import Recipe
 
 PackageMode = Literal["prefix", "per-recipe"]
 PYTHON_TOKEN = "{python}"
+TOOLCHAIN_PREFIX_TOKEN = "{toolchain_prefix}"
 DEFAULT_STORE_URL = "file://./releases"
 
 
@@ -41,8 +42,10 @@ class Toolchain:
 
     ``spec`` keeps the TOML text as written (``{python}`` unexpanded): it goes into input hashes,
     the expanded paths do not (they differ between machines).
-    ``pin`` names the pin that identifies the toolchain (e.g. ``emsdk``); without one the
-    compiler's ``--version`` line identifies it.
+    ``pin`` names the pin whose release the compiler must report (e.g. ``emsdk``); either way
+    what the compiler reports is its identity. ``from_stage`` names the stage that installs
+    the compiler: ``{toolchain_prefix}`` in the argv is that stage's prefix, and the stage
+    unit's input hash is the identity.
     """
 
     cc: tuple[str, ...]
@@ -51,6 +54,8 @@ class Toolchain:
     pin: str | None = None
     cmake_toolchain: str | None = None
     spec: Mapping[str, str] = field(default_factory=dict)
+    # a stage whose installed prefix holds the compiler (``{toolchain_prefix}`` in cc/cxx/ar)
+    from_stage: str | None = None
 
 
 @dataclass(frozen=True)
