@@ -63,11 +63,11 @@ def test_a_key_without_a_description_fails_with_what_to_add(
     from prebake.workspace import loader
 
     reference._descriptions.cache_clear()
-    grown = {**SCHEMA, "toolchain": {**SCHEMA["toolchain"], "from_stage": loader.STR}}
+    grown = {**SCHEMA, "toolchain": {**SCHEMA["toolchain"], "sysroot": loader.STR}}
     monkeypatch.setattr(loader, "SCHEMA", grown)
     with pytest.raises(reference.MissingDescription) as info:
         render()
-    assert '"platforms.NAME.toolchain.from_stage" = "what it means"' in str(info.value)
+    assert '"platforms.NAME.toolchain.sysroot" = "what it means"' in str(info.value)
     assert "under [toml] in src/prebake/reference/descriptions.toml" in str(info.value)
 
 
