@@ -4,7 +4,7 @@ There is deliberately no switch to downgrade a failure to a warning."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,11 +23,14 @@ def license_dest(recipe: Recipe) -> str | None:
 
 
 def _missing_outputs(recipe: Recipe, platform: str, prefix: Path) -> list[str]:
+    """Declared outputs absent from the prefix (a glob that matches nothing is absent too)."""
+    from prebake.bake.shipped import expand
+
     wanted = [*recipe.outputs.libs_for(platform), *recipe.outputs.headers]
     lic = license_dest(recipe)
     if lic:
         wanted.append(lic)
-    return [w for w in wanted if not (prefix / w).exists()]
+    return expand(wanted, prefix)[1]
 
 
 def _kind_of(rel: str, declared: str) -> str:
@@ -41,8 +44,10 @@ def _kind_of(rel: str, declared: str) -> str:
 
 def _libraries(recipe: Recipe, platform: Platform, prefix: Path) -> list[Library]:
     """The recipe's libraries; a Windows import library rides on its DLL, not on its own."""
+    from prebake.bake.shipped import expand
+
     declared = recipe.kind_for(platform.name)
-    outputs = recipe.outputs.libs_for(platform.name)
+    outputs = expand(recipe.outputs.libs_for(platform.name), prefix)[0]  # globs expanded
     implibs: dict[str, str] = {}
     for rel in outputs:
         if rel.endswith(".dll"):
@@ -87,11 +92,12 @@ def _link_input(paths: list[Path], libs: list[Library], dep_libs: list[Path], wo
 
 def run_guards(recipe: Recipe, platform: Platform, prefix: Path, workdir: Path,
                log: Any, *, dep_libs: Sequence[Path] = (),
-               include_dirs: Sequence[Path] = ()) -> GuardReport:
+               include_dirs: Sequence[Path] = (), before: Collection[str] = ()) -> GuardReport:
     """Run every guard for ``recipe``'s outputs in ``prefix``; ``log`` gets the details.
 
     ``dep_libs`` are the libraries of the recipes it builds on (earlier stages), which the
-    link test links too; ``include_dirs`` add their headers.
+    link test links too; ``include_dirs`` add their headers. ``before`` are the prefix's files
+    before the recipe built: every other binary in it is the recipe's, listed or not.
     """
     from prebake.contract.check import check_paths
     from prebake.inspect import ParseOptions, inspect
@@ -108,17 +114,31 @@ def run_guards(recipe: Recipe, platform: Platform, prefix: Path, workdir: Path,
     if not paths:
         out.failures.append(f"{recipe.name}: declares no libraries for {platform.name}")
         return out
-    for lib, p in zip(out.libs, paths, strict=True):
+    from prebake.bake.shipped import LIBRARY_NAME, unlisted_binaries
+
+    declared = [lib.path for lib in out.libs] + [lib.implib for lib in out.libs if lib.implib]
+    unlisted, escapes = unlisted_binaries(prefix, declared, before)
+    if escapes:
+        out.failures.append(f"{recipe.name}: symlinks leave the prefix (a consumer's copy "
+                            "would dangle): " + ", ".join(escapes))
+        return out
+    out.unlisted = unlisted
+    if unlisted:
+        log.write(f"# {recipe.name} also ships binaries its outputs do not list (guarded the "
+                  f"same): {', '.join(unlisted)}")
+    for rel in [lib.path for lib in out.libs] + unlisted:
         try:
-            facts = inspect(p, ParseOptions(symbols=False))
+            facts = inspect(prefix / rel, ParseOptions(symbols=False))
         except PrebakeError as exc:
-            out.failures.append(f"{recipe.name}: inspect {lib.path}: {exc}")
+            out.failures.append(f"{recipe.name}: inspect {rel}: {exc}")
             continue
-        out.facts.append(facts_summary(facts, lib.path))
+        out.facts.append(facts_summary(facts, rel))
         out.cxx = out.cxx or facts.abi.cxx_stdlib not in (None, "none")
-    log.write(f"# guards for {recipe.name}: check {', '.join(lib.path for lib in out.libs)} "
+    checked = [*paths, *(prefix / rel for rel in unlisted)]
+    log.write(f"# guards for {recipe.name}: check "
+              f"{', '.join(p.relative_to(prefix).as_posix() for p in checked)} "
               f"against the {platform.name} contract")
-    report = check_paths(paths, platform.contract)
+    report = check_paths(checked, platform.contract)
     out.check = report
     log.write(report.render())
     for u in report.unknown:
@@ -148,7 +168,8 @@ def run_guards(recipe: Recipe, platform: Platform, prefix: Path, workdir: Path,
             f"symbol {sym}" for sym in snippet.symbols]
     from prebake.bake.whole import whole_archive_guard
 
-    failure = whole_archive_guard(recipe, platform, prefix, paths, list(dep_libs), workdir, log,
+    whole = [*paths, *(prefix / rel for rel in unlisted if LIBRARY_NAME.search(rel))]
+    failure = whole_archive_guard(recipe, platform, prefix, whole, list(dep_libs), workdir, log,
                                   out)
     if failure:
         out.failures.append(failure)

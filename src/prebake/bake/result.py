@@ -34,6 +34,8 @@ class GuardReport:
     linked: list[str] = field(default_factory=list)  # how the link test referenced the library
     # allow_undefined pattern -> the undefined names it let through the whole-archive proof
     allowed: dict[str, list[str]] = field(default_factory=dict)
+    # binaries the build added that Outputs.libs does not name: guarded, shipped, not exported
+    unlisted: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:

@@ -38,6 +38,7 @@ from prebake.bake.layout import Layout, WorkDirs, stage_marker, work_dirs
 from prebake.bake.options import Options
 from prebake.bake.process import BuildLog, run_logged
 from prebake.bake.result import GuardReport, UnitResult, UnitState
+from prebake.bake.shipped import dep_libraries, prefix_files
 from prebake.digest import file_sha256
 from prebake.errors import PrebakeError
 from prebake.package import cmake, pkgconfig
@@ -117,6 +118,7 @@ class RecipeBuilt:
     recipe: Recipe
     strategy: Build | Repackage
     work: Path
+    before: frozenset[str] = frozenset()  # the prefix's files before it built (not its own)
 
 
 @dataclass(frozen=True)
@@ -273,12 +275,13 @@ def build_recipe(run: UnitRun, recipe: Recipe) -> RecipeBuilt:
     if work.exists():
         shutil.rmtree(work)
     work.mkdir(parents=True)
+    before = frozenset(prefix_files(run.dirs.prefix))
     if isinstance(strategy, Repackage):
         _repackage(run, recipe, strategy, work)
     else:
         _compile(run, recipe, strategy, work)
     _install_license(recipe, work, run.dirs.prefix)
-    return RecipeBuilt(recipe, strategy, work)
+    return RecipeBuilt(recipe, strategy, work, before)
 
 
 def _compile(run: UnitRun, recipe: Recipe, strategy: Build, work: Path) -> None:
@@ -351,10 +354,10 @@ def guard_recipe(run: UnitRun, built: RecipeBuilt) -> RecipeGuarded:
     recipe, dirs, p = built.recipe, run.dirs, run.unit.platform
     run.say(f"{recipe.name}: guards (inspect, contract, link test)")
     recipes = run.ws.recipes
-    dep_libs = [dirs.deps / lib for d in recipe.deps if d in recipes
-                for lib in recipes[d].outputs.libs_for(p.name) if (dirs.deps / lib).exists()]
+    dep_libs = dep_libraries(recipes, recipe, p.name, dirs.deps)
     outcome = run_guards(recipe, p, dirs.prefix, built.work, run.log, dep_libs=dep_libs,
-                         include_dirs=[] if dirs.shared_prefix else [dirs.deps / "include"])
+                         include_dirs=[] if dirs.shared_prefix else [dirs.deps / "include"],
+                         before=built.before)
     if not outcome.ok:
         raise UnitFailed("\n".join(outcome.failures), outcome.violations)
     return RecipeGuarded(recipe, outcome)
