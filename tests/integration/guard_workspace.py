@@ -19,7 +19,7 @@ version = "1.0.0"
 
 [pins]
 thrower = "2.1.0"
-emsdk = "5.0.5"
+emsdk = "3.1.6"  # what Debian's em++ reports: the pin is verified against it
 
 [platforms.wasm]
 os = "emscripten"
