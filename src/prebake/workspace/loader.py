@@ -53,7 +53,7 @@ SYNONYMS: Mapping[str, str] = {
     "mingw": "windows", "web": "emscripten", "emsdk": "emscripten",
 }
 _PLATFORM_NAME = re.compile(r"^[a-z0-9]+(?:-[a-z0-9_]+)*$")
-_PROJECT_NAME = re.compile(r"^[A-Za-z0-9_.+]+(?:-[A-Za-z_][A-Za-z0-9_.+]*)*$")
+PROJECT_NAME = re.compile(r"^[A-Za-z0-9_.+]+(?:-[A-Za-z_][A-Za-z0-9_.+]*)*$")
 _VERSION = re.compile(r"^[0-9][A-Za-z0-9_.+~]*$")
 
 
@@ -629,7 +629,7 @@ def load_workspace(root: Path) -> Workspace:
     root = Path(root).resolve()
     file, top, c = _read_top(root)
     proj = c.table(top.get("project", {}), "project", "project")
-    for key, rx in (("name", _PROJECT_NAME), ("version", _VERSION)):
+    for key, rx in (("name", PROJECT_NAME), ("version", _VERSION)):
         if key in proj and (name_problem(proj[key]) is not None or not rx.match(proj[key])):
             c.add(f"project.{key}", f"not usable in an asset name: {proj[key]!r}")
     pins = _pins(top.get("pins", {}), c)
