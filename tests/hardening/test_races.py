@@ -156,3 +156,37 @@ def test_killed_fetch_leaves_nothing_the_next_fetch_does_not_clean(tmp_path: Pat
     assert done.returncode == 0, done.stderr
     assert sorted(p.name for p in into.parent.iterdir()) == ["into"]
     assert (into / "share" / "data" / "0000.txt").is_file()
+
+
+def test_a_fetch_during_a_publish_installs_one_upload_whole(tmp_path: Path) -> None:
+    """The ``.sha256`` and the bytes are two reads: a publish landing between them makes the
+    fetch start over from the new upload — never "tampered", never a mix of the two."""
+    from prebake.consume.fetch import fetch
+    from prebake.digest import ProgressFn
+    from prebake.package.naming import AssetId
+    from prebake.store.local import LocalStore
+    from tests.servers.assets import make_asset
+
+    old = make_asset(tmp_path / "old", "demo", "1.0.0", "linux-x86_64", {"lib/v.txt": b"old\n"})
+    new = make_asset(tmp_path / "new", "demo", "1.0.0", "linux-x86_64", {"lib/v.txt": b"new\n"})
+    root = tmp_path / "store"
+    LocalStore(root.as_uri(), root).publish(old)
+
+    class PublishedUnder(LocalStore):
+        """The real file store, whose first download comes right after a real publish."""
+
+        raced = False
+
+        def download(self, asset: AssetId, dest: Path, release: str | None = None, *,
+                     progress: ProgressFn | None = None) -> Path:
+            if not self.raced:
+                self.raced = True
+                LocalStore(self.url, self.path).publish(new)
+            return super().download(asset, dest, release, progress=progress)
+
+    store = PublishedUnder(root.as_uri(), root)
+    result = fetch("demo", "1.0.0", "linux-x86_64", store=store, into=tmp_path / "into",
+                   cache_dir=tmp_path / "cache")
+    assert store.raced
+    assert (tmp_path / "into" / "lib" / "v.txt").read_bytes() == b"new\n"
+    assert result.sha256 == hashlib.sha256(new.read_bytes()).hexdigest()

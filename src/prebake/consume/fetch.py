@@ -142,6 +142,9 @@ def _exclusive(path: Path) -> Iterator[None]:
             fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
 
 
+REPUBLISHED_RETRIES = 2  # a store re-published under a fetch twice in a row is not settled
+
+
 def _download_verified(store: Store, aid: AssetId, release: str, expected: str, cache: Path,
                        progress: ProgressFn | None) -> tuple[Path, bool]:
     """The verified asset in the cache, downloading (or resuming) when not there yet. A
@@ -306,18 +309,31 @@ def fetch(
         locked = None
     _prepare_into(into)
 
-    tag, expected = _resolve(st, aid, _candidates(st, aid, release, locked))
-    if locked is not None and locked.sha256 != expected:
-        raise IntegrityError(
-            f"{lock_path}: locks {aid.filename} at sha256 {locked.sha256} but {st.url} "
-            f"(release {tag}) now has {expected}; refusing to install other bytes than locked")
-    signed_by = None
-    if allowed_signers is not None:  # before the download: the signature covers `expected`
-        from prebake.trust.hooks import verify_in_store
+    for attempt in range(REPUBLISHED_RETRIES + 1):
+        tag, expected = _resolve(st, aid, _candidates(st, aid, release, locked))
+        if locked is not None and locked.sha256 != expected:
+            raise IntegrityError(
+                f"{lock_path}: locks {aid.filename} at sha256 {locked.sha256} but {st.url} "
+                f"(release {tag}) now has {expected}; refusing to install other bytes than "
+                "locked")
+        signed_by = None
+        if allowed_signers is not None:  # before the download: the signature covers `expected`
+            from prebake.trust.hooks import verify_in_store
 
-        signed_by = verify_in_store(st, aid, tag, expected, allowed_signers).principal
-    asset, downloaded = _download_verified(st, aid, tag, expected, cache_dir or default_cache(),
-                                           progress)
+            signed_by = verify_in_store(st, aid, tag, expected, allowed_signers).principal
+        try:
+            asset, downloaded = _download_verified(st, aid, tag, expected,
+                                                   cache_dir or default_cache(), progress)
+            break
+        except IntegrityError:
+            # the .sha256 and the bytes are read in two requests: a publish between them is
+            # not tampering when the store's .sha256 has moved on too; start over from the
+            # new one (lock, signature and all). An unchanged .sha256 means the bytes lie.
+            again = st.read_sidecar(aid, SHA256_SUFFIX, tag)
+            moved = again is not None and parse_sha256_line(
+                again.decode("utf-8", "replace"), aid.filename) != expected
+            if not moved or attempt == REPUBLISHED_RETRIES:
+                raise
 
     notes: list[str] = []
     if signed_by is not None:
