@@ -42,8 +42,7 @@ def _variant(out: Path, i: int, size: int) -> Path:
     path = out / AID.filename
     path.write_bytes(data)
     (out / AID.manifest_name).write_text(json.dumps(
-        {"schema_version": 1, "name": "demo", "version": "1.0.0", "platform": "linux-x86_64",
-         "variant": i}))
+        support.valid_manifest(created_by=f"variant {i}")))
     (out / AID.sha256_name).write_text(sha256_line(hashlib.sha256(data).hexdigest(),
                                                    AID.filename))
     return path
@@ -61,7 +60,7 @@ def _consistent(d: Path, digests: dict[str, int]) -> int:
     digest = parse_sha256_line((d / AID.sha256_name).read_text(), AID.filename)
     actual = hashlib.sha256((d / AID.filename).read_bytes()).hexdigest()
     assert actual == digest, "the .sha256 belongs to another upload than the bytes"
-    variant = json.loads((d / AID.manifest_name).read_text())["variant"]
+    variant = int(json.loads((d / AID.manifest_name).read_text())["created_by"].split()[-1])
     assert digests[actual] == variant, "the .json belongs to another upload than the bytes"
     return int(variant)
 

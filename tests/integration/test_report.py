@@ -14,9 +14,10 @@ from prebake.cli import main
 from tests.integration.diff_fixtures import prefix, write_demo_asset
 
 ESCAPED = "evil&lt;script&gt;alert(1)&lt;/script&gt;"
-PASS = {"check": {"ok": True, "violations": []}, "link_test": {"ok": True, "errors": []}}
-LINK_FAIL = {"check": {"ok": True, "violations": []},
-             "link_test": {"ok": False, "errors": ["undefined symbol: gone"]}}
+# guards in the manifest schema's shape (schemas/manifest.schema.json), as a build records them
+_CHECK = {"ok": True, "platform": "linux-x86_64", "contract": {}, "undecided": []}
+PASS = {"check": _CHECK, "link_test": {"ok": True, "flags": [], "linked": ["snippet"]}}
+LINK_FAIL = {"check": _CHECK, "link_test": {"ok": False, "flags": [], "linked": []}}
 
 
 @pytest.fixture(scope="module")

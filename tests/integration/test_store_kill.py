@@ -17,6 +17,7 @@ import pytest
 
 from prebake.package.naming import asset_id, sha256_line
 from prebake.store import open_store
+from tests import support
 from tests.servers.backends import Backend
 from tests.servers.fixtures import moto_s3, store_backend  # noqa: F401
 
@@ -40,8 +41,7 @@ def raw_asset(out: Path, size: int, seed: bytes) -> Path:
     data = hashlib.sha256(seed).digest() * (size // 32)
     path = out / aid.filename
     path.write_bytes(data)
-    (out / aid.manifest_name).write_text(json.dumps(
-        {"schema_version": 1, "name": "demo", "version": "1.0.0", "platform": "linux-x86_64"}))
+    (out / aid.manifest_name).write_text(json.dumps(support.valid_manifest()))
     (out / aid.sha256_name).write_text(sha256_line(hashlib.sha256(data).hexdigest(),
                                                    aid.filename))
     return path

@@ -22,6 +22,7 @@ from prebake.cli import main
 from prebake.plan import asset_for, make_plan
 from prebake.store import open_store
 from prebake.workspace import load_workspace
+from tests import support
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 SDK = ROOT / "examples" / "sdk"
@@ -301,9 +302,8 @@ def _publish_fake_asset(store_url: str, root: Path, unit: Any, workdir: Path) ->
     path.write_bytes(buf.getvalue())
     digest = hashlib.sha256(buf.getvalue()).hexdigest()
     (workdir / aid.sha256_name).write_text(f"{digest}  {aid.filename}\n")
-    (workdir / aid.manifest_name).write_text(json.dumps({
-        "schema_version": 1, "name": aid.name, "version": aid.version,
-        "platform": aid.platform, "input_hash": unit.input_hash}))
+    (workdir / aid.manifest_name).write_text(json.dumps(support.valid_manifest(
+        aid.name, aid.version, aid.platform, input_hash=unit.input_hash)))
     open_store(store_url, root=root).publish(path)
     return aid.filename
 

@@ -16,7 +16,9 @@ from prebake.cli import main
 from prebake.errors import PrebakeError
 from prebake.package.naming import asset_id
 from prebake.plan import ToolchainIdentity, asset_for, make_plan
+from prebake.plan.model import Unit
 from prebake.workspace import Toolchain, load_workspace
+from tests import support
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 SDK = ROOT / "examples" / "sdk"
@@ -30,6 +32,11 @@ def sdk(tmp_path: Path) -> Path:
     dest = tmp_path / "sdk"
     shutil.copytree(SDK, dest, ignore=shutil.ignore_patterns("releases", "__pycache__"))
     return dest
+
+
+def _named(unit: Unit) -> tuple[str, str, str]:
+    a = asset_for(unit)
+    return a.name, a.version, a.platform
 
 
 def hashes(ws_dir: Path, identify: ToolchainIdentity | None = None) -> dict[str, str]:
@@ -263,7 +270,8 @@ def test_status_comes_from_the_store(sdk: Path, capsys: pytest.CaptureFixture[st
         name = asset_for(unit).filename
         (release / name).write_bytes(b"not really an archive")
         (release / f"{name}.sha256").write_text(f"{'1' * 64}  {name}\n")
-        (release / f"{name}.json").write_text(json.dumps({"input_hash": h}))
+        (release / f"{name}.json").write_text(
+            json.dumps(support.valid_manifest(*_named(unit), input_hash=h)))
     _, out, _ = _run(capsys, "-C", str(sdk), "plan", "--json", "--platform", "wasm")
     status = {u["id"]: u["status"] for u in json.loads(out)["units"]}
     assert status == {"core/wasm": "built", "media/wasm": "stale", "onnxruntime/wasm": "missing"}
@@ -301,7 +309,8 @@ def test_explain_names_what_changed_since_the_stored_asset(
     (release / name).write_bytes(b"x")
     (release / f"{name}.sha256").write_text(f"{'1' * 64}  {name}\n")
     (release / f"{name}.json").write_text(json.dumps(
-        {"input_hash": unit.input_hash, "inputs": dict(unit.inputs)}))
+        support.valid_manifest(*_named(unit), input_hash=unit.input_hash,
+                               inputs=dict(unit.inputs))))
     rc, out, _ = _run(capsys, "-C", str(sdk), "plan", "--explain", unit.id)
     assert rc == 0 and "status: built" in out and "Changed since" not in out
 
@@ -315,7 +324,8 @@ def test_explain_names_what_changed_since_the_stored_asset(
     rc, out, _ = _run(capsys, "-C", str(sdk), "plan", "--explain", unit.id, "--json")
     assert [c["input"] for c in json.loads(out)["unit"]["changed"]] == ["platform-profile"]
 
-    (release / f"{name}.json").write_text(json.dumps({"input_hash": "0" * 64}))
+    (release / f"{name}.json").write_text(json.dumps(
+        support.valid_manifest(*_named(unit), input_hash="0" * 64)))
     rc, out, _ = _run(capsys, "-C", str(sdk), "plan", "--explain", unit.id)
     assert "its manifest does not list them" in out
 

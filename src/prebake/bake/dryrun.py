@@ -25,7 +25,7 @@ def dry_run_verdict(store: Store | None, unit: Unit, force: bool) -> str:
         m = read_manifest(store, unit.asset) if store is not None else None
     except (PrebakeError, OSError) as exc:
         return f"dry run: would build unless the store has it (store not asked: {exc})"
-    if m is not None and m.get("input_hash") == unit.input_hash:
+    if m is not None and m.input_hash == unit.input_hash:
         return "dry run: would skip (input hash matches the asset in the store)"
     return "dry run: would build (" + ("no asset in the store" if m is None
                                        else "input hash differs from the stored asset") + ")"

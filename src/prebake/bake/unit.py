@@ -231,7 +231,7 @@ def _restore_stage(run: UnitRun, stage: str, up: Unit | None, files: Path) -> No
         raise UnitFailed(f"stage {stage} has no files here and no asset to restore them from")
     store, aid = run.store, up.asset
     manifest = read_manifest(store, aid)
-    if manifest is not None and manifest.get("input_hash") != up.input_hash:
+    if manifest is not None and manifest.input_hash != up.input_hash:
         raise UnitFailed(f"{run.unit.id} builds on stage {stage}, whose asset "
                          f"{aid.filename} in {store.url} was built from other inputs "
                          f"(build --stage {stage} first)")
@@ -526,7 +526,7 @@ def skip_reason(store: Store, unit: Unit, force: bool) -> tuple[bool, str]:
     if force:
         return False, "--force"
     m = read_manifest(store, unit.asset)
-    if m is not None and m.get("input_hash") == unit.input_hash:
+    if m is not None and m.input_hash == unit.input_hash:
         return True, "input hash matches the asset in the store"
     return False, ("no asset in the store" if m is None
                    else "input hash differs from the asset in the store")

@@ -21,6 +21,7 @@ from typing import Any
 from prebake.digest import file_sha256
 from prebake.errors import PrebakeError
 from prebake.inspect.facts import Facts
+from prebake.manifest import Manifest
 
 MANIFEST_PATH = "share/prebake/manifest.json"
 HEADER_SUFFIXES = (".h", ".hh", ".hpp", ".hxx", ".h++", ".inc", ".inl", ".ipp", ".tcc")
@@ -107,23 +108,22 @@ def load_side(path: Path, label: str | None = None) -> Side:
     return Side(label, "binary", {lib.key: lib}, size=lib.size)
 
 
-def side_from_manifest(manifest: Mapping[str, Any], label: str) -> Side:
+def side_from_manifest(manifest: Manifest, label: str) -> Side:
     """A side known only from its manifest: facts, files and link order, but no exports."""
-    files = {str(f.get("path")): f for f in _list(manifest.get("files"))
-             if isinstance(f, Mapping)}
+    files = {f.path: f for f in manifest.files}
     libs: dict[str, Library] = {}
-    entries = [f for f in _list(manifest.get("facts")) if isinstance(f, Mapping)]
-    keys = _keys([str(f.get("path", "")) for f in entries])
-    for f, key in zip(entries, keys, strict=True):
-        rel = str(f.get("path", ""))
-        size = files.get(rel, {}).get("size")
-        libs[key] = Library(key, rel, dict(f), None, size if isinstance(size, int) else None)
-    headers = {p: str(f.get("sha256")) for p, f in files.items()
-               if p.startswith("include/") and "sha256" in f}
-    order = _order(manifest.get("link_order"))
-    sizes: list[int] = [f["size"] for f in files.values() if isinstance(f.get("size"), int)]
+    keys = _keys([f.path for f in manifest.facts])
+    for f, key in zip(manifest.facts, keys, strict=True):
+        entry = files.get(f.path)
+        libs[key] = Library(key, f.path, f.to_json(), None,
+                            entry.size if entry is not None else None)
+    headers = {p: f.sha256 for p, f in files.items()
+               if p.startswith("include/") and f.sha256 is not None}
+    order = [list(g) for g in manifest.link_order] or None
+    sizes = [f.size for f in files.values() if f.size is not None]
+    m = manifest.to_json()
     return Side(label, "manifest", libs, headers, order, "manifest" if order else None,
-                sum(sizes), dict(manifest), public_symbols=_public_symbols(manifest))
+                sum(sizes), m, public_symbols=_public_symbols(m))
 
 
 def _public_symbols(manifest: Mapping[str, Any] | None) -> tuple[str, ...]:

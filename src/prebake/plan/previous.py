@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from prebake.manifest import Manifest
 from prebake.plan.model import Unit
 
 
 def previous_manifest(unit: Unit, store_url: str, root: Path
-                      ) -> tuple[str, dict[str, object]] | None:
+                      ) -> tuple[str, Manifest] | None:
     """``(asset file name, manifest)`` of the store's previous version of the unit's asset, or
     ``None`` (a first release). Raises ``PrebakeError``/``OSError`` when the store cannot be
     asked."""
@@ -24,4 +25,4 @@ def previous_manifest(unit: Unit, store_url: str, root: Path
     if prev is None or prev[0] == unit.asset:
         return None
     manifest = read_manifest(store, prev[0], prev[1])
-    return (prev[0].filename, dict(manifest)) if manifest is not None else None
+    return (prev[0].filename, manifest) if manifest is not None else None

@@ -3,14 +3,19 @@
 The asset's ``.json`` manifest sidecar carries the ``input_hash`` it was built from: equal means
 "built" (the unit is skipped), a different hash "stale", no asset "missing". A store that cannot
 be reached (or not yet implemented) gives "unknown" rather than a guess.
+
+A sidecar that is not a valid manifest (not JSON, or breaking ``schemas/manifest.schema.json``)
+is "stale", never "built": the store holds an asset under the unit's name, but nothing trustworthy
+says what it was built from, so a user expects it rebuilt and replaced ("unknown" is kept for a
+store that could not be asked, which a rebuild would not fix).
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from prebake.errors import PrebakeError
+from prebake.manifest import Manifest, ManifestError, parse_manifest
 from prebake.package.naming import MANIFEST_SUFFIX
 from prebake.plan.model import Plan, Unit, asset_for
 from prebake.store.base import Store
@@ -18,22 +23,30 @@ from prebake.store.base import Store
 STATUSES = ("built", "stale", "missing", "unknown")
 
 
-def _lookup(store: Store, unit: Unit, release: str | None) -> str:
-    data = store.read_sidecar(asset_for(unit), MANIFEST_SUFFIX, release)
+def _stored(store: Store, unit: Unit, release: str | None) -> Manifest | ManifestError | None:
+    """The unit's stored manifest, the error that makes it invalid, or ``None`` when absent."""
+    aid = asset_for(unit)
+    data = store.read_sidecar(aid, MANIFEST_SUFFIX, release)
     if data is None:
-        return "missing"
+        return None
     try:
-        manifest = json.loads(data)
-    except ValueError:
-        return "stale"
-    return unit_status_from(unit, manifest if isinstance(manifest, dict) else {})
+        return parse_manifest(data, f"{aid.manifest_name} in {store.url}")
+    except ManifestError as exc:
+        return exc
 
 
-def unit_status_from(unit: Unit, manifest: dict[str, object] | None) -> str:
-    """"built" when the manifest's input hash is the unit's, "stale" if not, "missing"."""
+def _lookup(store: Store, unit: Unit, release: str | None) -> str:
+    return unit_status_from(unit, _stored(store, unit, release))
+
+
+def unit_status_from(unit: Unit, manifest: Manifest | ManifestError | None) -> str:
+    """"built" when the manifest's input hash is the unit's, "stale" if not (or if the sidecar
+    is not a valid manifest), "missing" when there is none."""
     if manifest is None:
         return "missing"
-    return "built" if manifest.get("input_hash") == unit.input_hash else "stale"
+    if isinstance(manifest, ManifestError):
+        return "stale"
+    return "built" if manifest.input_hash == unit.input_hash else "stale"
 
 
 def unit_status(store: Store, unit: Unit, release: str | None = None) -> str:
@@ -66,37 +79,26 @@ def plan_statuses(plan: Plan, store_url: str, root: Path, release: str | None = 
 
 
 def stored_manifest(unit: Unit, store_url: str, root: Path, release: str | None = None
-                    ) -> dict[str, object] | None:
-    """The manifest of the unit's asset in the store (any input hash), ``None`` if absent.
+                    ) -> Manifest | ManifestError | None:
+    """The manifest of the unit's asset in the store (any input hash), the error of an invalid
+    one, ``None`` if absent.
 
     Raises ``PrebakeError``/``OSError`` when the store cannot be asked.
     """
     from prebake.store import open_store
 
-    data = open_store(store_url, root=root).read_sidecar(asset_for(unit), MANIFEST_SUFFIX,
-                                                         release)
-    if data is None:
-        return None
-    try:
-        manifest = json.loads(data)
-    except ValueError:
-        return {}
-    return manifest if isinstance(manifest, dict) else {}
+    return _stored(open_store(store_url, root=root), unit, release)
 
 
-def changed_inputs(unit: Unit, manifest: dict[str, object] | None
+def changed_inputs(unit: Unit, manifest: Manifest | ManifestError | None
                    ) -> list[tuple[str, str | None, str | None]] | None:
     """``(input, stored, now)`` for each input that differs from the stored asset's manifest.
 
     ``None`` when the manifest does not record its inputs (then only the hash can be compared).
     """
-    stored = manifest.get("inputs") if manifest else None
-    if not isinstance(stored, dict):
+    if not isinstance(manifest, Manifest) or manifest.inputs is None:
         return None
+    stored = manifest.inputs
     names = sorted(set(stored) | set(unit.inputs))
-    return [(n, _str_or_none(stored.get(n)), unit.inputs.get(n)) for n in names
-            if _str_or_none(stored.get(n)) != unit.inputs.get(n)]
-
-
-def _str_or_none(v: object) -> str | None:
-    return None if v is None else str(v)
+    return [(n, stored.get(n), unit.inputs.get(n)) for n in names
+            if stored.get(n) != unit.inputs.get(n)]

@@ -32,7 +32,8 @@ def collect(store: Store, *, download: bool = True,
     for aid, tag in sorted(assets_in_store(store), key=lambda at: at[0]):
         m = read_manifest(store, aid, tag)
         if m is None:
-            data.warnings.append(f"{aid.filename}: manifest sidecar missing or not JSON; skipped")
+            data.warnings.append(f"{aid.filename}: manifest sidecar missing or not a valid "
+                                 "manifest; skipped")
             continue
         data.releases.append(Release(aid, tag, m))
     by_line: dict[tuple[str, str], list[Release]] = {}

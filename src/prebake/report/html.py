@@ -8,25 +8,24 @@ from typing import Any
 from prebake import __version__
 from prebake.diff import DiffResult, version_key
 from prebake.diff.render import describe, human_size
+from prebake.manifest import Manifest
 from prebake.report.model import CELL_FACTS, Release, ReportData
 
 VERDICT = {True: "pass", False: "fail", None: "not recorded"}
 
 
-def _verdict(manifest: Mapping[str, Any], guard: str) -> dict[str, Any]:
-    """A guard's verdict from the manifest's ``guards`` field (proposed; absent in older
-    manifests, shown as "not recorded" rather than guessed)."""
-    guards = manifest.get("guards")
-    entry = guards.get(guard) if isinstance(guards, Mapping) else None
-    ok = entry.get("ok") if isinstance(entry, Mapping) else None
-    ok = ok if isinstance(ok, bool) else None
-    detail: list[str] = []
-    if isinstance(entry, Mapping):
-        for key in ("violations", "errors"):
-            items = entry.get(key)
-            if isinstance(items, list):
-                detail += [str(x) for x in items[:5]]
-    return {"state": VERDICT[ok], "ok": ok, "detail": "; ".join(detail)}
+def _verdict(manifest: Manifest, guard: str) -> dict[str, Any]:
+    """A guard's verdict from the manifest's ``guards`` field (absent in older manifests, shown
+    as "not recorded" rather than guessed). An asset exists only when its guards passed, so
+    the record holds no violation text; the detail names what was undecided."""
+    g = manifest.guards
+    ok: bool | None = None
+    detail = ""
+    if g is not None:
+        ok = g.check.ok if guard == "check" else g.link_test.ok
+        if guard == "check":
+            detail = "; ".join(g.check.undecided[:5])
+    return {"state": VERDICT[ok], "ok": ok, "detail": detail}
 
 
 def _fact_values(facts: Sequence[Mapping[str, Any]], name: str) -> str | None:
@@ -44,23 +43,19 @@ def _fact_values(facts: Sequence[Mapping[str, Any]], name: str) -> str | None:
     return " | ".join(seen) if seen else None
 
 
-def _toolchain(manifest: Mapping[str, Any]) -> str | None:
+def _toolchain(manifest: Manifest) -> str | None:
     """``emsdk 5.0.5 (<version line>)`` when the toolchain is pinned, else the compiler's
     version line — whole: the release number comes last in most of them (``emcc (Emscripten
     gcc/clang-like replacement + linker emulating GNU ld) 3.1.6 ()``), so a cut line hides it."""
-    tc = manifest.get("toolchain")
-    if not isinstance(tc, Mapping):
-        return None
-    version = tc.get("version")
-    version = version.strip() if isinstance(version, str) and version.strip() else None
-    if tc.get("pin") and tc.get("pin_version"):
+    tc = manifest.toolchain
+    version = tc.version.strip() if tc.version and tc.version.strip() else None
+    if tc.pin and tc.pin_version:
         # the pin names the toolchain the build asked for; the version line what really ran
-        pinned = f"{tc['pin']} {tc['pin_version']}"
+        pinned = f"{tc.pin} {tc.pin_version}"
         return f"{pinned} ({version})" if version else pinned
     if version:
         return version
-    cc = tc.get("cc")
-    return " ".join(map(str, cc)) if isinstance(cc, list) and cc else None
+    return " ".join(tc.cc) if tc.cc else None
 
 
 def _release_tag(r: Release) -> str:
@@ -73,9 +68,8 @@ def _release_tag(r: Release) -> str:
 
 def _cell(r: Release, diff: tuple[int, DiffResult, str] | None) -> dict[str, Any]:
     m = r.manifest
-    facts = [f for f in m.get("facts", []) if isinstance(f, Mapping)] \
-        if isinstance(m.get("facts"), list) else []
-    ih = str(m.get("input_hash") or "")
+    facts = [f.to_json() for f in m.facts]
+    ih = m.input_hash
     cell: dict[str, Any] = {
         "version": r.aid.version, "release": r.release, "asset": r.aid.filename,
         "size": human_size(r.size), "input_hash": ih, "input_short": ih[:12],

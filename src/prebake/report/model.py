@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from prebake.diff.model import DiffResult
+from prebake.manifest import Manifest
 from prebake.package.naming import AssetId
 
 # The facts a matrix cell shows (manifest ``facts`` -> abi / top level), in this order.
@@ -19,13 +19,11 @@ class Release:
 
     aid: AssetId
     release: str | None
-    manifest: dict[str, Any]
+    manifest: Manifest
 
     @property
     def size(self) -> int:
-        files = self.manifest.get("files")
-        return sum(f["size"] for f in files if isinstance(f, dict)
-                   and isinstance(f.get("size"), int)) if isinstance(files, list) else 0
+        return sum(f.size for f in self.manifest.files if f.size is not None)
 
 
 @dataclass

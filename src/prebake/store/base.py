@@ -12,19 +12,19 @@ backoff on transient errors, and token redaction.
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Protocol, TypeVar
 from urllib.parse import unquote
 
 from prebake.digest import ProgressFn as ProgressFn  # the stores' progress callback type
 from prebake.digest import file_sha256
 from prebake.errors import PrebakeError
+from prebake.manifest import Manifest, ManifestError, parse_manifest, read_manifest_file
 from prebake.package.naming import (
     MANIFEST_SUFFIX,
     MAX_ASSET_BYTES,
@@ -130,13 +130,7 @@ def prepare_publish(asset_path: Path) -> PublishSet:
     digest = parse_sha256_line(
         read_bounded(sha_file, sidecar_limit(SHA256_SUFFIX), "sha256 sidecar").decode(
             "utf-8", "replace"), aid.filename)
-    try:
-        manifest = json.loads(read_bounded(man_file, MAX_JSON_SIDECAR, "manifest sidecar"))
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise PrebakeError(f"{man_file}: not JSON ({exc})") from None
-    if not isinstance(manifest, dict):
-        raise PrebakeError(f"{man_file}: manifest is not an object")
-    named = (manifest.get("name"), manifest.get("version"), manifest.get("platform"))
+    named = read_manifest_file(man_file, MAX_JSON_SIDECAR).named
     if named != (aid.name, aid.version, aid.platform):
         raise PrebakeError(f"{man_file}: manifest names {named}, the file name says "
                            f"{(aid.name, aid.version, aid.platform)}")
@@ -192,18 +186,16 @@ def redact(text: str, *secrets: str | None) -> str:
     return text
 
 
-def read_manifest(store: Store, aid: AssetId, release: str | None = None
-                  ) -> dict[str, Any] | None:
+def read_manifest(store: Store, aid: AssetId, release: str | None = None) -> Manifest | None:
     """The manifest sidecar of a complete asset in ``release``, ``None`` when it is absent or
-    not a JSON object (callers treat an unreadable manifest like a missing asset)."""
+    not a valid manifest (callers treat an unreadable manifest like a missing asset)."""
     raw = store.read_sidecar(aid, MANIFEST_SUFFIX, release)
     if raw is None:
         return None
     try:
-        data = json.loads(raw)
-    except ValueError:
+        return parse_manifest(raw, f"{aid.manifest_name} in {store.url}")
+    except ManifestError:
         return None
-    return data if isinstance(data, dict) else None
 
 
 def is_complete(names: set[str], filename: str) -> bool:
