@@ -143,11 +143,13 @@ def test_report_renders_in_chromium(report: Path, tmp_path: Path) -> None:
 
 
 def test_a_pinned_toolchain_shows_what_really_ran_too() -> None:
+    from prebake.manifest import Toolchain
     from prebake.report.html import _toolchain
 
     line = "emcc (Emscripten gcc/clang-like replacement + linker emulating GNU ld) 3.1.6 ()"
     tc = {"pin": "emsdk", "pin_version": "5.0.5", "version": line}
-    shown = _toolchain({"toolchain": tc})
+    shown = _toolchain(Toolchain.from_json(tc))
     # the whole identity: the release number is at the end of emcc's line, never cut off
     assert shown == f"emsdk 5.0.5 ({line})"
-    assert _toolchain({"toolchain": {"cc": ["gcc"], "version": "gcc 12.2.0"}}) == "gcc 12.2.0"
+    assert _toolchain(Toolchain.from_json({"cc": ["gcc"], "version": "gcc 12.2.0"})
+                      ) == "gcc 12.2.0"

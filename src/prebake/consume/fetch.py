@@ -13,7 +13,6 @@ HTTP ``Range`` on the next attempt; verified assets are kept by sha256 so a re-f
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -25,13 +24,14 @@ from prebake.consume.unpack import DEFAULT_MAX_BYTES, UnsafeArchive, safe_extrac
 from prebake.contract.model import Contract
 from prebake.digest import ProgressFn, file_sha256
 from prebake.errors import CheckFailed, PrebakeError
+from prebake.manifest import MAX_MANIFEST_BYTES, ManifestError, parse_manifest, read_manifest_file
 from prebake.names import check_name, name_problem
 from prebake.package.naming import SHA256_SUFFIX, AssetId, asset_id, parse_sha256_line
 from prebake.store import open_store
 from prebake.store.base import DEFAULT_RELEASE, Store
 
 MANIFEST_IN_PREFIX = "share/prebake/manifest.json"
-MAX_MANIFEST = 64 * 1024**2  # a manifest lists files and facts; 100 000 files fit easily
+MAX_MANIFEST = MAX_MANIFEST_BYTES
 
 
 def declared_sizes(store: Store, aid: AssetId, release: str) -> dict[str, int] | None:
@@ -40,20 +40,15 @@ def declared_sizes(store: Store, aid: AssetId, release: str) -> dict[str, int] |
     from prebake.package.naming import MANIFEST_SUFFIX
 
     raw = store.read_sidecar(aid, MANIFEST_SUFFIX, release)
-    try:
-        data = json.loads(raw) if raw is not None and len(raw) <= MAX_MANIFEST else None
-    except ValueError:
-        data = None
-    files = data.get("files") if isinstance(data, dict) else None
-    if not isinstance(files, list) or not files:
+    if raw is None:
         return None
-    out: dict[str, int] = {}
-    for f in files:
-        if not (isinstance(f, dict) and isinstance(f.get("path"), str)
-                and isinstance(f.get("size"), int) and f["size"] >= 0):
-            return None
-        out[f["path"]] = f["size"]
-    return out
+    try:
+        m = parse_manifest(raw, f"{aid.manifest_name} in {store.url}", MAX_MANIFEST)
+    except ManifestError:
+        return None
+    if not m.files or any(f.size is None for f in m.files):
+        return None
+    return {f.path: f.size for f in m.files if f.size is not None}
 
 
 class IntegrityError(CheckFailed):
@@ -186,17 +181,14 @@ def _checker(aid: AssetId, contract: Contract | None,
         if not manifest.is_file() or manifest.is_symlink():
             raise IntegrityError(f"{aid.filename}: has no {MANIFEST_IN_PREFIX}, so nothing says "
                                  "which asset it is; not a prebake asset, nothing was installed")
-        from prebake.bounded import read_bounded
-
-        data: Any = None
         try:
-            data = json.loads(read_bounded(manifest, MAX_MANIFEST, "manifest"))
-        except (ValueError, UnicodeDecodeError):
-            data = None
-        named = (data.get("name"), data.get("version"), data.get("platform")) \
-            if isinstance(data, dict) else None
-        if named != (aid.name, aid.version, aid.platform):
-            raise IntegrityError(f"{aid.filename}: its {MANIFEST_IN_PREFIX} names {named}; "
+            typed = read_manifest_file(manifest, MAX_MANIFEST)
+        except ManifestError as exc:
+            raise IntegrityError(f"{aid.filename}: its {MANIFEST_IN_PREFIX} is not a valid "
+                                 f"manifest ({exc.reason}); nothing was installed") from None
+        if typed.named != (aid.name, aid.version, aid.platform):
+            raise IntegrityError(f"{aid.filename}: its {MANIFEST_IN_PREFIX} names "
+                                 f"{typed.named}; "
                                  "an asset published under another name, nothing was "
                                  "installed")
         if contract is not None:
@@ -208,7 +200,7 @@ def _checker(aid: AssetId, contract: Contract | None,
                 raise CheckFailed(f"{aid.filename} breaks this consumer's contract; nothing "
                                   f"was installed\n{report.render()}", report.to_json())
         if consumer is not None:
-            _check_toolchain(aid, data if isinstance(data, dict) else {}, consumer, tree,
+            _check_toolchain(aid, typed.to_json(), consumer, tree,
                              notes if notes is not None else [])
 
     return check

@@ -10,7 +10,6 @@ symbols). The comparison only sees ``Side``; it never cares where the bytes were
 
 from __future__ import annotations
 
-import json
 import re
 import tempfile
 from collections.abc import Iterator, Mapping
@@ -21,7 +20,7 @@ from typing import Any
 from prebake.digest import file_sha256
 from prebake.errors import PrebakeError
 from prebake.inspect.facts import Facts
-from prebake.manifest import Manifest
+from prebake.manifest import Manifest, read_manifest_file
 
 MANIFEST_PATH = "share/prebake/manifest.json"
 HEADER_SUFFIXES = (".h", ".hh", ".hpp", ".hxx", ".h++", ".inc", ".inl", ".ipp", ".tcc")
@@ -139,11 +138,6 @@ def _list(v: Any) -> list[Any]:
     return v if isinstance(v, list) else []
 
 
-def _order(v: Any) -> list[list[str]] | None:
-    groups = [[str(p) for p in g] for g in _list(v) if isinstance(g, list) and g]
-    return groups or None
-
-
 def _keys(paths: list[str]) -> list[str]:
     """Match keys: the unversioned file name, or the unversioned path where names collide."""
     names = [library_key(p.rsplit("/", 1)[-1]) for p in paths]
@@ -152,17 +146,11 @@ def _keys(paths: list[str]) -> list[str]:
             for p, n in zip(paths, names, strict=True)]
 
 
-def _read_manifest(root: Path) -> dict[str, Any] | None:
+def _read_manifest(root: Path) -> Manifest | None:
+    """The tree's ``share/prebake/manifest.json`` through the one loader (bounded, validated;
+    an invalid one is an error naming it, never a half-trusted side)."""
     p = root / MANIFEST_PATH
-    if not p.is_file():
-        return None
-    try:
-        data = json.loads(p.read_text("utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise PrebakeError(f"{p}: not a JSON manifest ({exc})") from None
-    if not isinstance(data, dict):
-        raise PrebakeError(f"{p}: manifest is not a JSON object")
-    return data
+    return read_manifest_file(p) if p.is_file() else None
 
 
 def _files(root: Path) -> Iterator[Path]:
@@ -174,7 +162,8 @@ def _files(root: Path) -> Iterator[Path]:
 def _from_tree(root: Path, label: str, kind: str | None) -> Side:
     from prebake.inspect.resolve import resolve
 
-    manifest = _read_manifest(root)
+    typed = _read_manifest(root)
+    manifest = typed.to_json() if typed is not None else None
     prefix = any((root / d).is_dir() for d in (*LIB_DIRS, "include"))
     if prefix:
         header_files = list(_files(root / "include")) if (root / "include").is_dir() else []
@@ -197,7 +186,7 @@ def _from_tree(root: Path, label: str, kind: str | None) -> Side:
                 manifest=manifest, size=sum(p.stat().st_size for p in _files(root)),
                 declared=header_identifiers(header_files) if header_files else None,
                 public_symbols=_public_symbols(manifest))
-    order = _order(manifest.get("link_order")) if manifest else None
+    order = ([list(g) for g in typed.link_order] or None) if typed is not None else None
     if order:
         side.link_order, side.link_order_source = order, "manifest"
     else:

@@ -8,7 +8,7 @@ from typing import Any
 from prebake import __version__
 from prebake.diff import DiffResult, version_key
 from prebake.diff.render import describe, human_size
-from prebake.manifest import Manifest
+from prebake.manifest import Manifest, Toolchain
 from prebake.report.model import CELL_FACTS, Release, ReportData
 
 VERDICT = {True: "pass", False: "fail", None: "not recorded"}
@@ -43,11 +43,10 @@ def _fact_values(facts: Sequence[Mapping[str, Any]], name: str) -> str | None:
     return " | ".join(seen) if seen else None
 
 
-def _toolchain(manifest: Manifest) -> str | None:
+def _toolchain(tc: Toolchain) -> str | None:
     """``emsdk 5.0.5 (<version line>)`` when the toolchain is pinned, else the compiler's
     version line — whole: the release number comes last in most of them (``emcc (Emscripten
     gcc/clang-like replacement + linker emulating GNU ld) 3.1.6 ()``), so a cut line hides it."""
-    tc = manifest.toolchain
     version = tc.version.strip() if tc.version and tc.version.strip() else None
     if tc.pin and tc.pin_version:
         # the pin names the toolchain the build asked for; the version line what really ran
@@ -76,7 +75,7 @@ def _cell(r: Release, diff: tuple[int, DiffResult, str] | None) -> dict[str, Any
         "check": _verdict(m, "check"), "link_test": _verdict(m, "link_test"),
         "facts": [("release", _release_tag(r))]
         + [(k, v) for k in CELL_FACTS if (v := _fact_values(facts, k)) is not None]
-        + ([("toolchain", tc)] if (tc := _toolchain(m)) else []),
+        + ([("toolchain", tc)] if (tc := _toolchain(m.toolchain)) else []),
         "libraries": [str(f.get("path")) for f in facts],
         "diff": None,
     }
