@@ -88,7 +88,7 @@ def test_main_job_builds_checks_and_packages_every_unit(built: tuple[Path, dict[
         jsonschema.validate(manifest, schema)
         unit = next(u for u in data["units"] if u["asset"] == name)
         assert manifest["input_hash"] == unit["input_hash"]
-        assert manifest["inputs"]["asset-format"] == "2"  # what `plan --explain` compares
+        assert manifest["inputs"]["asset-format"] == "3"  # what `plan --explain` compares
         # the guards it passed are on record: the platform's contract and consumer link flags
         guards = manifest["guards"]
         platform = manifest["platform"]

@@ -55,7 +55,8 @@ def dry_run_steps(ws: Workspace, unit: Unit, opts: Options, cache: SourceCache
                                describe(render_source(s, ver, ws.pins), work, recipe.folder,
                                         cache)]
             step["cwd"] = str(work / "build")
-            step["env"] = redact_env(command_env(unit, opts, recipe, strategy, ctx))  # printed
+            env = command_env(unit, opts, recipe, strategy, ctx, dirs=dirs)
+            step["env"] = redact_env(env)  # printed
             step["commands"] = [cmdline.expand(c, ctx, f"recipe {recipe.name} command {i}")
                                 for i, c in enumerate(strategy.commands, 1)]
         else:

@@ -41,11 +41,13 @@ from prebake.bake.result import GuardReport, UnitResult, UnitState
 from prebake.bake.shipped import dep_libraries, prefix_files
 from prebake.digest import file_sha256
 from prebake.errors import PrebakeError
-from prebake.package import cmake, pkgconfig
-from prebake.package.archive import Entry, collect_tree, write_asset
+from prebake.package import cmake, pkgconfig, relocate
+from prebake.package.adopt import Adopted, AdoptFailed, adopt_install
+from prebake.package.archive import Entry, collect_tree, with_generated, write_asset
 from prebake.package.libs import Library
 from prebake.package.manifest import make_manifest
 from prebake.package.naming import SHA256_SUFFIX, parse_sha256_line
+from prebake.package.version_proof import files_below, summary
 from prebake.plan.model import Unit
 from prebake.recipes.model import Build, Recipe, Repackage
 from prebake.sources import SourceCache, materialize, render_source
@@ -119,6 +121,7 @@ class RecipeBuilt:
     strategy: Build | Repackage
     work: Path
     before: frozenset[str] = frozenset()  # the prefix's files before it built (not its own)
+    installed: frozenset[str] = frozenset()  # the files the recipe added to the prefix
 
 
 @dataclass(frozen=True)
@@ -127,6 +130,7 @@ class RecipeGuarded:
 
     recipe: Recipe
     outcome: GuardReport
+    adopted: Adopted | None = None  # the version proof and the install's CMake packages
 
 
 @dataclass(frozen=True)
@@ -281,7 +285,8 @@ def build_recipe(run: UnitRun, recipe: Recipe) -> RecipeBuilt:
     else:
         _compile(run, recipe, strategy, work)
     _install_license(recipe, work, run.dirs.prefix)
-    return RecipeBuilt(recipe, strategy, work, before)
+    return RecipeBuilt(recipe, strategy, work, before,
+                       frozenset(files_below(run.dirs.prefix) - before))
 
 
 def _compile(run: UnitRun, recipe: Recipe, strategy: Build, work: Path) -> None:
@@ -291,7 +296,7 @@ def _compile(run: UnitRun, recipe: Recipe, strategy: Build, work: Path) -> None:
         run.say(f"{recipe.name}: fetching {getattr(s, 'url', getattr(s, 'path', ''))}")
         materialize(s, work, recipe.folder, run.cache)
     ctx = command_context(run.ws, run.unit, run.opts, recipe, work, run.dirs)
-    env = command_env(run.unit, run.opts, recipe, strategy, ctx)
+    env = command_env(run.unit, run.opts, recipe, strategy, ctx, dirs=run.dirs)
     run.log.env(env, dropped(run.opts.caller_env, env))
     (work / "build").mkdir(exist_ok=True)
     for i, command in enumerate(strategy.commands, 1):
@@ -363,16 +368,37 @@ def guard_recipe(run: UnitRun, built: RecipeBuilt) -> RecipeGuarded:
     return RecipeGuarded(recipe, outcome)
 
 
+def prove_install(run: UnitRun, built: RecipeBuilt, guarded: RecipeGuarded) -> RecipeGuarded:
+    """The recipe's own install, before prebake adds to it: every version it states agrees
+    with the pin, and its CMake packages are kept with ``<name>::<name>`` added beside them
+    (``prebake.package.adopt``)."""
+    recipe = built.recipe
+    run.say(f"{recipe.name}: version proof and the install's CMake packages")
+    try:
+        adopted = adopt_install(recipe, run.version(recipe), run.unit.platform.arch,
+                                run.dirs.prefix, built.installed, guarded.outcome.libs)
+    except AdoptFailed as exc:
+        raise UnitFailed(str(exc)) from None
+    for e in adopted.proof.evidence:
+        run.log.write(f"# version evidence: {e.render()} (pin {adopted.proof.pin}): agrees")
+    for rel in adopted.changed:
+        run.log.write(f"# {rel}: the asset's own CMake target, beside upstream's package")
+    return replace(guarded, adopted=adopted)
+
+
 def export_configs(run: UnitRun, guarded: RecipeGuarded) -> None:
     """CMake and pkg-config files per recipe, into the prefix (kept if the recipe made its
-    own), so later recipes and stages can ``find_package`` what earlier ones installed."""
+    own), so later recipes and stages can ``find_package`` what earlier ones installed.
+    No CMake files when the install's own CMake package serves the recipe's name."""
     recipe, outcome = guarded.recipe, guarded.outcome
     ver = run.version(recipe)
     req = [d for d in recipe.deps if d in run.ws.recipes]
     p = run.unit.platform
+    own_cmake = guarded.adopted is None or guarded.adopted.generate_cmake
     files = {
-        **cmake.generated_files(recipe.name, ver, outcome.libs, outcome.link_order,
-                                arch=p.arch, cxx=outcome.cxx, requires=req),
+        **(cmake.generated_files(recipe.name, ver, outcome.libs, outcome.link_order,
+                                 arch=p.arch, cxx=outcome.cxx, requires=req)
+           if own_cmake else {}),
         **pkgconfig.generated_files(recipe.name, ver, outcome.libs, outcome.link_order,
                                     requires=req, os=p.os),
     }
@@ -425,13 +451,41 @@ def package(run: UnitRun, guarded: Guarded) -> Packaged:
         guards=guards_record(unit.platform, [o for _r, o in outcomes]),
         inputs=unit.inputs,
     )
+    manifest["guards"]["version"] = summary([(g.recipe.name, g.adopted.proof)
+                                             for g in guarded.recipes if g.adopted is not None])
     trust = unit_trust(ws, unit, manifest["toolchain"], dirs.root, run.started_on, dirs.dist)
     manifest["provenance"] = trust.definition  # deterministic: no times, no host
     generated.update(trust.generated)  # share/prebake/sbom.cdx.json
+    entries = relocate_files(run, entries, generated, manifest)
     run.say(f"packaging {aid.filename}")
     path = write_asset(prefix, aid, manifest, dirs.dist, generated=generated, entries=entries)
     digest = (dirs.dist / aid.sha256_name).read_text().split()[0]
     return Packaged(path, digest, manifest, trust)
+
+
+def relocate_files(run: UnitRun, entries: list[Entry], generated: Mapping[str, bytes],
+                   manifest: Mapping[str, Any]) -> list[Entry]:
+    """Rewrite the install files prebake knows to be relative to their own folder, then
+    refuse the asset if any file it would ship still names the workspace, the unit's work
+    folder or its prefix (``prebake.package.relocate``)."""
+    from prebake import jsonio
+
+    dirs = run.dirs
+    paths = relocate.BuildPaths.of(dirs.prefix, dirs.root, run.ws.root)
+    done = relocate.rewrite_install(dirs.prefix, [e.path for e in entries if e.kind == "file"],
+                                    paths)
+    for rel in done.changed:
+        run.log.write(f"# relocated {rel}: build prefix -> relative to the file")
+    for rel in done.dropped:
+        run.log.write(f"# dropped {rel}: a libtool archive names the build machine's libdir")
+    gone = set(done.dropped)
+    kept = [e for e in entries if e.path not in gone]
+    shipped = with_generated(kept, {**generated,
+                                    "share/prebake/manifest.json": jsonio.dumps(manifest).encode()})
+    leaks = relocate.scan(shipped, paths)
+    if leaks:
+        raise UnitFailed(relocate.render_leaks(run.unit.id, leaks))
+    return kept
 
 
 def _entries(unit: Unit, prefix: Path, added: Sequence[str]) -> list[Entry]:
@@ -489,8 +543,10 @@ def save_stage_files(run: UnitRun, guarded: Guarded) -> None:
     tmp = dest.with_name(dest.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     for rel in guarded.added:
-        (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
         src = prefix / rel
+        if not src.is_symlink() and not src.exists():
+            continue  # packaging dropped it (a libtool .la)
+        (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
         if src.is_symlink():
             (tmp / rel).symlink_to(str(src.readlink()))
         else:
@@ -511,7 +567,7 @@ def build_unit(run: UnitRun) -> Published:
     guarded_recipes: list[RecipeGuarded] = []
     for recipe in run.unit.recipes:
         built = build_recipe(run, recipe)
-        guarded_recipe = guard_recipe(run, built)
+        guarded_recipe = prove_install(run, built, guard_recipe(run, built))
         export_configs(run, guarded_recipe)
         guarded_recipes.append(guarded_recipe)
     guarded = guard_unchanged(run, composed, guarded_recipes)

@@ -5,4 +5,6 @@
 # of every unit's hash, so assets made by an older packager are rebuilt instead of being skipped
 # as "built" while lacking what the current one ships.
 # 2: provenance, SBOM and the guards record in every asset.
-ASSET_FORMAT = 2
+# 3: relocated install files (.pc, CMake, no .la), build folders mapped out of objects, the
+#    version proof in the guards record, upstream CMake packages kept beside <name>::<name>.
+ASSET_FORMAT = 3

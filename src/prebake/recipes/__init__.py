@@ -27,6 +27,7 @@ from prebake.recipes.model import (
     Source,
     Strategy,
     UrlSource,
+    VersionCheck,
 )
 from prebake.recipes.validate import validate_recipe
 
@@ -46,6 +47,7 @@ __all__ = [
     "Source",
     "Strategy",
     "UrlSource",
+    "VersionCheck",
     "builtin_names",
     "find_recipe",
     "load_recipe_file",

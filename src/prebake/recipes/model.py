@@ -130,10 +130,21 @@ class Outputs:
     headers: tuple[str, ...] = ()
     license: str | None = None
     public_symbols: tuple[str, ...] = ()
+    # The upstream CMake target(s) the asset's ``<name>::<name>`` stands for, when the install
+    # has its own CMake package (zstd's ``zstd::libzstd_static``): the upstream package is kept
+    # and ``<name>::<name>`` wraps these, carrying their usage requirements.
+    cmake_target: str | tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         _freeze(self, "headers", "public_symbols")
+        if isinstance(self.cmake_target, str):
+            object.__setattr__(self, "cmake_target", (self.cmake_target,))
+        _freeze(self, "cmake_target")
         object.__setattr__(self, "libs", {k: _tuple(v) for k, v in dict(self.libs).items()})
+
+    @property
+    def cmake_targets(self) -> tuple[str, ...]:
+        return tuple(self.cmake_target)
 
     def libs_for(self, platform: str) -> tuple[str, ...]:
         return tuple(self.libs.get(platform, self.libs.get(ANY_PLATFORM, ())))
@@ -159,6 +170,24 @@ class Snippet:
 
     def __post_init__(self) -> None:
         _freeze(self, "symbols", "flags", "allow_undefined")
+
+
+@dataclass(frozen=True)
+class VersionCheck:
+    """Where the installed headers spell the library's version, to be compared with the pin.
+
+    ``header`` is relative to the install prefix; ``macros`` is one macro holding the whole
+    version (``"1.5.4"``) or one macro per component, most significant first
+    (``ZSTD_VERSION_MAJOR``, ``ZSTD_VERSION_MINOR``, ``ZSTD_VERSION_RELEASE``).
+    """
+
+    header: str
+    macros: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        if isinstance(self.macros, str):
+            object.__setattr__(self, "macros", (self.macros,))
+        _freeze(self, "macros")
 
 
 @dataclass(frozen=True)
@@ -201,6 +230,7 @@ class Recipe:
     deps: tuple[str, ...] = ()
     description: str = ""
     toolchain_min: tuple[MinToolchain, ...] = ()
+    version_check: VersionCheck | None = None
     path: Path | None = None
 
     def __post_init__(self) -> None:

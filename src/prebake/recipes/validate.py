@@ -27,6 +27,7 @@ from prebake.recipes.model import (
     Repackage,
     Snippet,
     UrlSource,
+    VersionCheck,
     strategy_templates,
     template_fields,
 )
@@ -148,6 +149,26 @@ def _check_platform_keys(recipe: Recipe, platforms: Collection[str], where: str
     return problems
 
 
+_CMAKE_TARGET = re.compile(r"^[A-Za-z0-9_.+-]+::[A-Za-z0-9_.+-]+$")
+_MACRO = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _check_version_check(check: object, where: str) -> list[Problem]:
+    if check is None:
+        return []
+    if not isinstance(check, VersionCheck):
+        return [Problem(where, f"must be a VersionCheck or None; got {type(check).__name__}")]
+    out = []
+    if not isinstance(check.header, str) or not check.header or check.header.startswith("/"):
+        out.append(Problem(f"{where}.header", "a header path relative to the install prefix"))
+    if not check.macros:
+        out.append(Problem(f"{where}.macros", "names no macro"))
+    for macro in check.macros:
+        if not isinstance(macro, str) or not _MACRO.match(macro):
+            out.append(Problem(f"{where}.macros", f"not a C macro name: {macro!r}"))
+    return out
+
+
 def validate_recipe(recipe: Recipe, *, platforms: Collection[str] | None = None,
                     display: str | None = None) -> list[Problem]:
     """Problems with ``recipe`` on its own; ``platforms`` (if given) are the names it may use.
@@ -190,6 +211,11 @@ def validate_recipe(recipe: Recipe, *, platforms: Collection[str] | None = None,
         if not isinstance(comp, Component):
             problems.append(Problem(f"{where}.bundled", f"must hold Components; got {comp!r}"))
     problems += _check_toolchain_min(recipe, where)
+    problems += _check_version_check(recipe.version_check, f"{where}.version_check")
+    for target in recipe.outputs.cmake_targets:
+        if not isinstance(target, str) or not _CMAKE_TARGET.match(target):
+            problems.append(Problem(f"{where}.outputs.cmake_target",
+                                    f"not a CMake target name (NAMESPACE::name): {target!r}"))
     return [_located(p, recipe, shown, where) for p in problems]
 
 

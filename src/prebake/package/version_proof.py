@@ -1,0 +1,210 @@
+"""Version proof: what a build says about its own version must agree with the pin.
+
+An asset named ``zstd-1.5.7-…`` that was built from the 1.5.4 source says so itself, in
+several places a build leaves behind: CMake's ``<pkg>ConfigVersion.cmake`` (``PACKAGE_VERSION``),
+pkg-config's ``Version:``, a shared library's versioned file name or soname, a Mach-O dylib's
+current version, and a header macro the recipe names (``version_check``). Every one of them
+the recipe's own install holds is read and compared with the pin; one that disagrees fails
+the unit, naming the file and what it says. Evidence is read *before* prebake writes its own
+CMake and pkg-config files (which are made from the pin and so prove nothing).
+
+A package or library named like one of the recipe's ``bundled`` components is compared with
+that component's version instead (a library that ships its own copy of protobuf installs
+protobuf's version, rightly).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from prebake.recipes.model import Recipe, VersionCheck
+
+MAX_TEXT = 4 << 20  # install text files are small; a bigger one is not read as evidence
+_CMAKE_VERSION = re.compile(r'set\s*\(\s*PACKAGE_VERSION\s+"?([^"\s)]+)"?\s*\)', re.I)
+_PC_VERSION = re.compile(r"^Version:\s*(\S+)", re.M)
+_SO_NAME = re.compile(r"^lib(.+?)\.so\.(\d+(?:\.\d+)+)$")
+_DYLIB_NAME = re.compile(r"^lib(.+?)\.(\d+(?:\.\d+)+)\.dylib$")
+_NUMERIC = re.compile(r"^v?(\d+(?:\.\d+)*)")
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One place the build states a version: ``lib/pkgconfig/libzstd.pc Version: 1.5.4``."""
+
+    where: str  # file inside the prefix
+    what: str  # ``PACKAGE_VERSION``, ``Version:``, ``soname``, a macro name…
+    version: str
+    package: str = ""  # the package or library the evidence is about (bundled lookups)
+    partial: bool = False  # an ABI-style number (soname): compared as a leading part
+
+    def render(self) -> str:
+        return f"{self.where} {self.what} {self.version}"
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    evidence: Evidence
+    expected: str
+
+
+def components(version: str) -> tuple[int, ...] | None:
+    """``1.5.4`` -> (1, 5, 4); ``20240722`` -> (20240722,); a non-numeric version -> None."""
+    m = _NUMERIC.match(version.strip())
+    return tuple(int(x) for x in m.group(1).split(".")) if m else None
+
+
+def agrees(found: str, pin: str, *, partial: bool = False) -> bool:
+    """Same version, trailing zeros aside (abseil's CMake says ``20240722`` for the pin
+    ``20240722.0``); a non-numeric pin must match exactly. ``partial``: ``found`` is a
+    leading part of the pin (a soname's ``1.5`` of ``1.5.4``)."""
+    f, p = components(found), components(pin)
+    if f is None or p is None:
+        return found.strip() == pin.strip()
+    if partial:
+        padded = p + (0,) * max(0, len(f) - len(p))
+        return padded[: len(f)] == f
+
+    def strip(v: tuple[int, ...]) -> tuple[int, ...]:
+        while len(v) > 1 and v[-1] == 0:
+            v = v[:-1]
+        return v
+
+    return strip(f) == strip(p)
+
+
+def _read_text(path: Path) -> str | None:
+    try:
+        if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_TEXT:
+            return None
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+
+
+def _cmake_package(rel: str) -> str:
+    name = rel.rsplit("/", 1)[-1]
+    for suffix in ("ConfigVersion.cmake", "-config-version.cmake"):
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+def install_evidence(prefix: Path, files: Iterable[str],
+                     shared: Mapping[str, dict[str, object]] | None = None) -> list[Evidence]:
+    """The version evidence among ``files`` (relative to ``prefix``): CMake version files,
+    ``.pc`` files and versioned shared library names; ``shared`` maps a shared library's path
+    to its inspected facts (``soname``, Mach-O ``details.current_version``)."""
+    out: list[Evidence] = []
+    for rel in sorted(files):
+        name = rel.rsplit("/", 1)[-1]
+        if name.endswith(("ConfigVersion.cmake", "-config-version.cmake")):
+            text = _read_text(prefix / rel)
+            m = _CMAKE_VERSION.search(text or "")
+            if m and "${" not in m.group(1):
+                out.append(Evidence(rel, "PACKAGE_VERSION", m.group(1), _cmake_package(rel)))
+        elif name.endswith(".pc"):
+            text = _read_text(prefix / rel)
+            m = _PC_VERSION.search(text or "")
+            if m and "${" not in m.group(1):
+                pkg = name[: -len(".pc")]
+                out.append(Evidence(rel, "Version:", m.group(1),
+                                    pkg[3:] if pkg.startswith("lib") else pkg))
+        elif (m := _SO_NAME.match(name) or _DYLIB_NAME.match(name)) and not (
+                prefix / rel).is_symlink():
+            out.append(Evidence(rel, "file name", m.group(2), m.group(1), partial=True))
+    for rel, facts in sorted((shared or {}).items()):
+        soname = facts.get("soname")
+        if isinstance(soname, str) and (m := _SO_NAME.match(soname.rsplit("/", 1)[-1])):
+            out.append(Evidence(rel, "soname", m.group(2), m.group(1), partial=True))
+        details = facts.get("details")
+        cur = details.get("current_version") if isinstance(details, dict) else None
+        if isinstance(cur, str) and cur not in ("0", "0.0.0") and components(cur):
+            out.append(Evidence(rel, "current_version", cur, Path(rel).stem.removeprefix("lib"),
+                                partial=True))
+    return out
+
+
+def header_evidence(prefix: Path, check: VersionCheck) -> tuple[list[Evidence], list[str]]:
+    """The version a header's macros spell (one macro holding ``"1.5.4"`` or one macro per
+    component); a missing header or macro is a failure, never "no evidence"."""
+    text = _read_text(prefix / check.header)
+    if text is None:
+        return [], [f"version_check: {check.header} is not in the install"]
+    values: list[tuple[str, str]] = []
+    problems: list[str] = []
+    for macro in check.macros:
+        m = re.search(rf"^\s*#\s*define\s+{re.escape(macro)}\s+(.+?)\s*(?://.*|/\*.*)?$",
+                      text, re.M)
+        if not m:
+            problems.append(f"version_check: {check.header} defines no {macro}")
+            continue
+        values.append((macro, m.group(1).strip().strip('"')))
+    if problems:
+        return [], problems
+    if len(values) == 1:
+        macro, value = values[0]
+        return [Evidence(check.header, macro, value)], []
+    bad = [f"{macro} {value!r}" for macro, value in values if not value.isdigit()]
+    if bad:
+        return [], [f"version_check: {check.header}: not a number: {', '.join(bad)}"]
+    version = ".".join(v for _m, v in values)
+    what = ", ".join(f"{m} {v}" for m, v in values)
+    return [Evidence(check.header, what, version)], []
+
+
+@dataclass
+class Proof:
+    """Every piece of version evidence read for one recipe, and what disagreed."""
+
+    pin: str
+    evidence: list[Evidence]
+    disagreements: list[Disagreement]
+    problems: list[str]
+
+    @property
+    def ok(self) -> bool:
+        return not self.disagreements and not self.problems
+
+    def failure(self, recipe: str) -> str:
+        lines = [f"{recipe}: the build's own version evidence disagrees with the pin "
+                 f"({self.pin}):"]
+        lines += [f"  {d.evidence.render()} (expected {d.expected})" for d in self.disagreements]
+        lines += [f"  {p}" for p in self.problems]
+        return "\n".join(lines)
+
+    def to_json(self) -> list[dict[str, str]]:
+        return [{"file": e.where, "says": e.what, "version": e.version} for e in self.evidence]
+
+
+def prove(recipe: Recipe, pin_version: str, prefix: Path, files: Iterable[str],
+          shared: Mapping[str, dict[str, object]] | None = None) -> Proof:
+    """Judge the evidence among ``files`` (what this recipe installed) against the pin."""
+    evidence = install_evidence(prefix, files, shared)
+    problems: list[str] = []
+    if recipe.version_check is not None:
+        found, problems = header_evidence(prefix, recipe.version_check)
+        evidence += found
+    bundled = {c.name.lower(): c.version for c in recipe.bundled}
+    bad: list[Disagreement] = []
+    for e in evidence:
+        expected = bundled.get(e.package.lower(), pin_version) if e.package else pin_version
+        if not agrees(e.version, expected, partial=e.partial):
+            bad.append(Disagreement(e, expected))
+    return Proof(pin_version, evidence, bad, problems)
+
+
+def files_below(root: Path) -> set[str]:
+    """Every file and symlink below ``root`` (relative posix paths): what a recipe installed is
+    the difference of two of these."""
+    if not root.is_dir():
+        return set()
+    return {p.relative_to(root).as_posix() for p in root.rglob("*")
+            if p.is_symlink() or p.is_file()}
+
+
+def summary(proofs: Sequence[tuple[str, Proof]]) -> dict[str, object]:
+    """The manifest's record of what proved each recipe's version."""
+    return {name: {"pin": p.pin, "evidence": p.to_json()} for name, p in proofs}

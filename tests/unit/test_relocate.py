@@ -1,0 +1,175 @@
+"""Relocation, version proof and upstream CMake packages on small install trees (the real
+upstream builds are in tests/integration/test_upstream_cmake.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from prebake.package import relocate, upstream_cmake, version_proof
+from prebake.package.archive import Entry, collect_tree
+from prebake.recipes import Component, Recipe, VersionCheck, validate_recipe
+from prebake.recipes.model import Outputs
+
+ZSTD_PC = """\
+prefix={p}
+exec_prefix=${{prefix}}
+includedir=${{prefix}}/include
+libdir=${{exec_prefix}}/lib
+
+Name: zstd
+Version: 1.5.4
+Libs: -L${{libdir}} -lzstd
+Cflags: -I${{includedir}} -I{p}/include/extra
+"""
+
+
+def _tree(root: Path, files: dict[str, str | bytes]) -> None:
+    for rel, data in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(data, bytes):
+            (root / rel).write_bytes(data)
+        else:
+            (root / rel).write_text(data)
+
+
+def test_pc_cmake_and_la_are_rewritten_relative_to_their_file(tmp_path: Path) -> None:
+    prefix = tmp_path / "ws/.prebake/work/wasm/deps-zstd/prefix"
+    p = str(prefix)
+    _tree(prefix, {
+        "lib/pkgconfig/libzstd.pc": ZSTD_PC.format(p=p),
+        "lib/cmake/zstd/zstdTargets.cmake":
+            f'set_target_properties(z PROPERTIES IMPORTED_LOCATION "{p}/lib/libzstd.a")\n'
+            f'set(other "{p}2/lib")\n',
+        "lib/libzstd.la": f"libdir='{p}/lib'\n",
+        "share/doc/readme.txt": f"built in {p}\n",
+    })
+    paths = relocate.BuildPaths.of(prefix, tmp_path / "ws")
+    files = [e.path for e in collect_tree(prefix) if e.kind == "file"]
+    done = relocate.rewrite_install(prefix, files, paths)
+    assert done.changed == ["lib/cmake/zstd/zstdTargets.cmake", "lib/pkgconfig/libzstd.pc"]
+    assert done.dropped == ["lib/libzstd.la"] and not (prefix / "lib/libzstd.la").exists()
+    pc = (prefix / "lib/pkgconfig/libzstd.pc").read_text()
+    assert pc.startswith("prefix=${pcfiledir}/../..\n")
+    assert "Cflags: -I${includedir} -I${prefix}/include/extra" in pc
+    cm = (prefix / "lib/cmake/zstd/zstdTargets.cmake").read_text()
+    assert '"${CMAKE_CURRENT_LIST_DIR}/../../../lib/libzstd.a"' in cm
+    assert f"{p}2/lib" in cm  # another folder that merely starts like the prefix is not touched
+    # what prebake cannot rewrite is caught by the scan (bytes: ``{p}2`` counts), naming the
+    # file and the most specific folder
+    leaks = relocate.scan(collect_tree(prefix), paths)
+    assert [(x.path, x.folder) for x in leaks] == [
+        ("lib/cmake/zstd/zstdTargets.cmake", p), ("share/doc/readme.txt", p)]
+
+
+def test_scan_reads_binary_files_and_in_memory_entries(tmp_path: Path) -> None:
+    work = tmp_path / "ws/.prebake/work/linux/core"
+    blob = b"\x7fELF\0\0" + str(work / "zstd/src/lib/x.c").encode() + b"\0\xff" * 10
+    _tree(tmp_path / "out", {"lib/libx.a": blob, "lib/empty.a": b"", "include/x.h": "int x;\n"})
+    entries = [*collect_tree(tmp_path / "out"),
+               Entry("share/prebake/manifest.json", "file", data=str(work).encode())]
+    leaks = relocate.scan(entries, relocate.BuildPaths.of(work / "prefix", work))
+    assert [x.path for x in leaks] == ["lib/libx.a", "share/prebake/manifest.json"]
+    assert all(x.folder == str(work) for x in leaks)
+    assert "lib/libx.a (holds " in relocate.render_leaks("zstd/linux", leaks)
+
+
+def test_prefix_map_reaches_the_compilers_that_take_it(tmp_path: Path) -> None:
+    flags = relocate.prefix_map_flags(tmp_path / "w")
+    assert flags == (f"-ffile-prefix-map={tmp_path / 'w'}=.",)
+    assert relocate.compiler_argv(("gcc",), flags) == ("gcc", *flags)
+    assert relocate.compiler_argv(("/usr/bin/clang++-15",), flags)[-1] == flags[0]
+    assert relocate.compiler_argv(("aarch64-linux-gnu-g++",), flags)[-1] == flags[0]
+    assert relocate.compiler_argv(("python", "-m", "ziglang", "cc"), flags)[-1] == flags[0]
+    assert relocate.compiler_argv(("cl.exe",), flags) == ("cl.exe",)
+    env = relocate.compiler_env({"EMCC_CFLAGS": "-O2"}, ("emcc",), flags)
+    assert env["EMCC_CFLAGS"] == f"-O2 {flags[0]}"
+    assert "EMCC_CFLAGS" not in relocate.compiler_env({}, ("gcc",), flags)
+
+
+@pytest.mark.parametrize(("found", "pin", "partial", "ok"), [
+    ("1.5.4", "1.5.4", False, True), ("20240722", "20240722.0", False, True),
+    ("1.5.4", "1.5.7", False, False), ("1.5", "1.5.4", True, True),
+    ("1.4", "1.5.4", True, False), ("abc", "abc", False, True), ("1.0", "main", False, False),
+])
+def test_versions_agree_as_numbers(found: str, pin: str, partial: bool, ok: bool) -> None:
+    assert version_proof.agrees(found, pin, partial=partial) is ok
+
+
+ZSTD_H = """\
+#define ZSTD_VERSION_MAJOR    1
+#define ZSTD_VERSION_MINOR    5
+#define ZSTD_VERSION_RELEASE  4   /* the patch level */
+#define ZSTD_VERSION_STRING   "1.5.4"
+"""
+
+
+def _zstd_install(prefix: Path) -> list[str]:
+    _tree(prefix, {
+        "include/zstd.h": ZSTD_H,
+        "lib/pkgconfig/libzstd.pc": ZSTD_PC.format(p="${pcfiledir}/../.."),
+        "lib/cmake/zstd/zstdConfigVersion.cmake": 'set(PACKAGE_VERSION "1.5.4")\n',
+        "lib/cmake/zstd/zstdConfig.cmake": 'include("${CMAKE_CURRENT_LIST_DIR}/t.cmake")\n',
+        "lib/cmake/zstd/t.cmake": "add_library(zstd::libzstd_static STATIC IMPORTED)\n",
+        "lib/libprotobuf.so.3.21.12": "",
+    })
+    return sorted(version_proof.files_below(prefix))
+
+
+def test_a_stale_pin_fails_naming_every_piece_of_evidence(tmp_path: Path) -> None:
+    files = _zstd_install(tmp_path)
+    check = VersionCheck("include/zstd.h", ("ZSTD_VERSION_MAJOR", "ZSTD_VERSION_MINOR",
+                                            "ZSTD_VERSION_RELEASE"))
+    recipe = Recipe("zstd", "zstd", version_check=check,
+                    bundled=(Component("protobuf", "3.21.12"),))
+    good = version_proof.prove(recipe, "1.5.4", tmp_path, files)
+    assert good.ok and len(good.evidence) == 4
+    stale = version_proof.prove(recipe, "1.5.7", tmp_path, files)
+    text = stale.failure("zstd")
+    assert not stale.ok and "pin (1.5.7)" in text
+    for what in ("ZSTD_VERSION_RELEASE 4", "zstdConfigVersion.cmake PACKAGE_VERSION 1.5.4",
+                 "libzstd.pc Version: 1.5.4"):
+        assert what in text
+    assert "protobuf" not in text  # a bundled component's own version is right
+    one = version_proof.prove(Recipe("zstd", "zstd", version_check=VersionCheck(
+        "include/zstd.h", "ZSTD_VERSION_STRING")), "1.5.4", tmp_path, [])
+    assert one.ok and one.evidence[0].version == "1.5.4"
+    missing = version_proof.prove(Recipe("zstd", "zstd", version_check=VersionCheck(
+        "include/zstd.h", "ZSTD_NOPE")), "1.5.4", tmp_path, [])
+    assert missing.problems == ["version_check: include/zstd.h defines no ZSTD_NOPE"]
+
+
+def test_upstream_package_is_kept_and_wrapped(tmp_path: Path) -> None:
+    files = _zstd_install(tmp_path)
+    pkgs = upstream_cmake.find_packages(tmp_path, files)
+    assert [(p.name, p.targets) for p in pkgs] == [("zstd", ("zstd::libzstd_static",))]
+    with pytest.raises(upstream_cmake.UpstreamCMakeError, match="cmake_target"):
+        upstream_cmake.plan("zstd", "1.5.4", "x86_64", pkgs, ())
+    with pytest.raises(upstream_cmake.UpstreamCMakeError, match="zstd::nope"):
+        upstream_cmake.plan("zstd", "1.5.4", "x86_64", pkgs, ("zstd::nope",))
+    plan = upstream_cmake.plan("zstd", "1.5.4", "x86_64", pkgs, ("zstd::libzstd_static",))
+    assert not plan.generate_own
+    upstream_cmake.apply(tmp_path, plan)
+    upstream_cmake.apply(tmp_path, plan)  # idempotent
+    config = (tmp_path / "lib/cmake/zstd/zstdConfig.cmake").read_text()
+    assert config.startswith('include("${CMAKE_CURRENT_LIST_DIR}/t.cmake")\n')
+    assert config.count("zstd-prebake-targets.cmake") == 1
+    wrapper = (tmp_path / "lib/cmake/zstd/zstd-prebake-targets.cmake").read_text()
+    assert 'INTERFACE_LINK_LIBRARIES "zstd::libzstd_static"' in wrapper
+    other = upstream_cmake.plan("abseil", "20240722.0", "x86_64",
+                                [upstream_cmake.Package("absl", "lib/cmake/absl/abslConfig.cmake",
+                                                        None, ("absl::base", "absl::strings"))],
+                                ("absl::strings",))
+    text = other.files["lib/cmake/abseil/abseilConfig.cmake"].decode()
+    assert 'find_dependency(absl CONFIG PATHS "${CMAKE_CURRENT_LIST_DIR}/../absl"' in text
+    assert "lib/cmake/abseil/abseilConfigVersion.cmake" in other.files
+
+
+def test_recipe_fields_are_validated() -> None:
+    bad = Recipe("zstd", "zstd", version_check=VersionCheck("/abs/zstd.h", ("1BAD",)),
+                 outputs=Outputs(cmake_target="libzstd_static"))
+    problems = {p.key.split(": ", 1)[-1]: p.message for p in validate_recipe(bad)}
+    assert "RECIPE.version_check.header" in problems
+    assert "not a C macro name" in problems["RECIPE.version_check.macros"]
+    assert "NAMESPACE::name" in problems["RECIPE.outputs.cmake_target"]
