@@ -218,3 +218,55 @@ def valid_manifest(name: str = "demo", version: str = "1.0.0", platform: str = "
     }
     out.update(fields)
     return out
+
+
+# Upstream sources from Debian's archive (the .orig tarballs): pool path -> sha256.
+DEBIAN_ORIG = {
+    "libz/libzstd/libzstd_1.5.4+dfsg2.orig.tar.xz":
+        "8cf4bbb65e77ec348d052c8d6230eba66d435bddf64c8b5be2fcb16880c19953",
+    "libz/libzstd/libzstd_1.5.7+dfsg.orig.tar.xz":
+        "0c092ef267edce57ba7f3f2645c861f72eaf5e76273c6c3632869423464b90a5",
+    "a/abseil/abseil_20240722.0.orig.tar.gz":
+        "df6d1f5ef540725f3851201176a60486aab332410788465c9877910bb471c34a",
+}
+def debian_orig_url(pool: str) -> str:
+    return f"{debian_mirror()}/pool/main/{pool}"
+
+
+def debian_pool(pool: str) -> Path:
+    """A Debian ``.orig`` tarball (a key of ``DEBIAN_ORIG``), downloaded once and verified."""
+    import urllib.request
+
+    sha = DEBIAN_ORIG[pool]
+    dest = CACHE / "debian" / pool.rsplit("/", 1)[-1]
+    if dest.is_file() and hashlib.sha256(dest.read_bytes()).hexdigest() == sha:
+        return dest
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(f"{dest.name}.tmp{os.getpid()}")
+    with urllib.request.urlopen(debian_orig_url(pool), timeout=120) as resp:
+        tmp.write_bytes(resp.read())
+    got = hashlib.sha256(tmp.read_bytes()).hexdigest()
+    if got != sha:
+        tmp.unlink()
+        raise AssertionError(f"{debian_orig_url(pool)}: sha256 {got}, expected {sha}")
+    tmp.rename(dest)
+    return dest
+
+
+def seed_source_cache(cache: Path, pool: str) -> None:
+    """Put a Debian tarball into a prebake source cache (``<cache>/sources/<sha256>``), so a
+    recipe naming the mirror URL with that sha256 builds without downloading again."""
+    entry = cache / "sources" / DEBIAN_ORIG[pool]
+    if not entry.is_file():
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(debian_pool(pool), entry)
+
+
+def tree_digest(*roots: Path, suffixes: tuple[str, ...] = (".py", ".cmake", ".json")) -> str:
+    """A digest of the files below ``roots`` (for keying cached builds on prebake's code)."""
+    h = hashlib.sha256()
+    for root in roots:
+        for p in sorted(root.rglob("*")):
+            if p.is_file() and p.suffix in suffixes and "__pycache__" not in p.parts:
+                h.update(p.relative_to(root).as_posix().encode() + b"\0" + p.read_bytes())
+    return h.hexdigest()[:16]

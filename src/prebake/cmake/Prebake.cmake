@@ -12,7 +12,8 @@
 # folder (so the consumer's own prebake.toml supplies the store and the contract the asset is
 # re-checked against), verifies the sha256, unpacks safely and writes prebake.lock next to the
 # top-level CMakeLists.txt (commit it: later configures reproduce exactly the locked bytes).
-# It then puts the prefix first on CMAKE_PREFIX_PATH and sets <NAME>_ROOT and
+# It then puts the prefix first on CMAKE_PREFIX_PATH (and, under a cross toolchain file such as
+# Emscripten's, on CMAKE_FIND_ROOT_PATH, so `emcmake cmake` finds it) and sets <NAME>_ROOT and
 # PREBAKE_<NAME>_PREFIX in the caller's scope. Any failure stops the configure with prebake's
 # one-line reason.
 
@@ -60,6 +61,14 @@ function(prebake_fetch NAME VERSION PLATFORM)
   message(STATUS "prebake: ${_out}")
   list(PREPEND CMAKE_PREFIX_PATH "${_pb_INTO}")
   set(CMAKE_PREFIX_PATH "${CMAKE_PREFIX_PATH}" PARENT_SCOPE)
+  # A cross toolchain file (Emscripten's sets CMAKE_FIND_ROOT_PATH_MODE_PACKAGE ONLY) confines
+  # find_package() to the root paths: the fetched prefix must be one of them, or the package
+  # is not found. A search path already inside a root path is not re-rooted, so the prefix is
+  # searched as it is.
+  if(CMAKE_CROSSCOMPILING OR CMAKE_FIND_ROOT_PATH_MODE_PACKAGE OR CMAKE_FIND_ROOT_PATH)
+    list(APPEND CMAKE_FIND_ROOT_PATH "${_pb_INTO}")
+    set(CMAKE_FIND_ROOT_PATH "${CMAKE_FIND_ROOT_PATH}" PARENT_SCOPE)
+  endif()
   set(${NAME}_ROOT "${_pb_INTO}" PARENT_SCOPE)
   set(PREBAKE_${NAME}_PREFIX "${_pb_INTO}" PARENT_SCOPE)
 endfunction()
