@@ -16,6 +16,7 @@ import sys
 import tarfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = Path(os.environ.get("PREBAKE_TEST_CACHE", ROOT / ".cache" / "tests"))
@@ -270,3 +271,41 @@ def tree_digest(*roots: Path, suffixes: tuple[str, ...] = (".py", ".cmake", ".js
             if p.is_file() and p.suffix in suffixes and "__pycache__" not in p.parts:
                 h.update(p.relative_to(root).as_posix().encode() + b"\0" + p.read_bytes())
     return h.hexdigest()[:16]
+
+
+def cached_prebake_build(name: str, files: Mapping[str, str], args: Sequence[str],
+                         env: Mapping[str, str] | None = None, subdir: str = "ws",
+                         timeout: float = 1800) -> tuple[Path, int, dict[str, Any]]:
+    """``prebake -C WS ARGS --json`` on a workspace made of ``files``, cached by content.
+
+    The workspace lives in its own folder of the test cache (``subdir`` sets how deep, so two
+    names give two different paths); the key covers the files, the arguments and prebake's
+    own code, so a test session builds each once and a code change rebuilds. The work folder
+    is removed afterwards (the assets in ``releases/`` and the result stay).
+    """
+    import json
+
+    h = hashlib.sha256()
+    for fname in sorted(files):
+        h.update(fname.encode() + b"\0" + files[fname].encode() + b"\0")
+    h.update("\0".join([*args, subdir, tree_digest(ROOT / "src" / "prebake")]).encode())
+    for k, v in sorted((env or {}).items()):
+        h.update(f"{k}={v}".encode() + b"\0")
+    out = CACHE / "builds" / f"{name}-{h.hexdigest()[:16]}"
+    ws = out / subdir
+    if (out / "result.json").is_file():
+        res = json.loads((out / "result.json").read_text())
+        return ws, int(res["rc"]), dict(res["data"])
+    shutil.rmtree(out, ignore_errors=True)
+    for fname, text in files.items():
+        (ws / fname).parent.mkdir(parents=True, exist_ok=True)
+        (ws / fname).write_text(text)
+    proc = prebake("-C", ws, *args, "--json", env=env, timeout=timeout)
+    try:
+        data = json.loads(proc.stdout)
+    except ValueError:
+        raise AssertionError(f"no JSON (rc {proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
+                             ) from None
+    shutil.rmtree(ws / ".prebake" / "work", ignore_errors=True)
+    (out / "result.json").write_text(json.dumps({"rc": proc.returncode, "data": data}))
+    return ws, proc.returncode, data

@@ -147,43 +147,22 @@ target_link_libraries(app PRIVATE zstd::zstd)
 SOURCE_CACHE = support.CACHE / "prebake-sources"
 
 
-def _workspace(ws: Path, pin: str, source: str) -> None:
+def _files(pin: str, source: str) -> dict[str, str]:
     pool = ZSTD[source]
     support.seed_source_cache(SOURCE_CACHE, pool)
-    (ws / "recipes").mkdir(parents=True)
-    (ws / "recipes" / "zstd.py").write_text(
-        RECIPE.replace("URL", support.debian_orig_url(pool))
-        .replace("SHA256", support.DEBIAN_ORIG[pool]))
-    (ws / "prebake.toml").write_text(WORKSPACE.replace("PIN", pin))
-
-
-def _env() -> dict[str, str]:
-    return {"PREBAKE_CACHE": str(SOURCE_CACHE)}
+    recipe = (RECIPE.replace("URL", support.debian_orig_url(pool))
+              .replace("SHA256", support.DEBIAN_ORIG[pool]))
+    return {"recipes/zstd.py": recipe, "prebake.toml": WORKSPACE.replace("PIN", pin)}
 
 
 def built(tag: str, pin: str, source: str, platform: str) -> tuple[Path, int, dict[str, Any]]:
     """``prebake build --stage deps --platform P`` of a zstd workspace in its own folder of the
-    test cache (``tag`` names the folder; its depth differs per tag), cached by content."""
-    key = hashlib.sha256("\0".join([
-        tag, pin, source, platform, RECIPE, WORKSPACE, support.DEBIAN_ORIG[ZSTD[source]],
-        support.tree_digest(support.ROOT / "src" / "prebake")]).encode()).hexdigest()[:16]
-    out = support.CACHE / "builds" / f"zstd-{tag}-{key}"
-    ws = out / ("a/b/ws" if tag.endswith("deep") else "ws")
-    if (out / "result.json").is_file():
-        res = json.loads((out / "result.json").read_text())
-        return ws, res["rc"], res["data"]
-    shutil.rmtree(out, ignore_errors=True)
-    _workspace(ws, pin, source)
-    proc = support.prebake("-C", ws, "build", "--stage", "deps", "--platform", platform,
-                           "--json", env=_env(), timeout=900)
-    try:
-        data = json.loads(proc.stdout)
-    except ValueError:
-        raise AssertionError(f"no JSON (rc {proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
-                             ) from None
-    shutil.rmtree(ws / ".prebake" / "work", ignore_errors=True)  # keep the cache small
-    (out / "result.json").write_text(json.dumps({"rc": proc.returncode, "data": data}))
-    return ws, proc.returncode, data
+    test cache (``tag`` names it; a ``-deep`` tag builds two folders further down)."""
+    return support.cached_prebake_build(
+        f"zstd-{tag}", _files(pin, source),
+        ["build", "--stage", "deps", "--platform", platform],
+        env={"PREBAKE_CACHE": str(SOURCE_CACHE)},
+        subdir="a/b/ws" if tag.endswith("deep") else "ws")
 
 
 def _asset(ws: Path, name: str) -> Path:
