@@ -325,22 +325,72 @@ class LinkTestRecord:
 
 
 @dataclass(frozen=True)
+class VersionEvidence:
+    """One place a recipe's install stated its version, which agreed with the pin."""
+
+    file: str
+    says: str
+    version: str
+
+    @classmethod
+    def from_json(cls, d: Any, where: str) -> VersionEvidence:
+        d = _obj(d, where)
+        _only(d, {"file", "says", "version"}, where)
+        _required(d, ("file", "says", "version"), where)
+        return cls(_str(d["file"], f"{where}.file"), _str(d["says"], f"{where}.says"),
+                   _str(d["version"], f"{where}.version"))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"file": self.file, "says": self.says, "version": self.version}
+
+
+@dataclass(frozen=True)
+class VersionRecord:
+    """A recipe's pin and the version evidence its own install held (the version proof)."""
+
+    pin: str
+    evidence: tuple[VersionEvidence, ...]
+
+    @classmethod
+    def from_json(cls, d: Any, where: str) -> VersionRecord:
+        d = _obj(d, where)
+        _only(d, {"pin", "evidence"}, where)
+        _required(d, ("pin", "evidence"), where)
+        return cls(_str(d["pin"], f"{where}.pin"),
+                   tuple(VersionEvidence.from_json(e, f"{where}.evidence[{i}]")
+                         for i, e in enumerate(_list(d["evidence"], f"{where}.evidence"))))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"pin": self.pin, "evidence": [e.to_json() for e in self.evidence]}
+
+
+@dataclass(frozen=True)
 class Guards:
-    """The guards the asset passed before it was packaged."""
+    """The guards the asset passed before it was packaged; ``version`` is the version proof
+    per recipe (absent in assets made before it existed)."""
 
     check: CheckRecord
     link_test: LinkTestRecord
+    version: Mapping[str, VersionRecord] | None = None
 
     @classmethod
     def from_json(cls, d: Any, where: str = "guards") -> Guards:
         d = _obj(d, where)
-        _only(d, {"check", "link_test"}, where)
+        _only(d, {"check", "link_test", "version"}, where)
         _required(d, ("check", "link_test"), where)
+        version = None
+        if "version" in d:
+            version = {k: VersionRecord.from_json(v, f"{where}.version.{k}")
+                       for k, v in _obj(d["version"], f"{where}.version").items()}
         return cls(CheckRecord.from_json(d["check"], f"{where}.check"),
-                   LinkTestRecord.from_json(d["link_test"], f"{where}.link_test"))
+                   LinkTestRecord.from_json(d["link_test"], f"{where}.link_test"), version)
 
     def to_json(self) -> dict[str, Any]:
-        return {"check": self.check.to_json(), "link_test": self.link_test.to_json()}
+        out: dict[str, Any] = {"check": self.check.to_json(),
+                               "link_test": self.link_test.to_json()}
+        if self.version is not None:
+            out["version"] = {k: v.to_json() for k, v in self.version.items()}
+        return out
 
 
 @dataclass(frozen=True)
