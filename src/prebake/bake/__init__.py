@@ -43,7 +43,7 @@ from dataclasses import replace
 
 from prebake.bake.options import Options
 from prebake.bake.result import UnitResult, UnitState
-from prebake.bake.unit import run_unit
+from prebake.bake.unit import guards_only_refusal, run_unit
 from prebake.errors import PrebakeError
 from prebake.plan import planner
 from prebake.plan.model import Unit
@@ -51,8 +51,8 @@ from prebake.store import open_store
 from prebake.store.base import Store
 from prebake.workspace.model import Workspace
 
-__all__ = ["Options", "Unit", "UnitResult", "UnitState", "build", "check_toolchains",
-           "plan_units"]
+__all__ = ["Options", "Unit", "UnitResult", "UnitState", "build", "check_guards_only",
+           "check_toolchains", "plan_units"]
 
 Emit = Callable[[str, str, str], None]
 
@@ -93,6 +93,8 @@ def build(ws: Workspace, units: Sequence[Unit], opts: Options,
     contradicts, a missing compiler or a recipe's unmet minimum refuses the run before any
     command runs, and the units run the commands that were measured.
     """
+    if opts.guards_only:
+        check_guards_only(ws, units)
     units, refused = _verified(ws, units, opts)
     if opts.dry_run:  # a dry run says what a real run would refuse, and why
         import dataclasses
@@ -101,6 +103,15 @@ def build(ws: Workspace, units: Sequence[Unit], opts: Options,
                 if r.unit in refused else r for r in _build(ws, units, opts, emit)]
     with _workspace_lock(ws):
         return _build(ws, units, opts, emit)
+
+
+def check_guards_only(ws: Workspace, units: Sequence[Unit]) -> None:
+    """``--guards-only``: refuse (exit 2, nothing written) a unit whose build tree is missing
+    or was built from other non-guard inputs than the workspace now asks for."""
+    for u in units:
+        why = guards_only_refusal(ws, u)
+        if why is not None:
+            raise PrebakeError(why)
 
 
 def check_toolchains(ws: Workspace, units: Sequence[Unit], opts: Options) -> None:

@@ -19,6 +19,7 @@ class Options:
     publish: bool = True
     diff: bool = False  # diff each new asset against the store's current one, before publishing
     allow_breaking: bool = False  # with diff: publish even when the diff is breaking
+    guards_only: bool = False  # re-run the guards on the stamped build tree, build nothing
 
     # the cores, shared by the units running at the moment a command starts (``{jobs}``)
     cores: CoreBudget = field(default_factory=CoreBudget)

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from prebake.bake import commands as cmdline
+from prebake.bake import stamp
 from prebake.bake.env import dropped
 from prebake.bake.guards import guards_record, license_dest, run_guards
 from prebake.bake.immutability import Snapshot, compare, snapshot
@@ -210,6 +211,7 @@ def compose(run: UnitRun) -> Composed:
     an empty prefix of its own."""
     unit, dirs = run.unit, run.dirs
     into = dirs.deps
+    stamp.clear(dirs)
     if into.exists():
         shutil.rmtree(into)
     into.mkdir(parents=True)
@@ -225,7 +227,9 @@ def compose(run: UnitRun) -> Composed:
         if dirs.prefix.exists():
             shutil.rmtree(dirs.prefix)
         dirs.prefix.mkdir(parents=True)
-    return Composed(before=snapshot(dirs.deps))
+    before = snapshot(dirs.deps)
+    stamp.write_composed(dirs, before)
+    return Composed(before=before)
 
 
 def _restore_stage(run: UnitRun, stage: str, up: Unit | None, files: Path) -> None:
@@ -285,8 +289,20 @@ def build_recipe(run: UnitRun, recipe: Recipe) -> RecipeBuilt:
     else:
         _compile(run, recipe, strategy, work)
     _install_license(recipe, work, run.dirs.prefix)
-    return RecipeBuilt(recipe, strategy, work, before,
-                       frozenset(files_below(run.dirs.prefix) - before))
+    installed = frozenset(files_below(run.dirs.prefix) - before)
+    stamp.write_built(run.dirs, run.unit, recipe, before, installed)
+    return RecipeBuilt(recipe, strategy, work, before, installed)
+
+
+def reuse_recipe(run: UnitRun, recipe: Recipe) -> RecipeBuilt:
+    """``--guards-only``: the recipe's outputs as its last build left them (the stamp, checked
+    against the current inputs, says what was in the prefix before it built)."""
+    strategy = recipe.strategy_for(run.unit.platform.name)
+    if strategy is None:  # preflight refused this already
+        raise UnitFailed(f"recipe {recipe.name} has no strategy for {run.unit.platform.name}")
+    run.say(f"{recipe.name}: --guards-only, reusing the build tree in {run.dirs.root}")
+    before, installed = stamp.built_files(run.dirs, recipe)
+    return RecipeBuilt(recipe, strategy, run.dirs.recipe(recipe), before, installed)
 
 
 def _compile(run: UnitRun, recipe: Recipe, strategy: Build, work: Path) -> None:
@@ -563,10 +579,17 @@ def save_stage_files(run: UnitRun, guarded: Guarded) -> None:
 def build_unit(run: UnitRun) -> Published:
     """The steps in order; each recipe is built and guarded before the next one builds on it."""
     preflight(run)
-    composed = compose(run)
+    if run.opts.guards_only:
+        why = stamp.stale(run.dirs, run.unit)
+        if why is not None:
+            raise UnitFailed(why)
+        composed = Composed(before=stamp.composed_before(run.dirs))
+    else:
+        composed = compose(run)
     guarded_recipes: list[RecipeGuarded] = []
     for recipe in run.unit.recipes:
-        built = build_recipe(run, recipe)
+        built = (reuse_recipe(run, recipe) if run.opts.guards_only
+                 else build_recipe(run, recipe))
         guarded_recipe = prove_install(run, built, guard_recipe(run, built))
         export_configs(run, guarded_recipe)
         guarded_recipes.append(guarded_recipe)
@@ -586,6 +609,21 @@ def skip_reason(store: Store, unit: Unit, force: bool) -> tuple[bool, str]:
         return True, "input hash matches the asset in the store"
     return False, ("no asset in the store" if m is None
                    else "input hash differs from the asset in the store")
+
+
+def run_platform(unit: Unit, dirs: WorkDirs) -> Unit:
+    """The unit as its commands run: a compiler a stage installs is in this unit's deps."""
+    if not unit.platform.toolchain.from_stage:
+        return unit
+    from prebake.toolchain.verify import with_toolchain_prefix
+
+    return replace(unit, platform=with_toolchain_prefix(unit.platform, str(dirs.deps)))
+
+
+def guards_only_refusal(ws: Workspace, unit: Unit) -> str | None:
+    """Why ``build --guards-only`` cannot guard this unit's build tree (one line), else None."""
+    dirs = work_dirs(Layout(ws.root), unit)
+    return stamp.stale(dirs, run_platform(unit, dirs))
 
 
 def run_unit(ws: Workspace, unit: Unit, opts: Options, store: Store, emit: Event,
@@ -609,10 +647,7 @@ def run_unit(ws: Workspace, unit: Unit, opts: Options, store: Store, emit: Event
     log = BuildLog(layout.log(unit.id))
     res = replace(res, log=str(log.path))
     dirs = work_dirs(layout, unit)
-    if unit.platform.toolchain.from_stage:  # the compiler a stage installs, in this prefix
-        from prebake.toolchain.verify import with_toolchain_prefix
-
-        unit = replace(unit, platform=with_toolchain_prefix(unit.platform, str(dirs.deps)))
+    unit = run_platform(unit, dirs)
     run = UnitRun(ws=ws, unit=unit, opts=opts, store=store, dirs=dirs,
                   layout=layout, log=log, cache=cache, cancel=cancel, emit=emit,
                   started_on=time.time(), t0=t0)

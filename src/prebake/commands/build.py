@@ -34,6 +34,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "breaking diff fails its unit and publishes nothing (exit 1)")
     p.add_argument("--allow-breaking", action="store_true",
                    help="with --diff: publish even when the diff is breaking (still reported)")
+    p.add_argument("--guards-only", metavar="UNIT",
+                   help="re-run the guards (inspect, contract, link tests) on UNIT's existing "
+                        "build tree, then package and publish as a build would; refuses "
+                        "(exit 2) unless the tree was built from the current non-guard inputs")
     p.add_argument("--store", metavar="URL",
                    help="where to look for built units and publish new ones (default: "
                         "$PREBAKE_STORE, else the workspace's default store)")
@@ -85,7 +89,7 @@ def _table(results: Sequence[UnitResult]) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    from prebake.bake import Options, build, check_toolchains, plan_units
+    from prebake.bake import Options, build, check_guards_only, check_toolchains, plan_units
     from prebake.commands._common import console, err_console, find_workspace, print_json
     from prebake.errors import PrebakeError
     from prebake.jsonio import SCHEMA_VERSION
@@ -103,10 +107,22 @@ def run(args: argparse.Namespace) -> int:
             ws.platform_names(p)  # one clear error for an unknown platform
     if args.allow_breaking and not args.diff:
         raise PrebakeError("--allow-breaking only means something with --diff")
-    units = plan_units(ws, args.stage, args.platform)
+    guards_only = args.guards_only is not None
+    if guards_only:
+        if args.stage or args.platform or args.dry_run:
+            raise PrebakeError("--guards-only names one unit; it takes no --stage, --platform "
+                               "or --dry-run")
+        every = plan_units(ws, None, None)
+        units = tuple(u for u in every if u.id == args.guards_only)
+        if not units:
+            raise PrebakeError(f"--guards-only {args.guards_only}: no such unit in the plan "
+                               f"(units: {', '.join(u.id for u in every)})")
+        check_guards_only(ws, units)
+    else:
+        units = plan_units(ws, args.stage, args.platform)
     opts = Options(jobs=args.jobs, force=args.force, dry_run=args.dry_run,
                    caller_env=dict(os.environ), diff=args.diff,
-                   allow_breaking=args.allow_breaking)
+                   allow_breaking=args.allow_breaking, guards_only=guards_only)
     if args.json or args.dry_run:
         results = build(ws, units, opts)
     else:
