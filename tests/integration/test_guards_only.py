@@ -101,3 +101,25 @@ def test_guards_only_refuses_an_edited_tree_and_a_still_failing_guard_stays_retr
     proc = support.prebake("-C", ws, "build", "--guards-only", UNIT)
     assert proc.returncode == 2 and "include/thrower.hpp changed" in proc.stderr, proc
     assert gw.assets(ws) == []
+
+
+def test_a_changed_link_test_flag_and_contract_are_guard_inputs_a_changed_env_is_not(
+        tmp_path: Path) -> None:
+    ws = gw.make(tmp_path / "ws")
+    rc, _, _ = gw.build_json(ws, "--platform", "linux-x86_64")
+    assert rc == 1
+    _fix_snippet(ws)
+    toml = ws / "prebake.toml"
+    text = toml.read_text()
+    toml.write_text(text.replace('flags = ["-pthread"]', 'flags = ["-pthread", "-O1"]')
+                    .replace('cxx_stdlib = "libstdc++"', 'cxx_stdlib = "libstdc++"\n'
+                             'allow_unknown = ["lto"]'))
+    assert toml.read_text() != text
+    rc, data, proc = gw.build_json(ws, "--guards-only", UNIT)
+    assert rc == 0, (data, proc.stderr)
+    # a platform env var reaches the build commands: not a guard input
+    toml.write_text(toml.read_text().replace(
+        'env_unset = ["CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS"]',
+        'env_unset = ["CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS"]\nenv = { FOO = "1" }'))
+    proc = support.prebake("-C", ws, "build", "--guards-only", UNIT, "--force")
+    assert proc.returncode == 2 and "platform-build-profile changed" in proc.stderr, proc
