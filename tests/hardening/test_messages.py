@@ -125,3 +125,21 @@ def test_s3_errors_do_not_repeat_exception_names() -> None:
     msg = str(st._err(EndpointConnectionError(endpoint_url="http://127.0.0.1:9"), "head x"))
     assert msg.startswith("s3://b/p: head x: cannot reach the endpoint http://127.0.0.1:9")
     assert "EndpointConnectionError" not in msg
+
+
+def test_github_errors_say_the_store_once(tmp_path: Path) -> None:
+    """A GitHub store whose API does not answer: one line naming ``github://OWNER/REPO`` once,
+    what failed in words, no httpx class name."""
+    api = closed_port_url()
+    proc = subprocess.run(
+        [sys.executable, "-m", "prebake", "fetch", "demo==1.0.0", "--platform", PLATFORM,
+         "--store", "github://kiln-sdk/kiln-deps", "--release", "v1.0.0",
+         "--into", str(tmp_path / "into")],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        env=support.tool_env({"PREBAKE_CACHE": str(tmp_path / "cache"),
+                              "PREBAKE_RETRY_BASE": "0.01", "PREBAKE_GITHUB_API": api}))
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.count("\n") == 1, proc.stderr
+    assert proc.stderr.count("github://kiln-sdk/kiln-deps") == 1, proc.stderr
+    assert "cannot connect" in proc.stderr and "ConnectError" not in proc.stderr, proc.stderr
+    assert not (tmp_path / "into").exists()
