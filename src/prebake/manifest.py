@@ -160,6 +160,17 @@ class Toolchain:
         for k in ("pin", "pin_version", "version"):
             if k in d:
                 _opt_str(d[k], f"{where}.{k}")
+        if "verified" in d:
+            v = _obj(d["verified"], f"{where}.verified")
+            keys = ("family", "version", "version_line", "target", "llvm", "status", "identity")
+            _required(v, keys, f"{where}.verified")
+            _only(v, frozenset(keys), f"{where}.verified")
+            for k in ("family", "version", "llvm"):
+                _opt_str(v[k], f"{where}.verified.{k}")
+            for k in ("version_line", "target", "identity"):
+                _str(v[k], f"{where}.verified.{k}")
+            if v["status"] not in ("ok", "unpinned"):
+                raise _Invalid(f"{where}.verified.status is {v['status']!r}, not ok or unpinned")
         return cls(dict(d))
 
     def _argv(self, key: str) -> tuple[str, ...]:

@@ -96,7 +96,5 @@ def write_demo_asset(pre: Path, name: str, version: str, platform: str, out_dir:
     static = [[f["path"]] for f in facts if f["kind"] == "static-library"]
     digest = hashlib.sha256(f"{name} {version} {platform}".encode()).hexdigest()
     manifest = make_manifest(aid, input_hash=digest, toolchain={"cc": ["gcc"]}, facts=facts,
-                             link_order=static)
-    if guards is not None:
-        manifest["guards"] = guards
+                             link_order=static, guards=guards)
     return write_asset(pre, aid, manifest, out_dir)

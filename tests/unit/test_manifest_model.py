@@ -86,6 +86,9 @@ def _broken() -> list[tuple[str, dict[str, Any]]]:
     case("input not a string", lambda d: d["inputs"].update(x=1))
     case("fact without abi", lambda d: d["facts"][0].pop("abi"))
     case("cc not argv", lambda d: d["toolchain"].update(cc="gcc"))
+    case("verified status unknown", lambda d: d["toolchain"].update(verified={
+        "family": "gcc", "version": "12", "version_line": "gcc 12", "target": "x86_64",
+        "llvm": None, "status": "guessed", "identity": "gcc 12"}))
     case("recipe without version", lambda d: d["recipes"][0].pop("version"))
     case("provenance without buildType", lambda d: d["provenance"].pop("buildType"))
     case("not an object", lambda d: d.clear())

@@ -50,7 +50,7 @@ def manifest() -> dict[str, object]:
     return make_manifest(AID, input_hash="ab" * 32,
                          toolchain={"cc": ["gcc"], "cxx": ["g++"], "ar": ["ar"], "pin": None,
                                     "pin_version": None, "version": "g++ 12"},
-                         link_order=[["lib/libvecmath.a"]])
+                         link_order=[["lib/libvecmath.a"]]).to_json()
 
 
 def test_same_tree_same_bytes_regardless_of_times_modes_and_threads(tmp_path: Path) -> None:

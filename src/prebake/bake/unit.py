@@ -42,6 +42,7 @@ from prebake.bake.result import GuardReport, UnitResult, UnitState
 from prebake.bake.shipped import dep_libraries, prefix_files
 from prebake.digest import file_sha256
 from prebake.errors import PrebakeError
+from prebake.manifest import Manifest
 from prebake.package import cmake, pkgconfig, relocate
 from prebake.package.adopt import Adopted, AdoptFailed, adopt_install
 from prebake.package.archive import Entry, collect_tree, with_generated, write_asset
@@ -149,7 +150,7 @@ class Packaged:
 
     path: Path
     sha256: str
-    manifest: Mapping[str, Any]
+    manifest: Manifest
     trust: UnitTrust
 
 
@@ -464,13 +465,14 @@ def package(run: UnitRun, guarded: Guarded) -> Packaged:
         recipes=[{"name": r.name, "version": ws.pins[r.pin],
                   **({"public_symbols": list(r.outputs.public_symbols)}
                      if r.outputs.public_symbols else {})} for r, _o in outcomes],
-        guards=guards_record(unit.platform, [o for _r, o in outcomes]),
+        guards={**guards_record(unit.platform, [o for _r, o in outcomes]),
+                "version": summary([(g.recipe.name, g.adopted.proof)
+                                    for g in guarded.recipes if g.adopted is not None])},
         inputs=unit.inputs,
     )
-    manifest["guards"]["version"] = summary([(g.recipe.name, g.adopted.proof)
-                                             for g in guarded.recipes if g.adopted is not None])
-    trust = unit_trust(ws, unit, manifest["toolchain"], dirs.root, run.started_on, dirs.dist)
-    manifest["provenance"] = trust.definition  # deterministic: no times, no host
+    trust = unit_trust(ws, unit, manifest.toolchain.to_json(), dirs.root, run.started_on,
+                       dirs.dist)
+    manifest = replace(manifest, provenance=trust.definition)  # deterministic: no times, no host
     generated.update(trust.generated)  # share/prebake/sbom.cdx.json
     entries = relocate_files(run, entries, generated, manifest)
     run.say(f"packaging {aid.filename}")
@@ -480,7 +482,7 @@ def package(run: UnitRun, guarded: Guarded) -> Packaged:
 
 
 def relocate_files(run: UnitRun, entries: list[Entry], generated: Mapping[str, bytes],
-                   manifest: Mapping[str, Any]) -> list[Entry]:
+                   manifest: Manifest) -> list[Entry]:
     """Rewrite the install files prebake knows to be relative to their own folder, then
     refuse the asset if any file it would ship still names the workspace, the unit's work
     folder or its prefix (``prebake.package.relocate``)."""
@@ -496,8 +498,8 @@ def relocate_files(run: UnitRun, entries: list[Entry], generated: Mapping[str, b
         run.log.write(f"# dropped {rel}: a libtool archive names the build machine's libdir")
     gone = set(done.dropped)
     kept = [e for e in entries if e.path not in gone]
-    shipped = with_generated(kept, {**generated,
-                                    "share/prebake/manifest.json": jsonio.dumps(manifest).encode()})
+    manifest_json = jsonio.dumps(manifest.to_json()).encode()
+    shipped = with_generated(kept, {**generated, "share/prebake/manifest.json": manifest_json})
     leaks = relocate.scan(shipped, paths)
     if leaks:
         raise UnitFailed(relocate.render_leaks(run.unit.id, leaks))

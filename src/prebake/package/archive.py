@@ -37,6 +37,7 @@ from typing import Any, BinaryIO
 from prebake import jsonio
 from prebake.digest import file_sha256
 from prebake.errors import PrebakeError
+from prebake.manifest import Manifest
 from prebake.package.naming import MAX_ASSET_BYTES, AssetId, sha256_line
 
 FIXED_MTIME = 315532800  # 1980-01-01T00:00:00Z: the earliest time every archive format can store
@@ -364,7 +365,8 @@ def file_list(entries: Iterable[Entry]) -> list[dict[str, Any]]:
     return out
 
 
-def write_asset(prefix: Path, aid: AssetId, manifest: dict[str, Any], out_dir: Path, *,
+def write_asset(prefix: Path, aid: AssetId, manifest: Manifest | Mapping[str, Any],
+                out_dir: Path, *,
                 generated: Mapping[str, bytes] | None = None,
                 entries: Iterable[Entry] | None = None, threads: int | None = None) -> Path:
     """Package ``prefix`` (or the given ``entries``) as ``aid`` into ``out_dir`` with sidecars.
@@ -382,9 +384,11 @@ def write_asset(prefix: Path, aid: AssetId, manifest: dict[str, Any], out_dir: P
     base = list(entries) if entries is not None else collect_tree(prefix)
     base = [e for e in base if e.path != MANIFEST_PATH]
     content = with_generated(base, dict(generated or {}))
-    manifest = dict(manifest)
-    manifest["files"] = file_list(content)
-    manifest_bytes = jsonio.dumps(manifest).encode()
+    data = manifest.to_json() if isinstance(manifest, Manifest) else dict(manifest)
+    data["files"] = file_list(content)
+    # through the typed value: no asset ships a manifest that its readers would refuse
+    typed = Manifest.from_json(data, aid.manifest_name)
+    manifest_bytes = jsonio.dumps(typed.to_json()).encode()
     content = with_generated(content, {MANIFEST_PATH: manifest_bytes})
 
     final = out_dir / aid.filename

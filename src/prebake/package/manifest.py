@@ -14,10 +14,11 @@ from typing import Any
 
 from prebake import __version__
 from prebake.inspect.facts import Facts
+from prebake.manifest import MANIFEST_SCHEMA_VERSION, Manifest
 from prebake.package.naming import AssetId
 from prebake.redact import redact_json
 
-MANIFEST_SCHEMA_VERSION = 1
+__all__ = ["MANIFEST_SCHEMA_VERSION", "facts_summary", "make_manifest", "schema_path"]
 
 
 def facts_summary(facts: Facts, rel: str) -> dict[str, Any]:
@@ -40,8 +41,9 @@ def make_manifest(aid: AssetId, *, input_hash: str, toolchain: Mapping[str, Any]
                   link_order: Sequence[Sequence[str]] = (),
                   recipes: Sequence[Mapping[str, Any]] = (),
                   guards: Mapping[str, Any] | None = None,
-                  inputs: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """A manifest without ``files`` (``write_asset`` fills them from what it archives).
+                  inputs: Mapping[str, str] | None = None) -> Manifest:
+    """A manifest with no ``files`` yet (``write_asset`` fills them from what it archives),
+    validated like every manifest a reader will see.
 
     ``link_order`` is a list of groups of library paths relative to the prefix; a group of more
     than one is a dependency cycle that must be linked as a group. Nothing here depends on the
@@ -65,7 +67,7 @@ def make_manifest(aid: AssetId, *, input_hash: str, toolchain: Mapping[str, Any]
         out["inputs"] = dict(inputs)  # what makes up input_hash: `plan --explain` diffs it
     redacted = redact_json(out)  # a URL's credentials or a token never ship in an asset
     assert isinstance(redacted, dict)
-    return redacted
+    return Manifest.from_json({**redacted, "files": []}, f"the manifest of {aid.filename}")
 
 
 def schema_path() -> Path:
