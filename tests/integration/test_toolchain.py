@@ -255,6 +255,11 @@ def _sdk_built_with_trixie(trixie: Path, work: Path, *, lto: bool = False) -> Pa
     if lto:
         edit(ws / "recipes" / "vecmath.py", '"wasm": "-O2 -fwasm-exceptions',
              '"wasm": "-O2 -flto -fwasm-exceptions')
+        # LLVM bitcode records the source file name as given (no prefix map rewrites it), so
+        # an LTO recipe compiles from inside {src}: else the asset names its build folder
+        edit(ws / "recipes" / "vecmath.py", '"{cxx} -std=c++17 "',
+             '"cmake -E chdir {src} {cxx} -std=c++17 "')
+        edit(ws / "recipes" / "vecmath.py", "-c {src}/src/vecmath.cpp", "-c src/vecmath.cpp")
         edit(ws / "prebake.toml", 'extends = "emscripten-wasm-eh-pthread-simd"\n',
              'extends = "emscripten-wasm-eh-pthread-simd"\n' + LTO_CONTRACT)
     rc, data = build_json(ws, "--stage", "core", "--platform", "wasm",
