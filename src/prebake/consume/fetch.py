@@ -24,7 +24,13 @@ from prebake.consume.unpack import DEFAULT_MAX_BYTES, UnsafeArchive, safe_extrac
 from prebake.contract.model import Contract
 from prebake.digest import ProgressFn, file_sha256
 from prebake.errors import CheckFailed, PrebakeError
-from prebake.manifest import MAX_MANIFEST_BYTES, ManifestError, parse_manifest, read_manifest_file
+from prebake.manifest import (
+    MAX_MANIFEST_BYTES,
+    Manifest,
+    ManifestError,
+    parse_manifest,
+    read_manifest_file,
+)
 from prebake.names import check_name, name_problem
 from prebake.package.naming import SHA256_SUFFIX, AssetId, asset_id, parse_sha256_line
 from prebake.store import open_store
@@ -200,8 +206,7 @@ def _checker(aid: AssetId, contract: Contract | None,
                 raise CheckFailed(f"{aid.filename} breaks this consumer's contract; nothing "
                                   f"was installed\n{report.render()}", report.to_json())
         if consumer is not None:
-            _check_toolchain(aid, typed.to_json(), consumer, tree,
-                             notes if notes is not None else [])
+            _check_toolchain(aid, typed, consumer, tree, notes if notes is not None else [])
 
     return check
 
@@ -216,11 +221,11 @@ class ConsumerToolchain:
     link_test: bool = False
 
 
-def _check_toolchain(aid: AssetId, manifest: dict[str, Any], consumer: ConsumerToolchain,
+def _check_toolchain(aid: AssetId, manifest: Manifest, consumer: ConsumerToolchain,
                      tree: Path, notes: list[str]) -> None:
     from prebake.toolchain.compat import compare
 
-    findings = compare(manifest, consumer.record)
+    findings = compare(manifest.to_json(), consumer.record)  # the rules are data over JSON
     refused = [f for f in findings if f.level == "refuse"]
     notes.extend(f.message for f in findings if f.level == "report")
     if refused:
@@ -231,9 +236,7 @@ def _check_toolchain(aid: AssetId, manifest: dict[str, Any], consumer: ConsumerT
         return
     from prebake.link.test import link_test
 
-    libs = [f["path"] for f in manifest.get("facts") or () if isinstance(f, dict)
-            and f.get("kind") in ("static-library", "shared-library")
-            and isinstance(f.get("path"), str)]
+    libs = [f.path for f in manifest.facts if f.kind in ("static-library", "shared-library")]
     if not libs:
         raise CheckFailed(f"{aid.filename}: --link-test: its manifest lists no library to "
                           "link; nothing was installed")
