@@ -132,8 +132,9 @@ def _fetch(tmp_path: Path, store: Path) -> subprocess.CompletedProcess[str]:
 
 
 def _manifest(files: list[tuple[str, int]]) -> dict[str, object]:
-    return {"schema_version": 1, "name": "demo", "version": "1.0.0", "platform": PLATFORM,
-            "files": [{"path": p, "size": n, "sha256": "0" * 64} for p, n in files]}
+    # a complete sidecar: an invalid one is not trusted for its sizes (only the ratio holds)
+    return support.valid_manifest("demo", "1.0.0", PLATFORM, files=[
+        {"path": p, "size": n, "sha256": "0" * 64} for p, n in files])
 
 
 @pytest.mark.parametrize("honest", [True, False], ids=["manifest-honest", "manifest-small"])
