@@ -32,9 +32,9 @@ _ENC: Callable[[str], str] = encode_basestring  # the C encoder (ensure_ascii=Fa
 
 @functools.lru_cache(maxsize=1 << 17)
 def _demangled_json(name: str) -> str:
-    from prebake.inspect.demangle import demangle
+    from prebake.inspect.demangle import demangle_once
 
-    dm = demangle(name)
+    dm = demangle_once(name)
     return "null" if dm is None else _ENC(dm)
 
 
@@ -277,11 +277,11 @@ class _Shown(dict[str, str]):
     MAX = 1 << 18
 
     def __missing__(self, name: str) -> str:
-        from prebake.inspect.demangle import demangle
+        from prebake.inspect.demangle import demangle_once
 
         if len(self) >= self.MAX:
             self.clear()
-        dm = demangle(name)
+        dm = demangle_once(name)
         text = self[name] = f"{name}  {dm}" if dm else name
         return text
 

@@ -1,0 +1,94 @@
+"""The forked ordered pool: input order, errors and dead workers surface, no worker is left."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from prebake.commands._pool import WorkerDied, ordered_map
+
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the forked pool is Linux's")
+
+
+def _children() -> list[int]:
+    pid = os.getpid()
+    text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
+    return [int(x) for x in text.split()]
+
+
+def _slow_square(x: int) -> tuple[int, int]:
+    if x % 97 == 0:
+        time.sleep(0.001 * (x % 5))  # later items overtake earlier ones
+    return x * x, os.getpid()
+
+
+def test_results_come_in_input_order_from_every_worker() -> None:
+    # 20 000 indices are 80 000 bytes: more than a pipe holds, so the feeding waits on it
+    items = list(range(20_000))
+    got = list(ordered_map(_slow_square, items, 2))
+    assert [v for v, _ in got] == [x * x for x in items]
+    pids = {p for _, p in got}
+    assert len(pids) == 2 and os.getpid() not in pids
+    assert _children() == []
+
+
+def _fail_at_5(x: int) -> int:
+    if x == 5:
+        raise KeyError(f"item {x}")
+    return x
+
+
+def test_an_error_in_a_worker_is_raised_here_after_the_results_before_it() -> None:
+    seen = []
+    with pytest.raises(KeyError, match="item 5"):
+        for v in ordered_map(_fail_at_5, list(range(50)), 2):
+            seen.append(v)
+    assert seen == [0, 1, 2, 3, 4]
+    assert _children() == []
+
+
+class _Unpicklable(Exception):
+    def __reduce__(self) -> str | tuple[object, ...]:
+        raise TypeError("no pickling")
+
+
+def _raise_unpicklable(x: int) -> int:
+    raise _Unpicklable(f"odd {x}")
+
+
+def test_an_exception_that_cannot_be_pickled_arrives_as_its_text() -> None:
+    with pytest.raises(RuntimeError, match="_Unpicklable: odd 0"):
+        list(ordered_map(_raise_unpicklable, [0, 1, 2], 2))
+    assert _children() == []
+
+
+def _die_at_3(x: int) -> int:
+    if x == 3:
+        os.kill(os.getpid(), signal.SIGKILL)
+    time.sleep(0.01)
+    return x
+
+
+def test_a_killed_worker_is_an_error_not_a_hang() -> None:
+    t0 = time.monotonic()
+    with pytest.raises(WorkerDied, match="killed by SIGKILL"):
+        list(ordered_map(_die_at_3, list(range(40)), 2))
+    assert time.monotonic() - t0 < 30
+    assert _children() == []
+
+
+def test_stopping_early_ends_the_workers() -> None:
+    it = ordered_map(_slow_square, list(range(5_000)), 2)
+    assert next(it)[0] == 0
+    it.close()
+    assert _children() == []
+
+
+def test_one_core_or_one_item_runs_here() -> None:
+    assert [p for _, p in ordered_map(_slow_square, [1, 2, 3], 1)] == [os.getpid()] * 3
+    assert [p for _, p in ordered_map(_slow_square, [4], 2)] == [os.getpid()]
