@@ -256,7 +256,9 @@ def _facts_of(target: Target, mode: _Mode) -> Facts:
     if target.error is not None or target.file is None:
         return Facts(path=target.name, error=target.error)
     try:
-        facts = inspect(target.file, ParseOptions(symbols=mode.symbols, deep=mode.deep))
+        # the human view shows members' symbols only: no archive-level lists to build
+        facts = inspect(target.file, ParseOptions(symbols=mode.symbols, deep=mode.deep,
+                                                  archive_lists=mode.json))
     except PrebakeError as exc:
         return Facts(path=target.name, error=_reason(exc, str(target.file)))
     except OSError as exc:

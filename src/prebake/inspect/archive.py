@@ -21,7 +21,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from itertools import chain
-from operator import itemgetter
 from pathlib import Path
 
 from prebake.errors import FormatError
@@ -63,10 +62,18 @@ class Archive:
     thin: bool
     members: list[Member]
     index_kind: IndexKind | None
-    index: list[tuple[str, int]]  # (symbol, member header offset); [] if read without names
+    # the index's symbol names, entry by entry ([] if read without names): a list of its own,
+    # not (name, offset) pairs, since the symbol listing wants the names alone (280 000 for
+    # LLVM's archives) and pairs cost a tuple each
+    index_names: list[str]
     linker_members: int  # 2 for COFF .lib files with the second linker member
     # member header offset of every index entry (always read: counts and dangling entries)
     index_offsets: Sequence[int] = ()
+
+    @property
+    def index(self) -> list[tuple[str, int]]:
+        """(symbol, member header offset) per index entry; [] if read without names."""
+        return list(zip(self.index_names, self.index_offsets, strict=False))
 
 
 def is_archive(head: bytes) -> bool:
@@ -144,15 +151,15 @@ def read_archive(data: Buffer, index_names: bool = True) -> Archive:
                     Member(real, off, data_off + skip, msize - skip if not thin else msize)
                 )
         off = data_off + stored + (stored & 1)
-    index: list[tuple[str, int]] = []
+    names: list[str] = []
     offsets: Sequence[int] = ()
     if index_raw is not None:
         index_kind = index_raw[0]
         if index_names or index_kind not in (IndexKind.GNU32, IndexKind.GNU64):
-            index, offsets = _parse_index(*index_raw)
+            names, offsets = _parse_index(*index_raw)
         else:
             offsets = _gnu_index_offsets(*index_raw)
-    return Archive(thin, members, index_kind, index, slash_seen, offsets)
+    return Archive(thin, members, index_kind, names, slash_seen, offsets)
 
 
 def _member_name(
@@ -201,8 +208,8 @@ def _offsets(word: struct.Struct, raw: bytes) -> array[int]:
     return offsets
 
 
-def _parse_index(kind: IndexKind, raw: bytes) -> tuple[list[tuple[str, int]], Sequence[int]]:
-    """(symbol, member header offset) pairs, and the offsets alone."""
+def _parse_index(kind: IndexKind, raw: bytes) -> tuple[list[str], Sequence[int]]:
+    """The symbol names and member header offsets of the index, one of each per entry."""
     if kind in (IndexKind.GNU32, IndexKind.GNU64):
         word = U32BE if kind == IndexKind.GNU32 else U64BE
         if len(raw) < word.size:
@@ -215,7 +222,8 @@ def _parse_index(kind: IndexKind, raw: bytes) -> tuple[list[tuple[str, int]], Se
         names = raw[word.size * (count + 1) :].decode("utf-8", "replace").split("\0")
         if len(names) < count:
             raise Truncated(f"symbol index lists {count} offsets but only {len(names)} names")
-        return list(zip(names, offsets, strict=False)), offsets
+        del names[count:]  # the text after the last name's NUL (padding), if any
+        return names, offsets
     word = struct.Struct("<I") if kind == IndexKind.BSD else struct.Struct("<Q")
     if len(raw) < word.size:
         return [], []
@@ -233,11 +241,11 @@ def _parse_index(kind: IndexKind, raw: bytes) -> tuple[list[tuple[str, int]], Se
     strsize = word.unpack_from(raw, stroff)[0]
     strtab = raw[stroff + word.size : stroff + word.size + strsize]
     out = []
-    for so, mo in pairs:
+    for so, _ in pairs:
         if so >= len(strtab):
             raise Truncated(f"__.SYMDEF name offset {so} outside its string table")
         end = strtab.find(b"\0", so)
-        out.append(((strtab[so:] if end < 0 else strtab[so:end]).decode("utf-8", "replace"), mo))
+        out.append((strtab[so:] if end < 0 else strtab[so:end]).decode("utf-8", "replace"))
     return out, [mo for _, mo in pairs]
 
 
@@ -275,7 +283,8 @@ class ArchiveReader:
     def parse(self, data: Buffer, path: str, opts: ParseOptions) -> Facts:
         from prebake.inspect import inspect_bytes
 
-        ar = read_archive(data, index_names=opts.symbols)
+        lists = opts.symbols and opts.archive_lists
+        ar = read_archive(data, index_names=lists)
         facts = Facts(path=path, format="archive", kind="static-library")
         facts.details["thin"] = ar.thin
         facts.details["index"] = (
@@ -308,7 +317,7 @@ class ArchiveReader:
             facts.details["index_dangling"] = dangling
             facts.note("index", f"index entries point at {dangling} offsets with no member")
         summarise(facts, members)
-        if opts.symbols:
+        if lists:
             facts.symbols = _archive_symbols(ar, members)
         return facts
 
@@ -370,8 +379,8 @@ def _thin_member(file: Path, mpath: str, opts: ParseOptions) -> Facts:
 def _archive_symbols(ar: Archive, members: list[Facts]) -> Symbols:
     """Defined: the index (or the members' definitions); undefined: what no member defines."""
     lists = [m.symbols for m in members if m.symbols is not None]
-    if ar.index:
-        defined = dict.fromkeys(map(itemgetter(0), ar.index))
+    if ar.index_names:
+        defined = dict.fromkeys(ar.index_names)
     else:
         defined = dict.fromkeys(chain.from_iterable(sy.defined for sy in lists))
     undefined = dict.fromkeys(chain.from_iterable(sy.undefined for sy in lists))

@@ -31,38 +31,44 @@ class _Direct:
     """``__cxa_demangle(name, buf, &len, &status)`` into one buffer the C runtime may grow.
 
     The hot path of ``inspect --symbols`` (one call per distinct name, 80 000 for LLVM's
-    archives), so the per-call Python work is kept to a minimum: the length and status
-    pointers are made once, the buffer is the C runtime's ``malloc`` (``realloc``'d by the
-    demangler when a name does not fit) and the result is read through a ``c_char`` array
-    over it (``.value`` stops at the NUL in C) instead of ``ctypes.string_at``.
+    archives), so the per-call Python work is kept to a minimum: ``call`` is a closure over
+    locals (no attribute lookups), the length and status pointers are made once, the buffer
+    is the C runtime's ``malloc`` (``realloc``'d by the demangler when a name does not fit)
+    and the result is read through a ``c_char`` array over it (``.value`` stops at the NUL,
+    in C) instead of ``ctypes.string_at``.
     """
 
     SIZE = 1 << 14  # bytes of the first buffer: longer demangled names make the runtime grow it
 
     def __init__(self, lib: ctypes.CDLL) -> None:
-        fn = getattr(lib, "__cxa_demangle")  # (a literal would be name-mangled in a class)
+        # no argtypes: ctypes then passes the bytes, the c_void_p and the byref()s as they
+        # are, a third cheaper per call than converting through declared argument types
+        fn = lib["__cxa_demangle"]
         fn.restype = ctypes.c_void_p
-        fn.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_size_t),
-                       ctypes.POINTER(ctypes.c_int)]
-        self._fn = fn
-        self._status = ctypes.c_int(0)
-        self._statusp = ctypes.pointer(self._status)
-        self._buf = _malloc(lib, self.SIZE)  # None: the runtime allocates on the first call
-        self._len = ctypes.c_size_t(self.SIZE if self._buf else 0)
-        self._lenp = ctypes.pointer(self._len)
-        self._view: ctypes.Array[ctypes.c_char] | None = (
-            (ctypes.c_char * self.SIZE).from_address(self._buf) if self._buf else None)
-        self._lock = threading.Lock()  # the buffer is shared: one call at a time
+        status = ctypes.c_int(0)
+        statusp = ctypes.byref(status)
+        first = _malloc(lib, self.SIZE)  # None: the runtime allocates on the first call
+        buf = ctypes.c_void_p(first)
+        length = ctypes.c_size_t(self.SIZE if first else 0)
+        lengthp = ctypes.byref(length)
+        view = (ctypes.c_char * self.SIZE).from_address(first) if first else None
+        lock = threading.Lock()  # the buffer is shared: one call at a time
+
+        def call(raw: str) -> str | None:
+            nonlocal view
+            with lock:
+                out = fn(raw.encode(), buf, lengthp, statusp)
+                if status.value or not out:
+                    return None  # the buffer is left as it was
+                if out != buf.value or view is None:  # grown (moved), or the first allocated
+                    buf.value = out
+                    view = (ctypes.c_char * max(1, length.value)).from_address(out)
+                return view.value.decode()  # like cxxfilt: bad UTF-8 raises
+
+        self.call = call
 
     def __call__(self, raw: str) -> str | None:
-        with self._lock:
-            out = self._fn(raw.encode(), self._buf, self._lenp, self._statusp)
-            if self._status.value or not out:
-                return None  # the buffer is left as it was
-            if out != self._buf or self._view is None:  # grown (moved) or first allocated
-                self._buf = out
-                self._view = (ctypes.c_char * max(1, self._len.value)).from_address(out)
-            return self._view.value.decode()  # like cxxfilt: bad UTF-8 raises
+        return self.call(raw)
 
 
 def _malloc(lib: ctypes.CDLL, size: int) -> int | None:
@@ -107,7 +113,7 @@ def demangle_once(name: str) -> str | None:
     if impl is None:
         return None
     try:
-        out = impl(raw)
+        out = impl.call(raw)
     except Exception:  # bad UTF-8 in or out, or anything a broken name provokes
         return None
     return out if out is not None and out != raw else None

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from json.encoder import encode_basestring
 from typing import Any
 
@@ -30,11 +30,18 @@ SYMBOL_KEYS = ("defined", "exports", "undefined")
 _ENC: Callable[[str], str] = encode_basestring  # the C encoder (ensure_ascii=False)
 
 
-@functools.lru_cache(maxsize=1 << 17)
-def _demangled_json(name: str) -> str:
+@functools.cache
+def _demangler() -> Callable[[str], str | None]:
+    """``demangle_once``, imported on first use (ctypes is start-up time a facts run saves);
+    the renderers keep their own per-name caches."""
     from prebake.inspect.demangle import demangle_once
 
-    dm = demangle_once(name)
+    return demangle_once
+
+
+@functools.lru_cache(maxsize=1 << 17)
+def _demangled_json(name: str) -> str:
+    dm = _demangler()(name)
     return "null" if dm is None else _ENC(dm)
 
 
@@ -277,11 +284,9 @@ class _Shown(dict[str, str]):
     MAX = 1 << 18
 
     def __missing__(self, name: str) -> str:
-        from prebake.inspect.demangle import demangle_once
-
         if len(self) >= self.MAX:
             self.clear()
-        dm = demangle_once(name)
+        dm = _demangler()(name)
         text = self[name] = f"{name}  {dm}" if dm else name
         return text
 
@@ -298,10 +303,16 @@ def _symbol_lines(facts: Facts, sink: Sink) -> None:
             continue
         tail = (f"  ({f.details.get('member', f.path)})" if f is not facts else "") + "\n"
         weak = sy.weak
+        # a run of lines with one letter is one join: the tail and the next line's head are
+        # the separator (no string per line; 290 000 lines for LLVM's archives)
         if weak:
-            lines = [f"  {'W' if n in weak else 'T'} {shown[n]}{tail}" for n in sy.defined]
+            text = "".join([f"  {'W' if n in weak else 'T'} {shown[n]}{tail}" for n in sy.defined])
         else:
-            lines = ["  T " + s + tail for s in map(shown.__getitem__, sy.defined)]
-        lines += ["  U " + s + tail for s in map(shown.__getitem__, sy.undefined)]
-        if lines:
-            sink("".join(lines))
+            text = _run("  T ", tail, map(shown.__getitem__, sy.defined), bool(sy.defined))
+        text += _run("  U ", tail, map(shown.__getitem__, sy.undefined), bool(sy.undefined))
+        if text:
+            sink(text)
+
+
+def _run(head: str, tail: str, shown: Iterator[str], nonempty: bool) -> str:
+    return head + (tail + head).join(shown) + tail if nonempty else ""
