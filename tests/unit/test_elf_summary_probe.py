@@ -136,3 +136,18 @@ def test_probe_is_exact_on_real_string_tables(pattern: str) -> None:
     answers = [elf._may_name(t, "x86_64") for t in tables]
     assert answers == [_brute(t, "x86_64") for t in tables]
     assert not all(answers)  # the shortcut is taken, or this test proves nothing about it
+
+
+_SHORT = {b"tat", b"qwstat", b"ab", b"zzab", b"abcdef"}
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from([b"xstat", b"qwstat", b"tat", b"ab", b"cab", b"abc", b"zzab",
+                                 b"bcdef", b"abcdef", b"q", b"sta"]), max_size=8))
+def test_a_short_name_is_found_under_a_longer_head(parts: list[bytes]) -> None:
+    """A name shorter than the heads (``tat``) hides under a longer one (``tats`` of
+    ``qwstat``) where the table holds ``xstat``: the bucket of the longer head checks it."""
+    strtab = b"\0" + b"\0".join(parts) + b"\0"
+    probe = elf._Probe(_SHORT)
+    assert probe.hit(strtab[::-1]) == any(n + b"\0" in strtab for n in _SHORT)
+    assert probe.hit(b"\0xstat\0"[::-1])
