@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from prebake.commands._pool import WorkerDied, ordered_map
+from prebake.commands._pool import Pool, WorkerDied, ordered_map
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the forked pool is Linux's")
 
@@ -92,3 +92,29 @@ def test_stopping_early_ends_the_workers() -> None:
 def test_one_core_or_one_item_runs_here() -> None:
     assert [p for _, p in ordered_map(_slow_square, [1, 2, 3], 1)] == [os.getpid()] * 3
     assert [p for _, p in ordered_map(_slow_square, [4], 2)] == [os.getpid()]
+
+
+_WARMED: list[int] = []
+
+
+def _warm_up() -> None:
+    _WARMED.append(os.getpid())
+
+
+def _warmed(x: int) -> tuple[int, bool]:
+    return x, os.getpid() in _WARMED  # true only in a worker that ran the warm-up itself
+
+
+def test_a_pool_forked_before_its_items_warms_each_worker_and_maps_them() -> None:
+    with Pool(2, warm=_warm_up) as pool:
+        items = list(range(300))  # made after the fork: they reach the workers pickled
+        got = list(pool.map(_warmed, items))
+    assert got == [(x, True) for x in items]
+    assert _WARMED == []  # the parent itself never warmed
+    assert _children() == []
+
+
+def test_a_pool_closed_without_work_leaves_no_worker() -> None:
+    with Pool(2, warm=_warm_up):
+        pass
+    assert _children() == []

@@ -23,7 +23,7 @@ import selectors
 import signal
 import struct
 import sys
-from collections.abc import Callable, Generator, Iterator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -31,6 +31,7 @@ R = TypeVar("R")
 
 _TASK = struct.Struct("<I")  # an item's index; END asks a worker to exit
 _RESULT = struct.Struct("<IQ?")  # index, pickle length, whether it is an exception
+_SIZE = struct.Struct("<Q")  # the length of a worker's pickled job
 END = 0xFFFFFFFF
 
 
@@ -57,97 +58,170 @@ def ordered_map(fn: Callable[[T], R], items: Sequence[T], workers: int | None = 
         return
     if warm is not None:
         warm()
-    if hasattr(os, "fork") and sys.platform == "linux":
-        yield from _forked(fn, items, n)
+    if forks():
+        with Pool(n) as pool:
+            yield from pool.map(fn, items)
         return
     import multiprocessing as mp
     from concurrent.futures import ProcessPoolExecutor
 
-    pool = ProcessPoolExecutor(n, mp_context=mp.get_context("spawn"))
+    executor = ProcessPoolExecutor(n, mp_context=mp.get_context("spawn"))
     try:
-        yield from pool.map(fn, items)
+        yield from executor.map(fn, items)
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        executor.shutdown(wait=True, cancel_futures=True)
 
 
-def _forked(fn: Callable[[T], R], items: Sequence[T], n: int) -> Iterator[R]:
-    if len(items) >= END:
-        raise ValueError(f"{len(items)} items: more than a task index can name")
-    task_r, task_w = os.pipe()
-    os.set_blocking(task_w, False)  # the parent never waits on a full task pipe
-    pending = b"".join(_TASK.pack(i) for i in range(len(items))) + _TASK.pack(END) * n
-    workers: dict[int, int] = {}  # result pipe's read end -> worker pid
-    sel = selectors.DefaultSelector()
-    try:
-        for _ in range(n):
-            res_r, res_w = os.pipe()
-            sys.stdout.flush()  # nothing buffered here is written twice
-            sys.stderr.flush()
-            pid = os.fork()
-            if pid == 0:  # the worker: never returns into the caller's code
-                code = 1
-                try:
-                    os.close(task_w)
-                    os.close(res_r)
-                    for fd in workers:  # the other workers' pipes
-                        os.close(fd)
-                    _work(fn, items, task_r, res_w)
-                    code = 0
-                finally:
-                    os._exit(code)
-            os.close(res_w)
-            workers[res_r] = pid
-            sel.register(res_r, selectors.EVENT_READ)
-        os.close(task_r)
-        task_r = -1
-        pending = _feed(task_w, pending)
-        if pending:
-            sel.register(task_w, selectors.EVENT_WRITE)
+def forks() -> bool:
+    """Whether ``Pool`` works here (Linux: ``fork`` without the macOS caveats)."""
+    return hasattr(os, "fork") and sys.platform == "linux"
+
+
+class Pool:
+    """Forked workers that exist before their work does, for one ``map``.
+
+    Forking first lets each worker run ``warm`` (imports, compiled tables) while the parent
+    is still finding out what the items are (``inspect`` resolving its paths): the start-up
+    of both runs on both cores at once. The items and ``fn`` then reach each worker once,
+    pickled on a pipe of its own; after that only indices cross the shared task pipe.
+    """
+
+    def __init__(self, n: int, warm: Callable[[], object] | None = None) -> None:
+        self.n = n
+        self.task_r, self.task_w = os.pipe()
+        os.set_blocking(self.task_w, False)  # the parent never waits on a full task pipe
+        self.jobs: dict[int, int] = {}  # result pipe's read end -> the worker's job pipe
+        self.pids: dict[int, int] = {}  # result pipe's read end -> worker pid
+        self.finished = False
+        try:
+            for _ in range(n):
+                self._fork(warm)
+        except BaseException:
+            self.close()
+            raise
+        os.close(self.task_r)
+        self.task_r = -1
+
+    def _fork(self, warm: Callable[[], object] | None) -> None:
+        job_r, job_w = os.pipe()
+        res_r, res_w = os.pipe()
+        sys.stdout.flush()  # nothing buffered here is written twice
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:  # the worker: never returns into the caller's code
+            code = 1
+            try:
+                signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C ends it, silently
+                os.close(self.task_w)
+                os.close(job_w)
+                os.close(res_r)
+                for fd in (*self.jobs, *self.jobs.values()):  # the other workers' pipes
+                    os.close(fd)
+                if warm is not None:
+                    with contextlib.suppress(Exception):  # warming is an optimisation
+                        warm()
+                _work(job_r, self.task_r, res_w)
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(job_r)
+        os.close(res_w)
+        self.jobs[res_r] = job_w
+        self.pids[res_r] = pid
+
+    def __enter__(self) -> Pool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def map(self, fn: Callable[[T], R], items: Sequence[T]) -> Generator[R, None, None]:
+        """``map(fn, items)`` in input order; ``fn`` and ``items`` must pickle (the workers
+        were forked before they existed). One ``map`` per pool."""
+        if len(items) >= END:
+            raise ValueError(f"{len(items)} items: more than a task index can name")
+        job = pickle.dumps((fn, items), pickle.HIGHEST_PROTOCOL)
+        for fd, job_w in list(self.jobs.items()):
+            try:
+                _write_all(job_w, _SIZE.pack(len(job)) + job)
+            except BrokenPipeError:  # it died before its work came (warming, the OOM killer)
+                raise WorkerDied(self._reap(fd) or "a worker ended before its work came") from None
+        pending = b"".join(_TASK.pack(i) for i in range(len(items))) + _TASK.pack(END) * self.n
+        sel = selectors.DefaultSelector()
+        for fd in self.pids:
+            sel.register(fd, selectors.EVENT_READ)
         done: dict[int, tuple[bool, Any]] = {}
         nxt = 0
-        while nxt < len(items):
-            for key, _ in sel.select():
-                fd = int(key.fd)
-                if fd == task_w:
-                    pending = _feed(task_w, pending)
-                    if not pending:
-                        sel.unregister(task_w)
-                    continue
-                got = _receive(fd)
-                if got is None:  # the pipe closed: the worker took END, or died
-                    sel.unregister(fd)
-                    os.close(fd)
-                    death = _death(workers.pop(fd))
-                    if death is not None:
-                        raise WorkerDied(death)
-                    if not workers and nxt + len(done) < len(items):
-                        raise WorkerDied("every worker exited with results missing")
-                    continue
-                index, failed, value = got
-                done[index] = (failed, value)
-            while nxt in done:
-                failed, value = done.pop(nxt)
-                nxt += 1
-                if failed:
-                    raise value
-                yield value
-    finally:
-        if task_r >= 0:
-            os.close(task_r)
-        os.close(task_w)
-        for fd, pid in workers.items():
-            with contextlib.suppress(ProcessLookupError):
-                if nxt < len(items):  # stopped early (an error, Ctrl-C): do not wait for them
+        try:
+            pending = _feed(self.task_w, pending)
+            if pending:
+                sel.register(self.task_w, selectors.EVENT_WRITE)
+            while nxt < len(items):
+                for key, _ in sel.select():
+                    fd = int(key.fd)
+                    if fd == self.task_w:
+                        pending = _feed(self.task_w, pending)
+                        if not pending:
+                            sel.unregister(self.task_w)
+                        continue
+                    got = _receive(fd)
+                    if got is None:  # the pipe closed: the worker took END, or died
+                        sel.unregister(fd)
+                        death = self._reap(fd)
+                        if death is not None:
+                            raise WorkerDied(death)
+                        if not self.pids and nxt + len(done) < len(items):
+                            raise WorkerDied("every worker exited with results missing")
+                        continue
+                    index, failed, value = got
+                    done[index] = (failed, value)
+                while nxt in done:
+                    failed, value = done.pop(nxt)
+                    nxt += 1
+                    if failed:
+                        raise value
+                    yield value
+            self.finished = True
+        finally:
+            sel.close()
+
+    def _reap(self, fd: int) -> str | None:
+        os.close(fd)
+        os.close(self.jobs.pop(fd))
+        return _death(self.pids.pop(fd))
+
+    def close(self) -> None:
+        """End the workers: those that finished their work exit by themselves (or, never
+        given work, at the end of their job pipe); any other is killed (an error, Ctrl-C, a
+        consumer that stopped early), and every one is waited for."""
+        if self.task_r >= 0:
+            os.close(self.task_r)
+            self.task_r = -1
+        if self.task_w >= 0:
+            os.close(self.task_w)
+            self.task_w = -1
+        for fd in list(self.pids):
+            os.close(self.jobs[fd])  # a worker still waiting for its job sees the end
+        for fd, pid in self.pids.items():
+            if not self.finished:
+                with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(pid, 0)
             os.close(fd)
-        sel.close()
+        self.pids.clear()
+        self.jobs.clear()
 
 
-def _work(fn: Callable[[T], R], items: Sequence[T], task_r: int, res_w: int) -> None:
-    """A worker's loop: take an index, send back the pickled result or exception."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C ends a worker at once, silently
+def _work(job_r: int, task_r: int, res_w: int) -> None:
+    """A worker's loop: read the job, then take an index, send back the pickled result."""
+    head = _read_exact(job_r, _SIZE.size)
+    if head is None:
+        return  # the pool closed before giving work
+    raw_job = _read_exact(job_r, _SIZE.unpack(head)[0])
+    if raw_job is None:
+        return
+    fn, items = pickle.loads(raw_job)  # our own parent wrote it
     while True:
         raw = _read_exact(task_r, _TASK.size)
         if raw is None:

@@ -62,48 +62,66 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from prebake.commands._pool import ordered_map, usable_cores
+    from prebake.commands._pool import Pool, forks, ordered_map, usable_cores
     from prebake.jsonio import SCHEMA_VERSION
 
     opts = _Mode(symbols=args.symbols, deep=args.deep, json=args.json,
                  color=not args.json and _color())
-    with ExitStack() as stack:
-        found = [(raw, t) for raw in args.paths for t in binaries(Path(raw), stack)]
-        targets = [replace(t, index=i, arg=raw) for i, (raw, t) in enumerate(found)]
-        workers = usable_cores() if len(targets) > 1 else 1
-        if workers > 1:
-            opts = replace(opts, spill=stack.enter_context(
-                tempfile.TemporaryDirectory(prefix="prebake-inspect-out-")))
-        else:
-            opts = replace(opts, direct=True)
-        out = sys.stdout
-        if args.json:
-            out.write('{\n  "results": [')
-        failed = 0
-        readable: set[str] = set()  # a path that failed shows its error and nothing else
-        pieces = ordered_map(functools.partial(_job, opts), targets, workers,
-                             warm=functools.partial(_warm, opts, targets))
-        for target, piece in zip(targets, pieces, strict=True):
-            failed += piece.failed
-            if not piece.failed:
-                readable.add(target.arg)
-            _write(piece)
-        trust = _trust(args, readable)
-        if args.json:
-            out.write("\n  ]" if targets else "]")
-            out.write(',\n  "schema_version": ' + str(SCHEMA_VERSION))
-            if trust:
-                from prebake.inspect.render import json_value
+    cores = usable_cores()
+    # several paths: several results, so the workers are forked now and warm up (imports,
+    # compiled probes) while this process finds the binaries; one path (a folder, a package)
+    # may hold one binary or many: the pool waits until that is known
+    early = (Pool(min(cores, len(args.paths)), warm=functools.partial(_warm_readers, opts))
+             if len(args.paths) > 1 and cores > 1 and forks() else None)
+    try:
+        with ExitStack() as stack:
+            found = [(raw, t) for raw in args.paths for t in binaries(Path(raw), stack)]
+            targets = [replace(t, index=i, arg=raw) for i, (raw, t) in enumerate(found)]
+            workers = cores if len(targets) > 1 else 1
+            if workers > 1:
+                opts = replace(opts, spill=stack.enter_context(
+                    tempfile.TemporaryDirectory(prefix="prebake-inspect-out-")))
+            else:
+                opts = replace(opts, direct=True)
+            out = sys.stdout
+            if args.json:
+                out.write('{\n  "results": [')
+            failed = 0
+            readable: set[str] = set()  # a path that failed shows its error and nothing else
+            job = functools.partial(_job, opts)
+            if early is not None and workers > 1:
+                pieces = early.map(job, targets)
+            else:
+                if early is not None:
+                    early.close()
+                pieces = ordered_map(job, targets, workers,
+                                     warm=functools.partial(_warm, opts, targets))
+            for target, piece in zip(targets, pieces, strict=True):
+                failed += piece.failed
+                if not piece.failed:
+                    readable.add(target.arg)
+                _write(piece)
+            if early is not None:
+                early.close()  # before the unpacked packages and spill files are removed
+            trust = _trust(args, readable)
+            if args.json:
+                out.write("\n  ]" if targets else "]")
+                out.write(',\n  "schema_version": ' + str(SCHEMA_VERSION))
+                if trust:
+                    from prebake.inspect.render import json_value
 
-                out.write(',\n  "trust": ' + json_value(trust, "  "))
-            out.write("\n}\n")
-        else:
-            from prebake.commands._common import console
-            from prebake.trust.render import trust_lines
+                    out.write(',\n  "trust": ' + json_value(trust, "  "))
+                out.write("\n}\n")
+            else:
+                from prebake.commands._common import console
+                from prebake.trust.render import trust_lines
 
-            for t in trust:
-                for line in trust_lines(t):
-                    console().print(line, markup=False, highlight=False)
+                for t in trust:
+                    for line in trust_lines(t):
+                        console().print(line, markup=False, highlight=False)
+    finally:
+        if early is not None:
+            early.close()
     if failed == len(targets):
         return 2
     return 1 if any(t["signature"]["status"] == "invalid" or t["provenance_error"]
@@ -306,6 +324,26 @@ def _warm(mode: _Mode, targets: list[Target]) -> None:
                        default=None)
         if smallest is not None:
             _job(replace(mode, direct=False, spill=None), smallest)
+
+
+_HOST_ARCH = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}
+
+
+def _warm_readers(mode: _Mode) -> None:
+    """A worker's warm-up before it knows its targets: the readers of this machine's own
+    binaries (archives, ELF), the summary's probe for its arch, the renderer and, for
+    symbols, the demangler. Anything else is loaded on first use, as in a serial run."""
+    from prebake.inspect import elf, registry, render  # noqa: F401 (imported to be loaded)
+
+    for name in ("archive", "elf"):
+        registry.module_readers(name)
+    arch = _HOST_ARCH.get(os.uname().machine.lower())
+    if arch is not None:
+        elf.warm(arch)
+    if mode.symbols:
+        from prebake.inspect.demangle import demangle_once
+
+        demangle_once("_Z1fv")  # loads the C++ runtime's demangler
 
 
 def _write(piece: _Piece) -> None:

@@ -125,6 +125,28 @@ def json_pieces(f: Facts, sink: Sink, *, symbols: bool, ind: str = "    ",
         sink("".join(out))
 
 
+_REPEATED = frozenset({"abi", "evidence"})  # values the members of an archive mostly share
+_repeats: dict[tuple[Any, ...], str] = {}
+
+
+def _repeated(v: dict[str, Any], ind: str) -> str:
+    """``_text`` of a value archive members repeat (their ``abi`` and ``evidence``), made once.
+
+    Members of one archive share all but a few of these values, so the key (the items, lists
+    as tuples) is cheaper to build than the text; the cache starts over past a bound.
+    """
+    try:
+        key = (ind, *[(k, tuple(x) if type(x) is list else x) for k, x in v.items()])
+        text = _repeats.get(key)
+    except TypeError:  # an unhashable value (a nested dict): no cache
+        return _text(v, ind)
+    if text is None:
+        if len(_repeats) >= 1 << 14:
+            _repeats.clear()
+        text = _repeats[key] = _text(v, ind)
+    return text
+
+
 def _facts(f: Facts, ind: str, symbols: bool, out: list[str], sink: Sink, flush_at: int) -> None:
     d = f.to_json(children=False)
     children = {k: v for k, v in (("members", f.members), ("slices", f.slices)) if v is not None}
@@ -149,6 +171,8 @@ def _facts(f: Facts, ind: str, symbols: bool, out: list[str], sink: Sink, flush_
                     sink("".join(out))
                     out.clear()
             out.append("\n" + inner + "]")
+        elif k in _REPEATED:
+            out.append(_repeated(d[k], inner))
         elif k in d:
             out.append(_text(d[k], inner))
         else:
