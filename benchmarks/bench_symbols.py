@@ -28,6 +28,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from _timing import run_command
+
 DEFAULT_GLOB = "/usr/lib/llvm-14/lib/libLLVM*.a"
 PREBAKE = [sys.executable, "-m", "prebake", "inspect"]
 
@@ -55,17 +57,12 @@ BARS = (  # (label, numerator, denominator, what, bar)
 
 
 def run_once(argv: list[str], out: Path) -> dict[str, float]:
-    """One whole process: wall seconds, CPU seconds of its tree, peak RSS (MB), output bytes."""
-    with open(out, "wb") as fh:
-        t0 = time.perf_counter()
-        proc = subprocess.Popen(argv, stdout=fh, stderr=subprocess.DEVNULL)
-        _, status, ru = os.wait4(proc.pid, 0)
-        wall = time.perf_counter() - t0
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode not in (0, 1):  # llvm-nm exits 1 for members without symbols
-        raise SystemExit(f"{' '.join(argv[:6])}… exited {proc.returncode}")
-    return {"wall": wall, "cpu": ru.ru_utime + ru.ru_stime, "rss": ru.ru_maxrss / 1024,
-            "out": out.stat().st_size}
+    """One whole process: wall seconds, CPU seconds of its tree, its own peak RSS (MB), output
+    bytes (``_timing.run_command``: a fresh launcher forks it, so the peak is the command's)."""
+    got = run_command(argv, str(out))
+    if got["code"] not in (0, 1):  # llvm-nm exits 1 for members without symbols
+        raise SystemExit(f"{' '.join(argv[:6])}… exited {got['code']}")
+    return got
 
 
 def library_seconds(paths: list[str]) -> tuple[float, float]:
@@ -82,7 +79,7 @@ def library_seconds(paths: list[str]) -> tuple[float, float]:
 
 
 def symbol_lines(path: Path) -> int:
-    with open(path, "rb") as fh:
+    with open(f"{path}.stdout", "rb") as fh:
         return sum(1 for line in fh if line.startswith((b"  T ", b"  W ", b"  U ")))
 
 
@@ -100,6 +97,12 @@ def main() -> int:
     total = sum(Path(p).stat().st_size for p in paths)
     for p in paths:  # warm the page cache for every side
         Path(p).read_bytes()
+    # what an installed prebake has (pip compiles at install): current bytecode, even where
+    # PYTHONDONTWRITEBYTECODE (common in containers) keeps a run from writing its own
+    import compileall
+
+    import prebake
+    compileall.compile_dir(Path(prebake.__file__).parent, quiet=1)
     cmds = commands(nm)
     print(f"{len(paths)} archives, {total / 1e6:.0f} MB, {os.cpu_count()} cores, "
           f"median of {args.rounds} alternating rounds, load {os.getloadavg()[0]:.1f}")
