@@ -1,3 +1,3 @@
-from prebake.cli import main
+from prebake.cli import entry
 
-raise SystemExit(main())
+entry()

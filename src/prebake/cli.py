@@ -173,6 +173,30 @@ def _named_command(argv: Sequence[str]) -> ModuleType | None:
     return mod
 
 
+def entry() -> NoReturn:
+    """The ``prebake`` command: ``main``, then an exit without the interpreter's teardown.
+
+    Tearing down the modules and objects of a run costs 8 ms of every command (11 ms against
+    3), most of a small run's time after its work. What an exit must do is still done:
+    stdout and stderr are flushed and the ``atexit`` functions run (temporary folders'
+    finalizers among them). With another thread alive, or a stream that cannot be flushed
+    (a closed pipe), Python's own exit handles it as always.
+    """
+    code = main()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        raise SystemExit(code) from None
+    threading = sys.modules.get("threading")
+    if threading is not None and threading.active_count() > 1:
+        raise SystemExit(code)
+    import atexit
+
+    atexit._run_exitfuncs()
+    os._exit(code)
+
+
 def _short(path: str, limit: int = 160) -> str:
     """A path for a one-line message: a 4 KB path keeps its two ends."""
     return path if len(path) <= limit else f"{path[:60]}…{path[-(limit - 61):]}"
@@ -188,6 +212,9 @@ def _err(message: str) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     one = _named_command(argv)
+    prestart = getattr(one, "prestart", None)
+    if prestart is not None:  # work the command line certainly asks for may start now
+        prestart(argv)
     parser, table = _build([one]) if one is not None else build_parser()
     args = parser.parse_args(argv)
     if not args.command:

@@ -19,14 +19,14 @@ import contextlib
 import functools
 import os
 import sys
-import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from prebake.commands._pool import Pool
     from prebake.inspect.facts import Facts
 
 NAME = "inspect"
@@ -61,6 +61,53 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
+_early: list[Pool] = []  # the pool ``prestart`` forked, for ``run`` to take
+
+
+def prestart(argv: Sequence[str]) -> None:
+    """Fork the workers before the command line is even parsed, when it names several paths.
+
+    Several paths mean several results, so a pool is certain; its workers then warm up
+    (imports, compiled probes) while this process builds its parser and finds the binaries:
+    the one serial stretch of a many-file run shrinks by the workers' start-up. The command
+    line is only scanned here; if it turns out to be wrong (a usage error, ``--help``),
+    ``run`` never comes and the workers, never given work, are ended at exit.
+    """
+    from prebake.commands._pool import Pool, forks, usable_cores
+
+    paths, symbols = _scan(argv)
+    cores = usable_cores()
+    if paths > 1 and cores > 1 and forks():
+        import atexit
+
+        pool = Pool(min(cores, paths), warm=functools.partial(_warm_readers, symbols))
+        atexit.register(pool.close)
+        _early.append(pool)
+
+
+# the options of ``inspect`` and the global ones that take a value (the next token)
+_VALUED = ("--allowed-signers", "-C", "--workspace")
+
+
+def _scan(argv: Sequence[str]) -> tuple[int, bool]:
+    """How many paths ``argv`` (``[global options] inspect …``) names, and ``--symbols``."""
+    rest = list(argv[list(argv).index(NAME) + 1:]) if NAME in argv else []
+    paths, symbols, i = 0, False, 0
+    while i < len(rest):
+        tok = rest[i]
+        if tok == "--":
+            paths += len(rest) - i - 1
+            break
+        if tok in _VALUED:
+            i += 1
+        elif tok == "--symbols":
+            symbols = True
+        elif not tok.startswith("-") or tok == "-":
+            paths += 1
+        i += 1
+    return paths, symbols
+
+
 def run(args: argparse.Namespace) -> int:
     from prebake.commands._pool import Pool, forks, ordered_map, usable_cores
     from prebake.jsonio import SCHEMA_VERSION
@@ -68,19 +115,21 @@ def run(args: argparse.Namespace) -> int:
     opts = _Mode(symbols=args.symbols, deep=args.deep, json=args.json,
                  color=not args.json and _color())
     cores = usable_cores()
-    # several paths: several results, so the workers are forked now and warm up (imports,
-    # compiled probes) while this process finds the binaries; one path (a folder, a package)
-    # may hold one binary or many: the pool waits until that is known
-    early = (Pool(min(cores, len(args.paths)), warm=functools.partial(_warm_readers, opts))
-             if len(args.paths) > 1 and cores > 1 and forks() else None)
+    # several paths: several results, so the workers are forked now (if ``prestart`` has not)
+    # and warm up while this process finds the binaries; one path (a folder, a package) may
+    # hold one binary or many: the pool waits until that is known
+    early = _early.pop() if _early else None
+    if early is None and len(args.paths) > 1 and cores > 1 and forks():
+        early = Pool(min(cores, len(args.paths)),
+                     warm=functools.partial(_warm_readers, args.symbols))
     try:
         with ExitStack() as stack:
-            found = [(raw, t) for raw in args.paths for t in binaries(Path(raw), stack)]
-            targets = [replace(t, index=i, arg=raw) for i, (raw, t) in enumerate(found)]
+            targets = [t for raw in args.paths for t in binaries(raw, stack)]
+            for i, target in enumerate(targets):
+                target.index = i
             workers = cores if len(targets) > 1 else 1
             if workers > 1:
-                opts = replace(opts, spill=stack.enter_context(
-                    tempfile.TemporaryDirectory(prefix="prebake-inspect-out-")))
+                opts = replace(opts, spill=_spill_folder(stack))
             else:
                 opts = replace(opts, direct=True)
             out = sys.stdout
@@ -154,7 +203,7 @@ def _trust(args: argparse.Namespace, readable: set[str]) -> list[dict[str, Any]]
 # what to read: the binaries of each command-line path
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Target:
     """One result to produce: the binary ``file`` shown as ``name``, or an ``error`` for
     ``name``. ``rename`` maps the file's path to what is shown (asset members)."""
@@ -169,23 +218,38 @@ class Target:
     labels: tuple[tuple[str, str], ...] = ()
 
 
-def binaries(path: Path, stack: ExitStack) -> Iterator[Target]:
+def binaries(arg: str, stack: ExitStack) -> Iterator[Target]:
     """The binaries of one command-line path, as ``prebake.inspect.resolve`` finds them: the
     file itself, every binary anywhere below a folder or inside a release asset or upstream
     package (unpacked into a temporary folder that ``stack`` removes once everything is read),
     named ``package!inner/path``. A path that cannot be read is one error; a symlink leaving
     the tree is one error naming it."""
-    from prebake.errors import PrebakeError
-    from prebake.inspect.resolve import is_binary, is_package, resolve
+    for t in _binaries(Path(arg), stack):
+        t.arg = arg
+        yield t
 
+
+def _binaries(path: Path, stack: ExitStack) -> Iterator[Target]:
     name = str(path)
+    # a file not named like a package is read as a binary (or gets its error) by a worker:
+    # nothing is opened or imported here for it (176 archives: the parent's start-up is the
+    # only part of a run that does not use every core)
+    plain = not name.lower().endswith(ASSET_SUFFIXES)
+    if plain and path.is_file():
+        yield Target(name, path)
+        return
+    from prebake.errors import PrebakeError
+    from prebake.inspect.resolve import is_binary, resolve
+
     try:
-        if path.is_file() and (is_binary(path) or not is_package(path)):
+        if path.is_file() and is_binary(path):  # a binary named like a package
             yield Target(name, path)
             return
         if not path.exists():
             yield Target(name, error="no such file or folder")
             return
+        import tempfile
+
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="prebake-inspect-")))
         found = resolve([path], tmp)
         labels = tuple(found.labels)
@@ -199,6 +263,34 @@ def binaries(path: Path, stack: ExitStack) -> Iterator[Target]:
         yield Target(name, error=_reason(exc, name))
     except OSError as exc:
         yield Target(name, error=exc.strerror or str(exc))
+
+
+def _spill_folder(stack: ExitStack) -> str:
+    """A private folder for the workers' big outputs, removed by ``stack``.
+
+    ``tempfile``'s own rules (``TMPDIR``, an unguessable name, mode 0700, never an existing
+    folder) without importing it: ``tempfile`` pulls in ``shutil`` and ``random``, start-up
+    time that the one serial part of a many-file run pays.
+    """
+    base = Path(os.environ.get("TMPDIR") or "/tmp")
+    for _ in range(100):
+        path = base / f"prebake-inspect-out-{os.urandom(8).hex()}"
+        try:
+            path.mkdir(0o700)
+        except FileExistsError:
+            continue
+        stack.callback(_remove_spill, path)
+        return str(path)
+    raise FileExistsError(f"{base}: no free name for a spill folder")
+
+
+def _remove_spill(path: Path) -> None:
+    """The spill folder and what a stopped run left in it (flat: workers write files only)."""
+    with contextlib.suppress(OSError):
+        for entry in path.iterdir():
+            with contextlib.suppress(OSError):
+                entry.unlink()
+        path.rmdir()
 
 
 def _reason(exc: Exception, name: str) -> str:
@@ -329,7 +421,7 @@ def _warm(mode: _Mode, targets: list[Target]) -> None:
 _HOST_ARCH = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}
 
 
-def _warm_readers(mode: _Mode) -> None:
+def _warm_readers(symbols: bool) -> None:
     """A worker's warm-up before it knows its targets: the readers of this machine's own
     binaries (archives, ELF), the summary's probe for its arch, the renderer and, for
     symbols, the demangler. Anything else is loaded on first use, as in a serial run."""
@@ -340,7 +432,7 @@ def _warm_readers(mode: _Mode) -> None:
     arch = _HOST_ARCH.get(os.uname().machine.lower())
     if arch is not None:
         elf.warm(arch)
-    if mode.symbols:
+    if symbols:
         from prebake.inspect.demangle import demangle_once
 
         demangle_once("_Z1fv")  # loads the C++ runtime's demangler
