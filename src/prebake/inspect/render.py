@@ -102,14 +102,15 @@ class _Entries(dict[str, str]):
 _entries: dict[str, _Entries] = {}
 
 
-def _names(names: list[str], ind: str) -> str:
-    """``[{"demangled": …, "name": …}, …]`` at indent ``ind``."""
+def _names(names: list[str], ind: str) -> tuple[str, ...]:
+    """``[{"demangled": …, "name": …}, …]`` at indent ``ind``, as pieces: the list's text is
+    most of a big archive's output, so it is not copied once more to add its brackets."""
     if not names:
-        return "[]"
+        return ("[]",)
     entries = _entries.get(ind)
     if entries is None:
         entries = _entries[ind] = _Entries(ind)
-    return "[\n" + ",\n".join(map(entries.__getitem__, names)) + "\n" + ind + "]"
+    return "[\n", ",\n".join(map(entries.__getitem__, names)), "\n" + ind + "]"
 
 
 def json_pieces(f: Facts, sink: Sink, *, symbols: bool, ind: str = "    ",
@@ -151,7 +152,7 @@ def _facts(f: Facts, ind: str, symbols: bool, out: list[str], sink: Sink, flush_
     d = f.to_json(children=False)
     children = {k: v for k, v in (("members", f.members), ("slices", f.slices)) if v is not None}
     keys = sorted([*d, *children, *(SYMBOL_KEYS if symbols else ())])
-    defined = ""  # "defined" sorts before "exports"
+    defined: tuple[str, ...] = ()  # "defined" sorts before "exports"
     inner = ind + "  "
     out.append("{")
     for i, k in enumerate(keys):
@@ -180,12 +181,12 @@ def _facts(f: Facts, ind: str, symbols: bool, out: list[str], sink: Sink, flush_
             if sy is None:
                 out.append("null")
             elif k == "exports" and (sy.exports is sy.defined or sy.exports == sy.defined):
-                out.append(defined)  # archives and most objects export what they define
+                out.extend(defined)  # archives and most objects export what they define
             else:
-                text = _names(getattr(sy, k), inner)
+                parts = _names(getattr(sy, k), inner)
                 if k == "defined":
-                    defined = text
-                out.append(text)
+                    defined = parts
+                out.extend(parts)
     out.append("\n" + ind + "}")
 
 
