@@ -532,44 +532,45 @@ def _trie(words: list[bytes]) -> bytes:
 
 
 class _Probe:
-    """Finds, in a *reversed* string table, any candidate name followed by a NUL.
+    """Finds, in a string table, any candidate name followed by a NUL.
 
     Candidates: the EH markers, ``__gnu_lto_slim``, ``personality_v0`` (the definition
     trigger in ``_object``) and the arch's glibc table. A symbol's name is the bytes from its
     offset to the next NUL, and string tables share tails (``stat`` may live inside
-    ``__xstat``), so ``name + NUL`` occurs in the table for every symbol name; reversed, that
-    is a NUL followed by the reversed name, which a literal NUL anchors cheaply.
+    ``__xstat``), so ``name + NUL`` occurs in the table for every symbol name.
 
-    Two steps, because compiling one regex of all 1 200 names cost 19 ms, paid by every
-    process that reads an ELF object (each ``inspect`` worker): a small regex of the names'
-    last ``HEAD`` bytes (reversed: their heads; 3 ms to compile) finds where a candidate may
-    start, then the few names with that head are compared there. The trie matches the
-    longest head that starts at a position, so every candidate that can start there has a
-    head that is a prefix of it: those are the names its bucket holds.
+    One regex of all 1 200 names cost 19 ms to compile, paid by every process that reads an
+    ELF object (each ``inspect`` worker), and it had to search a reversed copy of each table
+    to anchor on the NUL. Instead: every NUL is a cheap literal to find; a fixed-width
+    lookbehind asks whether the byte before it ends a candidate, then whether the ``HEAD``
+    bytes before it are a candidate's last ones (a trie of 320 four-byte tails: 4 ms to
+    compile); only there are the few names with that tail compared. Names shorter than
+    ``HEAD`` (none in today's tables) are looked for one by one.
     """
 
     HEAD = 4
 
     def __init__(self, names: set[bytes]) -> None:
-        groups: dict[bytes, list[bytes]] = {}
-        for r in sorted(n[::-1] for n in names):
-            groups.setdefault(r[: self.HEAD], []).append(r)
-        heads = sorted(groups)
-        # a head's bucket: its own names and those of every shorter head it starts with
-        self.buckets = {h: [r for k in range(1, len(h) + 1) for r in groups.get(h[:k], ())]
-                        for h in heads}
-        # most names end in a byte no candidate ends in ("E" of nested names): one set test
-        # rejects them before the trie's first branch
-        last = b"".join(re.escape(bytes([c])) for c in sorted({n[-1] for n in names}))
-        self.pattern = re.compile(b"\0(?=[" + last + b"])(?=(" + _trie(heads) + b"))")
+        self.tails: dict[bytes, list[bytes]] = {}
+        for n in sorted(names):
+            if len(n) >= self.HEAD:
+                self.tails.setdefault(n[-self.HEAD:], []).append(n)
+        self.short = sorted(n + b"\0" for n in names if 0 < len(n) < self.HEAD)
+        last = b"".join(re.escape(bytes([c])) for c in sorted({n[-1] for n in names if n}))
+        self.pattern = re.compile(b"\0(?<=[" + last + b"]\0)(?<=(" + _trie(sorted(self.tails))
+                                  + b")\0)") if self.tails else None
 
-    def hit(self, reversed_table: bytes) -> bool:
-        starts = reversed_table.startswith
-        buckets = self.buckets
-        for m in self.pattern.finditer(reversed_table):
-            at = m.end()
-            for name in buckets[m.group(1)]:
-                if starts(name, at):
+    def hit(self, table: bytes) -> bool:
+        if any(n in table for n in self.short):
+            return True
+        if self.pattern is None:
+            return False
+        ends = table.endswith
+        tails = self.tails
+        for m in self.pattern.finditer(table):
+            at = m.start()
+            for name in tails[m.group(1)]:
+                if ends(name, 0, at):
                     return True
         return False
 
@@ -591,7 +592,7 @@ def _may_name(strtab: bytes, arch: str | None) -> bool:
     """False only when no symbol can be named like a probe candidate (a proof of absence)."""
     if not strtab.endswith(b"\0"):
         return True  # the last name ends at the table's end, not at a NUL: decode precisely
-    return _probe(arch).hit(strtab[::-1])
+    return _probe(arch).hit(strtab)
 
 
 _NAMESPACES = re.compile(rb"St(?:3__1|7__cxx11)")

@@ -148,7 +148,40 @@ def _repeated(v: dict[str, Any], ind: str) -> str:
     return text
 
 
+def _str_or_null(v: str | None) -> str:
+    return "null" if v is None else _ENC(v)
+
+
+def _leaf(f: Facts, ind: str, out: list[str]) -> None:
+    """``_facts`` of a result with no members, slices or symbols (an archive member, most of
+    a facts run's output): its keys in sorted order from a fixed list, without building the
+    ``to_json`` dict first. ``tests/integration/test_inspect_stream.py`` holds it to
+    ``json.dumps``."""
+    inner = ind + "  "
+    sep = ",\n" + inner
+    a = f.abi
+    out.append("{\n" + inner + '"abi": ' + _repeated(a.to_json(), inner)
+               + sep + '"arch": ' + _str_or_null(f.arch))
+    if f.counts:
+        out.append(sep + '"counts": ' + _text(f.counts, inner))
+    out.append(sep + '"details": ' + _text(f.details, inner))
+    if f.error is not None:
+        out.append(sep + '"error": ' + _ENC(f.error))
+    out.append(sep + '"evidence": ' + _repeated(f.evidence, inner)
+               + sep + '"format": ' + _str_or_null(f.format)
+               + sep + '"kind": ' + _str_or_null(f.kind)
+               + sep + '"needed": ' + ("null" if f.needed is None else _text(f.needed, inner))
+               + sep + '"os": ' + _str_or_null(f.os)
+               + sep + '"path": ' + _ENC(f.path)
+               + sep + '"size": ' + ("null" if f.size is None else _text(f.size, inner))
+               + sep + '"soname": ' + _str_or_null(f.soname)
+               + "\n" + ind + "}")
+
+
 def _facts(f: Facts, ind: str, symbols: bool, out: list[str], sink: Sink, flush_at: int) -> None:
+    if not symbols and f.members is None and f.slices is None:
+        _leaf(f, ind, out)
+        return
     d = f.to_json(children=False)
     children = {k: v for k, v in (("members", f.members), ("slices", f.slices)) if v is not None}
     keys = sorted([*d, *children, *(SYMBOL_KEYS if symbols else ())])
