@@ -118,3 +118,13 @@ def test_a_pool_closed_without_work_leaves_no_worker() -> None:
     with Pool(2, warm=_warm_up):
         pass
     assert _children() == []
+
+
+def test_the_take_order_changes_who_computes_first_not_the_output_order() -> None:
+    items = list(range(200))
+    with Pool(2) as pool:
+        got = list(pool.map(_slow_square, items, first=items[::-1]))
+    assert [v for v, _ in got] == [x * x for x in items]
+    with Pool(2) as pool, pytest.raises(ValueError, match="every index"):
+        list(pool.map(_slow_square, items, first=[0, 0, 1]))
+    assert _children() == []

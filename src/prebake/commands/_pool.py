@@ -135,9 +135,14 @@ class Pool:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def map(self, fn: Callable[[T], R], items: Sequence[T]) -> Generator[R, None, None]:
+    def map(self, fn: Callable[[T], R], items: Sequence[T],
+            first: Sequence[int] | None = None) -> Generator[R, None, None]:
         """``map(fn, items)`` in input order; ``fn`` and ``items`` must pickle (the workers
-        were forked before they existed). One ``map`` per pool."""
+        were forked before they existed). One ``map`` per pool.
+
+        ``first``: the order in which the workers take the items (every index once), e.g.
+        the biggest first, so that no worker is left with a big one at the end while the
+        others idle; the results still come in input order."""
         if len(items) >= END:
             raise ValueError(f"{len(items)} items: more than a task index can name")
         job = pickle.dumps((fn, items), pickle.HIGHEST_PROTOCOL)
@@ -146,7 +151,10 @@ class Pool:
                 _write_all(job_w, _SIZE.pack(len(job)) + job)
             except BrokenPipeError:  # it died before its work came (warming, the OOM killer)
                 raise WorkerDied(self._reap(fd) or "a worker ended before its work came") from None
-        pending = b"".join(_TASK.pack(i) for i in range(len(items))) + _TASK.pack(END) * self.n
+        order = range(len(items)) if first is None else first
+        if sorted(order) != list(range(len(items))):
+            raise ValueError("first must hold every index of items once")
+        pending = b"".join(_TASK.pack(i) for i in order) + _TASK.pack(END) * self.n
         sel = selectors.DefaultSelector()
         for fd in self.pids:
             sel.register(fd, selectors.EVENT_READ)

@@ -18,6 +18,7 @@ import argparse
 import contextlib
 import functools
 import os
+import stat
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack
@@ -139,7 +140,9 @@ def run(args: argparse.Namespace) -> int:
             readable: set[str] = set()  # a path that failed shows its error and nothing else
             job = functools.partial(_job, opts)
             if early is not None and workers > 1:
-                pieces = early.map(job, targets)
+                # biggest first: the last items any worker takes are small ones
+                pieces = early.map(job, targets, sorted(
+                    range(len(targets)), key=lambda i: -targets[i].size))
             else:
                 if early is not None:
                     early.close()
@@ -213,6 +216,7 @@ class Target:
     rename: tuple[str, str] | None = None
     error: str | None = None
     index: int = 0  # position in the output
+    size: int = 0  # bytes of the file, when known: the biggest are read first
     arg: str = ""  # the command-line path it comes from
     # (temporary unpack folder, package name): evidence names the package, not the folder
     labels: tuple[tuple[str, str], ...] = ()
@@ -235,9 +239,14 @@ def _binaries(path: Path, stack: ExitStack) -> Iterator[Target]:
     # nothing is opened or imported here for it (176 archives: the parent's start-up is the
     # only part of a run that does not use every core)
     plain = not name.lower().endswith(ASSET_SUFFIXES)
-    if plain and path.is_file():
-        yield Target(name, path)
-        return
+    if plain:
+        try:
+            st = path.stat()
+        except OSError:
+            st = None
+        if st is not None and stat.S_ISREG(st.st_mode):
+            yield Target(name, path, size=st.st_size)
+            return
     from prebake.errors import PrebakeError
     from prebake.inspect.resolve import is_binary, resolve
 
