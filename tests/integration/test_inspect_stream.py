@@ -9,6 +9,7 @@ process (its pool forks workers), once on every core and once pinned to one core
 from __future__ import annotations
 
 import json
+import mmap
 import os
 import shutil
 import subprocess
@@ -146,3 +147,38 @@ def test_100k_tiny_members_stay_under_300_mb(tmp_path: Path) -> None:
     [res] = doc["results"]
     assert len(res["members"]) == 100_000
     assert res["members"][-1]["details"]["member"] == "m099999.o"
+
+
+def test_100k_tiny_members_twice_stay_under_300_mb_in_every_worker(tmp_path: Path) -> None:
+    """The pooled path: two such archives, one per worker; each worker's own peak (the
+    largest child's ru_maxrss: forked from this small process, it is the worker's) and the
+    parent's stay bounded, and both results are written whole."""
+    obj = support.build("tiny-member", {"t.c": "int t(void) { return 0; }\n"},
+                        [["gcc", "-Os", "-c", "-fno-asynchronous-unwind-tables", "t.c"]]) / "t.o"
+    ars = [tmp_path / "libmany1.a", tmp_path / "libmany2.a"]
+    for ar in ars:
+        _archive_of_tiny_members(ar, 100_000, obj.read_bytes())
+    out = tmp_path / "out.json"
+    code = ("import resource, sys\n"
+            "from prebake.cli import main\n"
+            f"sys.stdout = open({str(out)!r}, 'w')\n"
+            f"rc = main(['inspect', '--json', {str(ars[0])!r}, {str(ars[1])!r}])\n"
+            "sys.stdout.close()\n"
+            "hwm = [ln.split()[1] for ln in open('/proc/self/status') if ln.startswith('VmHWM')]\n"
+            "kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss\n"
+            "print(rc, hwm[0], kids, file=sys.stderr)\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=support.tool_env(None), check=False)
+    assert proc.returncode == 0, proc.stderr
+    rc, parent_kb, worker_kb = map(int, proc.stderr.split())
+    assert rc == 0
+    if len(os.sched_getaffinity(0)) > 1:
+        assert worker_kb > 0  # a pool ran
+    assert parent_kb < 300 * 1024 and worker_kb < 300 * 1024, (parent_kb, worker_kb)
+    with open(out, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+        assert mm[:16] == b'{\n  "results": ['
+        assert mm[-24:].endswith(b'"schema_version": 1\n}\n')
+        lasts, at = 0, mm.find(b'"member": "m099999.o"')
+        while at >= 0:
+            lasts, at = lasts + 1, mm.find(b'"member": "m099999.o"', at + 1)
+    assert lasts == 2
