@@ -119,28 +119,44 @@ def _archive_of_tiny_members(path: Path, count: int, member: bytes) -> None:
             fh.write(member + pad)
 
 
-def test_100k_tiny_members_stay_under_300_mb(tmp_path: Path) -> None:
-    """A hostile shape: the JSON of 100 000 members is streamed, never held whole."""
+def _many(tmp_path: Path, count: int) -> list[Path]:
+    """``count`` archives of 100 000 copies of one tiny real object each."""
     obj = support.build("tiny-member", {"t.c": "int t(void) { return 0; }\n"},
                         [["gcc", "-Os", "-c", "-fno-asynchronous-unwind-tables", "t.c"]]) / "t.o"
-    ar = tmp_path / "libmany.a"
-    _archive_of_tiny_members(ar, 100_000, obj.read_bytes())
-    out = tmp_path / "out.json"
-    # the peak of this process's own memory: VmHWM. Not ru_maxrss: Linux folds the peak of
-    # the memory a process had before exec (pytest's, copied by fork) into it, which made a
-    # whole-suite run report pytest's 541 MB for a child that used 215 MB
-    code = ("import sys\n"
+    ars = [tmp_path / f"libmany{i}.a" for i in range(count)]
+    for ar in ars:
+        _archive_of_tiny_members(ar, 100_000, obj.read_bytes())
+    return ars
+
+
+def _measured(paths: list[Path], out: Path) -> tuple[int, int]:
+    """``inspect --json paths`` in a fresh process writing to ``out``: its own peak memory
+    (VmHWM) and its largest worker's (the children's ru_maxrss), in kB.
+
+    Not the process's own ru_maxrss: Linux folds the peak of the memory a process had before
+    exec (pytest's, copied by fork) into it, which made a whole-suite run report pytest's
+    541 MB for a child that used 215 MB. Workers fork from the small child, so theirs is
+    honest."""
+    code = ("import resource, sys\n"
             "from prebake.cli import main\n"
             f"sys.stdout = open({str(out)!r}, 'w')\n"
-            f"rc = main(['inspect', '--json', {str(ar)!r}])\n"
+            f"rc = main(['inspect', '--json', *{[str(p) for p in paths]!r}])\n"
             "sys.stdout.close()\n"
             "hwm = [ln.split()[1] for ln in open('/proc/self/status') if ln.startswith('VmHWM')]\n"
-            "print(rc, hwm[0], file=sys.stderr)\n")
+            "kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss\n"
+            "print(rc, hwm[0], kids, file=sys.stderr)\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           env=support.tool_env(None), check=False)
     assert proc.returncode == 0, proc.stderr
-    rc, rss_kb = map(int, proc.stderr.split())
+    rc, own_kb, worker_kb = map(int, proc.stderr.split())
     assert rc == 0
+    return own_kb, worker_kb
+
+
+def test_100k_tiny_members_stay_under_300_mb(tmp_path: Path) -> None:
+    """A hostile shape: the JSON of 100 000 members is streamed, never held whole."""
+    out = tmp_path / "out.json"
+    rss_kb, _ = _measured(_many(tmp_path, 1), out)
     assert rss_kb < 300 * 1024, f"peak RSS {rss_kb} kB"  # VmHWM is in kB
     with open(out) as fh:
         doc = json.load(fh)
@@ -150,28 +166,10 @@ def test_100k_tiny_members_stay_under_300_mb(tmp_path: Path) -> None:
 
 
 def test_100k_tiny_members_twice_stay_under_300_mb_in_every_worker(tmp_path: Path) -> None:
-    """The pooled path: two such archives, one per worker; each worker's own peak (the
-    largest child's ru_maxrss: forked from this small process, it is the worker's) and the
+    """The pooled path: two such archives, one per worker; each worker's peak and the
     parent's stay bounded, and both results are written whole."""
-    obj = support.build("tiny-member", {"t.c": "int t(void) { return 0; }\n"},
-                        [["gcc", "-Os", "-c", "-fno-asynchronous-unwind-tables", "t.c"]]) / "t.o"
-    ars = [tmp_path / "libmany1.a", tmp_path / "libmany2.a"]
-    for ar in ars:
-        _archive_of_tiny_members(ar, 100_000, obj.read_bytes())
     out = tmp_path / "out.json"
-    code = ("import resource, sys\n"
-            "from prebake.cli import main\n"
-            f"sys.stdout = open({str(out)!r}, 'w')\n"
-            f"rc = main(['inspect', '--json', {str(ars[0])!r}, {str(ars[1])!r}])\n"
-            "sys.stdout.close()\n"
-            "hwm = [ln.split()[1] for ln in open('/proc/self/status') if ln.startswith('VmHWM')]\n"
-            "kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss\n"
-            "print(rc, hwm[0], kids, file=sys.stderr)\n")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env=support.tool_env(None), check=False)
-    assert proc.returncode == 0, proc.stderr
-    rc, parent_kb, worker_kb = map(int, proc.stderr.split())
-    assert rc == 0
+    parent_kb, worker_kb = _measured(_many(tmp_path, 2), out)
     if len(os.sched_getaffinity(0)) > 1:
         assert worker_kb > 0  # a pool ran
     assert parent_kb < 300 * 1024 and worker_kb < 300 * 1024, (parent_kb, worker_kb)
