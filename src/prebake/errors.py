@@ -39,14 +39,22 @@ class Problem:
 
 
 class ConfigError(PrebakeError):
-    """Every problem of one configuration file at once, so a user fixes them in one pass."""
+    """Every problem of one configuration file at once, so a user fixes them in one pass.
+
+    One problem is one line, ``file:line: key: message`` as compilers print it (editors jump
+    to it); several are a count, then one such line each.
+    """
 
     def __init__(self, file: str, problems: Sequence[Problem]) -> None:
         self.file = file
         self.problems = list(problems)
-        lines = [f"{file}: {len(self.problems)} problem(s)"]
-        lines += [f"  {p}" for p in self.problems]
-        super().__init__("\n".join(lines))
+        located = [f"{file}:{p.line}: {p.key}: {p.message}" if p.line
+                   else f"{file}: {p.key}: {p.message}" for p in self.problems]
+        if len(located) == 1:
+            text = located[0]
+        else:
+            text = "\n".join([f"{file}: {len(located)} problems", *(f"  {x}" for x in located)])
+        super().__init__(text)
 
 
 class CheckFailed(Exception):

@@ -71,6 +71,9 @@ def test_hostile_stage_name_is_refused_before_any_delete(tmp_path: Path) -> None
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "stages." in proc.stderr and "not a plain name" in proc.stderr
     assert "Traceback" not in proc.stderr
+    # one line naming the file, the line and what is wrong
+    [line] = proc.stderr.splitlines()
+    assert line.startswith(f"prebake: error: {ws / 'prebake.toml'}:"), line
     assert before.changes(Tree.of(tmp_path, [ws / ".prebake", tmp_path / "cache"])) == []
     assert (tmp_path / "victim-pixelbuf" / "prefix" / "precious.txt").is_file()
 

@@ -10,6 +10,7 @@ import pytest
 from prebake.cli import main
 from prebake.errors import ConfigError
 from prebake.workspace import load_workspace
+from prebake.workspace.lines import LineIndex
 from tests import support
 
 EXAMPLES = support.ROOT / "examples"
@@ -137,3 +138,12 @@ def test_a_contract_file_naming_its_os_gets_the_per_os_rule(
     assert rc == 2
     assert ("(top level).glibc_max: applies only to os linux; the contract's os is "
             "'emscripten'") in out
+
+
+def test_a_quoted_stage_name_is_located_on_its_own_line() -> None:
+    idx = LineIndex('[stages.core]\nrecipes = []\n\n[stages."../evil"]\nrecipes = []\n'
+                    '"a.b" = 1\n')
+    assert idx.line_of('stages."../evil"') == 4
+    assert idx.line_of('stages."../evil".recipes') == 5
+    assert idx.line_of('stages."../evil"."a.b"') == 6
+    assert idx.line_of("stages.core.recipes") == 2

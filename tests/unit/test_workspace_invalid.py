@@ -85,9 +85,14 @@ def test_cli_exit_2_one_block_no_traceback(tmp_path: Path, name: str,
     out, err = capsys.readouterr()
     assert out == ""
     assert "Traceback" not in err
-    assert err.startswith(f"prebake: error: {ws / 'prebake.toml'}: ")
+    assert err.startswith(f"prebake: error: {ws / 'prebake.toml'}:")
     key = CASES.get(name, ("stages.core.packge",))[0]
     assert key in err
+    first = err.splitlines()[0]
+    if not first.endswith(" problems"):  # one problem is one line: file:line: key: message
+        [line] = err.splitlines()
+        at = CASES[name][2]
+        assert at is None or f"prebake.toml:{at}: " in line or ".py:" in line, line
 
 
 def test_recipe_file_error_is_located(tmp_path: Path) -> None:

@@ -45,14 +45,15 @@ class LineIndex:
                 continue
             m = _HEADER.match(line)
             if m:
-                table = _dotted(m[1])
+                # the key as written (``_strip_strings`` keeps lengths): quoted names intact
+                table = _dotted(raw[m.start(1):m.end(1)])
                 for i in range(1, len(table) + 1):  # [a.b.c] also locates a and a.b
                     self._add(table[:i], no)
                 continue
             m = _ASSIGN.match(line)
             if not m:
                 continue
-            path = table + _dotted(m[1])
+            path = table + _dotted(raw[m.start(1):m.end(1)])
             self._add(path, no)
             rest = line[m.end():]
             if "{" in rest:

@@ -9,6 +9,7 @@ its ``never_in`` names…) are small functions that each append ``Problem``s.
 from __future__ import annotations
 
 import difflib
+import json
 import re
 import shlex
 import tomllib
@@ -182,6 +183,15 @@ def _hint(word: str, choices: Any) -> str:
     return f" (did you mean '{close[0]}'?)" if close else ""
 
 
+_BARE = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def _key(name: str) -> str:
+    """A stage or platform name as one part of a key path: quoted (TOML's way) unless bare,
+    so that ``stages."a.b"`` is one stage, not two tables, for the reader and for the lines."""
+    return name if _BARE.fullmatch(name) else json.dumps(name)
+
+
 class _Collector:
     """Problems located by key path; lines come from the text when the key can be found."""
 
@@ -302,7 +312,7 @@ def _toolchain(data: Mapping[str, Any], where: str, c: _Collector) -> Toolchain 
 
 
 def _platform(name: str, data: Any, c: _Collector) -> Platform | None:
-    where = f"platforms.{name}"
+    where = f"platforms.{_key(name)}"
     if name_problem(name) is not None or not _PLATFORM_NAME.match(name):
         c.add(where, "platform names are lowercase letters, digits and '-' (used in asset names)")
     if not isinstance(data, dict):
@@ -353,7 +363,7 @@ def _platform(name: str, data: Any, c: _Collector) -> Platform | None:
 
 
 def _stage(name: str, data: Any, c: _Collector) -> Stage | None:
-    where = f"stages.{name}"
+    where = f"stages.{_key(name)}"
     bad = name_problem(name)  # stage names become folders under .prebake/
     if bad is not None:
         c.add(where, f"stage name {bad}")
@@ -442,7 +452,8 @@ def _check_after(stages: Mapping[str, Stage], c: _Collector) -> None:
     for st in stages.values():
         for i, dep in enumerate(st.after):
             if dep not in stages:
-                c.add(f"stages.{st.name}.after[{i}]", f"unknown stage {dep!r}{_hint(dep, stages)}")
+                c.add(f"stages.{_key(st.name)}.after[{i}]",
+                      f"unknown stage {dep!r}{_hint(dep, stages)}")
     state: dict[str, int] = {}  # 1 visiting, 2 done
 
     def visit(name: str, trail: list[str]) -> None:
@@ -452,7 +463,7 @@ def _check_after(stages: Mapping[str, Stage], c: _Collector) -> None:
                 continue
             if state.get(dep) == 1:
                 cycle = [*trail[trail.index(dep):], dep] if dep in trail else [name, dep]
-                c.add(f"stages.{name}.after", f"cycle in after: {' -> '.join(cycle)}")
+                c.add(f"stages.{_key(name)}.after", f"cycle in after: {' -> '.join(cycle)}")
             elif dep not in state:
                 visit(dep, [*trail, dep])
         state[name] = 2
@@ -483,7 +494,7 @@ def _check_aliases(data: Mapping[str, Any], stages: Mapping[str, Stage], c: _Col
     for st in stages.values():
         for i, alias in enumerate(st.never_in):
             if alias not in data:
-                c.add(f"stages.{st.name}.never_in[{i}]",
+                c.add(f"stages.{_key(st.name)}.never_in[{i}]",
                       f"unknown alias {alias!r}{_hint(alias, data)}")
     return aliases
 
@@ -495,7 +506,7 @@ def _load_recipes(root: Path, stages: Mapping[str, Stage], platforms: Mapping[st
     seen: dict[str, str] = {}
     for st in stages.values():
         for i, name in enumerate(st.recipes):
-            where = f"stages.{st.name}.recipes[{i}]"
+            where = f"stages.{_key(st.name)}.recipes[{i}]"
             if name in seen:
                 c.add(where, f"recipe {name!r} is already in stage {seen[name]!r}")
                 continue
@@ -533,7 +544,7 @@ def _check_deps(stages: Mapping[str, Stage], recipes: Mapping[str, Recipe], ws_u
             for dep in recipe.deps if recipe else ():
                 upstream = [r for s in ws_upstream(st.name) for r in stages[s].recipes]
                 if dep not in before and dep not in upstream:
-                    c.add(f"stages.{st.name}.recipes",
+                    c.add(f"stages.{_key(st.name)}.recipes",
                           f"recipe {name!r} depends on {dep!r}, which is not built before it "
                           f"(list it earlier in this stage or in a stage this one comes after)")
             before.append(name)
@@ -547,7 +558,7 @@ def _check_from_stage(platforms: Mapping[str, Platform], stages: Mapping[str, St
         src = p.toolchain.from_stage
         if src is None:
             continue
-        where = f"platforms.{p.name}.toolchain.from_stage"
+        where = f"platforms.{_key(p.name)}.toolchain.from_stage"
         if src not in stages:
             c.add(where, f"unknown stage {src!r}{_hint(src, stages)}")
             continue
@@ -557,7 +568,7 @@ def _check_from_stage(platforms: Mapping[str, Platform], stages: Mapping[str, St
         before = set(upstream(src))
         for st in stages:
             if st != src and st not in before and src not in upstream(st):
-                c.add(f"stages.{st}.after", f"platform {p.name!r} builds with the toolchain "
+                c.add(f"stages.{_key(st)}.after", f"platform {p.name!r} builds with the toolchain "
                       f"stage {src!r} installs, so stage {st!r} must come after {src!r}")
 
 
@@ -590,10 +601,11 @@ def _check_cmake_toolchain(platforms: Mapping[str, Platform], recipes: Mapping[s
             if strat is None or p.toolchain.cmake_toolchain:
                 continue
             if "cmake_toolchain" in template_fields(strategy_templates(strat)):
-                c.add(f"platforms.{name}.toolchain.cmake_toolchain",
+                c.add(f"platforms.{_key(name)}.toolchain.cmake_toolchain",
                       f"missing: recipe {recipe.name!r} uses {{cmake_toolchain}} on this "
                       "platform (or run CMake through emcmake)", c.index.line_of(
-                          f"platforms.{name}.toolchain") or c.index.line_of(f"platforms.{name}"))
+                          f"platforms.{_key(name)}.toolchain")
+                      or c.index.line_of(f"platforms.{_key(name)}"))
 
 
 # ---- entry point --------------------------------------------------------------------------
