@@ -14,6 +14,8 @@ import functools
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
+from prebake.link.order import strongly_connected
+
 SRC = Path(__file__).resolve().parents[2] / "src"
 
 
@@ -62,45 +64,8 @@ def import_graph(src: Path, top: str) -> dict[str, set[str]]:
 
 
 def cycles(graph: Mapping[str, set[str]]) -> list[list[str]]:
-    """The strongly connected components with more than one module (Tarjan, iterative)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    out: list[list[str]] = []
-    for root in sorted(graph):
-        if root in index:
-            continue
-        work = [(root, iter(sorted(graph[root])))]
-        index[root] = low[root] = len(index)
-        stack.append(root)
-        on_stack.add(root)
-        while work:
-            v, it = work[-1]
-            w = next(it, None)
-            if w is not None:
-                if w not in index:
-                    index[w] = low[w] = len(index)
-                    stack.append(w)
-                    on_stack.add(w)
-                    work.append((w, iter(sorted(graph.get(w, ())))))
-                elif w in on_stack:
-                    low[v] = min(low[v], index[w])
-                continue
-            work.pop()
-            if work:
-                low[work[-1][0]] = min(low[work[-1][0]], low[v])
-            if low[v] == index[v]:
-                comp = []
-                while True:
-                    w = stack.pop()
-                    on_stack.discard(w)
-                    comp.append(w)
-                    if w == v:
-                        break
-                if len(comp) > 1:
-                    out.append(sorted(comp))
-    return out
+    """The strongly connected components with more than one module (the link-order Tarjan)."""
+    return sorted(sorted(c) for c in strongly_connected(sorted(graph), graph) if len(c) > 1)
 
 
 def package_graph(graph: Mapping[str, set[str]]) -> dict[str, set[str]]:

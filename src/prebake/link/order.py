@@ -22,14 +22,16 @@ importing networkx alone (~0.17 s measured here) costs more than the whole compu
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from prebake.errors import PrebakeError
 from prebake.inspect.facts import Facts
 from prebake.jsonio import SCHEMA_VERSION
+
+N = TypeVar("N", int, str)  # a graph's node: an archive member's number, a module's name
 
 FORMATS = ("ld", "ld64", "msvc", "cmake")
 MAX_WHY = 3  # symbols quoted per edge
@@ -261,18 +263,20 @@ def _pull(ix: _Index, roots: Sequence[Member], everything: bool
 # --- 2./3. graph, strongly connected components, order --------------------------------------
 
 
-def strongly_connected(nodes: Sequence[int], succ: dict[int, set[int]]) -> list[list[int]]:
-    """Tarjan's algorithm, iterative; components come out in reverse topological order."""
-    index: dict[int, int] = {}
-    low: dict[int, int] = {}
-    on_stack: set[int] = set()
-    stack: list[int] = []
-    out: list[list[int]] = []
+def strongly_connected(nodes: Sequence[N], succ: Mapping[N, set[N]]) -> list[list[N]]:
+    """Tarjan's algorithm, iterative; components come out in reverse topological order.
+
+    Members here; modules in ``tests/unit/test_import_cycles.py``."""
+    index: dict[N, int] = {}
+    low: dict[N, int] = {}
+    on_stack: set[N] = set()
+    stack: list[N] = []
+    out: list[list[N]] = []
     counter = 0
     for start in nodes:
         if start in index:
             continue
-        work: list[tuple[int, list[int]]] = [(start, sorted(succ.get(start, ())))]
+        work: list[tuple[N, list[N]]] = [(start, sorted(succ.get(start, ())))]
         index[start] = low[start] = counter
         counter += 1
         stack.append(start)
