@@ -28,8 +28,8 @@ def atomic_write_bytes(path: Path, data: bytes, mode: int = 0o644) -> None:
         raise
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    atomic_write_bytes(path, text.encode("utf-8"))
+def atomic_write_text(path: Path, text: str, mode: int = 0o644) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"), mode)
 
 
 def dumps(obj: Any) -> str:

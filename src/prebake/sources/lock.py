@@ -15,10 +15,8 @@ atomically, and read with a size bound like every other input.
 from __future__ import annotations
 
 import json
-import os
 import re
 import string
-import tempfile
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -26,6 +24,7 @@ from pathlib import Path
 from typing import Literal
 
 from prebake.errors import PrebakeError
+from prebake.jsonio import atomic_write_text
 from prebake.recipes.model import Recipe, Repackage, UrlSource, template_pins
 
 LOCK_NAME = "prebake.sources.lock"
@@ -75,15 +74,8 @@ class SourceLock:
 
     def write(self) -> None:
         """Atomically: a reader sees the old lock or the new one, never half of one."""
-        text = self.render()
-        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", dir=self.path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(text)
-            Path(tmp).replace(self.path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        mode = self.path.stat().st_mode & 0o777 if self.path.exists() else 0o644
+        atomic_write_text(self.path, self.render(), mode)
 
     def status(self, url: str) -> Status:
         if url in self.entries:

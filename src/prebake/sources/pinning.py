@@ -15,7 +15,6 @@ import difflib
 import json
 import os
 import re
-import tempfile
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -23,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from prebake.errors import PrebakeError
+from prebake.jsonio import atomic_write_text
 from prebake.sources.cache import SourceCache
 from prebake.sources.download import download_new
 from prebake.sources.lock import (
@@ -118,18 +118,6 @@ def set_pin_text(text: str, name: str, version: str, where: Path) -> str:
         raise PrebakeError(f"{where}: {exc}") from None
 
 
-def _atomic_text(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        Path(tmp).chmod(path.stat().st_mode & 0o777)
-        Path(tmp).replace(path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def pin(ws: Workspace, name: str, version: str, *, platforms: Sequence[str] = (),
         cache: SourceCache | None = None, log: Callable[[str], None] | None = None
         ) -> PinResult:
@@ -183,7 +171,7 @@ def pin(ws: Workspace, name: str, version: str, *, platforms: Sequence[str] = ()
     toml = ws.root / "prebake.toml"
     text = set_pin_text(toml.read_text("utf-8"), name, version, toml)
     lock.write()
-    _atomic_text(toml, text)
+    atomic_write_text(toml, text, toml.stat().st_mode & 0o777)  # its mode as it was
     return result
 
 
