@@ -47,17 +47,14 @@ def usable_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def ordered_map(fn: Callable[[T], R], items: Sequence[T], workers: int | None = None,
-                warm: Callable[[], object] | None = None) -> Generator[R, None, None]:
+def ordered_map(fn: Callable[[T], R], items: Sequence[T],
+                workers: int | None = None) -> Generator[R, None, None]:
     """``map(fn, items)`` over worker processes, in input order; in-process for one item or
-    one core (no pool start-up for the common ``inspect lib.a``). ``warm`` runs here before
-    the workers fork, so that lazy imports and tables are loaded once, not once per worker."""
+    one core (no pool start-up for the common ``inspect lib.a``)."""
     n = min(len(items), usable_cores() if workers is None else workers)
     if n <= 1:
         yield from map(fn, items)
         return
-    if warm is not None:
-        warm()
     if forks():
         with Pool(n) as pool:
             yield from pool.map(fn, items)
@@ -146,15 +143,15 @@ class Pool:
         others idle; the results still come in input order."""
         if len(items) >= END:
             raise ValueError(f"{len(items)} items: more than a task index can name")
+        order = range(len(items)) if first is None else first
+        if sorted(order) != list(range(len(items))):
+            raise ValueError("first must hold every index of items once")
         job = pickle.dumps((fn, items), pickle.HIGHEST_PROTOCOL)
         for fd, job_w in list(self.jobs.items()):
             try:
                 _write_all(job_w, _SIZE.pack(len(job)) + job)
             except BrokenPipeError:  # it died before its work came (warming, the OOM killer)
                 raise WorkerDied(self._reap(fd) or "a worker ended before its work came") from None
-        order = range(len(items)) if first is None else first
-        if sorted(order) != list(range(len(items))):
-            raise ValueError("first must hold every index of items once")
         pending = b"".join(_TASK.pack(i) for i in order) + _TASK.pack(END) * self.n
         sel = selectors.DefaultSelector()
         for fd in self.pids:

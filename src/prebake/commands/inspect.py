@@ -74,16 +74,23 @@ def prestart(argv: Sequence[str]) -> None:
     line is only scanned here; if it turns out to be wrong (a usage error, ``--help``),
     ``run`` never comes and the workers, never given work, are ended at exit.
     """
-    from prebake.commands._pool import Pool, forks, usable_cores
-
-    paths, symbols = _scan(argv)
-    cores = usable_cores()
-    if paths > 1 and cores > 1 and forks():
+    pool = _pool_for(*_scan(argv))
+    if pool is not None:
         import atexit
 
-        pool = Pool(min(cores, paths), warm=functools.partial(_warm_readers, symbols))
         atexit.register(pool.close)
         _early.append(pool)
+
+
+def _pool_for(results: int, symbols: bool) -> Pool | None:
+    """Workers forked now for ``results`` results, each warming up by itself; None where a
+    pool does not pay (one result, one core) or cannot fork (``ordered_map`` then serves)."""
+    from prebake.commands._pool import Pool, forks, usable_cores
+
+    cores = usable_cores()
+    if results > 1 and cores > 1 and forks():
+        return Pool(min(cores, results), warm=functools.partial(_warm_readers, symbols))
+    return None
 
 
 # the options of ``inspect`` and the global ones that take a value (the next token)
@@ -110,70 +117,65 @@ def _scan(argv: Sequence[str]) -> tuple[int, bool]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from prebake.commands._pool import Pool, forks, ordered_map, usable_cores
+    from prebake.commands._pool import ordered_map, usable_cores
     from prebake.jsonio import SCHEMA_VERSION
 
     opts = _Mode(symbols=args.symbols, deep=args.deep, json=args.json,
                  color=not args.json and _color())
-    cores = usable_cores()
     # several paths: several results, so the workers are forked now (if ``prestart`` has not)
     # and warm up while this process finds the binaries; one path (a folder, a package) may
-    # hold one binary or many: the pool waits until that is known
-    early = _early.pop() if _early else None
-    if early is None and len(args.paths) > 1 and cores > 1 and forks():
-        early = Pool(min(cores, len(args.paths)),
-                     warm=functools.partial(_warm_readers, args.symbols))
-    try:
-        with ExitStack() as stack:
+    # hold one binary or many: its pool waits until that is known
+    pool = _early.pop() if _early else _pool_for(len(args.paths), args.symbols)
+    with ExitStack() as stack:
+        try:
             targets = [t for raw in args.paths for t in binaries(raw, stack)]
             for i, target in enumerate(targets):
                 target.index = i
-            workers = cores if len(targets) > 1 else 1
+            workers = usable_cores() if len(targets) > 1 else 1
             if workers > 1:
                 opts = replace(opts, spill=_spill_folder(stack))
             else:
                 opts = replace(opts, direct=True)
+                if pool is not None:
+                    pool.close()  # several paths, one binary among them: no work for it
+            if pool is None and workers > 1:
+                pool = _pool_for(len(targets), args.symbols)
             out = sys.stdout
             if args.json:
                 out.write('{\n  "results": [')
             failed = 0
             readable: set[str] = set()  # a path that failed shows its error and nothing else
             job = functools.partial(_job, opts)
-            if early is not None and workers > 1:
+            if pool is not None and workers > 1:
                 # biggest first: the last items any worker takes are small ones
-                pieces = early.map(job, targets, sorted(
+                pieces = pool.map(job, targets, sorted(
                     range(len(targets)), key=lambda i: -targets[i].size))
-            else:
-                if early is not None:
-                    early.close()
-                pieces = ordered_map(job, targets, workers,
-                                     warm=functools.partial(_warm, opts, targets))
+            else:  # one binary, or no fork here (spawned workers)
+                pieces = ordered_map(job, targets, workers)
             for target, piece in zip(targets, pieces, strict=True):
                 failed += piece.failed
                 if not piece.failed:
                     readable.add(target.arg)
                 _write(piece)
-            if early is not None:
-                early.close()  # before the unpacked packages and spill files are removed
-            trust = _trust(args, readable)
-            if args.json:
-                out.write("\n  ]" if targets else "]")
-                out.write(',\n  "schema_version": ' + str(SCHEMA_VERSION))
-                if trust:
-                    from prebake.inspect.render import json_value
+        finally:
+            if pool is not None:
+                pool.close()  # before the unpacked packages and spill files are removed
+        trust = _trust(args, readable)
+        if args.json:
+            out.write("\n  ]" if targets else "]")
+            out.write(',\n  "schema_version": ' + str(SCHEMA_VERSION))
+            if trust:
+                from prebake.inspect.render import json_value
 
-                    out.write(',\n  "trust": ' + json_value(trust, "  "))
-                out.write("\n}\n")
-            else:
-                from prebake.commands._common import console
-                from prebake.trust.render import trust_lines
+                out.write(',\n  "trust": ' + json_value(trust, "  "))
+            out.write("\n}\n")
+        else:
+            from prebake.commands._common import console
+            from prebake.trust.render import trust_lines
 
-                for t in trust:
-                    for line in trust_lines(t):
-                        console().print(line, markup=False, highlight=False)
-    finally:
-        if early is not None:
-            early.close()
+            for t in trust:
+                for line in trust_lines(t):
+                    console().print(line, markup=False, highlight=False)
     if failed == len(targets):
         return 2
     return 1 if any(t["signature"]["status"] == "invalid" or t["provenance_error"]
@@ -414,17 +416,6 @@ def _job(mode: _Mode, target: Target) -> _Piece:
     piece = out.piece()
     piece.errors, piece.failed = errors, facts.error is not None
     return piece
-
-
-def _warm(mode: _Mode, targets: list[Target]) -> None:
-    """Read and render the smallest target once, output dropped: its readers' imports, their
-    tables and compiled probes (and the demangler) are then inherited by every worker."""
-    files = [t for t in targets if t.file is not None and t.error is None]
-    with contextlib.suppress(OSError):
-        smallest = min(files, key=lambda t: t.file.stat().st_size if t.file else 0,
-                       default=None)
-        if smallest is not None:
-            _job(replace(mode, direct=False, spill=None), smallest)
 
 
 _HOST_ARCH = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}
