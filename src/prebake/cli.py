@@ -7,16 +7,17 @@ dependencies inside ``run`` so that building the parser does no work.
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import os
 import sys
 from collections.abc import Sequence
 from types import ModuleType
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
-from prebake import __version__
 from prebake.errors import CheckFailed, PrebakeError
+
+if TYPE_CHECKING:
+    import argparse
 
 
 def _command_names() -> list[str]:
@@ -44,102 +45,10 @@ def _command_modules() -> list[ModuleType]:
     return mods
 
 
-def _columns() -> int:
-    """``shutil.get_terminal_size().columns``, without importing shutil (it pulls in zlib, bz2
-    and lzma: ~2 ms of every start-up, since argparse builds a formatter per argument)."""
-    try:
-        columns = int(os.environ["COLUMNS"])
-    except (KeyError, ValueError):
-        columns = 0
-    if columns > 0:
-        return columns
-    out = sys.__stdout__
-    try:
-        return (os.get_terminal_size(out.fileno()).columns if out is not None else 0) or 80
-    except (AttributeError, ValueError, OSError):
-        return 80
-
-
-class _Formatter(argparse.HelpFormatter):
-    """argparse's default formatter, as wide as argparse would make it (``_columns() - 2``)."""
-
-    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
-                 width: int | None = None, **kwargs: Any) -> None:
-        super().__init__(prog, indent_increment, max_help_position,
-                         _columns() - 2 if width is None else width, **kwargs)
-
-
-class _Parser(argparse.ArgumentParser):
-    """An ``ArgumentParser`` using ``_Formatter``; subcommand parsers are made of this class too.
-
-    Usage errors start ``prebake: error:`` like every other error (argparse would print
-    ``prebake inspect: error:`` for a subcommand), after the usage line, exit status 2.
-    """
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        kwargs.setdefault("formatter_class", _Formatter)
-        super().__init__(*args, **kwargs)
-
-    def error(self, message: str) -> NoReturn:
-        self.print_usage(sys.stderr)
-        _err(message)
-        raise SystemExit(2)
-
-
-def _add_global_options(p: argparse.ArgumentParser, *, top: bool) -> None:
-    """``-C`` and ``--debug``, on the main parser and again on every command's parser.
-
-    One grammar: ``prebake -C DIR plan`` and ``prebake plan -C DIR`` mean the same. On a
-    command's parser the defaults are suppressed, so an option given before the command is not
-    reset by the command's parser.
-    """
-    default: Any = None if top else argparse.SUPPRESS
-    p.add_argument(
-        "-C",
-        "--workspace",
-        metavar="DIR",
-        default=default,
-        help="workspace folder holding prebake.toml (default: the current folder or a parent)",
-    )
-    p.add_argument("--debug", action="store_true",
-                   default=False if top else argparse.SUPPRESS,
-                   help="show tracebacks for errors")
-
-
-_Sub = argparse._SubParsersAction  # the type add_subparsers returns (argparse names it private)
-
-
-def _new_parser() -> tuple[_Parser, _Sub[_Parser]]:
-    parser = _Parser(
-        prog="prebake",
-        description="Build native dependencies per platform, prove their ABI, publish assets.",
-        epilog="Exit status: 0 ok, 1 a check failed (contract violations, failed link test or "
-               "build, breaking diff, disagreeing locks), 2 bad usage or bad input. Commands "
-               "take --json for machine output.",
-    )
-    parser.add_argument("--version", action="version", version=f"prebake {__version__}")
-    _add_global_options(parser, top=True)
-    # `prebake --json plan` = `prebake plan --json` for the commands that have --json; its own
-    # dest, because a command's parser would reset a shared `json` to its default (False)
-    parser.add_argument("--json", dest="global_json", action="store_true",
-                        help="machine-readable output (for the commands that have --json)")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    return parser, sub
-
-
-def _build(mods: Sequence[ModuleType]) -> tuple[argparse.ArgumentParser, dict[str, ModuleType]]:
-    parser, sub = _new_parser()
-    table: dict[str, ModuleType] = {}
-    for mod in mods:
-        p = sub.add_parser(mod.NAME, help=mod.HELP, description=mod.HELP)
-        mod.add_arguments(p)
-        _add_global_options(p, top=False)
-        table[mod.NAME] = mod
-    return parser, table
-
-
 def build_parser() -> tuple[argparse.ArgumentParser, dict[str, ModuleType]]:
-    return _build(_command_modules())
+    from prebake.cliparser import build
+
+    return build(_command_modules())
 
 
 def _named_command(argv: Sequence[str]) -> ModuleType | None:
@@ -203,10 +112,9 @@ def _short(path: str, limit: int = 160) -> str:
 
 
 def _err(message: str) -> None:
-    from prebake.redact import env_secrets, redact_text
+    from prebake.cliparser import print_error
 
-    # an error may quote a URL or a value from the environment: never its credentials
-    print(f"prebake: error: {redact_text(message, *env_secrets(os.environ))}", file=sys.stderr)
+    print_error(message)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -215,7 +123,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     prestart = getattr(one, "prestart", None)
     if prestart is not None:  # work the command line certainly asks for may start now
         prestart(argv)
-    parser, table = _build([one]) if one is not None else build_parser()
+    if one is not None:
+        from prebake.cliparser import build
+
+        parser, table = build([one])
+    else:
+        parser, table = build_parser()
     args = parser.parse_args(argv)
     if not args.command:
         parser.print_help()

@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import os
 import pickle
-import selectors
 import signal
 import struct
 import sys
@@ -146,6 +145,8 @@ class Pool:
         order = range(len(items)) if first is None else first
         if sorted(order) != list(range(len(items))):
             raise ValueError("first must hold every index of items once")
+        import selectors  # the parent's alone: not imported before the workers fork
+
         job = pickle.dumps((fn, items), pickle.HIGHEST_PROTOCOL)
         for fd, job_w in list(self.jobs.items()):
             try:

@@ -14,7 +14,6 @@ big result to a temporary file instead of holding it (``SPILL_AT``).
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import functools
 import os
@@ -27,6 +26,8 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import argparse
+
     from prebake.commands._pool import Pool
     from prebake.inspect.facts import Facts
 

@@ -17,10 +17,14 @@ pipe) instead of one value built whole:
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Callable, Iterator
-from json.encoder import encode_basestring
 from typing import Any
+
+try:  # the C string encoder that ``json.encoder`` itself uses, without importing ``json``
+    # (its decoder and scanner): 2 ms of every inspect worker's start-up
+    from _json import encode_basestring
+except ImportError:  # another Python implementation
+    from json.encoder import encode_basestring
 
 from prebake.inspect.facts import Facts
 
@@ -68,7 +72,11 @@ def _text(v: Any, ind: str) -> str:
     if (t is list or t is tuple) and v:
         inner = ind + "  "
         return "[\n" + inner + (",\n" + inner).join([_text(x, inner) for x in v]) + "\n" + ind + "]"
-    # empty containers, floats, enums, odd keys: the json module's own answer
+    if not v and (t is dict or t is list or t is tuple):
+        return "{}" if t is dict else "[]"
+    # floats, enums, odd keys: the json module's own answer
+    import json
+
     return json.dumps(v, indent=2, sort_keys=True, ensure_ascii=False).replace("\n", "\n" + ind)
 
 
