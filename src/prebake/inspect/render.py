@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterator
+from operator import attrgetter
 from typing import Any
 
 try:  # the C string encoder that ``json.encoder`` itself uses, without importing ``json``
@@ -26,7 +27,7 @@ try:  # the C string encoder that ``json.encoder`` itself uses, without importin
 except ImportError:  # another Python implementation
     from json.encoder import encode_basestring
 
-from prebake.inspect.facts import Facts
+from prebake.inspect.facts import Abi, Facts
 
 Sink = Callable[[str], object]
 MEMBER_ROWS = 60  # archive members listed in the human view before "… N more"
@@ -160,30 +161,53 @@ def _str_or_null(v: str | None) -> str:
     return "null" if v is None else _ENC(v)
 
 
+_ABI_FIELDS = attrgetter(*Abi.__slots__)
+_abis: dict[tuple[Any, ...], str] = {}
+
+
+def _abi(a: Abi, ind: str) -> str:
+    """``_repeated`` of ``a.to_json()``, keyed by the fields themselves (no dict per member)."""
+    key = (ind, *_ABI_FIELDS(a))
+    try:
+        text = _abis.get(key)
+    except TypeError:  # a list (wasm features): the general path
+        return _repeated(a.to_json(), ind)
+    if text is None:
+        if len(_abis) >= 1 << 12:
+            _abis.clear()
+        text = _abis[key] = _text(a.to_json(), ind)
+    return text
+
+
+def _flat(d: dict[str, Any], ind: str) -> str:
+    """``_text`` of a dict of strings and numbers (a member's ``details``) in one pass."""
+    if not d or not all(type(x) is str or type(x) is int for x in d.values()):
+        return _text(d, ind)
+    inner = ind + "  "
+    return ("{\n" + inner + (",\n" + inner).join([
+        _ENC(k) + (": " + _ENC(x) if type(x) is str else ": " + int.__repr__(x))
+        for k, x in sorted(d.items())]) + "\n" + ind + "}")
+
+
 def _leaf(f: Facts, ind: str, out: list[str]) -> None:
     """``_facts`` of a result with no members, slices or symbols (an archive member, most of
     a facts run's output): its keys in sorted order from a fixed list, without building the
-    ``to_json`` dict first. ``tests/integration/test_inspect_stream.py`` holds it to
-    ``json.dumps``."""
+    ``to_json`` dict first, as one f-string (no chain of concatenations).
+    ``tests/integration/test_inspect_stream.py`` holds it to ``json.dumps``."""
     inner = ind + "  "
     sep = ",\n" + inner
-    a = f.abi
-    out.append("{\n" + inner + '"abi": ' + _repeated(a.to_json(), inner)
-               + sep + '"arch": ' + _str_or_null(f.arch))
-    if f.counts:
-        out.append(sep + '"counts": ' + _text(f.counts, inner))
-    out.append(sep + '"details": ' + _text(f.details, inner))
-    if f.error is not None:
-        out.append(sep + '"error": ' + _ENC(f.error))
-    out.append(sep + '"evidence": ' + _repeated(f.evidence, inner)
-               + sep + '"format": ' + _str_or_null(f.format)
-               + sep + '"kind": ' + _str_or_null(f.kind)
-               + sep + '"needed": ' + ("null" if f.needed is None else _text(f.needed, inner))
-               + sep + '"os": ' + _str_or_null(f.os)
-               + sep + '"path": ' + _ENC(f.path)
-               + sep + '"size": ' + ("null" if f.size is None else _text(f.size, inner))
-               + sep + '"soname": ' + _str_or_null(f.soname)
-               + "\n" + ind + "}")
+    counts = f"{sep}\"counts\": {_text(f.counts, inner)}" if f.counts else ""
+    error = f"{sep}\"error\": {_ENC(f.error)}" if f.error is not None else ""
+    needed = "null" if f.needed is None else _text(f.needed, inner)
+    size = "null" if f.size is None else _text(f.size, inner)
+    out.append(
+        f"{{\n{inner}\"abi\": {_abi(f.abi, inner)}{sep}\"arch\": {_str_or_null(f.arch)}{counts}"
+        f"{sep}\"details\": {_flat(f.details, inner)}{error}"
+        f"{sep}\"evidence\": {_repeated(f.evidence, inner)}"
+        f"{sep}\"format\": {_str_or_null(f.format)}{sep}\"kind\": {_str_or_null(f.kind)}"
+        f"{sep}\"needed\": {needed}{sep}\"os\": {_str_or_null(f.os)}"
+        f"{sep}\"path\": {_ENC(f.path)}{sep}\"size\": {size}"
+        f"{sep}\"soname\": {_str_or_null(f.soname)}\n{ind}}}")
 
 
 def _facts(f: Facts, ind: str, symbols: bool, out: list[str], sink: Sink, flush_at: int) -> None:
