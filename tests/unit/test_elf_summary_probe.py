@@ -78,6 +78,17 @@ def test_trie_matches_exactly_its_words() -> None:
         assert (rx.fullmatch(w) is not None) == (w in words), w
 
 
+def test_probe_compares_whole_names_behind_a_shared_tail() -> None:
+    """Names that share their last bytes are told apart by the bytes before them; a byte
+    the classes let through but no candidate has there finds nothing."""
+    probe = elf._Probe({b"fstat", b"xstat", b"stat64", b"dup3"})
+    assert probe.hit(b"\0lstat\0") is False and probe.hit(b"\0__xstat\0") is True
+    assert probe.hit(b"\0xup3\0") is False  # x passes the first class (xstat), dup3's tail
+    assert probe.hit(b"tat\0") is False  # shorter than the tail: nothing to look behind
+    assert probe.hit(memoryview(b"\0_stat64\0")) is True  # a view into a mapped file
+    assert elf._Probe({b"ab", b"cdef"}).hit(b"\0xab\0") is True  # shorter than HEAD
+
+
 ns_text = st.lists(
     st.sampled_from(
         [b"St3__1", b"St7__cxx11", b"St3__", b"St7__cxx1", b"S", b"t", b"_", b"1", b"Z"]
