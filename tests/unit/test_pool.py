@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import sys
@@ -101,16 +102,27 @@ def _warm_up() -> None:
     _WARMED.append(os.getpid())
 
 
-def _warmed(x: int) -> tuple[int, bool]:
-    return x, os.getpid() in _WARMED  # true only in a worker that ran the warm-up itself
+def _warmed(x: int) -> tuple[int, list[int], int]:
+    return x, list(_WARMED), os.getppid()  # what the warm-up left, and who forked this worker
 
 
-def test_a_pool_forked_before_its_items_warms_each_worker_and_maps_them() -> None:
+def test_a_pool_forked_before_its_items_warms_once_and_its_workers_inherit_it() -> None:
     with Pool(2, warm=_warm_up) as pool:
         items = list(range(300))  # made after the fork: they reach the workers pickled
         got = list(pool.map(_warmed, items))
-    assert got == [(x, True) for x in items]
-    assert _WARMED == []  # the parent itself never warmed
+        seed = pool.seed
+    assert [x for x, _, _ in got] == items
+    # one warm-up, in the seed that then forked both workers
+    assert {(tuple(w), parent) for _, w, parent in got} == {((seed,), seed)}
+    assert len({os.getpid()} | {seed}) == 2 and _WARMED == []  # the parent never warmed
+    assert _children() == []
+
+
+def test_the_seed_dying_before_the_work_is_an_error() -> None:
+    with Pool(2, warm=functools.partial(time.sleep, 5)) as pool:  # killed while warming up
+        os.kill(pool.seed, signal.SIGKILL)
+        with pytest.raises(WorkerDied, match="first process"):
+            list(pool.map(abs, [1, 2, 3]))
     assert _children() == []
 
 

@@ -76,55 +76,51 @@ def forks() -> bool:
 class Pool:
     """Forked workers that exist before their work does, for one ``map``.
 
-    Forking first lets each worker run ``warm`` (imports, compiled tables) while the parent
-    is still finding out what the items are (``inspect`` resolving its paths): the start-up
-    of both runs on both cores at once. The items and ``fn`` then reach each worker once,
-    pickled on a pipe of its own; after that only indices cross the shared task pipe.
+    Forking first lets the workers warm up (imports, compiled tables) while the parent is
+    still finding out what the items are (``inspect`` resolving its paths). ``warm`` runs
+    once, in a first forked process (the seed) that then forks the workers: each starts with
+    everything warmed and none repeats it, and while the seed warms up the parent has the
+    other core to itself (three processes warming and parsing on two cores slowed all
+    three). The seed stays, idle, to wait for the workers and report how each ended.
+
+    The items and ``fn`` reach each worker once, pickled on a pipe of its own; after that
+    only indices cross the shared task pipe.
     """
 
     def __init__(self, n: int, warm: Callable[[], object] | None = None) -> None:
         self.n = n
-        self.task_r, self.task_w = os.pipe()
-        os.set_blocking(self.task_w, False)  # the parent never waits on a full task pipe
-        self.jobs: dict[int, int] = {}  # result pipe's read end -> the worker's job pipe
-        self.pids: dict[int, int] = {}  # result pipe's read end -> worker pid
         self.finished = False
-        try:
-            for _ in range(n):
-                self._fork(warm)
-        except BaseException:
-            self.close()
-            raise
-        os.close(self.task_r)
-        self.task_r = -1
-
-    def _fork(self, warm: Callable[[], object] | None) -> None:
-        job_r, job_w = os.pipe()
-        res_r, res_w = os.pipe()
-        _widen(res_w)
+        self.seed = -1
+        self.workers: list[int] | None = None  # pids, in the order of the result pipes
+        self.ends: dict[int, int] = {}  # pid -> wait status, as the seed reports them
+        task_r, self.task_w = os.pipe()
+        os.set_blocking(self.task_w, False)  # the parent never waits on a full task pipe
+        jobs = [os.pipe() for _ in range(n)]
+        results = [os.pipe() for _ in range(n)]
+        self.report, report_w = os.pipe()
+        for _, w in results:
+            _widen(w)
+        # result pipe's read end -> its worker's number and job pipe (the parent's ends)
+        self.jobs = {r: (i, job_w)
+                     for i, ((_, job_w), (r, _)) in enumerate(zip(jobs, results, strict=True))}
         sys.stdout.flush()  # nothing buffered here is written twice
         sys.stderr.flush()
         pid = os.fork()
-        if pid == 0:  # the worker: never returns into the caller's code
+        if pid == 0:  # the seed: never returns into the caller's code
             code = 1
             try:
-                signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C ends it, silently
                 os.close(self.task_w)
-                os.close(job_w)
-                os.close(res_r)
-                for fd in (*self.jobs, *self.jobs.values()):  # the other workers' pipes
-                    os.close(fd)
-                if warm is not None:
-                    with contextlib.suppress(Exception):  # warming is an optimisation
-                        warm()
-                _work(job_r, self.task_r, res_w)
+                os.close(self.report)
+                for r, (_, job_w) in self.jobs.items():
+                    os.close(r)
+                    os.close(job_w)
+                _seed(warm, task_r, jobs, results, report_w)
                 code = 0
             finally:
                 os._exit(code)
-        os.close(job_r)
-        os.close(res_w)
-        self.jobs[res_r] = job_w
-        self.pids[res_r] = pid
+        self.seed = pid
+        for fd in (task_r, report_w, *(r for r, _ in jobs), *(w for _, w in results)):
+            os.close(fd)
 
     def __enter__(self) -> Pool:
         return self
@@ -145,22 +141,23 @@ class Pool:
         order = range(len(items)) if first is None else first
         if sorted(order) != list(range(len(items))):
             raise ValueError("first must hold every index of items once")
-        import selectors  # the parent's alone: not imported before the workers fork
-
         job = pickle.dumps((fn, items), pickle.HIGHEST_PROTOCOL)
-        for fd, job_w in list(self.jobs.items()):
+        for fd, (_, job_w) in list(self.jobs.items()):
             try:
                 _write_all(job_w, _SIZE.pack(len(job)) + job)
             except BrokenPipeError:  # it died before its work came (warming, the OOM killer)
                 raise WorkerDied(self._reap(fd) or "a worker ended before its work came") from None
-        pending = b"".join(_TASK.pack(i) for i in order) + _TASK.pack(END) * self.n
+        pending = _feed(self.task_w, b"".join(_TASK.pack(i) for i in order)
+                        + _TASK.pack(END) * self.n)
+        # the parent's alone, and only once the workers have their work
+        import selectors
+
         sel = selectors.DefaultSelector()
-        for fd in self.pids:
+        for fd in self.jobs:
             sel.register(fd, selectors.EVENT_READ)
         done: dict[int, tuple[bool, Any]] = {}
         nxt = 0
         try:
-            pending = _feed(self.task_w, pending)
             if pending:
                 sel.register(self.task_w, selectors.EVENT_WRITE)
             while nxt < len(items):
@@ -177,7 +174,7 @@ class Pool:
                         death = self._reap(fd)
                         if death is not None:
                             raise WorkerDied(death)
-                        if not self.pids and nxt + len(done) < len(items):
+                        if not self.jobs and nxt + len(done) < len(items):
                             raise WorkerDied("every worker exited with results missing")
                         continue
                     index, failed, value = got
@@ -192,32 +189,89 @@ class Pool:
         finally:
             sel.close()
 
+    def _pids(self) -> list[int]:
+        """The workers' pids, which the seed sends once it has forked them (waits for that:
+        the seed's warm-up at most); empty if it died before."""
+        if self.workers is None:
+            raw = _read_exact(self.report, 4 * self.n) if self.report >= 0 else None
+            self.workers = list(struct.unpack(f"<{self.n}i", raw)) if raw is not None else []
+        return self.workers
+
     def _reap(self, fd: int) -> str | None:
+        """Close a worker's pipes once its result pipe ended, and say how it ended."""
+        number, job_w = self.jobs.pop(fd)
         os.close(fd)
-        os.close(self.jobs.pop(fd))
-        return _death(self.pids.pop(fd))
+        os.close(job_w)
+        pids = self._pids()
+        if not pids:
+            return _seed_death(self.seed)
+        pid = pids[number]
+        while pid not in self.ends:  # the seed reports each worker as it ends
+            raw = _read_exact(self.report, _ENDED.size)
+            if raw is None:
+                return f"worker {pid} ended before sending its result"
+            ended, status = _ENDED.unpack(raw)
+            self.ends[ended] = status
+        return _death(pid, self.ends[pid])
 
     def close(self) -> None:
         """End the workers: those that finished their work exit by themselves (or, never
         given work, at the end of their job pipe); any other is killed (an error, Ctrl-C, a
-        consumer that stopped early), and every one is waited for."""
-        if self.task_r >= 0:
-            os.close(self.task_r)
-            self.task_r = -1
+        consumer that stopped early). The seed waits for every one, and is waited for."""
         if self.task_w >= 0:
             os.close(self.task_w)
             self.task_w = -1
-        for fd in list(self.pids):
-            os.close(self.jobs[fd])  # a worker still waiting for its job sees the end
-        for fd, pid in self.pids.items():
-            if not self.finished:
+        for fd, (_, job_w) in self.jobs.items():
+            os.close(job_w)  # a worker still waiting for its job sees the end
+            os.close(fd)
+        self.jobs.clear()
+        if self.seed < 0:
+            return
+        if not self.finished:
+            for pid in self._pids():
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(pid, 0)
-            os.close(fd)
-        self.pids.clear()
-        self.jobs.clear()
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(self.seed, 0)
+        self.seed = -1
+        os.close(self.report)
+        self.report = -1
+
+
+_ENDED = struct.Struct("<ii")  # a worker's pid and wait status, from the seed
+
+
+def _seed(warm: Callable[[], object] | None, task_r: int, jobs: list[tuple[int, int]],
+          results: list[tuple[int, int]], report_w: int) -> None:
+    """The seed: warm up, fork the workers, report their pids, then each one's end."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C ends it, silently
+    if warm is not None:
+        with contextlib.suppress(Exception):  # warming is an optimisation
+            warm()
+    pids = []
+    for i in range(len(jobs)):
+        pid = os.fork()
+        if pid == 0:  # a worker
+            code = 1
+            try:
+                os.close(report_w)
+                for j, ((job_r, _), (_, res_w)) in enumerate(zip(jobs, results, strict=True)):
+                    if j != i:
+                        os.close(job_r)
+                        os.close(res_w)
+                _work(jobs[i][0], task_r, results[i][1])
+                code = 0
+            finally:
+                os._exit(code)
+        pids.append(pid)
+    # the workers' ends are theirs alone: a result pipe must end when its worker does
+    for fd in (task_r, *(r for r, _ in jobs), *(w for _, w in results)):
+        os.close(fd)
+    with contextlib.suppress(BrokenPipeError):
+        _write_all(report_w, struct.pack(f"<{len(pids)}i", *pids))
+        for _ in pids:
+            pid, status = os.waitpid(-1, 0)  # in the order they end
+            _write_all(report_w, _ENDED.pack(pid, status))
 
 
 def _work(job_r: int, task_r: int, res_w: int) -> None:
@@ -296,15 +350,22 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
-def _death(pid: int) -> str | None:
+def _death(pid: int, status: int) -> str | None:
     """How a worker ended, for the error; None for a clean exit (it took END: the results of
     every index it took are sent, since END follows them all in the task pipe)."""
-    try:
-        _, status = os.waitpid(pid, 0)
-    except ChildProcessError:
-        return f"worker {pid} ended before sending its result"
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
         return f"worker {pid} was killed by {signal.Signals(sig).name} before sending its result"
     code = os.waitstatus_to_exitcode(status)
     return None if code == 0 else f"worker {pid} exited {code} before sending its result"
+
+
+def _seed_death(pid: int) -> str:
+    """Why no worker came: the seed ended before forking them (a signal, the OOM killer)."""
+    try:
+        _, status = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        status = 0
+    if status and os.WIFSIGNALED(status):
+        return f"the pool's first process was killed by {signal.Signals(os.WTERMSIG(status)).name}"
+    return "the pool's first process ended before forking its workers"
