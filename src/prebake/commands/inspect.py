@@ -170,7 +170,7 @@ def run(args: argparse.Namespace) -> int:
 
                 out.write(',\n  "trust": ' + json_value(trust, "  "))
             out.write("\n}\n")
-        else:
+        elif trust:  # rich and the trust renderer only for assets: 20 ms after the work
             from prebake.commands._common import console
             from prebake.trust.render import trust_lines
 
