@@ -611,7 +611,9 @@ def _may_name(strtab: Buffer, arch: str | None) -> bool:
 
 
 _NAMESPACES = re.compile(rb"St(?:3__1|7__cxx11)")
-_LIBCXX_NS = re.compile(rb"St3__1")
+# anchored on "3__1": "S" starts a substitution or a std name every few bytes of a C++ table
+_LIBCXX_NS = re.compile(rb"3__1(?<=St3__1)")
+_MANGLED = re.compile(rb"\0_Z")
 
 
 def _namespaces(names: Buffer) -> tuple[bool, bool]:
@@ -652,15 +654,19 @@ def _cxx_stdlib(
         abi.cxx_stdlib = "libstdc++"
         for r in reasons:
             facts.note("cxx_stdlib", r)
-    elif complete and _no_cxx(bytes(names)):
+    elif complete and _no_cxx(names):
         abi.cxx_stdlib = "none"
         facts.note("cxx_stdlib", "no C++ (mangled) symbols")
     # else: C++ without a namespace marker (old ABI, no std types): unknown, stays null
 
 
-def _no_cxx(names: bytes) -> bool:
-    return (not names.startswith(b"_Z") and b"\0_Z" not in names
-            and not any(b"\0" + m + b"\0" in names for m in CXX_RUNTIME_MARKERS))
+def _no_cxx(names: Buffer) -> bool:
+    """No mangled name and no C++ runtime marker (searched in place: a C++ table has a
+    mangled name early, and only C tables, small ones, are copied for the markers)."""
+    if names[:2] == b"_Z" or _MANGLED.search(names) is not None:
+        return False
+    table = bytes(names)
+    return not any(b"\0" + m + b"\0" in table for m in CXX_RUNTIME_MARKERS)
 
 
 def _gcc_lto(elf: ElfFile, facts: Facts, names: set[str]) -> None:
