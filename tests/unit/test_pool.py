@@ -140,3 +140,32 @@ def test_the_take_order_changes_who_computes_first_not_the_output_order() -> Non
     with Pool(2) as pool, pytest.raises(ValueError, match="every index"):
         list(pool.map(_slow_square, items, first=[0, 0, 1]))
     assert _children() == []
+
+
+def _processes_with(marker: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if marker.encode() in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:  # ended meanwhile
+                pass
+    return found
+
+
+def test_a_parent_that_dies_leaves_no_pool_process_behind() -> None:
+    """Killed while the seed warms up: the workers it forks find no work and end, and the
+    seed still reaps them before it ends itself."""
+    marker = f"pool-orphan-test-{os.getpid()}"
+    code = ("import functools, os, sys, time\n"
+            "from prebake.commands._pool import Pool\n"
+            "pool = Pool(2, warm=functools.partial(time.sleep, 0.3))\n"
+            "os._exit(0)\n")
+    import subprocess
+
+    subprocess.run([sys.executable, "-c", code, marker], check=True, timeout=30)
+    deadline = time.monotonic() + 10
+    while _processes_with(marker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _processes_with(marker) == []

@@ -267,11 +267,15 @@ def _seed(warm: Callable[[], object] | None, task_r: int, jobs: list[tuple[int, 
     # the workers' ends are theirs alone: a result pipe must end when its worker does
     for fd in (task_r, *(r for r, _ in jobs), *(w for _, w in results)):
         os.close(fd)
+    _report(report_w, struct.pack(f"<{len(pids)}i", *pids))
+    for _ in pids:  # reaped even when nobody reads the reports (the parent was killed)
+        pid, status = os.waitpid(-1, 0)  # in the order they end
+        _report(report_w, _ENDED.pack(pid, status))
+
+
+def _report(fd: int, data: bytes) -> None:
     with contextlib.suppress(BrokenPipeError):
-        _write_all(report_w, struct.pack(f"<{len(pids)}i", *pids))
-        for _ in pids:
-            pid, status = os.waitpid(-1, 0)  # in the order they end
-            _write_all(report_w, _ENDED.pack(pid, status))
+        _write_all(fd, data)
 
 
 def _work(job_r: int, task_r: int, res_w: int) -> None:
