@@ -169,3 +169,22 @@ def test_a_parent_that_dies_leaves_no_pool_process_behind() -> None:
     while _processes_with(marker) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert _processes_with(marker) == []
+
+
+def test_a_pool_that_cannot_get_its_pipes_leaves_no_descriptor_open() -> None:
+    import resource
+
+    def open_fds() -> int:
+        return len(list(Path("/proc/self/fd").iterdir()))
+
+    before = open_fds()
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    # room for a few pipes, not for the 2 + 4 x 4 + 2 descriptors of a pool of four
+    resource.setrlimit(resource.RLIMIT_NOFILE, (before + 8, hard))
+    try:
+        with pytest.raises(OSError):
+            Pool(4)
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert open_fds() == before
+    assert _children() == []

@@ -93,19 +93,27 @@ class Pool:
         self.seed = -1
         self.workers: list[int] | None = None  # pids, in the order of the result pipes
         self.ends: dict[int, int] = {}  # pid -> wait status, as the seed reports them
-        task_r, self.task_w = os.pipe()
-        os.set_blocking(self.task_w, False)  # the parent never waits on a full task pipe
-        jobs = [os.pipe() for _ in range(n)]
-        results = [os.pipe() for _ in range(n)]
-        self.report, report_w = os.pipe()
-        for _, w in results:
-            _widen(w)
+        self.task_w = self.report = -1
+        self.jobs: dict[int, tuple[int, int]] = {}
+        made: list[int] = []  # every descriptor made here, closed again if the fork fails
+        try:
+            task_r, self.task_w = _pipe(made)
+            os.set_blocking(self.task_w, False)  # the parent never waits on a full task pipe
+            jobs = [_pipe(made) for _ in range(n)]
+            results = [_pipe(made) for _ in range(n)]
+            self.report, report_w = _pipe(made)
+            for _, w in results:
+                _widen(w)
+            sys.stdout.flush()  # nothing buffered here is written twice
+            sys.stderr.flush()
+            pid = os.fork()
+        except BaseException:
+            for fd in made:
+                os.close(fd)
+            raise
         # result pipe's read end -> its worker's number and job pipe (the parent's ends)
         self.jobs = {r: (i, job_w)
                      for i, ((_, job_w), (r, _)) in enumerate(zip(jobs, results, strict=True))}
-        sys.stdout.flush()  # nothing buffered here is written twice
-        sys.stderr.flush()
-        pid = os.fork()
         if pid == 0:  # the seed: never returns into the caller's code
             code = 1
             try:
@@ -239,6 +247,12 @@ class Pool:
 
 
 _ENDED = struct.Struct("<ii")  # a worker's pid and wait status, from the seed
+
+
+def _pipe(made: list[int]) -> tuple[int, int]:
+    r, w = os.pipe()
+    made += (r, w)
+    return r, w
 
 
 def _seed(warm: Callable[[], object] | None, task_r: int, jobs: list[tuple[int, int]],
