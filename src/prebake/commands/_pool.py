@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import pickle
-import signal
 import struct
 import sys
 from collections.abc import Callable, Generator, Sequence
@@ -149,6 +147,8 @@ class Pool:
         order = range(len(items)) if first is None else first
         if sorted(order) != list(range(len(items))):
             raise ValueError("first must hold every index of items once")
+        import pickle
+
         job = pickle.dumps((fn, items), pickle.HIGHEST_PROTOCOL)
         for fd, (_, job_w) in list(self.jobs.items()):
             try:
@@ -236,6 +236,8 @@ class Pool:
         if self.seed < 0:
             return
         if not self.finished:
+            import signal
+
             for pid in self._pids():
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
@@ -257,7 +259,13 @@ def _pipe(made: list[int]) -> tuple[int, int]:
 
 def _seed(warm: Callable[[], object] | None, task_r: int, jobs: list[tuple[int, int]],
           results: list[tuple[int, int]], report_w: int) -> None:
-    """The seed: warm up, fork the workers, report their pids, then each one's end."""
+    """The seed: warm up, fork the workers, report their pids, then each one's end.
+
+    ``pickle`` and ``signal`` are imported here, not before the fork: the parent and the seed
+    each import what they need at once, on their own cores."""
+    import pickle  # noqa: F401 (loaded for the workers, which inherit it)
+    import signal
+
     signal.signal(signal.SIGINT, signal.SIG_DFL)  # Ctrl-C ends it, silently
     if warm is not None:
         with contextlib.suppress(Exception):  # warming is an optimisation
@@ -294,6 +302,8 @@ def _report(fd: int, data: bytes) -> None:
 
 def _work(job_r: int, task_r: int, res_w: int) -> None:
     """A worker's loop: read the job, then take an index, send back the pickled result."""
+    import pickle
+
     head = _read_exact(job_r, _SIZE.size)
     if head is None:
         return  # the pool closed before giving work
@@ -343,6 +353,8 @@ def _receive(fd: int) -> tuple[int, bool, Any] | None:
     head = _read_exact(fd, _RESULT.size)
     if head is None:
         return None
+    import pickle
+
     index, size, failed = _RESULT.unpack(head)
     payload = _read_exact(fd, size) if size else b""
     if payload is None:
@@ -371,6 +383,8 @@ def _write_all(fd: int, data: bytes) -> None:
 def _death(pid: int, status: int) -> str | None:
     """How a worker ended, for the error; None for a clean exit (it took END: the results of
     every index it took are sent, since END follows them all in the task pipe)."""
+    import signal
+
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
         return f"worker {pid} was killed by {signal.Signals(sig).name} before sending its result"
@@ -380,6 +394,8 @@ def _death(pid: int, status: int) -> str | None:
 
 def _seed_death(pid: int) -> str:
     """Why no worker came: the seed ended before forking them (a signal, the OOM killer)."""
+    import signal
+
     try:
         _, status = os.waitpid(pid, os.WNOHANG)
     except ChildProcessError:
