@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from prebake.commands.inspect import _scan
+from prebake.commands._early import scan as _scan
 
 LIB = Path("/usr/lib/llvm-14/lib/libLLVMDemangle.a")
 

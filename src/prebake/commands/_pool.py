@@ -16,15 +16,19 @@ summary's whole time. Elsewhere (no ``fork``) the standard executor with ``spawn
 
 from __future__ import annotations
 
-import contextlib
 import os
 import struct
 import sys
-from collections.abc import Callable, Generator, Sequence
-from typing import Any, TypeVar
 
-T = TypeVar("T")
-R = TypeVar("R")
+# nothing heavier at the top (not even typing or contextlib: those are imported where used):
+# ``prebake.commands._early`` forks the seed first thing, and every import before it waits
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
+if TYPE_CHECKING:
+    from collections.abc import Callable, Generator, Sequence
+    from typing import Any, TypeVar
+
+    T = TypeVar("T")
+    R = TypeVar("R")
 
 _TASK = struct.Struct("<I")  # an item's index; END asks a worker to exit
 _RESULT = struct.Struct("<IQ?")  # index, pickle length, whether it is an exception
@@ -235,11 +239,13 @@ class Pool:
         self.jobs.clear()
         if self.seed < 0:
             return
+        import contextlib
+
         if not self.finished:
             import signal
 
             for pid in self._pids():
-                with contextlib.suppress(ProcessLookupError):
+                with contextlib.suppress(ProcessLookupError):  # it ended meanwhile
                     os.kill(pid, signal.SIGKILL)
         with contextlib.suppress(ChildProcessError):
             os.waitpid(self.seed, 0)
@@ -263,6 +269,7 @@ def _seed(warm: Callable[[], object] | None, task_r: int, jobs: list[tuple[int, 
 
     ``pickle`` and ``signal`` are imported here, not before the fork: the parent and the seed
     each import what they need at once, on their own cores."""
+    import contextlib
     import pickle  # noqa: F401 (loaded for the workers, which inherit it)
     import signal
 
@@ -296,7 +303,9 @@ def _seed(warm: Callable[[], object] | None, task_r: int, jobs: list[tuple[int, 
 
 
 def _report(fd: int, data: bytes) -> None:
-    with contextlib.suppress(BrokenPipeError):
+    import contextlib
+
+    with contextlib.suppress(BrokenPipeError):  # the parent is gone: nobody to tell
         _write_all(fd, data)
 
 

@@ -9,7 +9,9 @@ fails, so one odd file does not hide the facts of the others.
 Each binary is read in a worker process (one per usable core) and its output — JSON object or
 human text — is produced there and written here as soon as it and every earlier one are done:
 the output is streamed in input order, the same bytes as a serial run, and a worker spills a
-big result to a temporary file instead of holding it (``SPILL_AT``).
+big result to a temporary file instead of holding it (``_inspect_work.SPILL_AT``). The pool
+is forked by ``prebake.commands._early`` when the command line names several paths, before
+the line is parsed.
 """
 
 from __future__ import annotations
@@ -19,17 +21,17 @@ import functools
 import os
 import stat
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import ExitStack
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
+
+from prebake.commands._inspect_work import Mode, Piece, Target, job, print_errors, reason
 
 if TYPE_CHECKING:
     import argparse
 
-    from prebake.commands._pool import Pool
-    from prebake.inspect.facts import Facts
 
 NAME = "inspect"
 HELP = "show the facts of binaries, archives or release assets (format, arch, EH, LTO, floors)"
@@ -63,70 +65,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-_early: list[Pool] = []  # the pool ``prestart`` forked, for ``run`` to take
-
-
-def prestart(argv: Sequence[str]) -> None:
-    """Fork the workers before the command line is even parsed, when it names several paths.
-
-    Several paths mean several results, so a pool is certain; its workers then warm up
-    (imports, compiled probes) while this process builds its parser and finds the binaries:
-    the one serial stretch of a many-file run shrinks by the workers' start-up. The command
-    line is only scanned here; if it turns out to be wrong (a usage error, ``--help``),
-    ``run`` never comes and the workers, never given work, are ended at exit.
-    """
-    pool = _pool_for(*_scan(argv))
-    if pool is not None:
-        import atexit
-
-        atexit.register(pool.close)
-        _early.append(pool)
-
-
-def _pool_for(results: int, symbols: bool) -> Pool | None:
-    """Workers forked now for ``results`` results, each warming up by itself; None where a
-    pool does not pay (one result, one core) or cannot fork (``ordered_map`` then serves)."""
-    from prebake.commands._pool import Pool, forks, usable_cores
-
-    cores = usable_cores()
-    if results > 1 and cores > 1 and forks():
-        return Pool(min(cores, results), warm=functools.partial(_warm_readers, symbols))
-    return None
-
-
-# the options of ``inspect`` and the global ones that take a value (the next token)
-_VALUED = ("--allowed-signers", "-C", "--workspace")
-
-
-def _scan(argv: Sequence[str]) -> tuple[int, bool]:
-    """How many paths ``argv`` (``[global options] inspect …``) names, and ``--symbols``."""
-    rest = list(argv[list(argv).index(NAME) + 1:]) if NAME in argv else []
-    paths, symbols, i = 0, False, 0
-    while i < len(rest):
-        tok = rest[i]
-        if tok == "--":
-            paths += len(rest) - i - 1
-            break
-        if tok in _VALUED:
-            i += 1
-        elif tok == "--symbols":
-            symbols = True
-        elif not tok.startswith("-") or tok == "-":
-            paths += 1
-        i += 1
-    return paths, symbols
-
-
 def run(args: argparse.Namespace) -> int:
+    from prebake.commands import _early
     from prebake.commands._pool import ordered_map, usable_cores
     from prebake.jsonio import SCHEMA_VERSION
 
-    opts = _Mode(symbols=args.symbols, deep=args.deep, json=args.json,
+    opts = Mode(symbols=args.symbols, deep=args.deep, json=args.json,
                  color=not args.json and _color())
     # several paths: several results, so the workers are forked now (if ``prestart`` has not)
     # and warm up while this process finds the binaries; one path (a folder, a package) may
     # hold one binary or many: its pool waits until that is known
-    pool = _early.pop() if _early else _pool_for(len(args.paths), args.symbols)
+    pool = _early.take() or _early.pool_for(len(args.paths), args.symbols)
     with ExitStack() as stack:
         try:
             targets = [t for raw in args.paths for t in binaries(raw, stack)]
@@ -140,19 +89,19 @@ def run(args: argparse.Namespace) -> int:
                 if pool is not None:
                     pool.close()  # several paths, one binary among them: no work for it
             if pool is None and workers > 1:
-                pool = _pool_for(len(targets), args.symbols)
+                pool = _early.pool_for(len(targets), args.symbols)
             out = sys.stdout
             if args.json:
                 out.write('{\n  "results": [')
             failed = 0
             readable: set[str] = set()  # a path that failed shows its error and nothing else
-            job = functools.partial(_job, opts)
+            work = functools.partial(job, opts)
             if pool is not None and workers > 1:
                 # biggest first: the last items any worker takes are small ones
-                pieces = pool.map(job, targets, sorted(
+                pieces = pool.map(work, targets, sorted(
                     range(len(targets)), key=lambda i: -targets[i].size))
             else:  # one binary, or no fork here (spawned workers)
-                pieces = ordered_map(job, targets, workers)
+                pieces = ordered_map(work, targets, workers)
             for target, piece in zip(targets, pieces, strict=True):
                 failed += piece.failed
                 if not piece.failed:
@@ -209,22 +158,6 @@ def _trust(args: argparse.Namespace, readable: set[str]) -> list[dict[str, Any]]
 # what to read: the binaries of each command-line path
 
 
-@dataclass(slots=True)
-class Target:
-    """One result to produce: the binary ``file`` shown as ``name``, or an ``error`` for
-    ``name``. ``rename`` maps the file's path to what is shown (asset members)."""
-
-    name: str
-    file: Path | None = None
-    rename: tuple[str, str] | None = None
-    error: str | None = None
-    index: int = 0  # position in the output
-    size: int = 0  # bytes of the file, when known: the biggest are read first
-    arg: str = ""  # the command-line path it comes from
-    # (temporary unpack folder, package name): evidence names the package, not the folder
-    labels: tuple[tuple[str, str], ...] = ()
-
-
 def binaries(arg: str, stack: ExitStack) -> Iterator[Target]:
     """The binaries of one command-line path, as ``prebake.inspect.resolve`` finds them: the
     file itself, every binary anywhere below a folder or inside a release asset or upstream
@@ -272,7 +205,7 @@ def _binaries(path: Path, stack: ExitStack) -> Iterator[Target]:
         what = "package" if path.is_file() else "folder"
         yield from targets or [Target(name, error=f"{what} holds no binary prebake knows")]
     except PrebakeError as exc:
-        yield Target(name, error=_reason(exc, name))
+        yield Target(name, error=reason(exc, name))
     except OSError as exc:
         yield Target(name, error=exc.strerror or str(exc))
 
@@ -305,141 +238,7 @@ def _remove_spill(path: Path) -> None:
         path.rmdir()
 
 
-def _reason(exc: Exception, name: str) -> str:
-    return getattr(exc, "reason", None) or str(exc).removeprefix(f"{name}: ")
-
-
-# --------------------------------------------------------------------------------------------
-# one result, in a worker process or in this one
-
-SPILL_AT = 1 << 20  # characters of output a worker sends through the pool's pipe; more: a file
-
-
-@dataclass(frozen=True)
-class _Mode:
-    symbols: bool
-    deep: bool
-    json: bool
-    color: bool
-    direct: bool = False  # write to this process's stdout as pieces come (no pool)
-    spill: str | None = None  # folder for a worker's big outputs
-
-
-@dataclass
-class _Piece:
-    """A worker's output for one target: text, or the file it spilled the text into."""
-
-    text: bytes = b""
-    file: str | None = None
-    errors: list[tuple[str, str]] = field(default_factory=list)
-    failed: bool = False
-
-
-class _Collect:
-    """The sink a worker renders into: stdout itself (no pool), memory, then a spill file.
-
-    A big result (an archive's symbols) goes to a file the parent copies to stdout with
-    ``sendfile``: no pickling, no pipe, and the worker holds one piece at a time.
-    """
-
-    def __init__(self, mode: _Mode, index: int) -> None:
-        self.mode, self.index = mode, index
-        self.parts: list[str] = []
-        self.size = 0
-        self.fh: IO[bytes] | None = None
-        self.file: str | None = None
-
-    def __call__(self, text: str) -> None:
-        if self.mode.direct:
-            sys.stdout.write(text)
-        elif self.fh is not None:
-            self.fh.write(text.encode())
-        else:
-            self.parts.append(text)
-            self.size += len(text)
-            if self.size >= SPILL_AT and self.mode.spill is not None:
-                self.file = str(Path(self.mode.spill) / f"{self.index}.out")
-                self.fh = open(self.file, "wb")  # noqa: SIM115 (closed in piece())
-                self.fh.write("".join(self.parts).encode())
-                self.parts.clear()
-
-    def piece(self) -> _Piece:
-        if self.fh is not None:
-            self.fh.close()
-            return _Piece(file=self.file)
-        return _Piece(text="".join(self.parts).encode())
-
-
-def _facts_of(target: Target, mode: _Mode) -> Facts:
-    from prebake.errors import PrebakeError
-    from prebake.inspect import ParseOptions, inspect
-    from prebake.inspect.facts import Facts
-
-    if target.error is not None or target.file is None:
-        return Facts(path=target.name, error=target.error)
-    try:
-        # the human view shows members' symbols only: no archive-level lists to build
-        facts = inspect(target.file, ParseOptions(symbols=mode.symbols, deep=mode.deep,
-                                                  archive_lists=mode.json))
-    except PrebakeError as exc:
-        return Facts(path=target.name, error=_reason(exc, str(target.file)))
-    except OSError as exc:
-        return Facts(path=target.name, error=exc.strerror or str(exc))
-    if target.rename is not None:
-        old, new = target.rename
-        for f in facts.walk():
-            f.path = f.path.replace(old, new, 1)
-    if target.labels:
-        for f in facts.walk():
-            for tmp, shown in target.labels:
-                f.evidence = {k: [e.replace(tmp, shown) for e in ev]
-                              for k, ev in f.evidence.items()}
-    return facts
-
-
-def _job(mode: _Mode, target: Target) -> _Piece:
-    """Read one target and produce its output (JSON object or human text)."""
-    from prebake.inspect.render import json_pieces, text_pieces
-
-    facts = _facts_of(target, mode)
-    out = _Collect(mode, target.index)
-    errors: list[tuple[str, str]] = []
-    if mode.json:
-        out(",\n    " if target.index else "\n    ")
-        json_pieces(facts, out, symbols=mode.symbols)
-    elif facts.error is not None:
-        errors.append((facts.path, facts.error))
-        if mode.direct:
-            _errors(errors)
-            errors = []
-    else:
-        text_pieces(facts, out, symbols=mode.symbols, color=mode.color)
-    piece = out.piece()
-    piece.errors, piece.failed = errors, facts.error is not None
-    return piece
-
-
-_HOST_ARCH = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}
-
-
-def _warm_readers(symbols: bool) -> None:
-    """A worker's warm-up before it knows its targets: the readers of this machine's own
-    binaries (archives, ELF), the summary's probe for its arch, the renderer and, for
-    symbols, the demangler. Anything else is loaded on first use, as in a serial run."""
-    from prebake.inspect import elf, registry, render  # noqa: F401 (imported to be loaded)
-
-    for name in ("archive", "elf"):
-        registry.module_readers(name)
-    arch = _HOST_ARCH.get(os.uname().machine.lower())
-    if arch is not None:
-        elf.warm(arch)
-    if symbols:
-        from prebake.inspect.demangle import demangle_once
-
-        demangle_once("_Z1fv")  # loads the C++ runtime's demangler
-
-
-def _write(piece: _Piece) -> None:
+def _write(piece: Piece) -> None:
     out = sys.stdout
     if piece.text or piece.file:
         out.flush()
@@ -452,7 +251,7 @@ def _write(piece: _Piece) -> None:
             binary.flush()
         else:
             out.write(piece.text.decode())
-    _errors(piece.errors)
+    print_errors(piece.errors)
 
 
 def _copy_file(path: str, binary: IO[bytes] | None) -> None:
@@ -480,15 +279,3 @@ def _copy_file(path: str, binary: IO[bytes] | None) -> None:
             return
         shutil.copyfileobj(fh, binary, 1 << 20)
         binary.flush()
-
-
-def _errors(errors: list[tuple[str, str]]) -> None:
-    if errors:
-        from rich.markup import escape
-
-        from prebake.commands._common import err_console
-
-        for path, error in errors:
-            err_console().print(f"prebake: error: {escape(path)}: {escape(error)}")
-
-

@@ -1,0 +1,99 @@
+"""``inspect``'s pool, forked before the command line is parsed or prebake is even imported.
+
+``prebake.cli`` calls ``prestart`` first thing, so this module imports nothing but ``os`` and
+``sys`` at its top: when the command line names several paths, one seed process is forked at
+once and imports the readers, compiles the probe and loads ``prebake.commands.inspect`` while
+the parent, on the other core, imports the rest of prebake, builds its parser and finds the
+binaries. Neither waits for the other's imports (dataclasses, pathlib, typing: both need
+them), and the workers the seed forks start warm.
+
+The command line is only scanned here. If it turns out to be wrong (a usage error,
+``--help``), ``run`` never comes and the pool, never given work, is ended at exit.
+"""
+
+from __future__ import annotations
+
+import os
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from prebake.commands._pool import Pool
+
+NAME = "inspect"
+# the options of ``inspect`` and the global ones that take a value (the next token)
+_VALUED = ("--allowed-signers", "-C", "--workspace")
+_HOST_ARCH = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}
+
+_early: list[Pool] = []  # the pool ``prestart`` forked, for ``run`` to take
+
+
+def prestart(argv: Sequence[str]) -> None:
+    """Fork the pool now when ``argv`` certainly asks for several results."""
+    pool = pool_for(*scan(argv))
+    if pool is not None:
+        import atexit
+
+        atexit.register(pool.close)
+        _early.append(pool)
+
+
+def take() -> Pool | None:
+    """The pool ``prestart`` forked, if any (once)."""
+    return _early.pop() if _early else None
+
+
+def pool_for(results: int, symbols: bool) -> Pool | None:
+    """A pool forked now for ``results`` results; None where one does not pay (one result,
+    one core) or cannot fork (``ordered_map`` then serves)."""
+    from prebake.commands._pool import Pool, forks, usable_cores
+
+    cores = usable_cores()
+    if results > 1 and cores > 1 and forks():
+        return Pool(min(cores, results), warm=_Warm(symbols))
+    return None
+
+
+def scan(argv: Sequence[str]) -> tuple[int, bool]:
+    """How many paths ``argv`` (``[global options] inspect …``) names, and ``--symbols``."""
+    rest = list(argv[list(argv).index(NAME) + 1:]) if NAME in argv else []
+    paths, symbols, i = 0, False, 0
+    while i < len(rest):
+        tok = rest[i]
+        if tok == "--":
+            paths += len(rest) - i - 1
+            break
+        if tok in _VALUED:
+            i += 1
+        elif tok == "--symbols":
+            symbols = True
+        elif not tok.startswith("-") or tok == "-":
+            paths += 1
+        i += 1
+    return paths, symbols
+
+
+class _Warm:
+    """The seed's warm-up (a class, not ``functools.partial``: nothing to import for it)."""
+
+    def __init__(self, symbols: bool) -> None:
+        self.symbols = symbols
+
+    def __call__(self) -> None:
+        """What a worker needs before it knows its targets: ``_inspect_work`` (its job and
+        targets arrive pickled), the readers of this machine's own binaries
+        (archives, ELF), the summary's probe for its arch, the renderer and, for symbols,
+        the demangler. Anything else is loaded on first use, as in a serial run."""
+        import prebake.commands._inspect_work  # noqa: F401 (imported to be loaded)
+        from prebake.inspect import elf, registry, render  # noqa: F401
+
+        for name in ("archive", "elf"):
+            registry.module_readers(name)
+        arch = _HOST_ARCH.get(os.uname().machine.lower())
+        if arch is not None:
+            elf.warm(arch)
+        if self.symbols:
+            from prebake.inspect.demangle import demangle_once
+
+            demangle_once("_Z1fv")  # loads the C++ runtime's demangler
