@@ -1,7 +1,7 @@
 """The ``prebake`` argument parser: the top-level options and one sub-parser per command.
 
 Apart from ``prebake.cli`` so that argparse is imported only once a parser is built: ``inspect``
-forks its workers before that (``prestart``), and the workers never need argparse.
+forks its pool before that (``prebake.commands._early``), and the workers never need argparse.
 """
 
 from __future__ import annotations
