@@ -1,11 +1,10 @@
 """``inspect``'s pool, forked before the command line is parsed or prebake is even imported.
 
 ``prebake.cli`` calls ``prestart`` first thing, so this module imports nothing but ``os`` and
-``sys`` at its top: when the command line names several paths, one seed process is forked at
-once and imports the readers, compiles the probe and loads ``prebake.commands.inspect`` while
-the parent, on the other core, imports the rest of prebake, builds its parser and finds the
-binaries. Neither waits for the other's imports (dataclasses, pathlib, typing: both need
-them), and the workers the seed forks start warm.
+``sys`` at its top: when the command line names several paths, the standard modules both
+sides need are imported and one seed process is forked; it imports the readers, compiles the
+probe and loads ``_inspect_work`` while the parent, on the other core, imports argparse and
+the command, builds its parser and finds the binaries. The workers the seed forks start warm.
 
 The command line is only scanned here. If it turns out to be wrong (a usage error,
 ``--help``), ``run`` never comes and the pool, never given work, is ended at exit.
