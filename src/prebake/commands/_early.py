@@ -1,7 +1,8 @@
-"""``inspect``'s pool, forked before the command line is parsed or prebake is even imported.
+"""``inspect``'s pool, forked before the command line is parsed and before most of prebake
+is imported.
 
-``prebake.cli`` calls ``prestart`` first thing, so this module imports nothing but ``os`` and
-``sys`` at its top: when the command line names several paths, the standard modules both
+``prebake.cli`` calls ``prestart`` first thing, so this module imports nothing but ``os`` at
+its top: when the command line names several paths, the standard modules both
 sides need are imported and one seed process is forked; it imports the readers, compiles the
 probe and loads ``_inspect_work`` while the parent, on the other core, imports argparse and
 the command, builds its parser and finds the binaries. The workers the seed forks start warm.
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
 
     from prebake.commands._pool import Pool
 
-NAME = "inspect"
+NAME = "inspect"  # the command's name (``prebake.commands.inspect.NAME``, not imported here)
 # the options of ``inspect`` and the global ones that take a value (the next token)
 _VALUED = ("--allowed-signers", "-C", "--workspace")
 _HOST_ARCH = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}
