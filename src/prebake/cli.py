@@ -55,14 +55,13 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, ModuleType]]:
     return build(_command_modules())
 
 
-def _named_command(argv: Sequence[str]) -> ModuleType | None:
-    """The one command module ``argv`` names, when the global options before it are plain.
+def _named_command(name: str | None) -> ModuleType | None:
+    """The module of the one command ``argv`` names (``_command_name``), if any.
 
     Lets ``main`` parse with that command alone instead of importing all of them. Anything
     unusual before the command (``-h``, ``--version``, an abbreviated option, an unknown
-    command) returns None and gets the full parser, so help and errors stay the same.
+    command) has no name and gets the full parser, so help and errors stay the same.
     """
-    name = _command_name(argv)
     if name is None:
         return None
     mod = importlib.import_module(f"prebake.commands.{name.replace('-', '_')}")
@@ -131,12 +130,13 @@ def _err(message: str) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    early = EARLY.get(_command_name(argv) or "")
+    name = _command_name(argv)
+    early = EARLY.get(name or "")
     if early is not None:  # work the command line certainly asks for may start now
         importlib.import_module(early).prestart(argv)
     from prebake.errors import CheckFailed, PrebakeError
 
-    one = _named_command(argv)
+    one = _named_command(name)
     if one is not None:
         from prebake.cliparser import build
 
