@@ -67,9 +67,6 @@ class _Direct:
 
         self.call = call
 
-    def __call__(self, raw: str) -> str | None:
-        return self.call(raw)
-
 
 def _malloc(lib: ctypes.CDLL, size: int) -> int | None:
     """A buffer from the C ``malloc`` the demangler ``realloc``s (libc's, through the runtime's
