@@ -150,10 +150,16 @@ def _repeated(v: dict[str, Any], ind: str) -> str:
         text = _repeats.get(key)
     except TypeError:  # an unhashable value (a nested dict): no cache
         return _text(v, ind)
-    if text is None:
-        if len(_repeats) >= 1 << 14:
-            _repeats.clear()
-        text = _repeats[key] = _text(v, ind)
+    return text if text is not None else _remember(_repeats, 1 << 14, key, v, ind)
+
+
+def _remember(cache: dict[tuple[Any, ...], str], bound: int, key: tuple[Any, ...], v: Any,
+              ind: str) -> str:
+    """``_text(v, ind)``, kept in ``cache`` under ``key``; the cache starts over past
+    ``bound`` entries (a hostile archive's members may all differ)."""
+    if len(cache) >= bound:
+        cache.clear()
+    text = cache[key] = _text(v, ind)
     return text
 
 
@@ -172,11 +178,7 @@ def _abi(a: Abi, ind: str) -> str:
         text = _abis.get(key)
     except TypeError:  # a list (wasm features): the general path
         return _repeated(a.to_json(), ind)
-    if text is None:
-        if len(_abis) >= 1 << 12:
-            _abis.clear()
-        text = _abis[key] = _text(a.to_json(), ind)
-    return text
+    return text if text is not None else _remember(_abis, 1 << 12, key, a.to_json(), ind)
 
 
 def _flat(d: dict[str, Any], ind: str) -> str:
