@@ -577,8 +577,10 @@ class _Probe:
                                       + cls[0] + rest + b")\0)")
 
     def hit(self, table: Buffer) -> bool:
-        if self.short and any(n in bytes(table) for n in self.short):
-            return True
+        if self.short:
+            whole = bytes(table)
+            if any(n in whole for n in self.short):
+                return True
         if self.pattern is None:
             return False
         tails = self.tails
