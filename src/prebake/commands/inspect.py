@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
     from prebake.jsonio import SCHEMA_VERSION
 
     opts = Mode(symbols=args.symbols, deep=args.deep, json=args.json,
-                 color=not args.json and _color())
+                color=not args.json and _color())
     # several paths: several results, so the workers are forked now (if ``prestart`` has not)
     # and warm up while this process finds the binaries; one path (a folder, a package) may
     # hold one binary or many: its pool waits until that is known
@@ -88,6 +88,7 @@ def run(args: argparse.Namespace) -> int:
                 opts = replace(opts, direct=True)
                 if pool is not None:
                     pool.close()  # several paths, one binary among them: no work for it
+                    pool = None
             if pool is None and workers > 1:
                 pool = _early.pool_for(len(targets), args.symbols)
             out = sys.stdout
@@ -96,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
             failed = 0
             readable: set[str] = set()  # a path that failed shows its error and nothing else
             work = functools.partial(job, opts)
-            if pool is not None and workers > 1:
+            if pool is not None:
                 # biggest first: the last items any worker takes are small ones
                 pieces = pool.map(work, targets, sorted(
                     range(len(targets)), key=lambda i: -targets[i].size))
