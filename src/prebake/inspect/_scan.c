@@ -1,0 +1,234 @@
+/* The ELF reader's hot loops in C: prebake.inspect._scan.
+ *
+ * Optional: prebake.inspect.elf falls back to its pure-Python loops (the reference these
+ * are held to, tests/unit/test_scan.py) when this module is not built. Each function reads
+ * only the buffers it is given, checks every offset against their lengths, and allocates
+ * nothing that outlives the call except the Python objects it returns: hostile tables give
+ * wrong-looking names at worst, never a read outside the buffer.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+#define TAIL 4             /* bytes of a candidate's end that select its bucket */
+#define BITMAP_BYTES 8192  /* 65 536 bits: one per 16-bit hash of a tail */
+
+static inline uint32_t tail_hash(const unsigned char *p) {
+    /* the same function as elf._tail_hash: little-endian u32 times a Fibonacci constant */
+    uint32_t v = (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) |
+                 ((uint32_t)p[3] << 24);
+    return (uint32_t)(v * 2654435761u) >> 16;
+}
+
+/* probe(table, bitmap, tails) -> bool
+ *
+ * Whether some name of ``tails`` (4-byte tail -> tuple of names ending in it, each at least
+ * 4 bytes) occurs in ``table`` followed by a NUL: every NUL is found with memchr, the four
+ * bytes before it are hashed and looked up in ``bitmap``; only on a set bit is the tail
+ * looked up in the dict and its names compared.
+ */
+static PyObject *probe(PyObject *self, PyObject *args) {
+    Py_buffer tab, bits;
+    PyObject *tails;
+    if (!PyArg_ParseTuple(args, "y*y*O!", &tab, &bits, &PyDict_Type, &tails))
+        return NULL;
+    PyObject *result = Py_False;
+    if (bits.len != BITMAP_BYTES) {
+        PyErr_SetString(PyExc_ValueError, "probe bitmap must be 8192 bytes");
+        result = NULL;
+        goto done;
+    }
+    const unsigned char *base = tab.buf, *map = bits.buf;
+    Py_ssize_t n = tab.len, at = TAIL;
+    while (at < n) {
+        const unsigned char *nul = memchr(base + at, 0, (size_t)(n - at));
+        if (nul == NULL)
+            break;
+        at = nul - base;
+        uint32_t h = tail_hash(base + at - TAIL);
+        if (map[h >> 3] & (1u << (h & 7))) {
+            PyObject *key = PyBytes_FromStringAndSize((const char *)base + at - TAIL, TAIL);
+            if (key == NULL) {
+                result = NULL;
+                goto done;
+            }
+            PyObject *names = PyDict_GetItemWithError(tails, key); /* borrowed */
+            Py_DECREF(key);
+            if (names == NULL && PyErr_Occurred()) {
+                result = NULL;
+                goto done;
+            }
+            if (names != NULL && PyTuple_Check(names)) {
+                for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(names); i++) {
+                    PyObject *name = PyTuple_GET_ITEM(names, i);
+                    if (!PyBytes_Check(name))
+                        continue;
+                    Py_ssize_t len = PyBytes_GET_SIZE(name);
+                    if (len <= at && memcmp(base + at - len, PyBytes_AS_STRING(name), len) == 0) {
+                        result = Py_True;
+                        goto done;
+                    }
+                }
+            }
+        }
+        at += 1 + TAIL; /* the next name's NUL needs TAIL bytes of name before it */
+    }
+done:
+    PyBuffer_Release(&tab);
+    PyBuffer_Release(&bits);
+    if (result != NULL)
+        Py_INCREF(result);
+    return result;
+}
+
+/* occurs(table, needles) -> int: bit i set when needles[i] occurs in table (memmem each). */
+static PyObject *occurs(PyObject *self, PyObject *args) {
+    Py_buffer tab;
+    PyObject *needles;
+    if (!PyArg_ParseTuple(args, "y*O!", &tab, &PyTuple_Type, &needles))
+        return NULL;
+    unsigned long mask = 0;
+    Py_ssize_t count = PyTuple_GET_SIZE(needles);
+    if (count > 63) {
+        PyBuffer_Release(&tab);
+        PyErr_SetString(PyExc_ValueError, "at most 63 needles");
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *needle = PyTuple_GET_ITEM(needles, i);
+        if (!PyBytes_Check(needle)) {
+            PyBuffer_Release(&tab);
+            PyErr_SetString(PyExc_TypeError, "needles must be bytes");
+            return NULL;
+        }
+        Py_ssize_t len = PyBytes_GET_SIZE(needle);
+        if (len == 0 || (len <= tab.len &&
+                         memmem(tab.buf, (size_t)tab.len, PyBytes_AS_STRING(needle), (size_t)len)))
+            mask |= 1ul << i;
+    }
+    PyBuffer_Release(&tab);
+    return PyLong_FromUnsignedLong(mask);
+}
+
+/* first_type(data, shoff, count, entsize, little, want) -> int: the index of the first
+ * section header whose sh_type (the u32 at byte 4 of every header, both classes) is
+ * ``want``, or -1. The whole table must lie inside ``data``. */
+static PyObject *first_type(PyObject *self, PyObject *args) {
+    Py_buffer data;
+    Py_ssize_t shoff, count, entsize;
+    int little;
+    unsigned long want;
+    if (!PyArg_ParseTuple(args, "y*nnnpk", &data, &shoff, &count, &entsize, &little, &want))
+        return NULL;
+    Py_ssize_t found = -1;
+    if (shoff < 0 || count < 0 || entsize < 8 || (count && shoff > data.len) ||
+        (count && (data.len - shoff) / entsize < count)) {
+        PyBuffer_Release(&data);
+        PyErr_SetString(PyExc_ValueError, "section header table outside the data");
+        return NULL;
+    }
+    const unsigned char *p = (const unsigned char *)data.buf + shoff + 4;
+    for (Py_ssize_t i = 0; i < count; i++, p += entsize) {
+        uint32_t t = little ? ((uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) |
+                               ((uint32_t)p[3] << 24))
+                            : ((uint32_t)p[3] | ((uint32_t)p[2] << 8) | ((uint32_t)p[1] << 16) |
+                               ((uint32_t)p[0] << 24));
+        if (t == want) {
+            found = i;
+            break;
+        }
+    }
+    PyBuffer_Release(&data);
+    return PyLong_FromSsize_t(found);
+}
+
+/* The name at ``off``: bytes up to the next NUL (or the table's end), "" out of range,
+ * decoded as UTF-8 with replacement (binreader.names_at / cstring_at). */
+static PyObject *name_at(const char *strtab, Py_ssize_t len, uint32_t off) {
+    if ((Py_ssize_t)off >= len)
+        return PyUnicode_FromStringAndSize("", 0);
+    const char *start = strtab + off;
+    const char *end = memchr(start, 0, (size_t)(len - off));
+    Py_ssize_t n = end ? end - start : len - off;
+    return PyUnicode_DecodeUTF8(start, n, "replace");
+}
+
+static inline uint32_t rd32(const unsigned char *p, int little) {
+    return little ? ((uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) |
+                     ((uint32_t)p[3] << 24))
+                  : ((uint32_t)p[3] | ((uint32_t)p[2] << 8) | ((uint32_t)p[1] << 16) |
+                     ((uint32_t)p[0] << 24));
+}
+
+/* object_symbols(symtab, strtab, is64, little) -> (defined, undefined, exports, weak)
+ *
+ * An object's global symbols as elf._object_symbols makes them: global, weak or GNU-unique
+ * binding, not a section or file symbol; defined when st_shndx is not 0; exports the
+ * defined ones not hidden or internal; weak the weak and GNU-unique definitions. Empty
+ * names are left out everywhere.
+ */
+static PyObject *object_symbols(PyObject *self, PyObject *args) {
+    Py_buffer sym, str;
+    int is64, little;
+    if (!PyArg_ParseTuple(args, "y*y*pp", &sym, &str, &is64, &little))
+        return NULL;
+    PyObject *defined = PyList_New(0), *undefined = PyList_New(0), *exports = PyList_New(0);
+    PyObject *weak = PySet_New(NULL), *result = NULL;
+    if (!defined || !undefined || !exports || !weak)
+        goto fail;
+    const Py_ssize_t es = is64 ? 24 : 16, info_at = is64 ? 4 : 12;
+    const unsigned char *p = sym.buf;
+    const Py_ssize_t n = sym.len / es;
+    const char *strtab = str.buf;
+    for (Py_ssize_t i = 0; i < n; i++, p += es) {
+        unsigned info = p[info_at], other = p[info_at + 1];
+        unsigned bind = info >> 4, type = info & 0xF;
+        if (!(bind == 1 || bind == 2 || bind == 10) || type == 3 || type == 4)
+            continue;
+        uint32_t off = rd32(p, little);
+        if ((Py_ssize_t)off >= str.len || strtab[off] == 0)
+            continue; /* an empty name */
+        int has_sec = p[info_at + 2] | p[info_at + 3];
+        PyObject *name = name_at(strtab, str.len, off);
+        if (name == NULL)
+            goto fail;
+        int bad = 0;
+        if (!has_sec) {
+            bad = PyList_Append(undefined, name);
+        } else {
+            bad = PyList_Append(defined, name);
+            if (!bad && (other & 3) != 1 && (other & 3) != 2)
+                bad = PyList_Append(exports, name);
+            if (!bad && (bind == 2 || bind == 10))
+                bad = PySet_Add(weak, name);
+        }
+        Py_DECREF(name);
+        if (bad)
+            goto fail;
+    }
+    result = PyTuple_Pack(4, defined, undefined, exports, weak);
+fail:
+    Py_XDECREF(defined);
+    Py_XDECREF(undefined);
+    Py_XDECREF(exports);
+    Py_XDECREF(weak);
+    PyBuffer_Release(&sym);
+    PyBuffer_Release(&str);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"probe", probe, METH_VARARGS, "Whether a candidate name followed by a NUL is in a table."},
+    {"occurs", occurs, METH_VARARGS, "A bit per needle found in a buffer."},
+    {"first_type", first_type, METH_VARARGS, "The first section header of a type, or -1."},
+    {"object_symbols", object_symbols, METH_VARARGS, "An object's global symbols."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "prebake.inspect._scan", "The ELF reader's hot loops in C.", -1,
+    methods,
+};
+
+PyMODINIT_FUNC PyInit__scan(void) { return PyModule_Create(&module); }

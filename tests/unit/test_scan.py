@@ -1,0 +1,182 @@
+"""The ELF reader's C loops (``prebake.inspect._scan``) answer what its pure-Python ones answer.
+
+The extension is optional for users (no compiler: the Python loops run), but this suite is
+run where it is built, so a missing build fails here instead of silently testing only one
+side. Each C function is held to the Python code it replaces on generated hostile input
+(both ELF classes and byte orders, offsets past the table, names without their NUL), and the
+whole reader to itself with and without the extension on real archives, facts and symbols.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from prebake.inspect import ParseOptions, elf, glibc, inspect
+from prebake.inspect.render import json_pieces
+
+scan = elf._scan
+
+
+def test_the_extension_is_built() -> None:
+    """scripts/bootstrap installs a compiler and Python's headers: the build must happen."""
+    assert scan is not None, "prebake.inspect._scan is not built (see setup.py)"
+
+
+@pytest.fixture
+def pure(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The reader with its pure-Python loops (a fresh probe: its tables depend on the path)."""
+    monkeypatch.setattr(elf, "_scan", None)
+    elf._probe.cache_clear()
+    yield
+    elf._probe.cache_clear()
+
+
+# -- symbols ----------------------------------------------------------------------------------
+
+entry = st.tuples(
+    st.integers(0, 70),  # st_name: offsets past a short table included
+    st.integers(0, 255),  # st_info: every binding and type
+    st.integers(0, 255),  # st_other: every visibility
+    st.sampled_from([0, 1, 0xFFF1, 0xFFF2, 0x100, 0xFFFF]),  # st_shndx
+)
+strtab_st = st.lists(
+    st.sampled_from([b"", b"a", b"_ZN3fooEv", b"caf\xc3\xa9", b"\xff\xfe", b"memcpy", b"x" * 9]),
+    max_size=8,
+).map(b"\0".join).flatmap(lambda t: st.sampled_from([t, t + b"\0", b"\0" + t + b"\0"]))
+
+
+def _symtab_bytes(rows: list[tuple[int, int, int, int]], is64: bool, little: bool) -> bytes:
+    e = "<" if little else ">"
+    if is64:
+        return b"".join(struct.pack(e + "IBBHQQ", n, i, o, s, 0, 0) for n, i, o, s in rows)
+    return b"".join(struct.pack(e + "IIIBBH", n, 0, 0, i, o, s) for n, i, o, s in rows)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(entry, max_size=12), strtab_st, st.booleans(), st.booleans(),
+       st.integers(0, 23))
+def test_object_symbols_match_the_python_columns(
+    rows: list[tuple[int, int, int, int]], strtab: bytes, is64: bool, little: bool, cut: int
+) -> None:
+    raw = _symtab_bytes(rows, is64, little)
+    raw = raw[: max(0, len(raw) - cut)]  # a table cut inside its last entry
+    ref = elf._object_symbols(elf.symtab_columns(raw, is64, little), strtab)
+    assert scan is not None
+    defined, undefined, exports, weak = scan.object_symbols(raw, strtab, is64, little)
+    assert (defined, undefined, exports, weak) == (ref.defined, ref.undefined, ref.exports,
+                                                   ref.weak)
+
+
+# -- the probe, the marks, the section types --------------------------------------------------
+
+CANDS = sorted(glibc.table("x86_64").keys() | {m.encode() for m in elf.EH_MARKERS}
+               | {elf.GCC_LTO_SLIM.encode(), b"personality_v0"})
+probe_piece = st.one_of(
+    st.sampled_from(CANDS),
+    st.sampled_from(CANDS).flatmap(lambda n: st.integers(1, len(n) - 1).map(lambda i: n[i:])),
+    st.sampled_from(CANDS).flatmap(lambda n: st.integers(1, len(n) - 1).map(lambda i: n[:i])),
+    st.binary(max_size=10),  # NULs included: names cut anywhere
+)
+
+
+FAST, SLOW = elf._probe("x86_64"), None
+
+
+def _slow_probe() -> elf._Probe:
+    """The pure-Python probe (its regex compiled while ``_scan`` is hidden)."""
+    global SLOW
+    if SLOW is None:
+        saved, elf._scan = elf._scan, None
+        try:
+            SLOW = elf._Probe(set(CANDS))
+        finally:
+            elf._scan = saved
+    return SLOW
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(probe_piece, max_size=10).map(b"".join))
+def test_probe_matches_the_brute_force(table: bytes) -> None:
+    """The C probe is exact: some candidate followed by a NUL occurs, or none does; and the
+    pure-Python probe it replaces says the same."""
+    want = any(n + b"\0" in table for n in CANDS)
+    assert FAST.hit(table) == want
+    assert FAST.hit(memoryview(table)) == want
+    slow = _slow_probe()
+    saved, elf._scan = elf._scan, None
+    try:
+        assert slow.hit(table) == want
+    finally:
+        elf._scan = saved
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from([b".gnu.lto_", b".gcc_except_table", b".note.GNU-stack\0",
+                                 b"St3__1", b"St7__cxx11", b"St3_", b".gnu", b"\0", b"x"]),
+                max_size=10).map(b"".join))
+def test_occurs_is_a_substring_test(text: bytes) -> None:
+    needles = (*elf._MARK_TEXTS, *elf._NAMESPACE_TEXTS)
+    assert scan is not None
+    found = scan.occurs(text, needles)
+    assert [bool(found >> i & 1) for i in range(len(needles))] == [n in text for n in needles]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(0, 2**32 - 1), max_size=20), st.sampled_from([40, 64]),
+       st.booleans(), st.sampled_from([elf.SHT.SYMTAB, elf.SHT.DYNAMIC, 0x6FFFFF02, 0x102]))
+def test_first_type_matches_the_low_bytes_search(
+    types: list[int], entsize: int, little: bool, want: int
+) -> None:
+    """0x102 and 0x6FFFFF02 share SYMTAB's low byte: only the whole sh_type may match."""
+    e = "<" if little else ">"
+    table = b"".join(struct.pack(e + "II", 0, t) + bytes(entsize - 8) for t in types)
+    data = b"pad!" + table
+    assert scan is not None
+    got = scan.first_type(data, 4, len(types), entsize, little, want)
+    assert got == next((i for i, t in enumerate(types) if t == want), -1)
+    with pytest.raises(ValueError):
+        scan.first_type(data, 5, len(types) + 1, entsize, little, want)  # past the end
+
+
+# -- the whole reader, with and without the extension, on real archives -----------------------
+
+REAL = ["/usr/lib/llvm-14/lib/libLLVMSupport.a", "/usr/lib/llvm-14/lib/libLLVMDemangle.a",
+        "/usr/lib/gcc/x86_64-linux-gnu/12/libstdc++.a", "/usr/lib/x86_64-linux-gnu/libc.a",
+        "/usr/lib/x86_64-linux-gnu/libabsl_strings.a", "/usr/lib/x86_64-linux-gnu/libc.so.6"]
+
+
+def _json(path: str, symbols: bool) -> str:
+    parts: list[str] = []
+    facts = inspect(Path(path), ParseOptions(symbols=symbols, deep=False, archive_lists=True))
+    json_pieces(facts, parts.append, symbols=symbols)
+    return "".join(parts)
+
+
+@pytest.mark.parametrize("symbols", [False, True], ids=["facts", "symbols"])
+def test_the_reader_says_the_same_with_and_without_the_extension(
+    symbols: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    paths = [p for p in REAL if Path(p).exists()]
+    if len(paths) < 3:
+        pytest.skip("the Debian archives scripts/bootstrap installs are missing")
+    fast = [_json(p, symbols) for p in paths]
+    monkeypatch.setattr(elf, "_scan", None)
+    elf._probe.cache_clear()
+    try:
+        slow = [_json(p, symbols) for p in paths]
+    finally:
+        elf._probe.cache_clear()
+    assert fast == slow
+    assert all('"eh"' in text for text in fast)  # a real result each time
+
+
+def test_the_probe_answers_alike_both_ways(pure: None) -> None:
+    probe = elf._probe("x86_64")  # the pure-Python one: compiled regex
+    assert probe.hit(b"\0foo\0memfd_create\0") is True
+    assert probe.hit(b"\0foo\0memfd_createx\0") is False
