@@ -45,3 +45,27 @@ def test_same_answers_as_cxxfilt(chunk: int) -> None:
     names = _names()[chunk::4]
     dm.demangle.cache_clear()
     assert [dm.demangle(n) for n in names] == [_reference(n) for n in names]
+
+
+HOSTILE = ["_Z3f\x00oi", "_Z3f\udcffi", "_Z1\u00e9v", "__Z", "__Zfoo", "_", "", "__Z3fooi",
+           "_Z" + "1a" * 2047, "_Z" + "1a" * 2048, "__Z" + "1a" * 2047, "_ZNK3Foo3barEv"]
+
+
+@pytest.mark.parametrize("chunk", range(2))
+def test_fill_answers_what_demangle_once_answers(chunk: int) -> None:
+    """``fill``'s C loop (one call per list) against the per-name ctypes binding: real
+    names, and NULs, lone surrogates, non-ASCII, names on both sides of MAX_NAME."""
+    names = (_names() + HOSTILE)[chunk::2]
+    cache: dict[str, str | None] = {}
+    dm.fill(cache, names, 1 << 20)
+    assert cache == {n: dm.demangle_once(n) for n in names}
+    assert any(v is not None for v in cache.values()) and None in cache.values()
+
+
+def test_fill_keeps_what_it_has_and_stays_bounded() -> None:
+    cache: dict[str, str | None] = {"_Z3fooi": "kept"}
+    dm.fill(cache, ["_Z3fooi", "_Z3bari"], 10)
+    assert cache == {"_Z3fooi": "kept", "_Z3bari": "bar(int)"}
+    names = [f"_Z4n{i:03d}v" for i in range(25)]
+    dm.fill(cache, names, 10)
+    assert len(cache) <= 10 and cache[names[-1]] == "n024()"

@@ -9,6 +9,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define TAIL 4             /* bytes of a candidate's end that select its bucket */
@@ -218,11 +219,101 @@ fail:
     return result;
 }
 
+
+/* fill_demangled(cache, names, demangler, limit) -> None
+ *
+ * For every name of ``names`` not yet a key of ``cache``: cache[name] = its demangled form,
+ * or None, exactly as demangle.demangle_once answers (``__Z`` tried without its first ``_``;
+ * not ``_Z…``, over MAX_NAME characters, holding a NUL, failing, not UTF-8 or unchanged:
+ * None). ``demangler`` is the address of the C++ runtime's ``abi::__cxa_demangle`` that
+ * demangle.py loaded; one buffer is reused (the runtime ``realloc``s it). ``cache`` is
+ * emptied before it would grow past ``limit`` entries.
+ */
+typedef char *(*demangle_fn)(const char *, char *, size_t *, int *);
+#define MAX_NAME 4096
+
+static PyObject *demangled(demangle_fn fn, PyObject *name, char **buf, size_t *cap) {
+    Py_ssize_t n;
+    const char *raw = PyUnicode_AsUTF8AndSize(name, &n);
+    if (raw == NULL) { /* not encodable (a lone surrogate): demangle_once says None */
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    Py_ssize_t chars = PyUnicode_GET_LENGTH(name);
+    if (n >= 3 && memcmp(raw, "__Z", 3) == 0) {
+        raw++, n--, chars--;
+    }
+    if (n < 2 || raw[0] != '_' || raw[1] != 'Z' || chars > MAX_NAME || memchr(raw, 0, n))
+        Py_RETURN_NONE;
+    int status = 0;
+    char *out = fn(raw, *buf, cap, &status);
+    if (status != 0 || out == NULL)
+        Py_RETURN_NONE; /* the buffer is left as it was */
+    *buf = out;
+    if (strcmp(out, raw) == 0)
+        Py_RETURN_NONE;
+    PyObject *text = PyUnicode_DecodeUTF8(out, (Py_ssize_t)strlen(out), NULL);
+    if (text == NULL) { /* the runtime wrote bytes that are not UTF-8 */
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    return text;
+}
+
+static PyObject *fill_demangled(PyObject *self, PyObject *args) {
+    PyObject *cache, *names;
+    unsigned long long addr;
+    Py_ssize_t limit;
+    if (!PyArg_ParseTuple(args, "O!O!Kn", &PyDict_Type, &cache, &PyList_Type, &names, &addr,
+                          &limit))
+        return NULL;
+    if (addr == 0) {
+        PyErr_SetString(PyExc_ValueError, "no demangler");
+        return NULL;
+    }
+    demangle_fn fn = (demangle_fn)(uintptr_t)addr;
+    size_t cap = 1024;
+    char *buf = malloc(cap);
+    if (buf == NULL)
+        return PyErr_NoMemory();
+    PyObject *result = Py_None;
+    Py_INCREF(names); /* held while it is read */
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(names); i++) {
+        PyObject *name = PyList_GET_ITEM(names, i);
+        if (!PyUnicode_CheckExact(name))
+            continue;
+        int known = PyDict_Contains(cache, name);
+        if (known < 0) {
+            result = NULL;
+            break;
+        }
+        if (known)
+            continue;
+        Py_INCREF(name);
+        PyObject *value = demangled(fn, name, &buf, &cap);
+        if (PyDict_GET_SIZE(cache) >= limit)
+            PyDict_Clear(cache);
+        int bad = PyDict_SetItem(cache, name, value);
+        Py_DECREF(value);
+        Py_DECREF(name);
+        if (bad) {
+            result = NULL;
+            break;
+        }
+    }
+    Py_DECREF(names);
+    free(buf);
+    if (result != NULL)
+        Py_INCREF(result);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"probe", probe, METH_VARARGS, "Whether a candidate name followed by a NUL is in a table."},
     {"occurs", occurs, METH_VARARGS, "A bit per needle found in a buffer."},
     {"first_type", first_type, METH_VARARGS, "The first section header of a type, or -1."},
     {"object_symbols", object_symbols, METH_VARARGS, "An object's global symbols."},
+    {"fill_demangled", fill_demangled, METH_VARARGS, "Demangle the names a cache lacks."},
     {NULL, NULL, 0, NULL},
 };
 

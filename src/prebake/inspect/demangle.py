@@ -66,6 +66,8 @@ class _Direct:
                 return view.value.decode()  # like cxxfilt: bad UTF-8 raises
 
         self.call = call
+        # for ``fill``'s C loop, which calls the function itself (no ctypes call per name)
+        self.address = ctypes.cast(fn, ctypes.c_void_p).value or 0
 
 
 def _malloc(lib: ctypes.CDLL, size: int) -> int | None:
@@ -114,6 +116,28 @@ def demangle_once(name: str) -> str | None:
     except Exception:  # bad UTF-8 in or out, or anything a broken name provokes
         return None
     return out if out is not None and out != raw else None
+
+
+def fill(cache: dict[str, str | None], names: list[str], limit: int) -> None:
+    """Every name of ``names`` that ``cache`` lacks, demangled into it (``demangle_once``'s
+    answers); ``cache`` is emptied before it grows past ``limit``.
+
+    The renderers' path: 80 000 distinct names for LLVM's archives, where a ctypes call per
+    name cost 1.5 µs more than the demangling itself. With the C extension one call does a
+    member's names; without it, this loop.
+    """
+    from prebake.inspect.native import scan
+
+    impl = _impl()
+    if scan is not None and impl is not None and impl.address:
+        # its own buffer, and the GIL held throughout: no other call to share it with
+        scan.fill_demangled(cache, names, impl.address, limit)
+        return
+    for n in names:
+        if n not in cache:
+            if len(cache) >= limit:
+                cache.clear()
+            cache[n] = demangle_once(n)
 
 
 def demangle_many(names: Iterable[str]) -> dict[str, str | None]:

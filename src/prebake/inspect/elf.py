@@ -32,10 +32,8 @@ from prebake.inspect.base import ParseOptions
 from prebake.inspect.binreader import Buffer, Truncated, names_at, table
 from prebake.inspect.facts import Facts, Symbols
 
-try:  # the hot loops in C when built (setup.py); the pure-Python ones below are the reference
-    from prebake.inspect import _scan
-except ImportError:  # pragma: no cover - a build without a C compiler
-    _scan = None  # type: ignore[assignment]  # tested for None before every use
+# the hot loops in C when built (None otherwise): the pure-Python ones below are the reference
+from prebake.inspect.native import scan as _scan
 
 MAGIC = b"\x7fELF"
 

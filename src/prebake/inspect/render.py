@@ -44,9 +44,33 @@ def _demangler() -> Callable[[str], str | None]:
     return demangle_once
 
 
-@functools.lru_cache(maxsize=1 << 17)
+@functools.cache
+def _filler() -> Callable[[dict[str, str | None], list[str], int], None]:
+    from prebake.inspect.demangle import fill
+
+    return fill
+
+
+DEMANGLED_MAX = 1 << 18  # names kept demangled per process (bounds a hostile file)
+_demangled: dict[str, str | None] = {}  # name -> demangled, filled a member's lists at a time
+
+
+def _prefill(names: list[str]) -> None:
+    """Demangle the names of one list the caches lack, in one call (``demangle.fill``)."""
+    if names:
+        _filler()(_demangled, names, DEMANGLED_MAX)
+
+
+def _demangled_of(name: str) -> str | None:
+    """What ``_prefill`` found, or (a name it did not see, or dropped) one call now."""
+    try:
+        return _demangled[name]
+    except KeyError:
+        return _demangler()(name)
+
+
 def _demangled_json(name: str) -> str:
-    dm = _demangler()(name)
+    dm = _demangled_of(name)
     return "null" if dm is None else _ENC(dm)
 
 
@@ -119,6 +143,7 @@ def _names(names: list[str], ind: str) -> tuple[str, ...]:
     entries = _entries.get(ind)
     if entries is None:
         entries = _entries[ind] = _Entries(ind)
+    _prefill(names)
     return "[\n", ",\n".join(map(entries.__getitem__, names)), "\n" + ind + "]"
 
 
@@ -378,7 +403,7 @@ class _Shown(dict[str, str]):
     def __missing__(self, name: str) -> str:
         if len(self) >= self.MAX:
             self.clear()
-        dm = _demangler()(name)
+        dm = _demangled_of(name)
         text = self[name] = f"{name}  {dm}" if dm else name
         return text
 
@@ -395,6 +420,8 @@ def _symbol_lines(facts: Facts, sink: Sink) -> None:
             continue
         tail = (f"  ({f.details.get('member', f.path)})" if f is not facts else "") + "\n"
         weak = sy.weak
+        _prefill(sy.defined)
+        _prefill(sy.undefined)
         # a run of lines with one letter is one join: the tail and the next line's head are
         # the separator (no string per line; 290 000 lines for LLVM's archives)
         if weak:
