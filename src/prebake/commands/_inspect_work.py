@@ -41,6 +41,8 @@ SPILL_AT = 1 << 20  # characters of output a worker sends through the pool's pip
 
 @dataclass(frozen=True)
 class Mode:
+    """How a worker renders its results: the command's output options."""
+
     symbols: bool
     deep: bool
     json: bool

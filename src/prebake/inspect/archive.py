@@ -59,6 +59,8 @@ class Member:
 
 @dataclass(slots=True)
 class Archive:
+    """What the member headers of an ar archive say (``read_archive``): members and index."""
+
     thin: bool
     members: list[Member]
     index_kind: IndexKind | None

@@ -345,6 +345,8 @@ def walk(r: Reader, start: int, end: int) -> Bitcode:
 
 @dataclass
 class IrSymtab:
+    """LLVM's irsymtab of a bitcode module: its producer and triple, and its symbols."""
+
     producer: str
     triple: str
     source_file: str

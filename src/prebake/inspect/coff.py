@@ -106,6 +106,8 @@ def eh_hits(names: list[str] | set[str]) -> list[str]:
 
 @dataclass
 class Section:
+    """One COFF section header, with its long name resolved."""
+
     name: str
     vsize: int
     va: int
@@ -116,6 +118,8 @@ class Section:
 
 @dataclass
 class RawSymbol:
+    """One COFF symbol-table record, auxiliary records kept as bytes."""
+
     name: str
     value: int
     section: int
@@ -318,6 +322,8 @@ def is_cxx_name(name: str) -> bool:
 
 @dataclass
 class _Header:
+    """The COFF file header fields the reader uses (object or image)."""
+
     machine: int
     nsections: int
     symptr: int

@@ -151,6 +151,8 @@ LAYOUTS = {(c, d): _layout(c == 2, "<" if d == 1 else ">") for c in (1, 2) for d
 
 @dataclass(slots=True)
 class Section:
+    """One section header, as ``ElfFile.section`` unpacks it on demand."""
+
     name: int
     type: int
     addr: int

@@ -461,6 +461,8 @@ def _has_locals(r: Reader, symtab: tuple[int, int, int, int] | None, is64: bool)
 
 @dataclass(frozen=True)
 class _Slice:
+    """One architecture of a fat Mach-O file (``fat_arch``/``fat_arch_64``)."""
+
     cputype: int
     subtype: int
     offset: int

@@ -65,6 +65,8 @@ MAX_TABLE_ENTRIES = 1 << 20
 
 @dataclass
 class _Image:
+    """A PE image's headers, sections and data directories, read once per file."""
+
     r: Reader
     pe32plus: bool
     image_base: int

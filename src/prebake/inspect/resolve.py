@@ -67,6 +67,8 @@ class Binary:
 
 @dataclass
 class Resolution:
+    """The binaries the command-line paths name, and what was left out and why."""
+
     binaries: list[Binary] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # files that are not binaries
     escapes: list[str] = field(default_factory=list)  # "shown -> target": symlinks leaving it

@@ -117,6 +117,8 @@ _STOP_TEMPLATE = b"\x00\x41\x00\x24%s\x23%s\x28\x02\x00\x23%s\x28\x02\x04\x4b\x0
 
 @dataclass
 class Import:
+    """One import of a wasm module, with the memory and global flags the checks read."""
+
     module: str
     field: str
     kind: int
@@ -336,6 +338,8 @@ def parse_container(r: Reader) -> Module:
 
 @dataclass
 class Symbol:
+    """One entry of a wasm object's ``linking`` symbol table."""
+
     kind: int
     flags: int
     name: str
@@ -576,6 +580,8 @@ def _deep(r: Reader, m: Module) -> wasm_code.DeepScan:
 
 @dataclass
 class _Asyncify:
+    """What an Asyncify-instrumented module's state global and functions look like."""
+
     state_global: int
     data_global: int
     functions: list[str]
