@@ -135,6 +135,21 @@ def test_non_binary_member_is_reported_not_fatal() -> None:
     assert f.details["errors"] == {"note.txt": f.members[0].error}
 
 
+@pytest.mark.parametrize("bad", [[], [7], [7, 7, 9], [9, 7, 9]])
+def test_index_entries_pointing_at_no_member_are_counted_once_each(bad: list[int]) -> None:
+    """The facts summary counts the distinct offsets an index names that start no member
+    (runs of one member's offset, repeats apart, members' own offsets in between)."""
+    syms = [("a", 0), ("b", 0), ("c", 1), ("d", 0)] + [(f"x{i}", 0) for i in range(len(bad))]
+    ar = bytearray(gnu_archive([("a.txt", b"one"), ("b.txt", b"two!")], syms))
+    at = 8 + 60 + 4 + 4 * 4  # the first extra offset, after the count and four real ones
+    for i, off in enumerate(bad):
+        ar[at + 4 * i : at + 4 * i + 4] = struct.pack(">I", off)
+    f = inspect_bytes(bytes(ar), "lib.a")
+    assert f.details["index"] == {"kind": "gnu", "symbols": len(syms)}
+    assert f.details.get("index_dangling", 0) == len(set(bad))
+    assert bool(bad) == ("index" in f.evidence)
+
+
 def _m(name: str, **abi: object) -> Facts:
     f = Facts(path=f"lib.a({name})", format="elf", kind="object", os="linux", arch="x86_64")
     f.details["member"] = name

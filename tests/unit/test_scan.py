@@ -28,11 +28,23 @@ def test_the_extension_is_built() -> None:
     assert scan is not None, "prebake.inspect._scan is not built (see setup.py)"
 
 
+def _without_the_extension(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every user of the extension on its pure-Python path (a fresh probe: its tables depend
+    on the path; the renderers' demangling caches emptied)."""
+    from prebake.inspect import archive, native, render
+
+    for mod, name in ((elf, "_scan"), (archive, "scan"), (native, "scan")):
+        monkeypatch.setattr(mod, name, None)
+    elf._probe.cache_clear()
+    render._demangled.clear()
+    render._shown.clear()
+    render._entries.clear()
+
+
 @pytest.fixture
 def pure(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """The reader with its pure-Python loops (a fresh probe: its tables depend on the path)."""
-    monkeypatch.setattr(elf, "_scan", None)
-    elf._probe.cache_clear()
+    """The reader with its pure-Python loops."""
+    _without_the_extension(monkeypatch)
     yield
     elf._probe.cache_clear()
 
@@ -158,20 +170,57 @@ def _json(path: str, symbols: bool) -> str:
     return "".join(parts)
 
 
+def _symbol_text(path: str) -> str:
+    from prebake.inspect.render import text_pieces
+
+    parts: list[str] = []
+    facts = inspect(Path(path), ParseOptions(symbols=True, deep=False, archive_lists=False))
+    text_pieces(facts, parts.append, symbols=True, color=False)
+    return "".join(parts)
+
+
+def test_the_symbol_lines_are_the_same_with_and_without_the_extension(
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    paths = [p for p in REAL[:3] if Path(p).exists()]
+    if not paths:
+        pytest.skip("the Debian archives scripts/bootstrap installs are missing")
+    from prebake.inspect import render
+
+    render._demangled.clear()
+    render._shown.clear()
+    fast = [_symbol_text(p) for p in paths]
+    _without_the_extension(monkeypatch)
+    try:
+        slow = [_symbol_text(p) for p in paths]
+    finally:
+        elf._probe.cache_clear()
+        render._shown.clear()
+        render._demangled.clear()
+    assert fast == slow
+    assert all("  T " in t and "  U " in t for t in fast)
+    assert "llvm::" in fast[0] or "std::" in fast[0]  # demangled forms are there
+
+
 @pytest.mark.parametrize("symbols", [False, True], ids=["facts", "symbols"])
 def test_the_reader_says_the_same_with_and_without_the_extension(
     symbols: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from prebake.inspect import render
+
+    render._entries.clear()
+    render._demangled.clear()
     paths = [p for p in REAL if Path(p).exists()]
     if len(paths) < 3:
         pytest.skip("the Debian archives scripts/bootstrap installs are missing")
     fast = [_json(p, symbols) for p in paths]
-    monkeypatch.setattr(elf, "_scan", None)
-    elf._probe.cache_clear()
+    _without_the_extension(monkeypatch)
     try:
         slow = [_json(p, symbols) for p in paths]
     finally:
         elf._probe.cache_clear()
+        render._entries.clear()
+        render._demangled.clear()
     assert fast == slow
     assert all('"eh"' in text for text in fast)  # a real result each time
 
@@ -180,3 +229,29 @@ def test_the_probe_answers_alike_both_ways(pure: None) -> None:
     probe = elf._probe("x86_64")  # the pure-Python one: compiled regex
     assert probe.hit(b"\0foo\0memfd_create\0") is True
     assert probe.hit(b"\0foo\0memfd_createx\0") is False
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(0, 40), max_size=30), st.sets(st.integers(0, 40), max_size=8),
+       st.sampled_from(["I", "L", "Q"]))
+def test_dangling_counts_distinct_offsets_outside_the_heads(
+    offsets: list[int], heads: set[int], code: str
+) -> None:
+    from array import array
+
+    from prebake.inspect import archive
+
+    arr = array(code, sorted(offsets) if len(offsets) % 2 else offsets)  # runs, or not
+    want = len(set(arr) - heads)
+    assert scan is not None
+    assert scan.dangling(arr, heads) == want == archive._dangling(list(arr), heads)
+    with pytest.raises(TypeError):
+        scan.dangling(array("d", [1.0]), heads)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=60), st.integers(-3, 70))
+def test_count_byte_counts_from_an_offset(data: bytes, start: int) -> None:
+    assert scan is not None
+    assert scan.count_byte(data, 0, start) == data[max(0, start):].count(b"\0")
+    assert scan.count_byte(memoryview(data), 7, start) == data[max(0, start):].count(b"\7")

@@ -308,11 +308,96 @@ static PyObject *fill_demangled(PyObject *self, PyObject *args) {
     return result;
 }
 
+/* count_byte(buf, byte, start) -> int: how many times ``byte`` occurs in buf[start:]. */
+static PyObject *count_byte(PyObject *self, PyObject *args) {
+    Py_buffer buf;
+    int byte;
+    Py_ssize_t start;
+    if (!PyArg_ParseTuple(args, "y*in", &buf, &byte, &start))
+        return NULL;
+    Py_ssize_t count = 0;
+    const unsigned char *p = buf.buf, *end = p + buf.len;
+    if (start < 0)
+        start = 0;
+    if (start < buf.len) {
+        p += start;
+        while (p < end) {
+            const unsigned char *hit = memchr(p, byte, (size_t)(end - p));
+            if (hit == NULL)
+                break;
+            count++;
+            p = hit + 1;
+        }
+    }
+    PyBuffer_Release(&buf);
+    return PyLong_FromSsize_t(count);
+}
+
+/* dangling(offsets, heads) -> int: how many distinct values of ``offsets`` (a buffer of
+ * unsigned 32- or 64-bit native integers: an ``array``) are not in the set ``heads``.
+ * An archive index lists each member's offset once per symbol, in runs: one set lookup
+ * per run. */
+static PyObject *dangling(PyObject *self, PyObject *args) {
+    PyObject *heads, *obj;
+    if (!PyArg_ParseTuple(args, "OO!", &obj, &PySet_Type, &heads))
+        return NULL;
+    Py_buffer buf;
+    if (PyObject_GetBuffer(obj, &buf, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0)
+        return NULL;
+    const char *fmt = buf.format ? buf.format : "B";
+    if (buf.itemsize != 4 && buf.itemsize != 8) {
+        PyBuffer_Release(&buf);
+        PyErr_Format(PyExc_TypeError, "offsets of %zd bytes", buf.itemsize);
+        return NULL;
+    }
+    if (strchr("ILQ", fmt[0]) == NULL || fmt[1] != 0) {
+        PyBuffer_Release(&buf);
+        PyErr_Format(PyExc_TypeError, "offsets of format %s", fmt);
+        return NULL;
+    }
+    PyObject *missing = PySet_New(NULL), *result = NULL;
+    if (missing == NULL)
+        goto done;
+    Py_ssize_t n = buf.len / buf.itemsize;
+    unsigned long long prev = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        unsigned long long v;
+        if (buf.itemsize == 4) {
+            uint32_t w;
+            memcpy(&w, (const char *)buf.buf + 4 * i, 4);
+            v = w;
+        } else {
+            uint64_t w;
+            memcpy(&w, (const char *)buf.buf + 8 * i, 8);
+            v = w;
+        }
+        if (i > 0 && v == prev)
+            continue;
+        prev = v;
+        PyObject *key = PyLong_FromUnsignedLongLong(v);
+        if (key == NULL)
+            goto done;
+        int in = PySet_Contains(heads, key);
+        if (in == 0)
+            in = PySet_Add(missing, key) < 0 ? -1 : 0;
+        Py_DECREF(key);
+        if (in < 0)
+            goto done;
+    }
+    result = PyLong_FromSsize_t(PySet_GET_SIZE(missing));
+done:
+    Py_XDECREF(missing);
+    PyBuffer_Release(&buf);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"probe", probe, METH_VARARGS, "Whether a candidate name followed by a NUL is in a table."},
     {"occurs", occurs, METH_VARARGS, "A bit per needle found in a buffer."},
     {"first_type", first_type, METH_VARARGS, "The first section header of a type, or -1."},
     {"object_symbols", object_symbols, METH_VARARGS, "An object's global symbols."},
+    {"count_byte", count_byte, METH_VARARGS, "How often a byte occurs from an offset on."},
+    {"dangling", dangling, METH_VARARGS, "Distinct index offsets that are not member heads."},
     {"fill_demangled", fill_demangled, METH_VARARGS, "Demangle the names a cache lacks."},
     {NULL, NULL, 0, NULL},
 };

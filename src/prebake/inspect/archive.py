@@ -28,6 +28,7 @@ from prebake.inspect.base import ParseOptions
 from prebake.inspect.binreader import Buffer, Truncated, table
 from prebake.inspect.facts import Facts, Symbols
 from prebake.inspect.glibc import version_key
+from prebake.inspect.native import scan
 
 AR_MAGIC = b"!<arch>\n"
 THIN_MAGIC = b"!<thin>\n"
@@ -111,7 +112,7 @@ def read_archive(data: Buffer, index_names: bool = True) -> Archive:
     longnames = b""
     members: list[Member] = []
     index_kind: IndexKind | None = None
-    index_raw: tuple[IndexKind, bytes] | None = None
+    index_raw: tuple[IndexKind, Buffer] | None = None  # in place: read once, maybe not copied
     slash_seen = 0
     while off < size:
         if off + HEADER.size > size:
@@ -135,10 +136,10 @@ def read_archive(data: Buffer, index_names: bool = True) -> Archive:
         if name == "/":
             slash_seen += 1
             if slash_seen == 1:
-                index_raw = (IndexKind.GNU32, bytes(data[data_off : data_off + msize]))
+                index_raw = (IndexKind.GNU32, data[data_off : data_off + msize])
             # a second "/" is the COFF second linker member: same symbols, sorted; skip it
         elif name == "/SYM64/":
-            index_raw = (IndexKind.GNU64, bytes(data[data_off : data_off + msize]))
+            index_raw = (IndexKind.GNU64, data[data_off : data_off + msize])
         elif name == "//":
             longnames = bytes(data[data_off : data_off + msize])
         elif name in COFF_SPECIAL:
@@ -147,7 +148,7 @@ def read_archive(data: Buffer, index_names: bool = True) -> Archive:
             real, skip = _member_name(name, longnames, data, data_off, msize, off)
             if real in BSD_INDEX:
                 kind = IndexKind.BSD64 if "_64" in real else IndexKind.BSD
-                index_raw = (kind, bytes(data[data_off + skip : data_off + msize]))
+                index_raw = (kind, data[data_off + skip : data_off + msize])
             else:
                 members.append(
                     Member(real, off, data_off + skip, msize - skip if not thin else msize)
@@ -158,7 +159,7 @@ def read_archive(data: Buffer, index_names: bool = True) -> Archive:
     if index_raw is not None:
         index_kind = index_raw[0]
         if index_names or index_kind not in (IndexKind.GNU32, IndexKind.GNU64):
-            names, offsets = _parse_index(*index_raw)
+            names, offsets = _parse_index(index_kind, bytes(index_raw[1]))
         else:
             offsets = _gnu_index_offsets(*index_raw)
     return Archive(thin, members, index_kind, names, slash_seen, offsets)
@@ -184,7 +185,7 @@ def _member_name(
     return (name[:-1] if name.endswith("/") else name), 0
 
 
-def _gnu_index_offsets(kind: IndexKind, raw: bytes) -> Sequence[int]:
+def _gnu_index_offsets(kind: IndexKind, raw: Buffer) -> Sequence[int]:
     """The offsets of a GNU index, with the same checks as ``_parse_index`` (names counted,
     not decoded: UTF-8 decoding with "replace" keeps every NUL)."""
     word = U32BE if kind == IndexKind.GNU32 else U64BE
@@ -194,10 +195,19 @@ def _gnu_index_offsets(kind: IndexKind, raw: bytes) -> Sequence[int]:
     end = word.size * (count + 1)
     if end > len(raw):
         raise Truncated(f"symbol index declares {count} entries, has room for fewer")
-    names = raw.count(b"\0", end) + 1
+    names = (scan.count_byte(raw, 0, end) if scan is not None
+             else bytes(raw[end:]).count(b"\0")) + 1
     if names < count:
         raise Truncated(f"symbol index lists {count} offsets but only {names} names")
-    return _offsets(word, raw[word.size : end])
+    return _offsets(word, bytes(raw[word.size : end]))
+
+
+def _dangling(offsets: Sequence[int], heads: set[int]) -> int:
+    """How many distinct index offsets name no member header (one lookup per run of equal
+    offsets in C: an index repeats its member's offset for each of 280 000 symbols)."""
+    if scan is not None and isinstance(offsets, array):
+        return scan.dangling(offsets, heads)
+    return 0 if heads.issuperset(offsets) else len(set(offsets) - heads)
 
 
 def _offsets(word: struct.Struct, raw: bytes) -> array[int]:
@@ -314,7 +324,7 @@ class ArchiveReader:
             release.upto(m.data_off + m.size)
         facts.members = members
         heads = {m.header_off for m in ar.members}
-        dangling = 0 if heads.issuperset(ar.index_offsets) else len(set(ar.index_offsets) - heads)
+        dangling = _dangling(ar.index_offsets, heads)
         if dangling:
             facts.details["index_dangling"] = dangling
             facts.note("index", f"index entries point at {dangling} offsets with no member")
