@@ -255,3 +255,34 @@ def test_count_byte_counts_from_an_offset(data: bytes, start: int) -> None:
     assert scan is not None
     assert scan.count_byte(data, 0, start) == data[max(0, start):].count(b"\0")
     assert scan.count_byte(memoryview(data), 7, start) == data[max(0, start):].count(b"\7")
+
+
+@pytest.mark.parametrize("needle", [b"St3__1", b"St7__cxx11", b".gnu.lto_", b"ab", b"a"])
+def test_occurs_finds_a_needle_at_every_position_of_the_vector_blocks(needle: bytes) -> None:
+    """The SSE2 search reads 16 positions at a time and leaves the last ones to memmem: a
+    needle is found at every offset, straddling blocks, at the very end, and near misses
+    (first and last bytes right, the middle wrong) are not."""
+    assert scan is not None
+    filler = bytes(range(97, 97 + 26)) * 3  # "abc…z" without the needles' rarer bytes
+    for size in (len(needle), 17, 31, 48, 70):
+        for at in range(max(1, size - len(needle) + 1)):
+            text = bytearray(b"." * size)
+            text[at:at + len(needle)] = needle
+            assert scan.occurs(bytes(text[:size]), (needle,)) == 1, (size, at)
+            if len(needle) > 2:
+                text[at + 1] ^= 0x20
+                assert scan.occurs(bytes(text[:size]), (needle,)) == 0, (size, at)
+    assert scan.occurs(filler.replace(b"ab", b"xy"), (b"ab",)) == 0
+
+
+def test_probe_sees_a_name_ending_at_every_position_of_the_vector_blocks() -> None:
+    probe = elf._probe("x86_64")
+    name = b"__cxa_throw"
+    for size in range(len(name) + 1, 60):
+        for end in range(len(name), size):
+            table = bytearray(b"x" * size)
+            table[end - len(name):end] = name
+            table[end] = 0
+            assert probe.hit(bytes(table)) is True, (size, end)
+            table[end - len(name)] = ord("y")  # _cxa_throw with another first byte
+            assert probe.hit(bytes(table)) is False, (size, end)
