@@ -22,7 +22,8 @@ if TYPE_CHECKING:
     from types import ModuleType
     from typing import NoReturn
 
-# command -> the light module whose ``prestart(argv)`` runs before anything else is imported
+# command -> the light module whose ``prestart(args)`` (the command's own arguments) runs
+# before anything else is imported
 EARLY = {"inspect": "prebake.commands._early"}
 
 
@@ -70,8 +71,9 @@ def _named_command(name: str | None) -> ModuleType | None:
     return mod
 
 
-def _command_name(argv: Sequence[str]) -> str | None:
-    """The command ``argv`` names after plain global options, if it is one (nothing imported)."""
+def _command_name(argv: Sequence[str]) -> tuple[str | None, int]:
+    """The command ``argv`` names after plain global options, if it is one (nothing imported),
+    and where its own arguments start."""
     i = 0
     while i < len(argv):
         tok = argv[i]
@@ -81,16 +83,16 @@ def _command_name(argv: Sequence[str]) -> str | None:
                 tok.startswith("-C") and len(tok) > 2):
             i += 1
         elif tok.startswith("-"):
-            return None
+            return None, 0
         else:
             break
     else:
-        return None
+        return None, 0
     name = argv[i]
     stem = name.replace("-", "_")
     if not stem.isidentifier() or stem.startswith("_") or stem not in _command_names():
-        return None
-    return name
+        return None, 0
+    return name, i + 1
 
 
 def entry() -> NoReturn:
@@ -130,10 +132,10 @@ def _err(message: str) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    name = _command_name(argv)
+    name, args_at = _command_name(argv)
     early = EARLY.get(name or "")
     if early is not None:  # work the command line certainly asks for may start now
-        importlib.import_module(early).prestart(argv)
+        importlib.import_module(early).prestart(argv[args_at:])
     from prebake.errors import CheckFailed, PrebakeError
 
     one = _named_command(name)

@@ -23,11 +23,26 @@ LIB = Path("/usr/lib/llvm-14/lib/libLLVMDemangle.a")
     (["inspect", "--allowed-signers", "keys", "a"], 1, False),
     (["inspect", "-C", "dir", "a", "--", "-odd", "b"], 3, False),
     (["--debug", "inspect"], 0, False),
-    (["plan"], 0, False),
+    (["-C", "inspect", "inspect", "a", "b"], 2, False),  # a folder named like the command
+    (["--workspace=inspect", "inspect", "inspect"], 1, False),  # a binary named so
 ])
 def test_the_scan_counts_paths_not_option_values(argv: list[str], paths: int,
                                                  symbols: bool) -> None:
-    assert _scan(argv) == (paths, symbols)
+    """What ``prestart`` is given: the arguments after the command the CLI found."""
+    from prebake.cli import _command_name
+
+    name, args_at = _command_name(argv)
+    assert name == "inspect"
+    assert _scan(argv[args_at:]) == (paths, symbols)
+
+
+def test_other_commands_are_named_where_they_stand() -> None:
+    from prebake.cli import _command_name
+
+    assert _command_name(["plan"]) == ("plan", 1)
+    assert _command_name(["-C", "inspect", "plan", "x"]) == ("plan", 3)
+    assert _command_name(["--bogus", "inspect"]) == (None, 0)
+    assert _command_name(["-C", "ws"]) == (None, 0)
 
 
 def _workers_of(marker: str) -> list[str]:

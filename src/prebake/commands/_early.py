@@ -21,7 +21,6 @@ if TYPE_CHECKING:
 
     from prebake.commands._pool import Pool
 
-NAME = "inspect"  # the command's name (``prebake.commands.inspect.NAME``, not imported here)
 # the options of ``inspect`` and the global ones that take a value (the next token)
 _VALUED = ("--allowed-signers", "-C", "--workspace")
 _HOST_ARCH = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}
@@ -29,13 +28,13 @@ _HOST_ARCH = {"x86_64": "x86_64", "amd64": "x86_64", "aarch64": "aarch64", "arm6
 _early: list[Pool] = []  # the pool ``prestart`` forked, for ``run`` to take
 
 
-def prestart(argv: Sequence[str]) -> None:
-    """Fork the pool now when ``argv`` certainly asks for several results.
+def prestart(args: Sequence[str]) -> None:
+    """Fork the pool now when ``args`` (the command's own) certainly ask for several results.
 
     The standard modules both sides need are imported first, once: forked after them, the
     seed shares their pages instead of importing them again on the other core (20 ms of CPU
     that a busy machine does not give back in parallel)."""
-    results, symbols = scan(argv)
+    results, symbols = scan(args)
     if results > 1:
         import contextlib  # noqa: F401 (imported for both processes)
 
@@ -96,9 +95,9 @@ def pool_for(results: int, symbols: bool) -> Pool | None:
     return None
 
 
-def scan(argv: Sequence[str]) -> tuple[int, bool]:
-    """How many paths ``argv`` (``[global options] inspect …``) names, and ``--symbols``."""
-    rest = list(argv[list(argv).index(NAME) + 1:]) if NAME in argv else []
+def scan(rest: Sequence[str]) -> tuple[int, bool]:
+    """How many paths the arguments of ``inspect`` (what follows the command's name) name,
+    and whether ``--symbols`` is one of them."""
     paths, symbols, i = 0, False, 0
     while i < len(rest):
         tok = rest[i]
