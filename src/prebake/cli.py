@@ -108,6 +108,9 @@ def entry() -> NoReturn:
     try:
         sys.stdout.flush()
         sys.stderr.flush()
+    except BrokenPipeError:
+        _stdout_gone()
+        raise SystemExit(PIPE_CLOSED) from None
     except (OSError, ValueError):
         raise SystemExit(code) from None
     threading = sys.modules.get("threading")
@@ -117,6 +120,23 @@ def entry() -> NoReturn:
 
     atexit._run_exitfuncs()
     os._exit(code)
+
+
+# The status a shell reports for a C tool that SIGPIPE ended (``nm big.a | head``): what a
+# pipeline, ``set -o pipefail`` included, sees when prebake's reader leaves early.
+PIPE_CLOSED = 128 + 13
+
+
+def _stdout_gone() -> None:
+    """The reader of stdout left: stdout now goes to /dev/null, so that no later write or
+    the exit's flush fails again (the end is quiet, and the ``atexit`` clean-up still runs)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass  # no real stdout to point anywhere
+    finally:
+        os.close(devnull)
 
 
 def _short(path: str, limit: int = 160) -> str:
@@ -169,6 +189,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         _err("interrupted")
         return 130
+    except BrokenPipeError:  # `| head` stopped reading: not an error, and nothing to say
+        _stdout_gone()
+        return PIPE_CLOSED
     except OSError as exc:
         if debug:
             raise

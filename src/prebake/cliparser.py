@@ -86,8 +86,9 @@ def _new_parser() -> tuple[_Parser, _Sub[_Parser]]:
         prog="prebake",
         description="Build native dependencies per platform, prove their ABI, publish assets.",
         epilog="Exit status: 0 ok, 1 a check failed (contract violations, failed link test or "
-               "build, breaking diff, disagreeing locks), 2 bad usage or bad input. Commands "
-               "take --json for machine output.",
+               "build, breaking diff, disagreeing locks), 2 bad usage or bad input, 141 the "
+               "reader of the output stopped early (| head). Commands take --json for machine "
+               "output.",
     )
     parser.add_argument("--version", action="version", version=f"prebake {__version__}")
     _add_global_options(parser, top=True)

@@ -60,6 +60,26 @@ def test_streamed_json_is_the_documents_bytes(symbols: bool) -> None:
     assert _run(*flags, *ARCHIVES, one_core=True).stdout == proc.stdout
 
 
+@pytest.mark.parametrize("flags", [["inspect", "--symbols"], ["inspect", "--symbols", "--json"],
+                                   ["--debug", "inspect", "--json"]])
+def test_a_reader_that_stops_early_ends_the_run_quietly(tmp_path: Path, flags: list[str]
+                                                        ) -> None:
+    """``prebake inspect --symbols big.a | head``: like a C tool that SIGPIPE ends (status
+    141), no message and no traceback (not even with --debug), and the private folders
+    the workers spilled their outputs into are gone."""
+    env = {**support.tool_env(None), "TMPDIR": str(tmp_path)}
+    paths = [*ARCHIVES, *sorted(LLVM.glob("libLLVMCodeGen.a")), *ARCHIVES]
+    proc = subprocess.Popen([sys.executable, "-m", "prebake", *flags, *map(str, paths)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    assert proc.stdout is not None and proc.stderr is not None
+    assert len(proc.stdout.read(4096)) == 4096
+    proc.stdout.close()
+    err = proc.stderr.read()
+    assert proc.wait(timeout=120) == 141, err
+    assert err == b""
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_symbol_lines_list_every_member_symbol_in_order() -> None:
     proc = _run("--symbols", *ARCHIVES)
     assert proc.returncode == 0, proc.stderr
