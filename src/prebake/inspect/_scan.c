@@ -19,11 +19,16 @@
 #define TAIL 4             /* bytes of a candidate's end that select its bucket */
 #define BITMAP_BYTES 8192  /* 65 536 bits: one per 16-bit hash of a tail */
 
+static inline uint32_t rd32(const unsigned char *p, int little) {
+    return little ? ((uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) |
+                     ((uint32_t)p[3] << 24))
+                  : ((uint32_t)p[3] | ((uint32_t)p[2] << 8) | ((uint32_t)p[1] << 16) |
+                     ((uint32_t)p[0] << 24));
+}
+
 static inline uint32_t tail_hash(const unsigned char *p) {
     /* the same function as elf._tail_hash: little-endian u32 times a Fibonacci constant */
-    uint32_t v = (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) |
-                 ((uint32_t)p[3] << 24);
-    return (uint32_t)(v * 2654435761u) >> 16;
+    return (uint32_t)(rd32(p, 1) * 2654435761u) >> 16;
 }
 
 /* Whether a name of ``tails`` ends at the NUL at ``at`` (>= TAIL): 1, 0, or -1 on error. */
@@ -187,11 +192,7 @@ static PyObject *first_type(PyObject *self, PyObject *args) {
     }
     const unsigned char *p = (const unsigned char *)data.buf + shoff + 4;
     for (Py_ssize_t i = 0; i < count; i++, p += entsize) {
-        uint32_t t = little ? ((uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) |
-                               ((uint32_t)p[3] << 24))
-                            : ((uint32_t)p[3] | ((uint32_t)p[2] << 8) | ((uint32_t)p[1] << 16) |
-                               ((uint32_t)p[0] << 24));
-        if (t == want) {
+        if (rd32(p, little) == want) {
             found = i;
             break;
         }
@@ -200,22 +201,13 @@ static PyObject *first_type(PyObject *self, PyObject *args) {
     return PyLong_FromSsize_t(found);
 }
 
-/* The name at ``off``: bytes up to the next NUL (or the table's end), "" out of range,
- * decoded as UTF-8 with replacement (binreader.names_at / cstring_at). */
+/* The name at ``off`` (inside the table: the caller checks): bytes up to the next NUL or
+ * the table's end, decoded as UTF-8 with replacement (binreader.names_at / cstring_at). */
 static PyObject *name_at(const char *strtab, Py_ssize_t len, uint32_t off) {
-    if ((Py_ssize_t)off >= len)
-        return PyUnicode_FromStringAndSize("", 0);
     const char *start = strtab + off;
     const char *end = memchr(start, 0, (size_t)(len - off));
     Py_ssize_t n = end ? end - start : len - off;
     return PyUnicode_DecodeUTF8(start, n, "replace");
-}
-
-static inline uint32_t rd32(const unsigned char *p, int little) {
-    return little ? ((uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) |
-                     ((uint32_t)p[3] << 24))
-                  : ((uint32_t)p[3] | ((uint32_t)p[2] << 8) | ((uint32_t)p[1] << 16) |
-                     ((uint32_t)p[0] << 24));
 }
 
 /* object_symbols(symtab, strtab, is64, little) -> (defined, undefined, exports, weak)
