@@ -36,16 +36,8 @@ _ENC: Callable[[str], str] = encode_basestring  # the C encoder (ensure_ascii=Fa
 
 
 @functools.cache
-def _demangler() -> Callable[[str], str | None]:
-    """``demangle_once``, imported on first use (ctypes is start-up time a facts run saves);
-    the renderers keep their own per-name caches."""
-    from prebake.inspect.demangle import demangle_once
-
-    return demangle_once
-
-
-@functools.cache
 def _filler() -> Callable[[dict[str, str | None], list[str], int], None]:
+    """``demangle.fill``, imported on first use (ctypes is start-up time a facts run saves)."""
     from prebake.inspect.demangle import fill
 
     return fill
@@ -62,11 +54,12 @@ def _prefill(names: list[str]) -> None:
 
 
 def _demangled_of(name: str) -> str | None:
-    """What ``_prefill`` found, or (a name it did not see, or dropped) one call now."""
+    """What ``_prefill`` found; a name it did not see, or dropped, is demangled now."""
     try:
         return _demangled[name]
     except KeyError:
-        return _demangler()(name)
+        _prefill([name])
+        return _demangled[name]
 
 
 def _demangled_json(name: str) -> str:
