@@ -13,6 +13,7 @@ HTTP ``Range`` on the next attempt; verified assets are kept by sha256 so a re-f
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -153,9 +154,30 @@ def _download_verified(store: Store, aid: AssetId, release: str, expected: str, 
     been re-published since the partial file was written)."""
     final = cache / "assets" / expected / aid.filename
     staging = cache / "downloads" / release / aid.filename
+    try:
+        return _cached_or_downloaded(store, aid, release, expected, final, staging, progress)
+    except OSError as exc:
+        if exc.errno not in _CACHE_FULL or (exc.filename and not str(exc.filename).startswith(
+                str(cache))):
+            raise
+        with contextlib.suppress(OSError):
+            staging.unlink(missing_ok=True)  # a partial copy (a resumable .part stays)
+        why = exc.strerror or str(exc)
+        raise PrebakeError(f"{cache}: {why[:1].lower() + why[1:]} while downloading "
+                           f"{aid.filename} into the download cache; nothing was installed"
+                           ) from None
+
+
+# The download cache cannot take the asset: the cache's fault, never the store's.
+_CACHE_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EROFS)
+
+
+def _cached_or_downloaded(store: Store, aid: AssetId, release: str, expected: str, final: Path,
+                          staging: Path, progress: ProgressFn | None) -> tuple[Path, bool]:
     with _exclusive(staging.with_name(staging.name + ".lock")):
-        if final.is_file() and file_sha256(final) == expected:
-            return final, False
+        with contextlib.suppress(FileNotFoundError):  # removed meanwhile: download it again
+            if final.is_file() and file_sha256(final) == expected:
+                return final, False
         for _ in range(2):
             resumed = staging.with_name(staging.name + ".part").exists()
             store.download(aid, staging, release, progress=progress)
@@ -346,6 +368,13 @@ def fetch(
     except UnsafeArchive as exc:  # the asset as the store calls it, not its cache copy
         raise UnsafeArchive(Path(aid.filename), exc.member,
                             f"{exc.rule} (from {st.url}, release {tag})") from None
+    except FileNotFoundError as exc:
+        if exc.filename is None or Path(exc.filename) != asset:
+            raise
+        # verified a moment ago, gone now: another process or a cache cleaner removed it
+        raise PrebakeError(f"{asset}: the cached asset vanished before it could be unpacked "
+                           "(removed by another process?); nothing was installed, fetch "
+                           "again to download it anew") from None
     from prebake.redact import redact_text
 
     url = redact_text(st.asset_url(aid, tag))  # the lock is committed: never a credential

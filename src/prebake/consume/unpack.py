@@ -266,6 +266,35 @@ def _open_members(archive: Path, strip: int) -> Iterator[Iterator[_Member]]:
         raise PrebakeError(f"{archive}: not a readable archive ({exc})") from None
 
 
+class _WriteFailed(Exception):
+    """Writing the extracted tree failed (a full or read-only destination): the destination's
+    fault, never the archive's, which ``safe_extract`` says by naming ``dest``."""
+
+    def __init__(self, err: OSError) -> None:
+        super().__init__(str(err))
+        self.err = err
+
+
+@contextlib.contextmanager
+def _writing() -> Iterator[None]:
+    """Marks an ``OSError`` raised inside as a failure to write (not to read the archive)."""
+    try:
+        yield
+    except OSError as exc:
+        raise _WriteFailed(exc) from None
+
+
+class DestinationError(PrebakeError):
+    """The destination cannot take the files (full, read-only, gone); the archive is fine."""
+
+
+def _destination_error(dest: Path, archive: Path, err: OSError) -> DestinationError:
+    why = err.strerror or str(err)
+    return DestinationError(f"{dest}: {why.lower() if why[:1].isupper() else why} while "
+                            f"unpacking {archive.name} there; nothing was installed (the "
+                            "archive itself is intact)")
+
+
 class _Extractor:
     """Writes accepted members into ``root`` (a fresh temporary folder) and keeps the budgets."""
 
@@ -314,8 +343,9 @@ class _Extractor:
         self.names.append(m.name)
         path = self.root / m.name
         if m.kind == "dir":
-            path.mkdir(parents=True, exist_ok=True)
-            path.chmod(0o755)
+            with _writing():
+                path.mkdir(parents=True, exist_ok=True)
+                path.chmod(0o755)
         elif m.kind == "file":
             self._write_file(m, path)
         elif m.kind == "symlink":
@@ -342,20 +372,32 @@ class _Extractor:
                 raise self._reject(m, f"{m.size} bytes, but the asset's manifest says {want}")
         if self.written + m.size > self.max_bytes:
             raise self._reject(m, f"more than {self.max_bytes} uncompressed bytes ({self.budget})")
-        path.parent.mkdir(parents=True, exist_ok=True)
         assert m.open is not None
         got = 0
-        with m.open() as src, open(path, "xb") as out:
-            while chunk := src.read(_CHUNK):
-                got += len(chunk)
-                if got > m.size:
-                    raise self._reject(m, "more data than its header declares")
-                self._charge(m, len(chunk))
-                out.write(chunk)
-        path.chmod(0o755 if m.mode & 0o111 else 0o644)
+        with _writing():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            out = open(path, "xb")  # noqa: SIM115 -- closed below, where a full disk shows
+        with m.open() as src:
+            try:
+                while chunk := src.read(_CHUNK):  # a read error is the archive's: not wrapped
+                    got += len(chunk)
+                    if got > m.size:
+                        raise self._reject(m, "more data than its header declares")
+                    self._charge(m, len(chunk))
+                    with _writing():
+                        out.write(chunk)
+            finally:
+                with _writing():
+                    out.close()  # flushes: ENOSPC may show only here
+        with _writing():
+            path.chmod(0o755 if m.mode & 0o111 else 0o644)
 
     def finish(self) -> None:
         """Hardlinks (as copies) and symlinks last, so no write ever goes through a link."""
+        with _writing():
+            self._finish()
+
+    def _finish(self) -> None:
         for m in self.hardlinks:
             if self.kinds.get(m.target) != "file":
                 raise self._reject(m, f"hardlink to {m.target!r}, not a regular file member")
@@ -378,6 +420,23 @@ class _Extractor:
                 raise self._reject(m, f"symlink {m.target!r} leads outside the target")
         for path, mtime in reversed(self.mtimes):
             os.utime(path, (mtime, mtime), follow_symlinks=False)
+
+
+def _move_into_place(tmp: Path, dest: Path, archive: Path, replace: bool) -> None:
+    """The extracted tree becomes ``dest``: one rename, or a swap with the old content."""
+    if not dest.exists():
+        tmp.rename(dest)
+    elif _is_empty_dir(dest):
+        dest.rmdir()
+        tmp.rename(dest)
+    elif replace:
+        old = Path(tempfile.mkdtemp(prefix=f".{dest.name}.old-{os.getpid()}-", dir=dest.parent))
+        old.rmdir()
+        dest.rename(old)
+        tmp.rename(dest)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        _merge_into(tmp, dest, archive)
 
 
 def _parents(name: str) -> list[str]:
@@ -483,9 +542,14 @@ def safe_extract(
     if dest.exists() and not dest.is_dir():
         raise PrebakeError(f"{dest}: exists and is not a folder")
     created = [p for p in (dest.parent, *dest.parent.parents) if not p.exists()]
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    remove_stale_extractions(dest)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.extract-{os.getpid()}-", dir=dest.parent))
+    try:
+        with _writing():
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            remove_stale_extractions(dest)
+            tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.extract-{os.getpid()}-",
+                                        dir=dest.parent))
+    except _WriteFailed as exc:
+        raise _destination_error(dest, archive, exc.err) from None
     ok = False
     try:
         ex = _Extractor(archive, tmp, max_bytes, max_members, declared)
@@ -494,25 +558,16 @@ def safe_extract(
             for m in members:
                 ex.add(m)
         ex.finish()
-        tmp.chmod(0o755)
+        with _writing():
+            tmp.chmod(0o755)
         if check is not None:
             check(tmp)
-        if not dest.exists():
-            tmp.rename(dest)
-        elif _is_empty_dir(dest):
-            dest.rmdir()
-            tmp.rename(dest)
-        elif replace:
-            old = Path(tempfile.mkdtemp(prefix=f".{dest.name}.old-{os.getpid()}-",
-                                        dir=dest.parent))
-            old.rmdir()
-            dest.rename(old)
-            tmp.rename(dest)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            _merge_into(tmp, dest, archive)
+        with _writing():
+            _move_into_place(tmp, dest, archive, replace)
         ok = True
         return ex.names
+    except _WriteFailed as exc:
+        raise _destination_error(dest, archive, exc.err) from None
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)

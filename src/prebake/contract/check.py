@@ -93,12 +93,31 @@ def _rule_value(contract: Contract, rule: Rule) -> Any:
     return value if value not in (None, ()) else None
 
 
+def _unreadable(facts: Facts, shown: str) -> list[Violation]:
+    """Members and slices that could not be read: no rule can be checked on them, so the file
+    fails (fail closed) rather than passing on the members that could be read. Members whose
+    bytes are no binary at all (``details["not_binary"]``: a text file added with ``ar q``)
+    hold no code a linker would use and are not counted."""
+    bad = [m for m in facts.walk()[1:]
+           if m.error is not None and not m.details.get("not_binary")]
+    if not bad:
+        return []
+    names = [member_name(m) for m in bad]
+    shown_n = [f"{n} ({m.error})" for n, m in zip(names, bad, strict=True)][:MAX_MEMBERS_SHOWN]
+    more = len(bad) - len(shown_n)
+    total = len(facts.walk()) - 1
+    detail = (f"inspect: {len(bad)} of {total} members could not be read, so no rule can be "
+              "checked on them: " + ", ".join(shown_n) + (f", … ({more} more)" if more > 0 else ""))
+    return [Violation("inspect", "a readable binary", "unreadable", shown, names, detail, total,
+                      {n: [m.error or ""] for n, m in zip(names, bad, strict=True)})]
+
+
 def check_facts(facts: Facts, contract: Contract, path: str | None = None) -> list[Violation]:
     """Violations of one inspected file (its members and slices included)."""
     shown = path or facts.path
     leaves, nested = _leaves(facts)
     total = len(leaves) if nested else None
-    out: list[Violation] = []
+    out: list[Violation] = _unreadable(facts, shown)
     for rule in RULES:
         value = _rule_value(contract, rule)
         if value is None:

@@ -19,7 +19,8 @@ from prebake.inspect.base import FormatReader, ParseOptions
 from prebake.inspect.binreader import Buffer, Truncated
 from prebake.inspect.facts import Facts
 
-__all__ = ["Facts", "FormatError", "ParseOptions", "inspect", "inspect_bytes", "readers", "sniff"]
+__all__ = ["Facts", "FormatError", "ParseOptions", "inspect", "inspect_bytes", "own_file",
+           "readers", "sniff"]
 
 # Archives inside archives inside fat files…: a hostile file must not recurse without end.
 MAX_NESTING = 8
@@ -41,6 +42,19 @@ def readers() -> list[FormatReader]:
     if _readers is None:
         _readers = registry.all_readers()
     return _readers
+
+
+def own_file(path: str) -> Path | None:
+    """The file on disk that ``path`` names, when the buffer being parsed is that whole file
+    (``inspect(path)`` at the top level), else ``None``.
+
+    A reader that follows a name to a second file (a thin archive's members, the JS glue next
+    to a module) may only do so from a real file: an archive member's or fat slice's path
+    (``lib.a(x.wasm)``) is built from names inside the input and names no folder at all.
+    """
+    if getattr(_depth, "n", 0) != 1 or getattr(_depth, "file", None) != path:
+        return None
+    return Path(path)
 
 
 def sniff(head: bytes) -> FormatReader | None:
@@ -90,9 +104,12 @@ def inspect(path: str | os.PathLike[str], opts: ParseOptions | None = None) -> F
                 raise FormatError(name, "empty file")
             mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
             view = memoryview(mm)
+            outer = getattr(_depth, "file", None)
+            _depth.file = name if getattr(_depth, "n", 0) == 0 else None
             try:
                 return inspect_bytes(view, name, opts)
             finally:
+                _depth.file = outer
                 _close_map(mm, view)
     except FormatError:
         raise

@@ -38,6 +38,7 @@ U32BE = struct.Struct(">I")
 U64BE = struct.Struct(">Q")
 BSD_INDEX = ("__.SYMDEF", "__.SYMDEF SORTED", "__.SYMDEF_64", "__.SYMDEF_64 SORTED")
 COFF_SPECIAL = ("/<ECSYMBOLS>/", "/<HYBRIDMAP>/")
+NOT_BINARY = "not a binary format"  # the start of inspect_bytes' error for unknown bytes
 EVIDENCE_MEMBERS = 8  # members named per value in archive evidence, then "+N more"
 
 
@@ -307,17 +308,19 @@ class ArchiveReader:
         if ar.linker_members > 1:
             facts.details["coff_linker_members"] = ar.linker_members
         members: list[Facts] = []
-        base = Path(path).parent
+        files = _thin_files(ar, path) if ar.thin else []
         release = _Release(data)
-        for m in ar.members:
+        for i, m in enumerate(ar.members):
             mpath = f"{path}({m.name})"
             try:
                 if ar.thin:
-                    mf = _thin_member(base / m.name, mpath, opts)
+                    mf = _thin_member(files[i], mpath, opts)
                 else:
                     mf = inspect_bytes(data[m.data_off : m.data_off + m.size], mpath, opts)
             except FormatError as exc:
                 mf = Facts(path=mpath, size=m.size, error=exc.reason)
+                if exc.reason.startswith(NOT_BINARY):
+                    mf.details["not_binary"] = True  # data, not code: nothing to judge
             mf.details["member"] = m.name
             mf.details["offset"] = m.header_off
             members.append(mf)
@@ -366,21 +369,71 @@ class _Release:
         self.done = end
 
 
+def _thin_files(ar: Archive, path: str) -> list[Path]:
+    """The file each member of a thin archive names, every one inside the archive's folder.
+
+    A thin archive's member names are paths, and they come from the input: followed as they
+    are, ``/etc/hostname`` or ``../../etc/hostname`` would make prebake read (and quote) a
+    file of the archive's choosing. So, as for symlinks in a tree (``prebake.inspect.resolve``),
+    a name resolves only inside the folder the archive is in: an absolute name, one that
+    climbs out, or a link inside the folder that leads out is an error naming the archive and
+    the member, raised before any member is read. A thin archive that is not itself a file on
+    disk (an archive member, a fat slice) has no folder, and is refused the same way.
+    """
+    from prebake.inspect import own_file
+
+    own = own_file(path)
+    if own is None:
+        raise FormatError(path, "a thin archive inside another binary: its member names "
+                                "are relative to a folder it does not have; not followed")
+    try:
+        base = own.resolve().parent
+    except (OSError, RuntimeError) as exc:
+        raise FormatError(path, f"cannot resolve the archive's folder: {exc}") from None
+    out = []
+    for m in ar.members:
+        name = m.name
+        why = None
+        if not name or "\0" in name:
+            why = "is empty or holds a NUL byte"
+        elif name.startswith("/"):
+            why = "is an absolute path"
+        else:
+            try:
+                real = (base / name).resolve()
+            except (OSError, RuntimeError, ValueError):
+                why = "cannot be resolved (a symlink loop?)"
+            else:
+                if not real.is_relative_to(base) or real == base:
+                    why = ("climbs out of the archive's folder" if ".." in Path(name).parts
+                           else "leads out of the archive's folder through a symlink")
+        if why is not None:
+            raise FormatError(path, f"thin archive member {name!r} {why}; a thin archive's "
+                                    "members must be files inside its own folder (not read)")
+        out.append(real)
+    return out
+
+
 def _thin_member(file: Path, mpath: str, opts: ParseOptions) -> Facts:
-    """A thin archive's member, read from its own file next to the archive.
+    """A thin archive's member, read from its own file inside the archive's folder
+    (``file`` is already resolved and confined by ``_thin_files``).
 
     GNU ar flattens nested thin archives, so a member that is itself an archive is refused:
     following it could loop (an archive listing itself) or multiply work without bound.
     """
+    import os
+
     from prebake.inspect import inspect
 
     if not file.is_file():  # missing, or a FIFO/device that would block
-        raise FormatError(mpath, f"thin archive member {file} is missing or not a regular file")
+        raise FormatError(mpath, "thin archive member is missing or not a regular file")
     try:
-        with open(file, "rb") as fh:
+        # O_NOFOLLOW: the resolved name must still be the file, not a link swapped in since
+        fd = os.open(file, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        with open(fd, "rb") as fh:
             head = fh.read(8)
     except OSError as exc:
-        raise FormatError(mpath, f"thin archive member {file}: {exc.strerror or exc}") from None
+        raise FormatError(mpath, f"thin archive member: {exc.strerror or exc}") from None
     if is_archive(head):
         raise FormatError(mpath, "a thin archive member that is itself an archive")
     mf = inspect(file, opts)

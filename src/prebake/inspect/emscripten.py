@@ -46,16 +46,34 @@ class Glue:
     emscripten: bool
 
 
-def find_glue(wasm_path: str) -> Path | None:
-    """``X.wasm`` → ``X.mjs`` or ``X.js`` in the same folder (Emscripten's naming), if present."""
+def find_glue(wasm_path: str) -> tuple[Path | None, str | None]:
+    """``X.wasm`` → ``X.mjs`` or ``X.js`` in the same folder (Emscripten's naming), if present,
+    and why a glue file that is there was not read.
+
+    ``wasm_path`` must be the module's own file (``prebake.inspect.own_file``): the glue is a
+    second file found by name, so, like a thin archive's members, it is read only when it
+    resolves inside the module's folder. A glue name that is a link leading out is left unread
+    (the reason says so), never followed.
+    """
     p = Path(wasm_path)
     if p.suffix != ".wasm":
-        return None
+        return None, None
+    try:
+        base = p.resolve().parent
+    except (OSError, RuntimeError):
+        return None, None
     for suffix in GLUE_SUFFIXES:
         cand = p.with_suffix(suffix)
-        if cand.is_file():
-            return cand
-    return None
+        if not (cand.is_file() or cand.is_symlink()):
+            continue
+        try:
+            real = cand.resolve(strict=True)
+        except (OSError, RuntimeError):
+            return None, f"JS glue {cand} cannot be resolved; not read"
+        if not real.is_relative_to(base) or not real.is_file():
+            return None, f"JS glue {cand} leads out of the module's folder; not read"
+        return cand, None
+    return None, None
 
 
 def read_glue(path: Path) -> Glue | None:

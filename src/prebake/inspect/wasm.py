@@ -22,7 +22,7 @@ from enum import IntEnum
 from pathlib import PurePath
 from typing import Any
 
-from prebake.inspect import emscripten, wasm_code
+from prebake.inspect import emscripten, own_file, wasm_code
 from prebake.inspect.base import ParseOptions
 from prebake.inspect.binreader import Buffer, Reader, Truncated
 from prebake.inspect.facts import Facts, Symbols
@@ -659,7 +659,10 @@ def _module_facts(r: Reader, m: Module, f: Facts, path: str, opts: ParseOptions)
     f.details["import_modules"] = mods
     f.details["import_names_minified"] = not readable
     glue = None
-    gpath = emscripten.find_glue(path)
+    own = own_file(path)
+    gpath, refused = emscripten.find_glue(str(own)) if own is not None else (None, None)
+    if refused:
+        f.note("glue", refused)
     if gpath is not None:
         glue = emscripten.read_glue(gpath)
     if glue is not None:
