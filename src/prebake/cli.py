@@ -3,10 +3,6 @@
 Each subcommand lives in ``prebake.commands.<name>`` and exposes ``NAME``, ``HELP``, ``ORDER``,
 ``add_arguments(parser)`` and ``run(args) -> int``. Command modules import their heavy
 dependencies inside ``run`` so that building the parser does no work.
-
-This module imports nothing heavy at its top (not even ``typing``): a command with work to
-start before its line is parsed (``EARLY``) starts it first thing, and every import made
-before that is time the work waits for.
 """
 
 from __future__ import annotations
@@ -14,35 +10,23 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+from collections.abc import Sequence
+from types import ModuleType
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing
 if TYPE_CHECKING:
     import argparse
-    from collections.abc import Sequence
-    from types import ModuleType
-    from typing import NoReturn
-
-# command -> the light module whose ``prestart(args)`` (the command's own arguments) runs
-# before anything else is imported
-EARLY = {"inspect": "prebake.commands._early"}
-
-
-def _command_names() -> list[str]:
-    """Module names in ``prebake.commands`` (a folder listing: pkgutil costs more to import)."""
-    import prebake.commands as pkg
-
-    names = set()
-    for folder in pkg.__path__:
-        for entry in os.listdir(folder):  # noqa: PTH208 (pathlib: 5 ms before prestart)
-            stem, dot, ext = entry.partition(".")
-            if dot and ext == "py" and stem.isidentifier() and not stem.startswith("_"):
-                names.add(stem)
-    return sorted(names)
 
 
 def _command_modules() -> list[ModuleType]:
+    """Every module in ``prebake.commands`` that is a command, in help order."""
+    import prebake.commands as pkg
+
+    names = {entry.removesuffix(".py") for folder in pkg.__path__
+             for entry in os.listdir(folder)  # noqa: PTH208 (names only)
+             if entry.endswith(".py") and not entry.startswith("_")}
     mods = []
-    for name in _command_names():
+    for name in sorted(names):
         mod = importlib.import_module(f"prebake.commands.{name}")
         if hasattr(mod, "NAME") and hasattr(mod, "run"):
             mods.append(mod)
@@ -56,70 +40,15 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, ModuleType]]:
     return build(_command_modules())
 
 
-def _named_command(name: str | None) -> ModuleType | None:
-    """The module of the one command ``argv`` names (``_command_name``), if any.
-
-    Lets ``main`` parse with that command alone instead of importing all of them. Anything
-    unusual before the command (``-h``, ``--version``, an abbreviated option, an unknown
-    command) has no name and gets the full parser, so help and errors stay the same.
-    """
-    if name is None:
-        return None
-    mod = importlib.import_module(f"prebake.commands.{name.replace('-', '_')}")
-    if getattr(mod, "NAME", None) != name or not hasattr(mod, "run"):
-        return None
-    return mod
-
-
-def _command_name(argv: Sequence[str]) -> tuple[str | None, int]:
-    """The command ``argv`` names after plain global options, if it is one (nothing imported),
-    and where its own arguments start."""
-    i = 0
-    while i < len(argv):
-        tok = argv[i]
-        if tok in ("-C", "--workspace"):
-            i += 2
-        elif tok in ("--debug", "--json") or tok.startswith("--workspace=") or (
-                tok.startswith("-C") and len(tok) > 2):
-            i += 1
-        elif tok.startswith("-"):
-            return None, 0
-        else:
-            break
-    else:
-        return None, 0
-    name = argv[i]
-    stem = name.replace("-", "_")
-    if not stem.isidentifier() or stem.startswith("_") or stem not in _command_names():
-        return None, 0
-    return name, i + 1
-
-
-def entry() -> NoReturn:
-    """The ``prebake`` command: ``main``, then an exit without the interpreter's teardown.
-
-    Tearing down the modules and objects of a run costs 8 ms of every command (11 ms against
-    3), most of a small run's time after its work. What an exit must do is still done:
-    stdout and stderr are flushed and the ``atexit`` functions run (temporary folders'
-    finalizers among them). With another thread alive, or a stream that cannot be flushed
-    (a closed pipe), Python's own exit handles it as always.
-    """
+def entry() -> None:
+    """The ``prebake`` command."""
     code = main()
     try:
         sys.stdout.flush()
-        sys.stderr.flush()
     except BrokenPipeError:
         _stdout_gone()
-        raise SystemExit(PIPE_CLOSED) from None
-    except (OSError, ValueError):
-        raise SystemExit(code) from None
-    threading = sys.modules.get("threading")
-    if threading is not None and threading.active_count() > 1:
-        raise SystemExit(code)
-    import atexit
-
-    atexit._run_exitfuncs()
-    os._exit(code)
+        code = PIPE_CLOSED
+    raise SystemExit(code)
 
 
 # The status a shell reports for a C tool that SIGPIPE ended (``nm big.a | head``): what a
@@ -151,21 +80,10 @@ def _err(message: str) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    name, args_at = _command_name(argv)
-    early = EARLY.get(name or "")
-    if early is not None:  # work the command line certainly asks for may start now
-        importlib.import_module(early).prestart(argv[args_at:])
     from prebake.errors import CheckFailed, PrebakeError
 
-    one = _named_command(name)
-    if one is not None:
-        from prebake.cliparser import build
-
-        parser, table = build([one])
-    else:
-        parser, table = build_parser()
-    args = parser.parse_args(argv)
+    parser, table = build_parser()
+    args = parser.parse_args(sys.argv[1:] if argv is None else list(argv))
     if not args.command:
         parser.print_help()
         return 2

@@ -1,7 +1,6 @@
 """The ``prebake`` argument parser: the top-level options and one sub-parser per command.
 
-Apart from ``prebake.cli`` so that argparse is imported only once a parser is built: ``inspect``
-forks its pool before that (``prebake.commands._early``), and the workers never need argparse.
+Apart from ``prebake.cli`` so that argparse is imported only once a parser is built.
 """
 
 from __future__ import annotations

@@ -53,8 +53,6 @@ def test_link_order_on_elf_loads_only_archive_and_elf(elf_archive: Path) -> None
         f"    assert prebake.cli.main(['link-order', {str(elf_archive)!r}]) == 0\n")
     assert {"prebake.inspect.archive", "prebake.inspect.elf"} <= mods  # it really parsed
     assert not {m for m in mods if m.startswith(NOT_FOR_ELF)}
-    assert not {m for m in mods if m.startswith("prebake.commands.") and
-                m != "prebake.commands.link_order"}
 
 
 def _heads() -> list[bytes]:
@@ -79,43 +77,3 @@ def test_registry_sniff_picks_the_reader_a_full_scan_picks() -> None:
     for head in _heads():
         expected = next((r for r in everyone if r.sniff(head)), None)
         assert registry.sniff(head) is expected, head.hex(" ")
-
-
-def test_inspect_of_several_archives_never_loads_the_inspect_module(elf_archive: Path) -> None:
-    """``prebake.commands._early`` gives ``dataclasses`` a stand-in for the standard
-    ``inspect`` (8 ms of imports): it must stay a stand-in for a whole run (no dataclass on
-    the way without a docstring), and turn into the real module the first time it is used."""
-    mods = _modules_after(
-        "import contextlib, io, json, sys, prebake.cli\n"
-        "out = io.StringIO()\n"
-        "with contextlib.redirect_stdout(out):\n"
-        f"    assert prebake.cli.main(['inspect', '--json', {str(elf_archive)!r}, "
-        f"{str(elf_archive)!r}]) == 0\n"
-        "assert [r['format'] for r in json.loads(out.getvalue())['results']] == ['archive'] * 2\n"
-        "assert type(sys.modules['inspect']).__name__ == '_Later'\n"
-        "assert 'ast' not in sys.modules and 'dis' not in sys.modules\n"
-        "import inspect, dataclasses\n"
-        "assert inspect.isclass(int) and inspect.signature(len) is not None\n"
-        "assert type(sys.modules['inspect']).__name__ == 'module'\n"
-        "assert dataclasses.inspect.getmodule(dataclasses) is dataclasses\n")
-    assert "dis" in mods  # the real module, loaded on first use
-
-
-def test_every_dataclass_a_reader_makes_has_a_docstring() -> None:
-    """What keeps the stand-in above a stand-in: Python 3.11's dataclasses asks ``inspect``
-    for a signature only to write the docstring of a class that has none."""
-    import dataclasses
-    import importlib
-    import inspect
-    import pkgutil
-
-    import prebake.inspect as pkg
-
-    mods = ["prebake.commands._inspect_work",
-            *(m.name for m in pkgutil.iter_modules(pkg.__path__, "prebake.inspect."))]
-    assert {f"prebake.inspect.{n}" for n in registry.FORMAT_MODULES} <= set(mods)
-    docless = [f"{m}.{name}" for m in mods
-               for name, obj in vars(importlib.import_module(m)).items()
-               if inspect.isclass(obj) and dataclasses.is_dataclass(obj)
-               and obj.__module__ == m and (obj.__doc__ or "").startswith(f"{name}(")]
-    assert docless == []

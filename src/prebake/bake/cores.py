@@ -8,17 +8,12 @@ says when a unit starts and finishes; ``{jobs}`` is the only consumer.
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable, Iterator, Mapping
 
+from prebake.cores import usable_cores
 
-def usable_cores() -> int:
-    """The cores this process may run on (its affinity mask, e.g. ``taskset``), at least 1."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):  # not Linux
-        return max(1, os.cpu_count() or 1)
+__all__ = ["CoreBudget", "LiveValues", "usable_cores"]
 
 
 class CoreBudget:

@@ -6,31 +6,30 @@ anywhere inside, packages unpacked safely into a temporary folder that is remove
 A path that cannot be read gets an ``error`` entry; the exit code is 2 only when every path
 fails, so one odd file does not hide the facts of the others.
 
-Each binary is read in a worker process (one per usable core) and its output — JSON object or
-human text — is produced there and written here as soon as it and every earlier one are done:
-the output is streamed in input order, the same bytes as a serial run, and a worker spills a
-big result to a temporary file instead of holding it (``_inspect_work.SPILL_AT``). The pool
-is forked by ``prebake.commands._early`` when the command line names several paths, before
-the line is parsed.
+One binary is read here and its output written to stdout as it is made. Several are read by
+a ``concurrent.futures`` process pool (one worker per usable core): each worker writes a
+result's text to a file of its own in a private folder, and this process copies the files to
+stdout in input order as they complete, so the output is the bytes of a serial run and no
+result waits in memory.
 """
 
 from __future__ import annotations
 
-import contextlib
-import functools
 import os
 import stat
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack
-from dataclasses import replace
+from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any
 
-from prebake.commands._inspect_work import Mode, Piece, Target, job, print_errors, reason
+from prebake.cores import usable_cores
 
 if TYPE_CHECKING:
     import argparse
+
+    from prebake.inspect.facts import Facts
 
 
 NAME = "inspect"
@@ -66,51 +65,22 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from prebake.commands import _early
-    from prebake.commands._pool import ordered_map, usable_cores
     from prebake.jsonio import SCHEMA_VERSION
 
-    opts = Mode(symbols=args.symbols, deep=args.deep, json=args.json,
+    mode = Mode(symbols=args.symbols, deep=args.deep, json=args.json,
                 color=not args.json and _color())
-    # several paths: several results, so the workers are forked now (if ``prestart`` has not)
-    # and warm up while this process finds the binaries; one path (a folder, a package) may
-    # hold one binary or many: its pool waits until that is known
-    pool = _early.take() or _early.pool_for(len(args.paths), args.symbols)
+    out = sys.stdout
     with ExitStack() as stack:
-        try:
-            targets = [t for raw in args.paths for t in binaries(raw, stack)]
-            for i, target in enumerate(targets):
-                target.index = i
-            workers = usable_cores() if len(targets) > 1 else 1
-            if workers > 1:
-                opts = replace(opts, spill=_spill_folder(stack))
-            else:
-                opts = replace(opts, direct=True)
-                if pool is not None:
-                    pool.close()  # several paths, one binary among them: no work for it
-                    pool = None
-            if pool is None and workers > 1:
-                pool = _early.pool_for(len(targets), args.symbols)
-            out = sys.stdout
-            if args.json:
-                out.write('{\n  "results": [')
-            failed = 0
-            readable: set[str] = set()  # a path that failed shows its error and nothing else
-            work = functools.partial(job, opts)
-            if pool is not None:
-                # biggest first: the last items any worker takes are small ones
-                pieces = pool.map(work, targets, sorted(
-                    range(len(targets)), key=lambda i: -targets[i].size))
-            else:  # one binary, or no fork here (spawned workers)
-                pieces = ordered_map(work, targets, workers)
-            for target, piece in zip(targets, pieces, strict=True):
-                failed += piece.failed
-                if not piece.failed:
-                    readable.add(target.arg)
-                _write(piece)
-        finally:
-            if pool is not None:
-                pool.close()  # before the unpacked packages and spill files are removed
+        targets = [t for raw in args.paths for t in binaries(raw, stack)]
+        if args.json:
+            out.write('{\n  "results": [')
+        failed = 0
+        readable: set[str] = set()  # a path that failed shows its error and nothing else
+        for target, result in zip(targets, _results(targets, mode, stack), strict=True):
+            _write(result)
+            failed += result.failed
+            if not result.failed:
+                readable.add(target.arg)
         trust = _trust(args, readable)
         if args.json:
             out.write("\n  ]" if targets else "]")
@@ -120,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
 
                 out.write(',\n  "trust": ' + json_value(trust, "  "))
             out.write("\n}\n")
-        elif trust:  # rich and the trust renderer only for assets: 20 ms after the work
+        elif trust:
             from prebake.commands._common import console
             from prebake.trust.render import trust_lines
 
@@ -211,72 +181,158 @@ def _binaries(path: Path, stack: ExitStack) -> Iterator[Target]:
         yield Target(name, error=exc.strerror or str(exc))
 
 
-def _spill_folder(stack: ExitStack) -> str:
-    """A private folder for the workers' big outputs, removed by ``stack``.
-
-    ``tempfile``'s own rules (``TMPDIR``, an unguessable name, mode 0700, never an existing
-    folder) without importing it: ``tempfile`` pulls in ``shutil`` and ``random``, start-up
-    time that the one serial part of a many-file run pays.
-    """
-    base = Path(os.environ.get("TMPDIR") or "/tmp")
-    for _ in range(100):
-        path = base / f"prebake-inspect-out-{os.urandom(8).hex()}"
-        try:
-            path.mkdir(0o700)
-        except FileExistsError:
-            continue
-        stack.callback(_remove_spill, path)
-        return str(path)
-    raise FileExistsError(f"{base}: no free name for a spill folder")
+# --------------------------------------------------------------------------------------------
+# reading: one result per target, here or in the pool
 
 
-def _remove_spill(path: Path) -> None:
-    """The spill folder and what a stopped run left in it (flat: workers write files only)."""
-    with contextlib.suppress(OSError):
-        for entry in path.iterdir():
-            with contextlib.suppress(OSError):
-                entry.unlink()
-        path.rmdir()
+@dataclass
+class Target:
+    """One result to produce: the binary ``file`` shown as ``name``, or an ``error`` for
+    ``name``. ``rename`` maps the file's path to what is shown (asset members)."""
+
+    name: str
+    file: Path | None = None
+    rename: tuple[str, str] | None = None
+    error: str | None = None
+    size: int = 0  # bytes of the file, when known: the biggest are read first
+    arg: str = ""  # the command-line path it comes from
+    # (temporary unpack folder, package name): evidence names the package, not the folder
+    labels: tuple[tuple[str, str], ...] = ()
 
 
-def _write(piece: Piece) -> None:
-    out = sys.stdout
-    if piece.text or piece.file:
-        out.flush()
-        binary = getattr(out, "buffer", None)
-        if piece.file is not None:
-            _copy_file(piece.file, binary)
-            Path(piece.file).unlink()
-        elif binary is not None:
-            binary.write(piece.text)
-            binary.flush()
+@dataclass(frozen=True)
+class Mode:
+    """The command's output options, as a worker needs them."""
+
+    symbols: bool
+    deep: bool
+    json: bool
+    color: bool
+
+
+@dataclass
+class Result:
+    """One target's output: already on stdout (read here), or in ``file`` (a worker's), and
+    the error to print for the human view."""
+
+    file: str | None = None
+    error: tuple[str, str] | None = None
+    failed: bool = False
+
+
+def _results(targets: list[Target], mode: Mode, stack: ExitStack) -> Iterator[Result]:
+    """Each target's result in input order: read here for one target (or one core), else by
+    a pool, the biggest files first so that no worker is left with a big one at the end."""
+    workers = min(len(targets), usable_cores())
+    if workers <= 1:
+        for i, target in enumerate(targets):
+            yield job(mode, None, target, i)
+        return
+    import multiprocessing
+    import tempfile
+    from concurrent.futures import ProcessPoolExecutor
+
+    folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="prebake-inspect-out-"))
+    method = "fork" if sys.platform == "linux" else None  # the platform's default elsewhere
+    pool = stack.enter_context(ProcessPoolExecutor(
+        workers, mp_context=multiprocessing.get_context(method), initializer=_warm,
+        initargs=(mode.symbols,)))
+    order = sorted(range(len(targets)), key=lambda i: -targets[i].size)
+    futures = {i: pool.submit(job, mode, folder, targets[i], i) for i in order}
+    try:
+        for i in range(len(targets)):
+            yield futures[i].result()
+    finally:  # an error or a reader that stopped early: the work not started is dropped
+        for f in futures.values():
+            f.cancel()
+
+
+def _warm(symbols: bool) -> None:
+    """A worker's start: the readers of this machine's own binaries (archives, ELF) and, for
+    symbols, the demangler; anything else is loaded on first use, as in a serial run."""
+    from prebake.inspect import registry, render  # noqa: F401 (imported to be loaded)
+
+    for name in ("archive", "elf"):
+        registry.module_readers(name)
+    if symbols:
+        from prebake.inspect.demangle import demangle_once
+
+        demangle_once("_Z1fv")  # loads the C++ runtime's demangler
+
+
+def reason(exc: Exception, name: str) -> str:
+    return getattr(exc, "reason", None) or str(exc).removeprefix(f"{name}: ")
+
+
+def _facts_of(target: Target, mode: Mode) -> Facts:
+    from prebake.errors import PrebakeError
+    from prebake.inspect import ParseOptions, inspect
+    from prebake.inspect.facts import Facts
+
+    if target.error is not None or target.file is None:
+        return Facts(path=target.name, error=target.error)
+    try:
+        # the human view shows members' symbols only: no archive-level lists to build
+        facts = inspect(target.file, ParseOptions(symbols=mode.symbols, deep=mode.deep,
+                                                  archive_lists=mode.json))
+    except PrebakeError as exc:
+        return Facts(path=target.name, error=reason(exc, str(target.file)))
+    except OSError as exc:
+        return Facts(path=target.name, error=exc.strerror or str(exc))
+    if target.rename is not None:
+        old, new = target.rename
+        for f in facts.walk():
+            f.path = f.path.replace(old, new, 1)
+    if target.labels:
+        for f in facts.walk():
+            for tmp, shown in target.labels:
+                f.evidence = {k: [e.replace(tmp, shown) for e in ev]
+                              for k, ev in f.evidence.items()}
+    return facts
+
+
+def job(mode: Mode, folder: str | None, target: Target, index: int) -> Result:
+    """Read the ``index``-th target and write its output (JSON object or human text): to
+    stdout where ``folder`` is None, else to a file of its own in ``folder``."""
+    from prebake.inspect.render import json_pieces, text_pieces
+
+    facts = _facts_of(target, mode)
+    result = Result(failed=facts.error is not None)
+    if not mode.json and facts.error is not None:
+        result.error = (facts.path, facts.error)
+        return result
+    with ExitStack() as stack:
+        if folder is None:
+            sink: Callable[[str], Any] = sys.stdout.write
         else:
-            out.write(piece.text.decode())
-    print_errors(piece.errors)
+            result.file = str(Path(folder) / f"{index}.out")
+            sink = stack.enter_context(open(result.file, "w", encoding="utf-8")).write
+        if mode.json:
+            sink(",\n    " if index else "\n    ")
+            json_pieces(facts, sink, symbols=mode.symbols)
+        else:
+            text_pieces(facts, sink, symbols=mode.symbols, color=mode.color)
+    return result
 
 
-def _copy_file(path: str, binary: IO[bytes] | None) -> None:
-    """A spilled result to stdout: ``sendfile`` into a real file or pipe, else read/write."""
-    with open(path, "rb") as fh:
-        try:
-            fd = binary.fileno() if binary is not None else -1
-        except (AttributeError, OSError, ValueError):  # pytest's capture, a StringIO
-            fd = -1
-        if fd >= 0:
-            size, sent = os.fstat(fh.fileno()).st_size, 0
-            try:
-                while sent < size:
-                    n = os.sendfile(fd, fh.fileno(), sent, size - sent)
-                    if n == 0:
-                        break
-                    sent += n
-                return
-            except OSError:  # no sendfile to this kind of file: copy the rest
-                fh.seek(sent)
+def _write(result: Result) -> None:
+    """A result to stdout (a worker's file copied, then removed) and its error to stderr."""
+    if result.file is not None:
         import shutil
 
-        if binary is None:  # a text-only stream (rare): whole, so no character is split
-            sys.stdout.write(fh.read().decode())
-            return
-        shutil.copyfileobj(fh, binary, 1 << 20)
-        binary.flush()
+        out = sys.stdout
+        out.flush()
+        with open(result.file, "rb") as fh:
+            if hasattr(out, "buffer"):
+                shutil.copyfileobj(fh, out.buffer, 1 << 20)
+                out.buffer.flush()
+            else:  # a text-only stream (pytest's capture)
+                out.write(fh.read().decode())
+        Path(result.file).unlink()
+    if result.error is not None:
+        from rich.markup import escape
+
+        from prebake.commands._common import err_console
+
+        path, error = result.error
+        err_console().print(f"prebake: error: {escape(path)}: {escape(error)}")

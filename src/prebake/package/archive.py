@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from prebake import jsonio
+from prebake.cores import usable_cores
 from prebake.digest import file_sha256
 from prebake.errors import PrebakeError
 from prebake.manifest import Manifest
@@ -214,7 +215,7 @@ class ParallelXzWriter:
         self._block_size = block_size
         self._buf = bytearray()
         self._pos = 0
-        self._threads = max(1, threads or _usable_cores())
+        self._threads = max(1, threads or usable_cores())
         self._pool = ThreadPoolExecutor(self._threads, thread_name_prefix="xz")
         self._pending: deque[Future[bytes]] = deque()
 
@@ -251,13 +252,6 @@ class ParallelXzWriter:
             f.cancel()
         self._pending.clear()
         self._pool.shutdown(wait=True, cancel_futures=True)
-
-
-def _usable_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0)) or 1
-    except (AttributeError, OSError):  # not Linux
-        return os.cpu_count() or 1
 
 
 class XzProcessWriter:
