@@ -184,8 +184,12 @@ static PyObject *first_type(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "y*nnnpk", &data, &shoff, &count, &entsize, &little, &want))
         return NULL;
     Py_ssize_t found = -1;
-    if (shoff < 0 || count < 0 || entsize < 8 || (count && shoff > data.len) ||
-        (count && (data.len - shoff) / entsize < count)) {
+    if (count == 0) { /* no table: nothing to search, and no pointer into it to form */
+        PyBuffer_Release(&data);
+        return PyLong_FromSsize_t(found);
+    }
+    if (shoff < 0 || count < 0 || entsize < 8 || shoff > data.len ||
+        (data.len - shoff) / entsize < count) {
         PyBuffer_Release(&data);
         PyErr_SetString(PyExc_ValueError, "section header table outside the data");
         return NULL;
@@ -205,8 +209,9 @@ static PyObject *first_type(PyObject *self, PyObject *args) {
  * the table's end, decoded as UTF-8 with replacement (binreader.names_at / cstring_at). */
 static PyObject *name_at(const char *strtab, Py_ssize_t len, uint32_t off) {
     const char *start = strtab + off;
-    const char *end = memchr(start, 0, (size_t)(len - off));
-    Py_ssize_t n = end ? end - start : len - off;
+    const size_t left = (size_t)len - (size_t)off; /* off < len: the caller checked */
+    const char *end = memchr(start, 0, left);
+    Py_ssize_t n = end ? end - start : (Py_ssize_t)left;
     return PyUnicode_DecodeUTF8(start, n, "replace");
 }
 
@@ -236,8 +241,9 @@ static PyObject *object_symbols(PyObject *self, PyObject *args) {
         if (!(bind == 1 || bind == 2 || bind == 10) || type == 3 || type == 4)
             continue;
         uint32_t off = rd32(p, little);
-        if ((Py_ssize_t)off >= str.len || strtab[off] == 0)
-            continue; /* an empty name */
+        /* compared unsigned: a 32-bit Py_ssize_t would make st_name >= 2^31 negative */
+        if ((size_t)off >= (size_t)str.len || strtab[off] == 0)
+            continue; /* outside the table, or an empty name */
         int has_sec = p[info_at + 2] | p[info_at + 3];
         PyObject *name = name_at(strtab, str.len, off);
         if (name == NULL)

@@ -295,9 +295,9 @@ class ElfFile:
         return self.data[start:end]
 
     def first(self, sht: int) -> Section | None:
+        if not self.count:  # no table (e_shoff 0): nothing to find, on either path
+            return None
         if _scan is not None:
-            if not self.count:
-                return None
             i = _scan.first_type(self.data, self.shoff, self.count, self.shentsize,
                                  self.little, sht)
             return self.section(i) if i >= 0 else None
