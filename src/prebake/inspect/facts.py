@@ -42,21 +42,30 @@ class Abi:
     msvc_runtime: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "eh": self.eh,
-            "lto": self.lto,
-            "wasm_features": self.wasm_features,
-            "threads": self.threads,
-            "simd128": self.simd128,
-            "relaxed_simd": self.relaxed_simd,
-            "async": self.async_,
-            "glibc_max": self.glibc_max,
-            "glibcxx_max": self.glibcxx_max,
-            "cxx_stdlib": self.cxx_stdlib,
-            "macos_min": self.macos_min,
-            "macos_sdk": self.macos_sdk,
-            "msvc_runtime": self.msvc_runtime,
-        }
+        return {name: getattr(self, attr) for name, attr in ABI_FIELDS}
+
+
+# The ABI facts: (JSON name, attribute), in the order the human view lists them.
+ABI_FIELDS = (
+    ("eh", "eh"),
+    ("lto", "lto"),
+    ("glibc_max", "glibc_max"),
+    ("glibcxx_max", "glibcxx_max"),
+    ("cxx_stdlib", "cxx_stdlib"),
+    ("macos_min", "macos_min"),
+    ("macos_sdk", "macos_sdk"),
+    ("msvc_runtime", "msvc_runtime"),
+    ("threads", "threads"),
+    ("simd128", "simd128"),
+    ("relaxed_simd", "relaxed_simd"),
+    ("async", "async_"),
+    ("wasm_features", "wasm_features"),
+)
+# The facts every result has, in ``inspect --json`` (``abi`` is ``ABI_FIELDS``); the human
+# view's title is the first four after the path.
+FACT_FIELDS = ("path", "format", "kind", "os", "arch", "abi", "needed", "soname", "size",
+               "evidence", "details")
+SYMBOL_LISTS = ("defined", "undefined", "exports")  # with --symbols
 
 
 @dataclass
@@ -131,19 +140,8 @@ class Facts:
 
         ``children=False`` leaves out ``members`` and ``slices`` (a streaming writer emits them
         one by one)."""
-        out: dict[str, Any] = {
-            "path": self.path,
-            "format": self.format,
-            "kind": self.kind,
-            "os": self.os,
-            "arch": self.arch,
-            "abi": self.abi.to_json(),
-            "needed": self.needed,
-            "soname": self.soname,
-            "size": self.size,
-            "evidence": self.evidence,
-            "details": self.details,
-        }
+        out: dict[str, Any] = {name: getattr(self, name) for name in FACT_FIELDS}
+        out["abi"] = self.abi.to_json()
         if self.counts:
             out["counts"] = self.counts
         if self.error is not None:
@@ -154,7 +152,7 @@ class Facts:
             out["slices"] = [s.to_json(symbols=symbols, demangle=demangle) for s in self.slices]
         if symbols:
             sy = self.symbols
-            for key in ("defined", "undefined", "exports"):
+            for key in SYMBOL_LISTS:
                 names: list[str] = getattr(sy, key) if sy is not None else []
                 out[key] = [
                     {"name": n, "demangled": demangle(n) if demangle else None} for n in names
