@@ -257,24 +257,19 @@ def _exact(data: bytes) -> tuple[Any, memoryview]:
 
 
 def _switches() -> Callable[[bool], None]:
-    """A switch between the C loops and the Python ones: every ``prebake.inspect`` module's
-    reference to the extension set or cleared, and the readers' cached tables (built for one
-    path) dropped."""
+    """A switch between the C loops and the Python ones (``native.scan``, which every reader
+    calls through), and the readers' cached tables dropped."""
     import prebake.inspect
-    from prebake.inspect import archive, elf, native  # noqa: F401 -- the users, loaded
+    from prebake.inspect import archive, elf, loops, native  # noqa: F401 -- the users, loaded
 
     ext = native.scan
-    assert ext is not None, "the extension is not loaded"
-    holders = [(m, a) for name, m in list(sys.modules.items())
-               if name.startswith("prebake.inspect") and m is not None
-               for a in ("scan", "_scan") if getattr(m, a, None) is ext]
+    assert native.BUILT, "the extension is not loaded"
     caches = [f for name, m in list(sys.modules.items())
               if name.startswith("prebake.inspect") and m is not None
               for f in vars(m).values() if callable(getattr(f, "cache_clear", None))]
 
     def use_c(on: bool) -> None:
-        for m, a in holders:
-            setattr(m, a, ext if on else None)
+        native.scan = ext if on else loops
         for f in caches:
             f.cache_clear()
 

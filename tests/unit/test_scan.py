@@ -1,10 +1,12 @@
-"""The ELF reader's C loops (``prebake.inspect._scan``) answer what its pure-Python ones answer.
+"""The readers' C loops (``prebake.inspect._scan``) answer what their Python reference
+(``prebake.inspect.loops``) answers.
 
-The extension is optional for users (no compiler: the Python loops run), but this suite is
-run where it is built, so a missing build fails here instead of silently testing only one
-side. Each C function is held to the Python code it replaces on generated hostile input
-(both ELF classes and byte orders, offsets past the table, names without their NUL), and the
-whole reader to itself with and without the extension on real archives, facts and symbols.
+The extension is optional for users (no compiler: ``native.scan`` is the Python module), but
+this suite is run where it is built, so a missing build fails here instead of silently
+testing only one side. Each C function is held to its Python twin on generated hostile
+input (both ELF classes and byte orders, offsets past the table, names without their NUL),
+and the whole reader to itself with either in ``native.scan`` on real archives, facts and
+symbols.
 """
 
 from __future__ import annotations
@@ -17,36 +19,30 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from prebake.inspect import ParseOptions, elf, glibc, inspect
+from prebake.inspect import ParseOptions, elf, glibc, inspect, loops, native
 from prebake.inspect.render import json_pieces
 
-scan = elf._scan
+try:
+    from prebake.inspect import _scan as scan
+except ImportError:  # reported by the first test
+    scan = loops  # type: ignore[assignment]
 
 
 def test_the_extension_is_built() -> None:
     """scripts/bootstrap installs a compiler and Python's headers: the build must happen."""
-    assert scan is not None, "prebake.inspect._scan is not built (see setup.py)"
-
-
-def _without_the_extension(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every user of the extension on its pure-Python path (a fresh probe: its tables depend
-    on the path; the renderers' demangling caches emptied)."""
-    from prebake.inspect import archive, native, render
-
-    for mod, name in ((elf, "_scan"), (archive, "scan"), (native, "scan")):
-        monkeypatch.setattr(mod, name, None)
-    elf._probe.cache_clear()
-    render._demangled.clear()
-    render._shown.clear()
-    render._entries.clear()
+    assert native.BUILT and native.scan is scan and scan is not loops, \
+        "prebake.inspect._scan is not built (see setup.py)"
 
 
 @pytest.fixture
 def pure(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """The reader with its pure-Python loops."""
-    _without_the_extension(monkeypatch)
+    """The readers with the Python loops (the renderer's demangling cache emptied)."""
+    from prebake.inspect import render
+
+    render._demangled.clear()
+    monkeypatch.setattr(native, "scan", loops)
     yield
-    elf._probe.cache_clear()
+    render._demangled.clear()
 
 
 # -- symbols ----------------------------------------------------------------------------------
@@ -73,16 +69,13 @@ def _symtab_bytes(rows: list[tuple[int, int, int, int]], is64: bool, little: boo
 @settings(max_examples=500, deadline=None)
 @given(st.lists(entry, max_size=12), strtab_st, st.booleans(), st.booleans(),
        st.integers(0, 23))
-def test_object_symbols_match_the_python_columns(
+def test_object_symbols_match_the_python_loop(
     rows: list[tuple[int, int, int, int]], strtab: bytes, is64: bool, little: bool, cut: int
 ) -> None:
     raw = _symtab_bytes(rows, is64, little)
     raw = raw[: max(0, len(raw) - cut)]  # a table cut inside its last entry
-    ref = elf._object_symbols(elf.symtab_columns(raw, is64, little), strtab)
-    assert scan is not None
-    defined, undefined, exports, weak = scan.object_symbols(raw, strtab, is64, little)
-    assert (defined, undefined, exports, weak) == (ref.defined, ref.undefined, ref.exports,
-                                                   ref.weak)
+    assert scan.object_symbols(raw, strtab, is64, little) == loops.object_symbols(
+        raw, strtab, is64, little)
 
 
 # -- the probe, the marks, the section types --------------------------------------------------
@@ -97,35 +90,17 @@ probe_piece = st.one_of(
 )
 
 
-FAST, SLOW = elf._probe("x86_64"), None
-
-
-def _slow_probe() -> elf._Probe:
-    """The pure-Python probe (its regex compiled while ``_scan`` is hidden)."""
-    global SLOW
-    if SLOW is None:
-        saved, elf._scan = elf._scan, None
-        try:
-            SLOW = elf._Probe(set(CANDS))
-        finally:
-            elf._scan = saved
-    return SLOW
+PROBE = elf._Probe(set(CANDS))
 
 
 @settings(max_examples=500, deadline=None)
 @given(st.lists(probe_piece, max_size=10).map(b"".join))
 def test_probe_matches_the_brute_force(table: bytes) -> None:
-    """The C probe is exact: some candidate followed by a NUL occurs, or none does; and the
-    pure-Python probe it replaces says the same."""
+    """The probe is exact both ways: some candidate followed by a NUL occurs, or none does."""
     want = any(n + b"\0" in table for n in CANDS)
-    assert FAST.hit(table) == want
-    assert FAST.hit(memoryview(table)) == want
-    slow = _slow_probe()
-    saved, elf._scan = elf._scan, None
-    try:
-        assert slow.hit(table) == want
-    finally:
-        elf._scan = saved
+    for impl in (scan, loops):
+        assert impl.probe(table, PROBE.bitmap, PROBE.tails) == want
+        assert impl.probe(memoryview(table), PROBE.bitmap, PROBE.tails) == want
 
 
 @settings(max_examples=300, deadline=None)
@@ -134,26 +109,26 @@ def test_probe_matches_the_brute_force(table: bytes) -> None:
                 max_size=10).map(b"".join))
 def test_occurs_is_a_substring_test(text: bytes) -> None:
     needles = (*elf._MARK_TEXTS, *elf._NAMESPACE_TEXTS)
-    assert scan is not None
     found = scan.occurs(text, needles)
     assert [bool(found >> i & 1) for i in range(len(needles))] == [n in text for n in needles]
+    assert loops.occurs(text, needles) == found
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.integers(0, 2**32 - 1), max_size=20), st.sampled_from([40, 64]),
        st.booleans(), st.sampled_from([elf.SHT.SYMTAB, elf.SHT.DYNAMIC, 0x6FFFFF02, 0x102]))
-def test_first_type_matches_the_low_bytes_search(
+def test_first_type_finds_the_first_header_of_a_type(
     types: list[int], entsize: int, little: bool, want: int
 ) -> None:
     """0x102 and 0x6FFFFF02 share SYMTAB's low byte: only the whole sh_type may match."""
     e = "<" if little else ">"
     table = b"".join(struct.pack(e + "II", 0, t) + bytes(entsize - 8) for t in types)
     data = b"pad!" + table
-    assert scan is not None
-    got = scan.first_type(data, 4, len(types), entsize, little, want)
-    assert got == next((i for i, t in enumerate(types) if t == want), -1)
-    with pytest.raises(ValueError):
-        scan.first_type(data, 5, len(types) + 1, entsize, little, want)  # past the end
+    for impl in (scan, loops):
+        got = impl.first_type(data, 4, len(types), entsize, little, want)
+        assert got == next((i for i, t in enumerate(types) if t == want), -1)
+        with pytest.raises(ValueError):
+            impl.first_type(data, 5, len(types) + 1, entsize, little, want)  # past the end
 
 
 # -- the whole reader, with and without the extension, on real archives -----------------------
@@ -179,56 +154,63 @@ def _symbol_text(path: str) -> str:
     return "".join(parts)
 
 
-def test_the_symbol_lines_are_the_same_with_and_without_the_extension(
-    monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_the_symbol_lines_are_the_same_with_either_loops(monkeypatch: pytest.MonkeyPatch
+                                                        ) -> None:
     paths = [p for p in REAL[:3] if Path(p).exists()]
     if not paths:
         pytest.skip("the Debian archives scripts/bootstrap installs are missing")
     from prebake.inspect import render
 
     render._demangled.clear()
-    render._shown.clear()
     fast = [_symbol_text(p) for p in paths]
-    _without_the_extension(monkeypatch)
-    try:
-        slow = [_symbol_text(p) for p in paths]
-    finally:
-        elf._probe.cache_clear()
-        render._shown.clear()
-        render._demangled.clear()
+    render._demangled.clear()
+    monkeypatch.setattr(native, "scan", loops)
+    slow = [_symbol_text(p) for p in paths]
+    render._demangled.clear()
     assert fast == slow
     assert all("  T " in t and "  U " in t for t in fast)
     assert "llvm::" in fast[0] or "std::" in fast[0]  # demangled forms are there
 
 
 @pytest.mark.parametrize("symbols", [False, True], ids=["facts", "symbols"])
-def test_the_reader_says_the_same_with_and_without_the_extension(
+def test_the_reader_says_the_same_with_either_loops(
     symbols: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from prebake.inspect import render
 
-    render._entries.clear()
-    render._demangled.clear()
     paths = [p for p in REAL if Path(p).exists()]
     if len(paths) < 3:
         pytest.skip("the Debian archives scripts/bootstrap installs are missing")
+    render._demangled.clear()
     fast = [_json(p, symbols) for p in paths]
-    _without_the_extension(monkeypatch)
-    try:
-        slow = [_json(p, symbols) for p in paths]
-    finally:
-        elf._probe.cache_clear()
-        render._entries.clear()
-        render._demangled.clear()
+    render._demangled.clear()
+    monkeypatch.setattr(native, "scan", loops)
+    slow = [_json(p, symbols) for p in paths]
+    render._demangled.clear()
     assert fast == slow
     assert all('"eh"' in text for text in fast)  # a real result each time
 
 
 def test_the_probe_answers_alike_both_ways(pure: None) -> None:
-    probe = elf._probe("x86_64")  # the pure-Python one: compiled regex
+    probe = elf._probe("x86_64")
     assert probe.hit(b"\0foo\0memfd_create\0") is True
     assert probe.hit(b"\0foo\0memfd_createx\0") is False
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(max_size=12), max_size=12))
+def test_fill_demangled_matches_the_python_loop(names: list[str]) -> None:
+    from prebake.inspect import demangle
+
+    impl = demangle._impl()
+    if impl is None or not impl.address:
+        pytest.skip("no C++ runtime demangler here")
+    names = [*names, "_Z1fv", "__ZN3foo3barEv", "_Zbad", "_Z1fv"]
+    fast: dict[str, str | None] = {}
+    slow: dict[str, str | None] = {}
+    scan.fill_demangled(fast, names, impl.address, 5)
+    loops.fill_demangled(slow, names, impl.address, 5)
+    assert fast == slow
 
 
 @settings(max_examples=300, deadline=None)
@@ -243,8 +225,8 @@ def test_dangling_counts_distinct_offsets_outside_the_heads(
 
     arr = array(code, sorted(offsets) if len(offsets) % 2 else offsets)  # runs, or not
     want = len(set(arr) - heads)
-    assert scan is not None
     assert scan.dangling(arr, heads) == want == archive._dangling(list(arr), heads)
+    assert loops.dangling(arr, heads) == want
     with pytest.raises(TypeError):
         scan.dangling(array("d", [1.0]), heads)
 
@@ -252,9 +234,9 @@ def test_dangling_counts_distinct_offsets_outside_the_heads(
 @settings(max_examples=300, deadline=None)
 @given(st.binary(max_size=60), st.integers(-3, 70))
 def test_count_byte_counts_from_an_offset(data: bytes, start: int) -> None:
-    assert scan is not None
-    assert scan.count_byte(data, 0, start) == data[max(0, start):].count(b"\0")
-    assert scan.count_byte(memoryview(data), 7, start) == data[max(0, start):].count(b"\7")
+    for impl in (scan, loops):
+        assert impl.count_byte(data, 0, start) == data[max(0, start):].count(b"\0")
+        assert impl.count_byte(memoryview(data), 7, start) == data[max(0, start):].count(b"\7")
 
 
 @pytest.mark.parametrize("needle", [b"St3__1", b"St7__cxx11", b".gnu.lto_", b"ab", b"a"])
@@ -262,7 +244,6 @@ def test_occurs_finds_a_needle_at_every_position_of_the_vector_blocks(needle: by
     """The SSE2 search reads 16 positions at a time and leaves the last ones to memmem: a
     needle is found at every offset, straddling blocks, at the very end, and near misses
     (first and last bytes right, the middle wrong) are not."""
-    assert scan is not None
     filler = bytes(range(97, 97 + 26)) * 3  # "abc…z" without the needles' rarer bytes
     for size in (len(needle), 17, 31, 48, 70):
         for at in range(max(1, size - len(needle) + 1)):

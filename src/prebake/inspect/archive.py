@@ -24,11 +24,11 @@ from itertools import chain
 from pathlib import Path
 
 from prebake.errors import FormatError
+from prebake.inspect import native
 from prebake.inspect.base import ParseOptions
 from prebake.inspect.binreader import Buffer, Truncated, table
 from prebake.inspect.facts import Facts, Symbols
 from prebake.inspect.glibc import version_key
-from prebake.inspect.native import scan
 
 AR_MAGIC = b"!<arch>\n"
 THIN_MAGIC = b"!<thin>\n"
@@ -196,8 +196,7 @@ def _gnu_index_offsets(kind: IndexKind, raw: Buffer) -> Sequence[int]:
     end = word.size * (count + 1)
     if end > len(raw):
         raise Truncated(f"symbol index declares {count} entries, has room for fewer")
-    names = (scan.count_byte(raw, 0, end) if scan is not None
-             else bytes(raw[end:]).count(b"\0")) + 1
+    names = native.scan.count_byte(raw, 0, end) + 1
     if names < count:
         raise Truncated(f"symbol index lists {count} offsets but only {names} names")
     return _offsets(word, bytes(raw[word.size : end]))
@@ -206,8 +205,8 @@ def _gnu_index_offsets(kind: IndexKind, raw: Buffer) -> Sequence[int]:
 def _dangling(offsets: Sequence[int], heads: set[int]) -> int:
     """How many distinct index offsets name no member header (one lookup per run of equal
     offsets in C: an index repeats its member's offset for each of 280 000 symbols)."""
-    if scan is not None and isinstance(offsets, array):
-        return scan.dangling(offsets, heads)
+    if isinstance(offsets, array):
+        return native.scan.dangling(offsets, heads)
     return 0 if heads.issuperset(offsets) else len(set(offsets) - heads)
 
 

@@ -122,22 +122,15 @@ def fill(cache: dict[str, str | None], names: list[str], limit: int) -> None:
     """Every name of ``names`` that ``cache`` lacks, demangled into it (``demangle_once``'s
     answers); ``cache`` is emptied before it grows past ``limit``.
 
-    The renderers' path: 80 000 distinct names for LLVM's archives, where a ctypes call per
-    name cost 1.5 µs more than the demangling itself. With the C extension one call does a
-    member's names; without it, this loop.
+    The renderers' path: one call of ``native.scan.fill_demangled`` for a whole list (the C
+    loop calls the runtime's ``__cxa_demangle`` directly, no ctypes call per name).
     """
-    from prebake.inspect.native import scan
+    from prebake.inspect import loops, native
 
     impl = _impl()
-    if scan is not None and impl is not None and impl.address:
-        # its own buffer, and the GIL held throughout: no other call to share it with
-        scan.fill_demangled(cache, names, impl.address, limit)
-        return
-    for n in names:
-        if n not in cache:
-            if len(cache) >= limit:
-                cache.clear()
-            cache[n] = demangle_once(n)
+    # the C loop calls the runtime's demangler itself: it needs its address
+    scan = native.scan if impl is not None and impl.address else loops
+    scan.fill_demangled(cache, names, impl.address if impl is not None else 0, limit)
 
 
 def demangle_many(names: Iterable[str]) -> dict[str, str | None]:

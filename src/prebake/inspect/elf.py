@@ -11,30 +11,22 @@ Speed matters here: static archives hold thousands of objects. Without ``--symbo
 costs a header, the section types, one search of its section names and two of its string
 table (the C++ namespaces; a probe for every name a fact depends on): the symbol table is
 decoded only when the probe finds such a name. With ``--symbols``, one pass over the symbol
-table. These loops run in C where ``prebake.inspect._scan`` is built (``native.scan``); the
-pure-Python forms below are the fallback and the reference the C ones are tested against.
+table. Those loops are ``native.scan``'s: C where it is built, else their plain Python
+reference (``loops.py``).
 """
 
 from __future__ import annotations
 
 import functools
-import re
 import struct
-import sys
-from array import array
 from dataclasses import dataclass
 from enum import IntEnum
-from itertools import compress, repeat
-from operator import add, itemgetter
 
 from prebake.errors import FormatError
-from prebake.inspect import glibc
+from prebake.inspect import glibc, native
 from prebake.inspect.base import ParseOptions
 from prebake.inspect.binreader import Buffer, Truncated, names_at, table
 from prebake.inspect.facts import Facts, Symbols
-
-# the hot loops in C when built (None otherwise): the pure-Python ones below are the reference
-from prebake.inspect.native import scan as _scan
 
 MAGIC = b"\x7fELF"
 
@@ -103,9 +95,6 @@ VERSION_FAMILIES = ("GLIBC", "GLIBCXX", "CXXABI", "GCC")
 LTO_SECTIONS = b".gnu.lto_"
 LSDA_SECTION = b".gcc_except_table"
 GNU_STACK = b".note.GNU-stack\0"
-# Each starts with "." and holds no other "." that could start another: non-overlapping
-# matches find every occurrence, exactly like three ``in`` tests.
-_SECTION_MARKS = re.compile(rb"\.(?:gnu\.lto_|gcc_except_table|note\.GNU-stack\0)")
 _MARK_TEXTS = (LTO_SECTIONS, LSDA_SECTION, GNU_STACK)
 
 
@@ -199,7 +188,6 @@ class ElfFile:
         self.osabi = ident[7]
         self.little = enc == 1
         self.count = self._section_types()
-        self._low_bytes: bytes | None = None
         # the section name table is checked here, read lazily (``shstrtab``) or searched in
         # place (``has_section_text``): GCC's name tables are as large as its string tables
         self._shstr = (0, 0)
@@ -213,18 +201,13 @@ class ElfFile:
         return bytes(self.data[start:end])
 
     def has_section_text(self, mark: bytes) -> bool:
-        """Whether ``mark`` (one of ``SECTION_MARKS``) occurs in the section name table.
-
-        One search finds all of them (a regex, or ``_scan.occurs``): GCC's objects have one
-        section per function, so their name tables are as large as their symbol string tables.
-        """
+        """Whether ``mark`` (one of ``_MARK_TEXTS``) occurs in the section name table, all
+        of them looked for in one search: GCC's objects have one section per function, so
+        their name tables are as large as their symbol string tables."""
         if self._marks is None:
             start, end = self._shstr
-            if _scan is not None:
-                found = _scan.occurs(self.data[start:end], _MARK_TEXTS)
-                self._marks = frozenset(t for i, t in enumerate(_MARK_TEXTS) if found >> i & 1)
-            else:
-                self._marks = frozenset(_SECTION_MARKS.findall(self.data[start:end]))
+            found = native.scan.occurs(self.data[start:end], _MARK_TEXTS)
+            self._marks = frozenset(t for i, t in enumerate(_MARK_TEXTS) if found >> i & 1)
         return mark in self._marks
 
     def _section_types(self) -> int:
@@ -232,7 +215,7 @@ class ElfFile:
 
         Objects in big C++ archives have hundreds of sections each (28 MB of headers in
         libLLVM*.a); only a handful are read, so headers are unpacked one at a time on demand
-        (``section``) and ``first`` finds candidates by type without unpacking the others.
+        (``section``) and ``first`` finds one by type without unpacking the others.
         """
         lay = self.lay
         if self.shoff == 0:
@@ -250,16 +233,6 @@ class ElfFile:
         if end > len(self.data):
             raise Truncated(f"{count} section headers do not fit in {len(self.data)} bytes")
         return int(count)
-
-    @property
-    def _low(self) -> bytes:
-        """The low byte of each sh_type: one contiguous copy, then a strided slice of bytes
-        (faster than a strided view), for ``bytes.find`` in the pure-Python ``first``."""
-        if self._low_bytes is None:
-            low_at = self.shoff + (4 if self.little else 7)  # sh_type is the second u32
-            end = self.shoff + self.count * self.shentsize
-            self._low_bytes = bytes(self.data[low_at:end])[:: self.shentsize]
-        return self._low_bytes
 
     def section(self, i: int) -> Section:
         if not 0 <= i < self.count:
@@ -297,18 +270,9 @@ class ElfFile:
     def first(self, sht: int) -> Section | None:
         if not self.count:  # no table (e_shoff 0): nothing to find, on either path
             return None
-        if _scan is not None:
-            i = _scan.first_type(self.data, self.shoff, self.count, self.shentsize,
-                                 self.little, sht)
-            return self.section(i) if i >= 0 else None
-        want = sht & 0xFF
-        i = self._low.find(want)
-        while i >= 0:
-            sec = self.section(i)
-            if sec.type == sht:
-                return sec
-            i = self._low.find(want, i + 1)
-        return None
+        i = native.scan.first_type(self.data, self.shoff, self.count, self.shentsize,
+                                   self.little, sht)
+        return self.section(i) if i >= 0 else None
 
     def segments(self) -> list[tuple[int, ...]]:
         lay = self.lay
@@ -457,183 +421,40 @@ def _family_max(names: list[str], family: str) -> str | None:
     return glibc.max_version(vers)
 
 
-# Per-byte lookup tables: one ``bytes.translate`` classifies every symbol of a table at C speed.
-_GLOBAL = bytes(
-    1
-    if (i >> 4) in (STB_GLOBAL, STB_WEAK, STB_GNU_UNIQUE)
-    and (i & 0xF) not in (STT_SECTION, STT_FILE)
-    else 0
-    for i in range(256)
-)
-# "weak" in Symbols means "does not clash with another definition": STB_GNU_UNIQUE (static data
-# of inline functions and templates) is merged by the linker just like a weak definition.
-_WEAK = bytes(1 if (i >> 4) in (STB_WEAK, STB_GNU_UNIQUE) else 0 for i in range(256))
-_VISIBLE = bytes(0 if (i & 3) in (STV_HIDDEN, STV_INTERNAL) else 1 for i in range(256))
-_NONZERO = bytes([0] + [1] * 255)
-_ZERO = bytes([1] + [0] * 255)
-
-
-def _and(a: bytes, b: bytes) -> bytes:
-    """Element-wise AND of two equally long 0/1 byte strings (one big-int operation)."""
-    return (int.from_bytes(a, "little") & int.from_bytes(b, "little")).to_bytes(len(a), "little")
-
-
-@dataclass(slots=True)
-class SymTable:
-    """A symbol table split into columns: name offsets plus 0/1 selector byte strings."""
-
-    names: array[int]
-    defined: bytes  # global-ish and defined
-    undefined: bytes  # global-ish and undefined
-    visible: bytes
-    weak: bytes
-
-
-def _symtab(elf: ElfFile, sec: Section) -> SymTable:
-    return symtab_columns(elf.section_bytes(sec), elf.lay.is64, elf.little)
-
-
-def symtab_columns(raw: bytes, is64: bool, little: bool) -> SymTable:
-    es = 24 if is64 else 16
-    raw = raw[: len(raw) - len(raw) % es]
-    info_at = 4 if is64 else 12
-    words = array("I")
-    words.frombytes(raw)
-    if little != (sys.byteorder == "little"):
-        words.byteswap()
-    lo, hi = (info_at + 2, info_at + 3) if little else (info_at + 3, info_at + 2)
-    shndx = int.from_bytes(raw[lo::es], "little") | int.from_bytes(raw[hi::es], "little")
-    n = len(raw) // es
-    has_sec = shndx.to_bytes(n, "little").translate(_NONZERO)
-    glob = raw[info_at::es].translate(_GLOBAL)
-    return SymTable(
-        names=words[0 :: es // 4],
-        defined=_and(glob, has_sec),
-        undefined=_and(glob, has_sec.translate(_ZERO)),
-        visible=raw[info_at + 1 :: es].translate(_VISIBLE),
-        weak=raw[info_at::es].translate(_WEAK),
-    )
-
-
-def _undefined_names(tab: SymTable, strtab: bytes) -> list[str]:
-    return list(filter(None, names_at(strtab, list(compress(tab.names, tab.undefined)))))
-
-
-_IS_US = bytes(1 if i == 0x5F else 0 for i in range(256))  # "_"
-_NOT_Z = bytes(0 if i == 0x5A else 1 for i in range(256))  # not "Z"
-
-
-def _undefined_c_names(tab: SymTable, strtab: bytes) -> list[str]:
-    """Undefined names except Itanium-mangled ones (``_Z…``), for the summary's checks.
-
-    The glibc table and the EH markers hold only C names, and a C++ object's undefined
-    symbols are mostly ``_Z…``: their first two bytes are read for all symbols at once
-    (``itemgetter`` over offsets) and only the rest become strings.
-    """
-    offs = list(compress(tab.names, tab.undefined))
-    if len(offs) < 2 or max(offs) + 1 >= len(strtab):
-        return _undefined_names(tab, strtab)
-    first = bytes(itemgetter(*offs)(strtab)).translate(_IS_US)
-    second = bytes(itemgetter(*map(add, offs, repeat(1)))(strtab)).translate(_NOT_Z)
-    n = len(offs)
-    mangled = int.from_bytes(first, "little") & ~int.from_bytes(second, "little")
-    keep = (((1 << (8 * n)) - 1) // 255 & ~mangled).to_bytes(n, "little")  # 0x01 per kept
-    return list(filter(None, names_at(strtab, list(compress(offs, keep)))))
-
-
-_ESCAPED = [re.escape(bytes([i])) for i in range(256)]
-
-
-def _trie(words: list[bytes]) -> bytes:
-    """A regex source matching any of ``words``, branching one byte at a time.
-
-    ``re`` tries the alternatives of a group one by one but rejects one whose first byte is a
-    different literal at C speed, so a trie costs a few byte compares per position where a
-    flat alternation of a thousand names costs a thousand attempts.
-    """
-    groups: dict[int, list[bytes]] = {}
-    ends = False
-    for w in words:
-        if w:
-            groups.setdefault(w[0], []).append(w[1:])
-        else:
-            ends = True
-    alts = [_ESCAPED[head] + _trie(rest) for head, rest in sorted(groups.items())]
-    if not alts:
-        return b""
-    if len(alts) == 1 and not ends:
-        return alts[0]
-    return b"(?:" + b"|".join(alts) + (b")?" if ends else b")")
-
-
-def _byte_class(values: set[int]) -> bytes:
-    return b"[" + b"".join(_ESCAPED[c] for c in sorted(values)) + b"]"
-
-
 class _Probe:
-    """Finds, in a string table, any candidate name followed by a NUL.
+    """Finds, in a string table, any candidate name followed by a NUL (``native.scan.probe``).
 
     Candidates: the EH markers, ``__gnu_lto_slim``, ``personality_v0`` (the definition
     trigger in ``_object``) and the arch's glibc table. A symbol's name is the bytes from its
     offset to the next NUL, and string tables share tails (``stat`` may live inside
-    ``__xstat``), so ``name + NUL`` occurs in the table for every symbol name.
-
-    Every NUL is a cheap literal to find. Fixed-width lookbehinds then ask whether the
-    ``HEAD`` bytes before it are a candidate's last ones: first two byte classes (the bytes
-    seen last and last but one in some candidate: four NULs in ten of libLLVM*.a pass the
-    first, a fifth of those the second), then a byte class and a trie of the 200 three-byte
-    tails; only there is the four-byte tail looked up and the few names ending in it
-    compared. Names shorter than ``HEAD`` (none in today's tables) are looked for one by one.
-    With ``_scan`` built, ``_scan.probe`` walks the NULs instead, with a bitmap of the tails'
-    hashes (``bitmap``) and their names (``by_tail``), and no regex is compiled.
-
-    Without ``_scan`` the pattern is built in every process that reads an ELF object (each
-    ``inspect`` worker, before its first file): one regex of all 1 200 names took 19 ms to
-    compile, a trie of the 320 four-byte tails 4 ms, this one 2 ms, and the three search alike.
+    ``__xstat``), so ``name + NUL`` occurs in the table for every symbol name: a miss proves
+    that no symbol has a candidate's name. Candidates are keyed by their last ``TAIL`` bytes
+    (``tails``; ``bitmap`` has a bit per hash of each, the C loop's pre-filter); names
+    shorter than that (none in today's tables) are looked for one by one.
     """
 
-    HEAD = 4
-
     def __init__(self, names: set[bytes]) -> None:
-        self.tails: dict[bytes, list[bytes]] = {}
+        by_tail: dict[bytes, list[bytes]] = {}
         for n in sorted(names):
-            if len(n) >= self.HEAD:
-                self.tails.setdefault(n[-self.HEAD:], []).append(n)
-        self.short = sorted(n + b"\0" for n in names if 0 < len(n) < self.HEAD)
-        # for the C probe: a bit per 16-bit hash of a tail, and the tails' names as tuples
+            if len(n) >= TAIL:
+                by_tail.setdefault(n[-TAIL:], []).append(n)
+        self.tails = {t: tuple(ns) for t, ns in by_tail.items()}
+        self.short = sorted(n + b"\0" for n in names if 0 < len(n) < TAIL)
         bits = bytearray(8192)
         for t in self.tails:
             h = _tail_hash(t)
             bits[h >> 3] |= 1 << (h & 7)
         self.bitmap = bytes(bits)
-        self.by_tail = {t: tuple(ns) for t, ns in self.tails.items()}
-        if _scan is None and self.tails:
-            self.pattern  # noqa: B018 (compiled now: ``warm`` runs before the pool forks)
-
-    @functools.cached_property
-    def pattern(self) -> re.Pattern[bytes]:
-        """The pure-Python probe's regex (compiled only where ``_scan`` is not built)."""
-        cls = [_byte_class({t[i] for t in self.tails}) for i in range(self.HEAD)]
-        rest = _trie(sorted({t[1:] for t in self.tails}))
-        return re.compile(b"\0(?<=" + cls[-2] + cls[-1] + b"\0)(?<=(" + cls[0] + rest
-                          + b")\0)")
 
     def hit(self, table: Buffer) -> bool:
         if self.short:
             whole = bytes(table)
             if any(n in whole for n in self.short):
                 return True
-        if not self.tails:
-            return False
-        if _scan is not None:
-            return _scan.probe(table, self.bitmap, self.by_tail)
-        tails = self.tails
-        for m in self.pattern.finditer(table):
-            at = m.start()
-            for name in tails.get(m.group(1), ()):
-                if at >= len(name) and table[at - len(name):at] == name:
-                    return True
-        return False
+        return bool(self.tails) and native.scan.probe(table, self.bitmap, self.tails)
+
+
+TAIL = 4
 
 
 def _tail_hash(tail: bytes) -> int:
@@ -649,11 +470,6 @@ def _probe(arch: str | None) -> _Probe:
     return _Probe(names)
 
 
-def warm(arch: str) -> None:
-    """Compile the summary's probe for ``arch`` now (a one-off cost, e.g. before forking)."""
-    _probe(arch)
-
-
 def _may_name(strtab: Buffer, arch: str | None) -> bool:
     """False only when no symbol can be named like a probe candidate (a proof of absence)."""
     if not len(strtab) or strtab[-1] != 0:
@@ -661,30 +477,13 @@ def _may_name(strtab: Buffer, arch: str | None) -> bool:
     return _probe(arch).hit(strtab)
 
 
-_NAMESPACES = re.compile(rb"St(?:3__1|7__cxx11)")
-_NAMESPACE_TEXTS = (b"St3__1", b"St7__cxx11")
-# anchored on "3__1": "S" starts a substitution or a std name every few bytes of a C++ table
-_LIBCXX_NS = re.compile(rb"3__1(?<=St3__1)")
-_MANGLED = re.compile(rb"\0_Z")
+_NAMESPACE_TEXTS = (b"St3__1", b"St7__cxx11")  # libc++'s std::__1, libstdc++'s std::__cxx11
 
 
 def _namespaces(names: Buffer) -> tuple[bool, bool]:
-    """Whether ``St3__1`` and ``St7__cxx11`` occur in ``names``, in one pass when neither does.
-
-    After a first ``St7__cxx11`` only ``St3__1`` is looked for: none can start inside it
-    (``t7__cxx11`` holds no ``S``), and the libstdc++ answer matters only without libc++.
-    With ``_scan``, two vector searches answer both exactly (4 ms against the regex's 18 over
-    the 23 MB of string tables in libLLVM*.a).
-    """
-    if _scan is not None:
-        found = _scan.occurs(names, _NAMESPACE_TEXTS)
-        return bool(found & 1), bool(found & 2)
-    m = _NAMESPACES.search(names)
-    if m is None:
-        return False, False
-    if m.group() == b"St3__1":
-        return True, False  # libc++ wins; the libstdc++ namespace is not consulted
-    return _LIBCXX_NS.search(names, m.end()) is not None, True
+    """Whether ``St3__1`` and ``St7__cxx11`` occur in ``names``."""
+    found = native.scan.occurs(names, _NAMESPACE_TEXTS)
+    return bool(found & 1), bool(found & 2)
 
 
 def _cxx_stdlib(
@@ -718,9 +517,8 @@ def _cxx_stdlib(
 
 
 def _no_cxx(names: Buffer) -> bool:
-    """No mangled name and no C++ runtime marker (searched in place: a C++ table has a
-    mangled name early, and only C tables, small ones, are copied for the markers)."""
-    if names[:2] == b"_Z" or _MANGLED.search(names) is not None:
+    """No mangled name and no C++ runtime marker."""
+    if names[:2] == b"_Z" or native.scan.occurs(names, (b"\0_Z",)):
         return False
     table = bytes(names)
     return not any(b"\0" + m + b"\0" in table for m in CXX_RUNTIME_MARKERS)
@@ -811,13 +609,12 @@ class ElfReader:
         # marker, __gnu_lto_slim or a glibc table entry, and that "personality_v0\0" is absent:
         # every check below then has its answer without decoding the symbol table.
         hit = sec is not None
-        if opts.symbols and sec is not None:
+        if sec is not None and (opts.symbols or _may_name(view, facts.arch)):
             strtab = bytes(view)
-            facts.symbols = _object_symbols_of(elf, sec, strtab)
-            undefined = facts.symbols.undefined
-        elif sec is not None and _may_name(view, facts.arch):
-            strtab = bytes(view)
-            undefined = _undefined_c_names(_symtab(elf, sec), strtab)
+            symbols = _object_symbols(elf, sec, strtab)
+            undefined = symbols.undefined
+            if opts.symbols:
+                facts.symbols = symbols
         else:
             undefined, hit = [], False
         # markers a definition can carry too (libsupc++ defines the personality routine)
@@ -887,24 +684,10 @@ class ElfReader:
             facts.symbols = _image_symbols(elf, dsec, dstr, verindex)
 
 
-def _object_symbols_of(elf: ElfFile, sec: Section, strtab: bytes) -> Symbols:
-    if _scan is None:
-        return _object_symbols(_symtab(elf, sec), strtab)
-    defined, undefined, exports, weak = _scan.object_symbols(
+def _object_symbols(elf: ElfFile, sec: Section, strtab: bytes) -> Symbols:
+    defined, undefined, exports, weak = native.scan.object_symbols(
         elf.section_bytes(sec), strtab, elf.lay.is64, elf.little)
     return Symbols(defined=defined, undefined=undefined, exports=exports, weak=weak)
-
-
-def _object_symbols(tab: SymTable, strtab: bytes) -> Symbols:
-    defined = names_at(strtab, list(compress(tab.names, tab.defined)))
-    out = Symbols(defined=defined, undefined=_undefined_names(tab, strtab))
-    out.exports = list(compress(defined, compress(tab.visible, tab.defined)))
-    out.weak = set(compress(defined, compress(tab.weak, tab.defined)))
-    if "" in out.weak or (defined and not all(defined)):
-        out.defined = [n for n in defined if n]
-        out.exports = [n for n in out.exports if n]
-        out.weak.discard("")
-    return out
 
 
 def _image_symbols(elf: ElfFile, sec: Section, strtab: bytes, verindex: dict[int, str]) -> Symbols:

@@ -1,15 +1,20 @@
-"""The optional C extension (``_scan.c``), imported in one place.
+"""The readers' hot loops, imported in one place: ``scan``.
 
-``scan`` is None where setup.py could not build it (no compiler or no Python headers): the
-readers and renderers then run their pure-Python loops, the reference the C ones are held to
-(tests/unit/test_scan.py).
+``scan`` is the C extension ``_scan.c`` where setup.py built it, and where it could not (no
+compiler or no Python headers) ``prebake.inspect.loops``, the plain Python reference the C
+functions are held to (tests/unit/test_scan.py). Callers use ``native.scan.<function>``, so
+that a test or the benchmark can put either in its place.
 """
 
 from __future__ import annotations
 
-__all__ = ["scan"]
+__all__ = ["BUILT", "scan"]
 
 try:
     from prebake.inspect import _scan as scan
+
+    BUILT = True
 except ImportError:  # pragma: no cover - a build without a C compiler
-    scan = None  # type: ignore[assignment]  # tested for None before every use
+    from prebake.inspect import loops as scan  # type: ignore[no-redef]
+
+    BUILT = False

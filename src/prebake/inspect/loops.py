@@ -1,0 +1,127 @@
+"""The readers' hot loops in plain Python: the reference ``_scan.c`` is held to.
+
+Every function here has a twin of the same name and signature in the C extension
+``prebake.inspect._scan``; ``prebake.inspect.native.scan`` is that extension where setup.py
+built it and this module where it did not. ``tests/unit/test_scan.py`` gives both the same
+generated hostile input and requires the same answers, and runs the readers on real archives
+with each. They are written to be read: ``struct``, slices and a loop.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+
+from prebake.inspect.binreader import Buffer, cstring_at
+
+TAIL = 4  # the bytes of a candidate's end that ``probe``'s ``tails`` are keyed by
+
+
+def probe(table: Buffer, bitmap: bytes, tails: dict[bytes, tuple[bytes, ...]]) -> bool:
+    """Whether some name of ``tails`` (its last ``TAIL`` bytes -> the names ending in them)
+    occurs in ``table`` followed by a NUL. ``bitmap`` is the C loop's pre-filter: not needed.
+
+    A name followed by a NUL is the end of one NUL-terminated piece of the table (string
+    tables share tails: ``stat`` may be the end of ``__xstat``), so each piece's last bytes
+    are looked up; the bytes after the last NUL end no name.
+    """
+    pieces = bytes(table).split(b"\0")[:-1]
+    for piece in pieces:
+        names = tails.get(piece[-TAIL:])
+        if names is not None and any(piece.endswith(n) for n in names):
+            return True
+    return False
+
+
+def occurs(table: Buffer, needles: tuple[bytes, ...]) -> int:
+    """Bit ``i`` set when ``needles[i]`` occurs in ``table``."""
+    data = bytes(table)
+    return sum(1 << i for i, needle in enumerate(needles) if needle in data)
+
+
+_SH_TYPE = {True: struct.Struct("<I"), False: struct.Struct(">I")}
+
+
+def first_type(data: Buffer, shoff: int, count: int, entsize: int, little: bool,
+               want: int) -> int:
+    """The index of the first section header whose ``sh_type`` (the u32 at byte 4 of every
+    header, both ELF classes) is ``want``, or -1; the whole table must lie inside ``data``.
+    A count of 0 is no table, wherever it would be."""
+    if count == 0:
+        return -1
+    if shoff < 0 or count < 0 or entsize < 8 or shoff + count * entsize > len(data):
+        raise ValueError("section header table outside the data")
+    u32 = _SH_TYPE[little]
+    for i in range(count):
+        if u32.unpack_from(data, shoff + i * entsize + 4)[0] == want:
+            return i
+    return -1
+
+
+_SYM = {  # (is64, little) -> (st_name, st_info, st_other, st_shndx)
+    (True, True): struct.Struct("<IBBH16x"),
+    (True, False): struct.Struct(">IBBH16x"),
+    (False, True): struct.Struct("<I8xBBH"),
+    (False, False): struct.Struct(">I8xBBH"),
+}
+_GLOBAL_BINDS = (1, 2, 10)  # STB_GLOBAL, STB_WEAK, STB_GNU_UNIQUE
+_NOT_SYMBOLS = (3, 4)  # STT_SECTION, STT_FILE
+_HIDDEN = (1, 2)  # STV_INTERNAL, STV_HIDDEN
+
+
+def object_symbols(symtab: Buffer, strtab: Buffer, is64: bool, little: bool
+                   ) -> tuple[list[str], list[str], list[str], set[str]]:
+    """An object's global symbols: (defined, undefined, exports, weak).
+
+    Global: global, weak or GNU-unique binding, not a section or file symbol. Defined when
+    ``st_shndx`` is not 0; exports are the defined ones neither hidden nor internal; weak the
+    weak and GNU-unique definitions ("weak" in ``Symbols`` means "does not clash": the linker
+    merges GNU-unique ones like weak ones). Empty names are left out everywhere.
+    """
+    sym = _SYM[(is64, little)]
+    raw = bytes(symtab)
+    raw = raw[: len(raw) - len(raw) % sym.size]
+    names = bytes(strtab)
+    defined: list[str] = []
+    undefined: list[str] = []
+    exports: list[str] = []
+    weak: set[str] = set()
+    for st_name, info, other, shndx in sym.iter_unpack(raw):
+        bind, kind = info >> 4, info & 0xF
+        if bind not in _GLOBAL_BINDS or kind in _NOT_SYMBOLS:
+            continue
+        name = cstring_at(names, st_name)
+        if not name:
+            continue
+        if shndx == 0:
+            undefined.append(name)
+            continue
+        defined.append(name)
+        if other & 3 not in _HIDDEN:
+            exports.append(name)
+        if bind != 1:
+            weak.add(name)
+    return defined, undefined, exports, weak
+
+
+def fill_demangled(cache: dict[str, str | None], names: list[str], demangler: int,
+                   limit: int) -> None:
+    """``cache[name]`` = ``demangle.demangle_once(name)`` for every name it lacks; emptied
+    before it would grow past ``limit``. ``demangler`` is the C loop's function address."""
+    from prebake.inspect.demangle import demangle_once
+
+    for name in names:
+        if name not in cache:
+            if len(cache) >= limit:
+                cache.clear()
+            cache[name] = demangle_once(name)
+
+
+def count_byte(buf: Buffer, byte: int, start: int) -> int:
+    """How many times ``byte`` occurs in ``buf[start:]``."""
+    return bytes(buf[max(0, start):]).count(bytes([byte]))
+
+
+def dangling(offsets: Sequence[int], heads: set[int]) -> int:
+    """How many distinct values of ``offsets`` are not in ``heads``."""
+    return len(set(offsets) - heads)
