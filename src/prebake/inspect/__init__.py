@@ -1,13 +1,13 @@
 """The binary inspector: ``inspect(path) -> Facts`` for ELF, Mach-O, PE/COFF, wasm, ar, bitcode.
 
 Dispatch is by first bytes (docs/binary-formats.md §0) over a registry of ``FormatReader`` modules,
-one per format (``registry.py``). Files are memory-mapped, never read whole into memory, so a 50 MB
-library costs only the pages a parser touches.
+one per format (``registry.py``). A file is read into memory with plain reads, then parsed:
+a file truncated or rewritten meanwhile is a one-line error naming it (a memory map of it
+would end the process with SIGBUS at the first page past the new end).
 """
 
 from __future__ import annotations
 
-import mmap
 import os
 import struct
 import threading
@@ -99,32 +99,42 @@ def inspect(path: str | os.PathLike[str], opts: ParseOptions | None = None) -> F
         raise FormatError(name, "is not a regular file")
     try:
         with open(p, "rb") as fh:
-            size = os.fstat(fh.fileno()).st_size
-            if size == 0:
+            before = os.fstat(fh.fileno())
+            if before.st_size == 0:
                 raise FormatError(name, "empty file")
-            mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-            view = memoryview(mm)
+            data = fh.read(before.st_size)
+            if len(data) < before.st_size:
+                raise FormatError(name, _changed(before.st_size, len(data)))
             outer = getattr(_depth, "file", None)
             _depth.file = name if getattr(_depth, "n", 0) == 0 else None
             try:
-                return inspect_bytes(view, name, opts)
+                facts = inspect_bytes(memoryview(data), name, opts)
             finally:
                 _depth.file = outer
-                _close_map(mm, view)
+            _unchanged(fh.fileno(), p, before, name)
+            return facts
     except FormatError:
         raise
+    except MemoryError:
+        raise FormatError(name, "too big to read into memory") from None
     except OSError as exc:
         raise FormatError(name, exc.strerror or str(exc)) from None
 
 
-def _close_map(mm: mmap.mmap, view: memoryview) -> None:
-    """Close now if nothing still looks into the map; else let the last view's owner free it.
-
-    A parser's exception traceback may briefly keep a slice alive; that must not turn a clean
-    ``FormatError`` into a ``BufferError``.
-    """
+def _unchanged(fd: int, path: Path, before: os.stat_result, name: str) -> None:
+    """The facts describe the bytes read: a file truncated, rewritten or replaced since it
+    was opened is an error rather than facts of a file that is no longer there."""
+    now = os.fstat(fd)
+    if (now.st_size, now.st_mtime_ns) != (before.st_size, before.st_mtime_ns):
+        raise FormatError(name, _changed(before.st_size, now.st_size))
     try:
-        view.release()
-        mm.close()
-    except BufferError:
-        pass
+        there = path.stat()
+    except OSError:
+        there = None
+    if there is None or (there.st_dev, there.st_ino) != (now.st_dev, now.st_ino):
+        raise FormatError(name, "was replaced or removed while it was read; not inspected")
+
+
+def _changed(was: int, now: int) -> str:
+    return (f"changed while it was read ({was} bytes when opened, {now} now); "
+            "not inspected")

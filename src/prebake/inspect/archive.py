@@ -308,7 +308,6 @@ class ArchiveReader:
             facts.details["coff_linker_members"] = ar.linker_members
         members: list[Facts] = []
         files = _thin_files(ar, path) if ar.thin else []
-        release = _Release(data)
         for i, m in enumerate(ar.members):
             mpath = f"{path}({m.name})"
             try:
@@ -323,7 +322,6 @@ class ArchiveReader:
             mf.details["member"] = m.name
             mf.details["offset"] = m.header_off
             members.append(mf)
-            release.upto(m.data_off + m.size)
         facts.members = members
         heads = {m.header_off for m in ar.members}
         dangling = _dangling(ar.index_offsets, heads)
@@ -334,38 +332,6 @@ class ArchiveReader:
         if lists:
             facts.symbols = _archive_symbols(ar, members)
         return facts
-
-
-class _Release:
-    """Gives the pages of members already read back to the page cache (``MADV_DONTNEED``).
-
-    A file-backed map's touched pages count as the process's memory until the map closes:
-    without this, inspecting a 2 GB archive "uses" 2 GB. Only for a whole read-only file
-    map (``inspect`` maps files ``ACCESS_READ``): dropping such pages loses nothing, a later
-    read faults them in again.
-    """
-
-    STEP = 32 << 20
-
-    def __init__(self, data: Buffer) -> None:
-        import mmap
-
-        obj = getattr(data, "obj", None)
-        whole = isinstance(obj, mmap.mmap) and len(obj) == len(data) and hasattr(obj, "madvise")
-        self.map = obj if whole else None
-        self.done = 0
-
-    def upto(self, end: int) -> None:
-        import mmap
-
-        if self.map is None or end - self.done < self.STEP:
-            return
-        end -= end % mmap.PAGESIZE
-        try:
-            self.map.madvise(mmap.MADV_DONTNEED, self.done, end - self.done)
-        except (OSError, ValueError):  # not supported here: keep the pages
-            self.map = None
-        self.done = end
 
 
 def _thin_files(ar: Archive, path: str) -> list[Path]:
