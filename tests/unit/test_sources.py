@@ -40,8 +40,9 @@ def test_download_tries_mirrors_in_order_and_caches_by_content(
     sha = make_tgz(root / "lib-1.0.tar.gz")
     (root / "bad.tar.gz").write_bytes(b"tampered")
     logs: list[str] = []
-    cache = SourceCache(tmp_path / "cache", log=logs.append)
-    got = cache.fetch([_closed_url(), f"{base}/bad.tar.gz", f"{base}/lib-1.0.tar.gz"], sha)
+    cache = SourceCache(tmp_path / "cache")
+    got = cache.fetch([_closed_url(), f"{base}/bad.tar.gz", f"{base}/lib-1.0.tar.gz"], sha,
+                      logs.append)
     assert got == tmp_path / "cache" / "sources" / sha
     assert hashlib.sha256(got.read_bytes()).hexdigest() == sha
     assert any("trying the next mirror" in m for m in logs)
@@ -189,3 +190,49 @@ def test_local_source_and_describe(tmp_path: Path) -> None:
     with pytest.raises(PrebakeError, match="leaves the work dir"):
         materialize(LocalSource("../src/lib", dest="../escape"), work, tmp_path / "recipes",
                     SourceCache(tmp_path / "c"))
+
+
+def test_two_units_fetching_at_once_each_log_only_their_own_lines(
+        www: tuple[str, Path], tmp_path: Path) -> None:
+    """Units in parallel share one source cache; each passes its own build log. Both are held
+    mid-fetch at once (a barrier in the log), so a log kept on the shared cache would take the
+    other unit's lines."""
+    import threading
+
+    from prebake.bake.process import BuildLog
+
+    base, root = www
+    cache = SourceCache(tmp_path / "cache")
+    together = threading.Barrier(2, timeout=30)
+    logs = {u: BuildLog(tmp_path / f"{u}.log") for u in ("one", "two")}
+    errors: list[BaseException] = []
+
+    def unit(name: str) -> None:
+        sha = make_tgz(root / f"{name}.tar.gz", top=name)
+        (root / f"{name}-bad.tar.gz").write_bytes(b"tampered " + name.encode())
+        first = [True]
+
+        def log(line: str) -> None:
+            logs[name].write(line)
+            if first[0]:  # the other unit is fetching too, from now on
+                first[0] = False
+                together.wait()
+
+        try:
+            cache.fetch([f"{base}/{name}-bad.tar.gz", f"{base}/{name}.tar.gz"], sha, log)
+        except BaseException as exc:  # reported below, on the test's thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=unit, args=(n,)) for n in logs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    for name, log in logs.items():
+        log.close()
+        text = log.path.read_text()
+        other = "two" if name == "one" else "one"
+        assert f"{base}/{name}-bad.tar.gz: sha256 mismatch" in text
+        assert f"downloaded {base}/{name}.tar.gz" in text
+        assert f"/{other}" not in text, text

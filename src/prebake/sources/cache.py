@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import shutil
 import tempfile
 import urllib.error
 import urllib.request
@@ -45,13 +44,21 @@ def _download(url: str, tmp: Path) -> str:
     return h.hexdigest()
 
 
-class SourceCache:
-    """Downloads by pinned sha256, trying mirrors in order."""
+Log = Callable[[str], None]
 
-    def __init__(self, root: Path | None = None,
-                 log: Callable[[str], None] | None = None) -> None:
+
+def _quiet(_msg: str) -> None:
+    pass
+
+
+class SourceCache:
+    """Downloads by pinned sha256, trying mirrors in order.
+
+    Units running in parallel share one cache: what a call has to say goes to the ``log`` it
+    is given, never to a log kept on the cache."""
+
+    def __init__(self, root: Path | None = None) -> None:
         self.root = (root or default_cache_dir()) / "sources"
-        self.log = log or (lambda _msg: None)
 
     def _tmp(self, sha256: str) -> Path:
         """A fresh temporary name beside the entry (units in parallel may fetch one file)."""
@@ -62,23 +69,23 @@ class SourceCache:
     def path_for(self, sha256: str) -> Path:
         return self.root / sha256
 
-    def lookup(self, sha256: str) -> Path | None:
+    def lookup(self, sha256: str, log: Log = _quiet) -> Path | None:
         """The verified entry, or ``None`` (a corrupt entry is removed)."""
         p = self.path_for(sha256)
         if not p.is_file():
             return None
         if file_sha256(p) == sha256:
             return p
-        self.log(f"cache entry {p} does not match its sha256; discarding it")
+        log(f"cache entry {p} does not match its sha256; discarding it")
         p.unlink(missing_ok=True)
         return None
 
-    def fetch(self, urls: Sequence[str], sha256: str) -> Path:
+    def fetch(self, urls: Sequence[str], sha256: str, log: Log = _quiet) -> Path:
         """The file with this sha256, from the cache or the first mirror that serves it."""
         if not re.fullmatch(r"[0-9a-f]{64}", sha256 or ""):
             raise PrebakeError(f"{urls[0] if urls else '?'}: sha256 pin {sha256!r} is not "
                                "64 lowercase hex digits")
-        if hit := self.lookup(sha256):
+        if hit := self.lookup(sha256, log):
             return hit
         self.root.mkdir(parents=True, exist_ok=True)
         failures: list[str] = []
@@ -91,7 +98,7 @@ class SourceCache:
                 reason = (f"HTTP {exc.code} {exc.reason}" if isinstance(exc, urllib.error.HTTPError)
                           else getattr(exc, "reason", None) or exc)
                 failures.append(f"{url}: {reason}")
-                self.log(f"download failed: {url}: {reason}; trying the next mirror")
+                log(f"download failed: {url}: {reason}; trying the next mirror")
                 continue
             except BaseException:
                 tmp.unlink(missing_ok=True)
@@ -99,21 +106,11 @@ class SourceCache:
             if got != sha256:
                 tmp.unlink(missing_ok=True)
                 failures.append(f"{url}: sha256 {got} does not match the pin {sha256}")
-                self.log(f"{url}: sha256 mismatch (got {got}); trying the next mirror")
+                log(f"{url}: sha256 mismatch (got {got}); trying the next mirror")
                 continue
             final = self.path_for(sha256)
             tmp.replace(final)
-            self.log(f"downloaded {url} ({final.stat().st_size} bytes, sha256 verified)")
+            log(f"downloaded {url} ({final.stat().st_size} bytes, sha256 verified)")
             return final
         raise PrebakeError("could not fetch a file with sha256 " + sha256 + ":\n  "
                            + "\n  ".join(failures))
-
-    def put_file(self, src: Path, sha256: str) -> Path:
-        """Copy a local file into the cache (verified), atomically."""
-        if file_sha256(src) != sha256:
-            raise PrebakeError(f"{src}: sha256 does not match the pin {sha256}")
-        self.root.mkdir(parents=True, exist_ok=True)
-        tmp = self._tmp(sha256)
-        shutil.copyfile(src, tmp)
-        tmp.replace(self.path_for(sha256))
-        return self.path_for(sha256)
