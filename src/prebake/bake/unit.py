@@ -51,7 +51,7 @@ from prebake.package.manifest import make_manifest
 from prebake.package.naming import SHA256_SUFFIX, parse_sha256_line
 from prebake.package.version_proof import files_below, summary
 from prebake.plan.model import Unit
-from prebake.recipes.model import Build, Recipe, Repackage
+from prebake.recipes.model import Build, Recipe, Repackage, Strategy
 from prebake.sources import SourceCache, materialize, render_source
 from prebake.sources.unpack import extract
 from prebake.store.base import Store, read_manifest
@@ -186,9 +186,19 @@ class BreakingDiff(UnitFailed):
 
 def unbuildable(recipe: Recipe, platform: str) -> str | None:
     """Why a recipe can never build here (no strategy), else ``None``."""
-    if recipe.strategy_for(platform) is None:
-        return f"recipe {recipe.name} has no strategy for {platform}"
-    return None
+    return _no_strategy(recipe, platform) if recipe.strategy_for(platform) is None else None
+
+
+def _no_strategy(recipe: Recipe, platform: str) -> str:
+    return f"recipe {recipe.name} has no strategy for {platform}"
+
+
+def _strategy(run: UnitRun, recipe: Recipe) -> Strategy:
+    """The recipe's strategy for the unit's platform (preflight refused a unit without one)."""
+    strategy = recipe.strategy_for(run.unit.platform.name)
+    if strategy is None:
+        raise UnitFailed(_no_strategy(recipe, run.unit.platform.name))
+    return strategy
 
 
 # ---- step 0: preflight ------------------------------------------------------------------------
@@ -275,9 +285,7 @@ def _restore_stage(run: UnitRun, stage: str, up: Unit | None, files: Path) -> No
 
 def build_recipe(run: UnitRun, recipe: Recipe) -> RecipeBuilt:
     """Put one recipe's outputs (and its licence) into the prefix, in a fresh work folder."""
-    strategy = recipe.strategy_for(run.unit.platform.name)
-    if strategy is None:  # preflight refused this already
-        raise UnitFailed(f"recipe {recipe.name} has no strategy for {run.unit.platform.name}")
+    strategy = _strategy(run, recipe)
     if run.cancel.is_set():
         raise UnitFailed("cancelled")
     work = run.dirs.recipe(recipe)
@@ -298,9 +306,7 @@ def build_recipe(run: UnitRun, recipe: Recipe) -> RecipeBuilt:
 def reuse_recipe(run: UnitRun, recipe: Recipe) -> RecipeBuilt:
     """``--guards-only``: the recipe's outputs as its last build left them (the stamp, checked
     against the current inputs, says what was in the prefix before it built)."""
-    strategy = recipe.strategy_for(run.unit.platform.name)
-    if strategy is None:  # preflight refused this already
-        raise UnitFailed(f"recipe {recipe.name} has no strategy for {run.unit.platform.name}")
+    strategy = _strategy(run, recipe)
     run.say(f"{recipe.name}: --guards-only, reusing the build tree in {run.dirs.root}")
     before, installed = stamp.built_files(run.dirs, recipe)
     return RecipeBuilt(recipe, strategy, run.dirs.recipe(recipe), before, installed)

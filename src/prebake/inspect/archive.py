@@ -24,14 +24,14 @@ from itertools import chain
 from pathlib import Path
 
 from prebake.errors import FormatError
-from prebake.inspect import native
+from prebake.inspect import magic, native
 from prebake.inspect.base import ParseOptions
 from prebake.inspect.binreader import Buffer, Truncated, table
 from prebake.inspect.facts import Facts, Symbols
 from prebake.inspect.glibc import version_key
 
-AR_MAGIC = b"!<arch>\n"
-THIN_MAGIC = b"!<thin>\n"
+AR_MAGIC = magic.AR
+THIN_MAGIC = magic.AR_THIN
 HEADER = struct.Struct("16s12s6s6s8s10s2s")
 FMAG = b"`\n"
 U32BE = struct.Struct(">I")

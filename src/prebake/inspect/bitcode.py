@@ -20,12 +20,13 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any
 
+from prebake.inspect import magic
 from prebake.inspect.base import ParseOptions
 from prebake.inspect.binreader import Buffer, Reader, Truncated
 from prebake.inspect.facts import Facts, Symbols
 
-RAW_MAGIC = b"BC\xc0\xde"
-WRAPPER_MAGIC = b"\xde\xc0\x17\x0b"
+RAW_MAGIC = magic.BITCODE_RAW
+WRAPPER_MAGIC = magic.BITCODE_WRAPPER
 _CHAR6 = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._"
 
 

@@ -23,12 +23,12 @@ from dataclasses import dataclass
 from enum import IntEnum
 
 from prebake.errors import FormatError
-from prebake.inspect import glibc, native
+from prebake.inspect import glibc, magic, native
 from prebake.inspect.base import ParseOptions
 from prebake.inspect.binreader import Buffer, Truncated, names_at, table
 from prebake.inspect.facts import Facts, Symbols
 
-MAGIC = b"\x7fELF"
+MAGIC = magic.ELF
 
 
 class EType(IntEnum):

@@ -16,6 +16,7 @@ from enum import IntEnum
 from typing import Any
 
 from prebake.errors import FormatError
+from prebake.inspect import magic
 from prebake.inspect.base import ParseOptions
 from prebake.inspect.binreader import Buffer, Reader, Truncated
 from prebake.inspect.facts import Facts, Symbols
@@ -175,11 +176,7 @@ class MachOReader:
     name = "macho"
 
     def sniff(self, head: bytes) -> bool:
-        if len(head) < 4:
-            return False
-        le = struct.unpack_from("<I", head)[0]
-        be = struct.unpack_from(">I", head)[0]
-        return le in (MH_MAGIC, MH_MAGIC_64) or be in (MH_MAGIC, MH_MAGIC_64)
+        return head[:4] in magic.MACHO
 
     def parse(self, data: Buffer, path: str, opts: ParseOptions) -> Facts:
         le = struct.unpack_from("<I", bytes(data[:4]))[0] in (MH_MAGIC, MH_MAGIC_64)
@@ -476,39 +473,39 @@ class MachOFatReader:
     name = "macho-fat"
 
     def sniff(self, head: bytes) -> bool:
-        return len(head) >= 8 and head[:4] in (b"\xca\xfe\xba\xbe", b"\xca\xfe\xba\xbf")
+        return len(head) >= 8 and head[:4] in magic.MACHO_FAT
 
     def parse(self, data: Buffer, path: str, opts: ParseOptions) -> Facts:
         r = Reader(data, le=False)
-        magic, nfat = r.u32(0), r.u32(4)
-        if magic == FAT_MAGIC and nfat >= JAVA_MIN_MAJOR:
+        fat_magic, nfat = r.u32(0), r.u32(4)
+        if fat_magic == FAT_MAGIC and nfat >= JAVA_MIN_MAJOR:
             raise FormatError(path, f"a Java class file (class version {nfat & 0xFFFF}."
                                     f"{nfat >> 16}), not a fat Mach-O")
         if nfat == 0 or nfat > MAX_FAT_SLICES:
             raise Truncated(f"fat header declares {nfat} slices")
-        slices = [_read_fat_arch(r, magic, i) for i in range(nfat)]
+        slices = [_read_fat_arch(r, fat_magic, i) for i in range(nfat)]
         from prebake.inspect import inspect_bytes  # the frame dispatches each slice by its magic
 
         parsed: list[Facts] = []
-        table_end = 8 + nfat * (32 if magic == FAT_MAGIC_64 else 20)
+        table_end = 8 + nfat * (32 if fat_magic == FAT_MAGIC_64 else 20)
         for s in slices:
             name = cpu_name(s.cputype, s.subtype)
             if s.offset < table_end:
                 raise Truncated(f"slice {name} at offset {s.offset} overlaps the fat header")
             view = r.view(s.offset, s.size, f"slice {name}")
-            if bytes(view[:4]) in (b"\xca\xfe\xba\xbe", b"\xca\xfe\xba\xbf"):
+            if bytes(view[:4]) in magic.MACHO_FAT:
                 raise Truncated(f"slice {name} is itself a fat file")  # Apple never nests them
             sub = inspect_bytes(view, f"{path}[{name}]", opts)
             sub.details.setdefault("fat_offset", s.offset)
             parsed.append(sub)
         facts = Facts(path=path, format="macho-fat", slices=parsed)
         _summarise(facts)
-        facts.details["fat_arch"] = "fat_arch_64" if magic == FAT_MAGIC_64 else "fat_arch"
+        facts.details["fat_arch"] = "fat_arch_64" if fat_magic == FAT_MAGIC_64 else "fat_arch"
         return facts
 
 
-def _read_fat_arch(r: Reader, magic: int, i: int) -> _Slice:
-    if magic == FAT_MAGIC_64:
+def _read_fat_arch(r: Reader, fat_magic: int, i: int) -> _Slice:
+    if fat_magic == FAT_MAGIC_64:
         at = 8 + 32 * i
         return _Slice(r.u32(at), r.u32(at + 4), r.u64(at + 8), r.u64(at + 16), r.u32(at + 24))
     at = 8 + 20 * i

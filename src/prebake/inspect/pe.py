@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from prebake.errors import FormatError
-from prebake.inspect import coff
+from prebake.inspect import coff, magic
 from prebake.inspect.base import ParseOptions
 from prebake.inspect.binreader import Buffer, Reader, Truncated
 from prebake.inspect.facts import Facts, Symbols
@@ -108,7 +108,7 @@ class PeReader:
     name = "pe"
 
     def sniff(self, head: bytes) -> bool:
-        return head[:2] == b"MZ"
+        return head[:2] == magic.PE
 
     def parse(self, data: Buffer, path: str, opts: ParseOptions) -> Facts:
         r = Reader(data)

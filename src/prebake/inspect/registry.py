@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 
+from prebake.inspect import magic
 from prebake.inspect.base import FormatReader
 
 
@@ -30,13 +31,11 @@ def _anything(head: bytes) -> bool:
 # Specific magics first; ``pe`` last because its COFF-object reader sniffs a bare machine u16
 # (no magic): it is imported only when nothing above claimed the bytes.
 FORMATS: tuple[tuple[str, Callable[[bytes], bool]], ...] = (
-    ("archive", _first(b"!<arch>\n", b"!<thin>\n")),
-    ("elf", _first(b"\x7fELF")),
-    ("wasm", _first(b"\x00asm")),
-    ("bitcode", _first(b"BC\xc0\xde", b"\xde\xc0\x17\x0b")),
-    # thin Mach-O (32/64-bit, either byte order) and fat headers
-    ("macho", _first(b"\xfe\xed\xfa\xce", b"\xce\xfa\xed\xfe", b"\xfe\xed\xfa\xcf",
-                     b"\xcf\xfa\xed\xfe", b"\xca\xfe\xba\xbe", b"\xca\xfe\xba\xbf")),
+    ("archive", _first(magic.AR, magic.AR_THIN)),
+    ("elf", _first(magic.ELF)),
+    ("wasm", _first(magic.WASM)),
+    ("bitcode", _first(magic.BITCODE_RAW, magic.BITCODE_WRAPPER)),
+    ("macho", _first(*magic.MACHO, *magic.MACHO_FAT)),
     ("pe", _anything),
 )
 FORMAT_MODULES = tuple(name for name, _ in FORMATS)

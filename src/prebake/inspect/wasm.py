@@ -22,12 +22,12 @@ from enum import IntEnum
 from pathlib import PurePath
 from typing import Any
 
-from prebake.inspect import emscripten, own_file, wasm_code
+from prebake.inspect import emscripten, magic, own_file, wasm_code
 from prebake.inspect.base import ParseOptions
 from prebake.inspect.binreader import Buffer, Reader, Truncated
 from prebake.inspect.facts import Facts, Symbols
 
-MAGIC = b"\x00asm"
+MAGIC = magic.WASM
 VERSION_1 = b"\x01\x00\x00\x00"
 
 
