@@ -5,6 +5,7 @@ win32 DLLs; facts cross-checked against ``llvm-readobj`` and ``llvm-nm`` output.
 from __future__ import annotations
 
 import contextlib
+import json
 import random
 import re
 import struct
@@ -111,8 +112,10 @@ def readobj_imports(path: Path) -> tuple[list[str], list[str]]:
 
 
 def all_imports(path: Path) -> list[str]:
+    """The load-time imports (``needed``), with the check that there are no delay imports."""
     plain, delay = readobj_imports(path)
-    return plain + delay
+    assert delay == []
+    return plain
 
 
 def readobj_exports(path: Path) -> list[str]:
@@ -274,7 +277,7 @@ def test_mingw_c_dll(mingw: Path) -> None:
     assert (f.format, f.kind, f.os, f.arch) == ("pe", "shared-library", "windows", "x86_64")
     assert f.details["pe"] == "PE32+"
     plain, delay = readobj_imports(mingw / "w.dll")
-    assert f.needed == plain + delay
+    assert f.needed == plain and f.delay_needed == delay == []
     assert "msvcrt.dll" in f.needed and f.details["crt"] == "msvcrt"
     assert f.abi.msvc_runtime is None  # the system msvcrt.dll is not an MSVC /MD runtime
     assert f.abi.eh is None  # an image may link EH statically: no import is no proof
@@ -357,8 +360,8 @@ def test_onnxruntime_node_win32_dll(ort_node: Path, arch: str) -> None:
     assert f.abi.eh == "native"
     assert any("__CxxFrameHandler" in e for e in f.evidence["eh"])
     plain, delay = readobj_imports(dll)
-    assert f.needed == plain + delay
-    assert f.details["delay_imports"] == delay == [
+    assert f.needed == plain  # load-time imports only
+    assert f.delay_needed == f.details["delay_imports"] == delay == [
         "SHELL32.dll", "DirectML.dll", "d3d12.dll", "dxgi.dll", "USER32.dll"]
     assert "VCRUNTIME140.dll" in plain and "MSVCP140.dll" in plain
     assert f.symbols is not None
@@ -378,8 +381,10 @@ def test_onnxruntime_node_win32_dll(ort_node: Path, arch: str) -> None:
 
 def test_onnxruntime_binding_delay_imports_node(ort_node: Path) -> None:
     f = inspect(ort_node / "bin/napi-v6/win32/x64/onnxruntime_binding.node", SYMBOLS)
-    assert f.details["delay_imports"] == ["NODE.EXE"]
-    assert "onnxruntime.dll" in (f.needed or [])
+    assert f.details["delay_imports"] == f.delay_needed == ["NODE.EXE"]
+    plain, delay = readobj_imports(ort_node / "bin/napi-v6/win32/x64/onnxruntime_binding.node")
+    assert delay == ["NODE.EXE"] and f.needed == plain  # the addon does not "need" node.exe
+    assert "onnxruntime.dll" in (f.needed or []) and "NODE.EXE" not in (f.needed or [])
     assert f.symbols is not None
     assert sorted(f.symbols.exports) == [
         "napi_register_module_v1", "node_api_module_get_api_version_v1"]
@@ -445,3 +450,47 @@ def test_stale_debug_pointer_is_noted_not_fatal(zigwin: Path) -> None:
     assert "pdb" not in f.details and "debug_error" in f.details
     assert f.symbols is None and f.needed == inspect(dll).needed
     assert inspect(dll).details["pdb"] == "w.pdb"
+
+
+@pytest.fixture(scope="module")
+def delayload() -> Path:
+    """A DLL linked by lld-link that imports bar.dll at load time and delay-loads foo.dll
+    (``/delayload``), against import libraries from llvm-dlltool. The delay-load helper is
+    the DLL's own (``/nodefaultlib``: no MSVC libraries here), which the linker only calls."""
+    src = ("int foo_fn(int); int bar_fn(int);\n"
+           "__declspec(dllexport) int api(int x) { return foo_fn(x) + bar_fn(x); }\n"
+           "void *__delayLoadHelper2(void *d, void **f) { (void)d; return *f; }\n")
+    return support.build("pe-delayload", {
+        "w.c": src, "foo.def": "LIBRARY foo.dll\nEXPORTS\nfoo_fn\n",
+        "bar.def": "LIBRARY bar.dll\nEXPORTS\nbar_fn\n"}, [
+        ["clang", "--target=x86_64-pc-windows-msvc", "-O1", "-c", "w.c", "-o", "w.obj"],
+        ["llvm-dlltool", "-m", "i386:x86-64", "-d", "foo.def", "-l", "foo.lib"],
+        ["llvm-dlltool", "-m", "i386:x86-64", "-d", "bar.def", "-l", "bar.lib"],
+        ["lld-link", "/dll", "/noentry", "/nodefaultlib", "/delayload:foo.dll", "w.obj",
+         "foo.lib", "bar.lib", "/out:w.dll"],
+    ])
+
+
+def test_delay_loaded_dlls_are_their_own_fact(delayload: Path) -> None:
+    f = inspect(delayload / "w.dll", SYMBOLS)
+    plain, delay = readobj_imports(delayload / "w.dll")
+    assert (plain, delay) == (["bar.dll"], ["foo.dll"])  # llvm-readobj's reading
+    assert f.needed == plain and f.delay_needed == delay
+    assert f.symbols is not None and {"foo_fn", "bar_fn"} <= set(f.symbols.undefined)
+    j = f.to_json()
+    assert j["needed"] == ["bar.dll"] and j["delay_needed"] == ["foo.dll"]
+
+
+def test_allowed_needed_judges_delay_loaded_dlls_too(delayload: Path, tmp_path: Path) -> None:
+    """A delay-loaded DLL must be there on first call: the contract's allow-list covers it,
+    and the violation says it is delay-loaded."""
+    contract = tmp_path / "c.toml"
+    contract.write_text('allowed_needed = ["bar.dll"]\n')
+    proc = support.prebake("check", "--json", delayload / "w.dll", "--contract", contract)
+    assert proc.returncode == 1, proc.stderr
+    [v] = json.loads(proc.stdout)["violations"]
+    assert v["rule"] == "allowed_needed" and v["found"] == "foo.dll"
+    assert "delay-loads foo.dll" in v["detail"], v
+    contract.write_text('allowed_needed = ["bar.dll", "foo.dll"]\n')
+    proc = support.prebake("check", delayload / "w.dll", "--contract", contract)
+    assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -267,12 +267,14 @@ def _lib_matches(name: str, patterns: Sequence[str]) -> bool:
 
 
 def _rule_allowed_needed(expected: Sequence[str], leaf: Facts) -> Finding | None:
-    if not leaf.needed:
-        return None
-    extra = [n for n in leaf.needed if not _lib_matches(n, expected)]
+    """Load-time and delay-loaded libraries alike: a delay-loaded DLL is loaded on first
+    call, so it must be there just the same (the evidence says which kind it is)."""
+    deps = [(n, "needs") for n in leaf.needed or []]
+    deps += [(n, "delay-loads") for n in leaf.delay_needed or []]
+    extra = [(n, how) for n, how in deps if not _lib_matches(n, expected)]
     if not extra:
         return None
-    return Finding(", ".join(extra), [f"needs {n}" for n in extra])
+    return Finding(", ".join(n for n, _ in extra), [f"{how} {n}" for n, how in extra])
 
 
 def _default_demangle() -> Callable[[str], str]:

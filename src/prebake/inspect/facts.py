@@ -63,8 +63,8 @@ ABI_FIELDS = (
 )
 # The facts every result has, in ``inspect --json`` (``abi`` is ``ABI_FIELDS``); the human
 # view's title is the first four after the path.
-FACT_FIELDS = ("path", "format", "kind", "os", "arch", "abi", "needed", "soname", "size",
-               "evidence", "details")
+FACT_FIELDS = ("path", "format", "kind", "os", "arch", "abi", "needed", "delay_needed", "soname",
+               "size", "evidence", "details")
 SYMBOL_LISTS = ("defined", "undefined", "exports")  # with --symbols
 
 
@@ -97,7 +97,9 @@ class Facts:
     os: str | None = None
     arch: str | None = None
     abi: Abi = field(default_factory=Abi)
-    needed: list[str] | None = None
+    needed: list[str] | None = None  # load-time dependencies only
+    # PE delay-loaded DLLs: loaded on first call, not at load time (None: not a PE image)
+    delay_needed: list[str] | None = None
     soname: str | None = None
     size: int | None = None
     members: list[Facts] | None = None

@@ -129,11 +129,10 @@ class PeReader:
         _read_imports(img)
         _read_delay_imports(img)
         exports = _read_exports(img, facts)
-        needed: list[str] = []
-        for dll, _ in img.imports + img.delay:
-            if dll not in needed:
-                needed.append(dll)
-        facts.needed = needed
+        # load-time imports and delay-loaded DLLs apart: a node addon delay-loads NODE.EXE
+        # (the host that loads it), which it does not "need" as a library
+        facts.needed = list(dict.fromkeys(dll for dll, _ in img.imports))
+        facts.delay_needed = list(dict.fromkeys(dll for dll, _ in img.delay))
         if img.delay:
             facts.details["delay_imports"] = [d for d, _ in img.delay]
         _optional(facts, "debug", lambda: _read_debug(img, facts))

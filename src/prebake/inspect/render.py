@@ -135,6 +135,8 @@ def text_pieces(f: Facts, sink: Sink, *, symbols: bool, color: bool = False) -> 
         rows.append(("soname", f.soname, ""))
     if f.needed:
         rows.append(("needed", _fmt(f.needed), ""))
+    if f.delay_needed:
+        rows.append(("delay_needed", _fmt(f.delay_needed), "delay-loaded on first call"))
     for key, counts in f.counts.items():
         rows.append((f"{key} (members)", ", ".join(f"{v}: {n}" for v, n in counts.items()), ""))
     lines.extend(_facts_table(rows, st))
