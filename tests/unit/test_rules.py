@@ -179,11 +179,17 @@ def test_many_members_are_summarised() -> None:
     assert v.detail.endswith("m4.o (references invoke_v4), … (3 more)")
 
 
-def test_members_with_errors_are_skipped_and_nested_archives_walked() -> None:
+def test_members_with_errors_fail_the_inspect_rule_and_nested_archives_are_walked() -> None:
+    """A member that could not be read is no leaf of the other rules, and fails the file
+    with the ``inspect`` rule (no rule could be checked on it); a data member does not."""
     broken = Facts(path="libx.a(bad.o)", error="truncated")
+    data = Facts(path="libx.a(note.txt)", error="not a binary format prebake knows",
+                 details={"not_binary": True})
     inner = archive(wasm_obj("deep.o", eh="emscripten-legacy"))
-    v = check_facts(archive(broken, inner), Contract(eh="wasm"))[0]
-    assert v.members == ["deep.o"] and v.total == 1
+    found = check_facts(archive(broken, data, inner), Contract(eh="wasm"))
+    assert [v.rule for v in found] == ["inspect", "eh"]
+    assert found[0].members == ["bad.o"] and "truncated" in found[0].detail
+    assert found[1].members == ["deep.o"] and found[1].total == 1
 
 
 def test_undecided_rules_fail_closed_unless_the_contract_allows_them(tmp_path: Path) -> None:
