@@ -138,7 +138,10 @@ def run_guards(recipe: Recipe, platform: Platform, prefix: Path, workdir: Path,
     log.write(f"# guards for {recipe.name}: check "
               f"{', '.join(p.relative_to(prefix).as_posix() for p in checked)} "
               f"against the {platform.name} contract")
-    report = check_paths(checked, platform.contract)
+    from prebake.contract.check import wants_deep
+
+    # the guard's own deep read: a feature rule is judged on the whole list
+    report = check_paths(checked, platform.contract, deep=wants_deep(platform.contract))
     out.check = report
     log.write(report.render())
     for u in report.unknown:

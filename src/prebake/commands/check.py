@@ -22,6 +22,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                      help="use this platform's contract from prebake.toml")
     src.add_argument("--contract", metavar="FILE", help="a standalone contract TOML file")
     p.add_argument("--json", action="store_true", help="machine-readable report")
+    p.add_argument("--deep", action="store_true",
+                   help="decode every wasm instruction, so a wasm module's feature list is "
+                        "whole (without it a rule forbidding features cannot pass on a "
+                        "module whose list was read without its code)")
 
 
 def load_platform(workspace: str | None, name: str) -> Platform:
@@ -59,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         platform = load_platform(args.workspace, args.platform)
         contract = platform.contract
-    report = check_paths([Path(p) for p in args.paths], contract)
+    report = check_paths([Path(p) for p in args.paths], contract, deep=args.deep)
     findings = _toolchain_findings([Path(p) for p in args.paths], platform)
     refused = [f for f in findings if f.level == "refuse"]
     if args.json:

@@ -220,9 +220,10 @@ def _checker(aid: AssetId, contract: Contract | None,
                                  "an asset published under another name, nothing was "
                                  "installed")
         if contract is not None:
-            from prebake.contract.check import check_paths
+            from prebake.contract.check import check_paths, wants_deep
 
-            report = check_paths([tree], contract)
+            # like the build guard: a feature rule is judged on the whole list
+            report = check_paths([tree], contract, deep=wants_deep(contract))
             report.relabel(tree, aid.filename)  # the asset's name, not the temporary folder
             if not report.ok:
                 raise CheckFailed(f"{aid.filename} breaks this consumer's contract; nothing "

@@ -160,20 +160,27 @@ def unknown_facts(facts: Facts, contract: Contract, path: str | None = None) -> 
 # --- finding the binaries: prebake.inspect.resolve, the one resolver ------------------------
 
 
-def _default_inspect(path: Path) -> Facts:
+def _default_inspect(path: Path, deep: bool = False) -> Facts:
     from prebake.inspect import ParseOptions, inspect
 
-    return inspect(path, ParseOptions(symbols=True))
+    return inspect(path, ParseOptions(symbols=True, deep=deep))
+
+
+def wants_deep(contract: Contract) -> bool:
+    """Whether a feature rule needs the whole feature list: a linked wasm module without
+    ``target_features`` shows some features only in its code (the deep read decodes it)."""
+    return bool(contract.features_forbidden)
 
 
 def check_paths(paths: Sequence[Path], contract: Contract, *,
-                inspect_fn: InspectFn | None = None) -> CheckReport:
+                inspect_fn: InspectFn | None = None, deep: bool = False) -> CheckReport:
     """Check files, folders and assets against ``contract``; every violation at once.
 
     Raises ``PrebakeError``/``FormatError`` (exit 2) for a named path that is missing or not a
     binary; a broken binary found inside a folder or asset is reported as a violation instead.
+    ``deep`` decodes every wasm instruction, so feature lists are whole (``--deep``).
     """
-    inspect_fn = inspect_fn or _default_inspect
+    inspect_fn = inspect_fn or (lambda p: _default_inspect(p, deep))
     report = CheckReport(contract)
     from prebake.inspect.resolve import resolve
 

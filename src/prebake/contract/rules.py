@@ -322,6 +322,12 @@ def _wasm_features_unknown(f: Facts) -> bool:
     return is_wasm(f) and _features(f) is None
 
 
+def _wasm_features_partial(f: Facts) -> bool:
+    """A forbidden feature may hide in what was not read: a list read without the code
+    (``wasm_features_complete`` false) cannot show that a feature is absent."""
+    return _wasm_features_unknown(f) or (is_wasm(f) and f.abi.wasm_features_complete is False)
+
+
 RULES: tuple[Rule, ...] = (
     Rule("os", _rule_equal("os"), _is, unknown=lambda f: f.os is None),
     Rule("arch", _rule_equal("arch"), _is, any_slice=True, unknown=lambda f: f.arch is None),
@@ -333,7 +339,7 @@ RULES: tuple[Rule, ...] = (
     Rule("features_required", _rule_features_required, lambda v: ", ".join(v),
          unknown=_wasm_features_unknown, fact="wasm_features"),
     Rule("features_forbidden", _rule_features_forbidden, lambda v: "none of " + ", ".join(v),
-         unknown=_wasm_features_unknown, fact="wasm_features"),
+         unknown=_wasm_features_partial, fact="wasm_features"),
     Rule("glibc_max", _rule_version_max("glibc_max", "GLIBC"), lambda v: f"glibc <= {v}"),
     Rule(
         "glibcxx_max", _rule_version_max("glibcxx_max", "GLIBCXX"), lambda v: f"GLIBCXX <= {v}"

@@ -479,6 +479,10 @@ def summarise(facts: Facts, members: list[Facts]) -> None:
     feats = [m.abi.wasm_features for m in good if m.abi.wasm_features is not None]
     if feats:
         abi.wasm_features = sorted(set().union(*feats))
+        complete = [m.abi.wasm_features_complete for m in good
+                    if m.abi.wasm_features is not None]
+        abi.wasm_features_complete = (False if False in complete
+                                      else True if all(c is True for c in complete) else None)
         all_feats = Counter(f for fs in feats for f in fs)
         partial = {f: n for f, n in all_feats.items() if n != len(feats)}
         if partial:

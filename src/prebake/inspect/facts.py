@@ -30,6 +30,9 @@ class Abi:
     eh: str | None = None
     lto: str | None = None
     wasm_features: list[str] | None = None
+    # whether ``wasm_features`` is the whole list: False when it was read without decoding
+    # the code (a linked module without target_features, no --deep), None when no list
+    wasm_features_complete: bool | None = None
     threads: bool | None = None
     simd128: bool | None = None
     relaxed_simd: bool | None = None
@@ -60,6 +63,7 @@ ABI_FIELDS = (
     ("relaxed_simd", "relaxed_simd"),
     ("async", "async_"),
     ("wasm_features", "wasm_features"),
+    ("wasm_features_complete", "wasm_features_complete"),
 )
 # The facts every result has, in ``inspect --json`` (``abi`` is ``ABI_FIELDS``); the human
 # view's title is the first four after the path.

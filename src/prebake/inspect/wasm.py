@@ -484,6 +484,7 @@ def _object_facts(r: Reader, m: Module, f: Facts, opts: ParseOptions) -> None:
     enabled = sorted(k for k, v in feats.items() if v in "+=")
     disallowed = sorted(k for k, v in feats.items() if v == "-")
     f.abi.wasm_features = enabled
+    f.abi.wasm_features_complete = True  # what the compiler enabled: a superset of the use
     if disallowed:
         f.details["disallowed_features"] = disallowed
     if m.features is None:
@@ -812,6 +813,7 @@ def _module_features(f: Facts, m: Module, scan: wasm_code.LocalScan | None,
                      deep: wasm_code.DeepScan | None) -> None:
     if m.features is not None:
         f.abi.wasm_features = sorted(k for k, v in m.features.items() if v in "+=")
+        f.abi.wasm_features_complete = True
         f.note("wasm_features", "target_features section")
         return
     feats: set[str] = set()
@@ -832,8 +834,14 @@ def _module_features(f: Facts, m: Module, scan: wasm_code.LocalScan | None,
     if deep is not None:
         feats.update(deep.features())
     f.abi.wasm_features = sorted(feats)
-    f.note("wasm_features", "inferred from usage (memory, imports, sections, types"
-           + (", every instruction)" if deep else ", locals; deep decode adds opcode families)"))
+    f.abi.wasm_features_complete = deep is not None
+    if deep is not None:
+        f.note("wasm_features", "inferred from usage (memory, imports, sections, types, "
+                                "every instruction)")
+    else:
+        f.note("wasm_features", "partial: inferred from memory, imports, sections, types and "
+               "locals without decoding the code, so features only instructions show (sign-ext, "
+               "nontrapping-fptoint, …) are not seen; --deep decodes every instruction")
 
 
 # --- the reader --------------------------------------------------------------------------------
