@@ -33,6 +33,7 @@ _CHAR6 = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._"
 class Block(IntEnum):
     BLOCKINFO = 0
     MODULE = 8
+    PARAMATTR_GROUP = 10  # attribute groups: "target-features", "target-cpu", …
     IDENTIFICATION = 13
     GLOBALVAL_SUMMARY = 20  # ThinLTO summary
     FULL_LTO_GLOBALVAL_SUMMARY = 24
@@ -43,6 +44,8 @@ class Block(IntEnum):
 MODULE_CODE_TRIPLE = 2
 MODULE_CODE_SOURCE_FILENAME = 16
 BLOB_RECORD = 1  # SYMTAB_BLOB / STRTAB_BLOB
+PARAMATTR_GRP_CODE_ENTRY = 3  # [grpid, paramidx, (kind, attr…)…]
+FUNCTION_ATTRS = 0xFFFFFFFF  # paramidx of a function's own attributes
 
 
 class SymFlag(IntEnum):
@@ -237,14 +240,19 @@ def _abbrev_record(b: Bits, ops: list[Op]) -> tuple[list[int], bytes | None]:
 
 @dataclass
 class _Block:
-    """What a walk of one block collected: records by code and sub-block ids."""
+    """What a walk of one block collected: records by code and sub-block ids, and the walks
+    of the sub-blocks it was asked to enter (``None`` for one that could not be read)."""
 
     records: list[tuple[int, list[int], bytes | None]] = field(default_factory=list)
     subblocks: list[int] = field(default_factory=list)
+    entered: list[tuple[int, _Block | None]] = field(default_factory=list)
 
 
-def _walk_block(b: Bits, width: int, end: int, want_records: frozenset[int]) -> _Block:
-    """Records (codes in ``want_records``) and sub-block ids of one block, sub-blocks skipped."""
+def _walk_block(b: Bits, width: int, end: int, want_records: frozenset[int],
+                enter: frozenset[int] = frozenset()) -> _Block:
+    """Records (codes in ``want_records``) and sub-block ids of one block; sub-blocks are
+    skipped by their length, except those in ``enter``, walked for the same records (one
+    level deep: a sub-block that cannot be read is recorded as ``None``, not an error)."""
     out = _Block()
     abbrevs: list[list[Op]] = []
     while b.pos < end:
@@ -254,12 +262,18 @@ def _walk_block(b: Bits, width: int, end: int, want_records: frozenset[int]) -> 
             return out
         if aid == 1:  # ENTER_SUBBLOCK: skip by its length
             bid = b.vbr(8)
-            b.vbr(4)
+            sub_width = b.vbr(4)
             b.align32()
             words = b.read(32)
             if b.pos + words * 32 > end:
                 raise Truncated(f"block {bid} of {words} words runs past its parent")
-            b.pos += words * 32
+            sub_end = b.pos + words * 32
+            if bid in enter and 2 <= sub_width <= 32:
+                try:
+                    out.entered.append((bid, _walk_block(b, sub_width, sub_end, want_records)))
+                except (Truncated, ValueError):
+                    out.entered.append((bid, None))
+            b.pos = sub_end
             out.subblocks.append(bid)
         elif aid == 2:
             abbrevs.append(_define_abbrev(b))
@@ -293,10 +307,69 @@ class Bitcode:
     source_file: str | None = None
     symtab: bytes | None = None
     strtab: bytes | None = None
+    # the string attributes of functions ("target-features" -> its values, one per group);
+    # None when an attribute group block could not be read
+    fn_attrs: dict[str, list[str]] | None = field(default_factory=dict)
 
 
 def _text(vals: list[int]) -> str:
     return bytes(v & 0xFF for v in vals).decode("utf-8", "replace")
+
+
+def _string_attrs(vals: list[int]) -> dict[str, str] | None:
+    """The string attributes of one PARAMATTR_GRP_CODE_ENTRY (after grpid and paramidx):
+    kind 0 enum (id), 1 int (id, value), 3 string key, 4 string key and value (NUL-ended),
+    5 type attribute without a type (id), 6 with one (id, type). ``None`` on a kind this
+    reader does not know (its length cannot be told)."""
+    out: dict[str, str] = {}
+    i, n = 0, len(vals)
+
+    def cstr(at: int) -> tuple[str, int]:
+        stop = at
+        while stop < n and vals[stop] != 0:
+            stop += 1
+        if stop >= n:
+            raise ValueError("attribute string without its NUL")
+        return _text(vals[at:stop]), stop + 1
+
+    try:
+        while i < n:
+            kind = vals[i]
+            if kind in (0, 5):
+                i += 2
+            elif kind in (1, 6):
+                i += 3
+            elif kind == 3:
+                key, i = cstr(i + 1)
+                out[key] = ""
+            elif kind == 4:
+                key, i = cstr(i + 1)
+                out[key], i = cstr(i)
+            else:
+                return None
+    except ValueError:
+        return None
+    return out if i == n else None
+
+
+def _fn_attrs(blk: _Block) -> dict[str, list[str]] | None:
+    """Every function attribute group's string attributes, key -> values."""
+    out: dict[str, list[str]] = {}
+    for bid, sub in blk.entered:
+        if bid != Block.PARAMATTR_GROUP:
+            continue
+        if sub is None:
+            return None
+        for code, vals, _ in sub.records:
+            if code != PARAMATTR_GRP_CODE_ENTRY or len(vals) < 2:
+                continue
+            attrs = _string_attrs(vals[2:])
+            if attrs is None:
+                return None
+            if vals[1] == FUNCTION_ATTRS:
+                for k, v in attrs.items():
+                    out.setdefault(k, []).append(v)
+    return out
 
 
 def walk(r: Reader, start: int, end: int) -> Bitcode:
@@ -321,8 +394,11 @@ def walk(r: Reader, start: int, end: int) -> Bitcode:
         out.top_blocks.append(bid)
         if bid == Block.MODULE and out.triple is None:
             blk = _walk_block(b, width, body_end,
-                              frozenset({MODULE_CODE_TRIPLE, MODULE_CODE_SOURCE_FILENAME}))
+                              frozenset({MODULE_CODE_TRIPLE, MODULE_CODE_SOURCE_FILENAME,
+                                         PARAMATTR_GRP_CODE_ENTRY}),
+                              enter=frozenset({Block.PARAMATTR_GROUP}))
             out.module_subblocks = blk.subblocks
+            out.fn_attrs = _fn_attrs(blk)
             for code, vals, _ in blk.records:
                 if code == MODULE_CODE_TRIPLE:
                     out.triple = _text(vals)
@@ -500,7 +576,75 @@ class BitcodeReader:
                 f.note("arch", f"target triple {triple}")
         if tab is not None:
             f.symbols = _symbols(tab)
+        _features(f, bc, f.arch in ("wasm32", "wasm64"))
+        _eh(f, tab, f.arch in ("wasm32", "wasm64"))
         return f
+
+
+WASM_PERSONALITY = "__gxx_wasm_personality_v0"  # clang -fwasm-exceptions: funclet EH
+LANDING_PAD_PERSONALITIES = ("__gxx_personality_v0", "__gxx_personality_sj0",
+                             "__gxx_personality_seh0")
+
+
+def _features(f: Facts, bc: Bitcode, wasm: bool) -> None:
+    """The target features the module's functions record (their ``target-features``
+    attribute, which clang fills with the CPU's features and every ``-m`` flag): for a wasm
+    triple, the list the compiled object's ``target_features`` section would carry."""
+    if bc.fn_attrs is None:
+        f.note("wasm_features" if wasm else "target_features",
+               "an attribute group block could not be read: features unknown")
+        return
+    values = bc.fn_attrs.get("target-features", [])
+    enabled: set[str] = set()
+    for v in values:
+        enabled.update(x[1:] for x in v.split(",") if x.startswith("+"))
+    cpus = sorted(set(bc.fn_attrs.get("target-cpu", [])))
+    f.details["target_features"] = sorted(enabled)
+    if cpus:
+        f.details["target_cpu"] = cpus
+    if not wasm:
+        return
+    f.abi.wasm_features = sorted(enabled)
+    f.abi.wasm_features_complete = True  # what the compiler enabled: a superset of the use
+    f.abi.simd128 = "simd128" in enabled
+    f.abi.relaxed_simd = "relaxed-simd" in enabled
+    why = (f"function attributes target-features: {', '.join(sorted(enabled))}" if values
+           else "no function records target-features (no feature enabled)")
+    if cpus:
+        why += f"; target-cpu {', '.join(cpus)}"
+    for fact in ("wasm_features", "simd128", "relaxed_simd"):
+        f.note(fact, why)
+
+
+def _eh(f: Facts, tab: IrSymtab | None, wasm: bool) -> None:
+    """The EH model from the personality function the module's functions name (the irsymtab
+    lists it as undefined): ``__gxx_wasm_personality_v0`` is native wasm EH; a landing-pad
+    personality (``__gxx_personality_v0``) is Emscripten's JS EH on a wasm triple (the wasm
+    backend lowers landing pads only that way) and native EH elsewhere."""
+    if tab is None:
+        f.note("eh", "no irsymtab: the personality cannot be read without decoding functions")
+        return
+    names = {n for n, _ in tab.symbols}
+    throws = sorted(n for n in ("__cxa_throw", "__cxa_rethrow") if n in names)
+    pads = sorted(n for n in LANDING_PAD_PERSONALITIES if n in names)
+    if WASM_PERSONALITY in names and pads:
+        f.abi.eh = "mixed"
+        f.note("eh", f"personalities {WASM_PERSONALITY} and {', '.join(pads)}")
+    elif WASM_PERSONALITY in names:
+        f.abi.eh = "wasm" if wasm else "native"
+        f.note("eh", f"personality {WASM_PERSONALITY} (wasm exception handling)")
+    elif pads:
+        f.abi.eh = "emscripten-legacy" if wasm else "native"
+        f.note("eh", f"personality {', '.join(pads)} (landing pads"
+               + (", lowered to Emscripten's JS exception handling)" if wasm else ")"))
+    elif throws and not wasm:
+        f.abi.eh = "native"
+        f.note("eh", "references " + ", ".join(throws))
+    else:
+        f.abi.eh = "none"
+        f.note("eh", "no personality function (no landing pads)"
+               + (f"; references {', '.join(throws)} (throws only, like emcc's default)"
+                  if throws else ""))
 
 
 READER = BitcodeReader()
