@@ -225,7 +225,7 @@ class FactSummary:
     def from_json(cls, d: Any, where: str) -> FactSummary:
         d = _obj(d, where)
         _required(d, ("path", "format", "kind", "os", "arch", "abi"), where)
-        for k in ("needed",):
+        for k in ("needed", "delay_needed"):
             if d.get(k) is not None:
                 _strs(d[k], f"{where}.{k}")
         if "soname" in d:

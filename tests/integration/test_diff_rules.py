@@ -50,6 +50,8 @@ def test_version_order(older: str, newer: str) -> None:
     ("msvc_runtime", "MD", "MT", True),
     ("needed", ["libc.so.6"], ["libc.so.6", "libm.so.6"], True),
     ("needed", ["libc.so.6", "libm.so.6"], ["libc.so.6"], False),
+    ("delay_needed", [], ["DirectML.dll"], True),  # must be there on first call
+    ("delay_needed", ["NODE.EXE"], [], False),
     ("wasm_features", ["simd128"], ["exception-handling", "simd128"], True),
     ("wasm_features", ["exception-handling", "simd128"], ["simd128"], False),
 ])

@@ -40,8 +40,9 @@ FACT_RULES: dict[str, tuple[str, str]] = {
     "macos_min": ("raised", "needs a newer macOS than the old deployment target"),
     "wasm_features": ("added", "consumers must enable the new wasm features"),
     "needed": ("added", "a new library must be present at load time"),
+    "delay_needed": ("added", "a new delay-loaded DLL must be present on first call"),
 }
-TOP_LEVEL_FACTS = ("format", "kind", "arch", "needed", "soname")
+TOP_LEVEL_FACTS = ("format", "kind", "arch", "needed", "delay_needed", "soname")
 
 
 def fact_value(facts: Mapping[str, Any], name: str) -> Any:

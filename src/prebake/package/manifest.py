@@ -31,6 +31,7 @@ def facts_summary(facts: Facts, rel: str) -> dict[str, Any]:
         "arch": facts.arch,
         "abi": facts.abi.to_json(),
         "needed": facts.needed,
+        "delay_needed": facts.delay_needed,
         "soname": facts.soname,
         "members": len(facts.members) if facts.members is not None else None,
     }
