@@ -259,3 +259,38 @@ def test_js_glue_is_read_only_inside_the_modules_folder(tmp_path: Path, module: 
     (here / "glue" / "m.js").write_text(GLUE)
     (here / "m.js").symlink_to("glue/m.js")  # a link that stays inside: read
     assert _async(here / "m.wasm")[0] == "jspi"
+
+
+WORKSPACE = """\
+[project]
+name = "confined"
+version = "0.1.0"
+
+[platforms.linux-x86_64]
+os = "linux"
+arch = "x86_64"
+
+[platforms.linux-x86_64.toolchain]
+cc = "gcc"
+cxx = "g++"
+ar = "ar"
+
+[platforms.linux-x86_64.contract]
+arch = "x86_64"
+"""
+
+
+@pytest.mark.parametrize("name", ["/etc/hostname", "../../../../../../etc/hostname"])
+def test_check_with_a_platform_never_says_ok(tmp_path: Path, name: str) -> None:
+    """The report's own command: ``prebake check --platform linux-x86_64`` on the 144- and
+    160-byte archives said "✓ ok: 1 file(s) satisfy the contract"."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "prebake.toml").write_text(WORKSPACE)
+    archive = thin_archive(ws / "libevil.a", name)
+    for flags in ((), ("--json",)):
+        proc = support.prebake("-C", ws, "check", *flags, "--platform", PLATFORM, archive)
+        out = proc.stdout + proc.stderr
+        assert proc.returncode == 2, out
+        assert "ok" not in proc.stdout.lower() and "satisfy" not in out, out
+        assert "thin archive member" in proc.stderr and not _leaks(out), out
