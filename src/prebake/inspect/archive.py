@@ -369,7 +369,9 @@ def _thin_files(ar: Archive, path: str) -> list[Path]:
             except (OSError, RuntimeError, ValueError):
                 why = "cannot be resolved (a symlink loop?)"
             else:
-                if not real.is_relative_to(base) or real == base:
+                if real == base:
+                    why = "names the archive's folder itself"
+                elif not real.is_relative_to(base):
                     why = ("climbs out of the archive's folder" if ".." in Path(name).parts
                            else "leads out of the archive's folder through a symlink")
         if why is not None:
