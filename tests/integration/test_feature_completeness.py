@@ -106,3 +106,15 @@ def test_forbidding_a_feature_fails_closed_on_a_partial_list(tmp_path: Path, bui
     # a whole list (an object's target_features) needs no deep read
     rc, out = _check(tmp_path, built / "simd.o", 'features_forbidden = ["relaxed-simd"]\n')
     assert rc == 0, out
+
+
+def test_requiring_a_feature_a_partial_list_lacks_says_the_list_is_partial(
+        tmp_path: Path, built: Path) -> None:
+    rc, out = _check(tmp_path, built / "se.wasm", 'features_required = ["sign-ext"]\n')
+    assert rc == 1
+    violations = out["violations"]
+    assert isinstance(violations, list)
+    [v] = violations
+    assert v["rule"] == "features_required" and "partial" in v["detail"], v
+    rc, out = _check(tmp_path, built / "se.wasm", 'features_required = ["sign-ext"]\n', "--deep")
+    assert rc == 0, out

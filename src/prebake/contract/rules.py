@@ -193,6 +193,8 @@ def _rule_features_required(expected: Sequence[str], leaf: Facts) -> Finding | N
     if not missing:
         return None
     have = ", ".join(sorted(feats)) or "none"
+    if leaf.abi.wasm_features_complete is False:  # the code may use what the list lacks
+        have += " (partial: read without the code; --deep reads the whole list)"
     return Finding(f"missing {', '.join(missing)}", [f"features: {have}"])
 
 
