@@ -514,9 +514,6 @@ class Manifest:
             out["provenance"] = dict(self.provenance)
         return out
 
-    def file_sizes(self) -> dict[str, int]:
-        """Path -> size of every regular file the manifest lists (symlinks have none)."""
-        return {f.path: f.size for f in self.files if f.size is not None and f.link is None}
 
 
 def parse_manifest(raw: bytes, source: str, limit: int = MAX_MANIFEST_BYTES) -> Manifest:

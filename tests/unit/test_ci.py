@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from prebake.ci import decide
+from prebake.ci.decide import decide
 from prebake.ci.leg import prepare_leg
 from prebake.cli import main
 from prebake.plan import asset_for, make_plan

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from prebake.errors import FormatError
 from prebake.inspect import ParseOptions, inspect, inspect_bytes, readers, sniff
-from prebake.inspect.demangle import demangle, demangle_many
+from prebake.inspect.demangle import demangle
 from tests import support
 
 TIME_LIMIT_S = 20  # per parse; a hang, not slowness, is what this catches
@@ -214,4 +214,3 @@ def test_demangler_known_names_and_batch() -> None:
     assert demangle("__Z7throweri") == "thrower(int)"  # Mach-O's extra underscore
     assert demangle("main") is None and demangle("?f@@YAXXZ") is None
     assert demangle("_Z" + "N" * 100_000) is None
-    assert demangle_many(["_Z1fv", "_Z1fv", "x"]) == {"_Z1fv": "f()", "x": None}

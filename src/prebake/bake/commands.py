@@ -13,8 +13,6 @@ from dataclasses import dataclass, field
 
 from prebake.errors import PrebakeError
 
-ARGV_PLACEHOLDERS = ("cc", "cxx", "ar")
-
 
 @dataclass(frozen=True)
 class Context:

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from prebake.contract.report import Violation
-from prebake.contract.rules import matching_exports, member_name
+from prebake.contract.rules import member_name
 from prebake.inspect.facts import Facts
 
 MAX_SHOWN = 8
@@ -84,10 +84,3 @@ def clash_violations(archives: Sequence[tuple[str, Facts]]) -> list[Violation]:
                              f"{len(names)} duplicate symbol(s)", pair[0], list(pair[1:]),
                              detail, None, evidence))
     return out
-
-
-def forbidden_exports(facts: Facts, patterns: Sequence[str]) -> list[str]:
-    """Exports of a shared library (or module) matching any glob, mangled or demangled."""
-    if facts.symbols is None:
-        return []
-    return matching_exports(facts.symbols.exports, patterns, macho=facts.format == "macho")

@@ -12,8 +12,6 @@ from typing import Any
 
 from prebake.diff.model import Change, DiffResult, pct
 
-MARK = {True: "✖ breaking", False: "✔ compatible"}
-
 
 def esc(value: Any) -> str:
     """Text safe inside a markdown table cell that GitHub renders as HTML."""

@@ -17,7 +17,6 @@ import ctypes
 import functools
 import sys
 import threading
-from collections.abc import Iterable
 
 MAX_NAME = 4096  # longer "names" are not worth a demangler call (and bound its work)
 # the C++ runtime by its usual soname, per platform (no ldconfig / compiler probing)
@@ -131,8 +130,3 @@ def fill(cache: dict[str, str | None], names: list[str], limit: int) -> None:
     # the C loop calls the runtime's demangler itself: it needs its address
     scan = native.scan if impl is not None and impl.address else loops
     scan.fill_demangled(cache, names, impl.address if impl is not None else 0, limit)
-
-
-def demangle_many(names: Iterable[str]) -> dict[str, str | None]:
-    """Batch form: each distinct name demangled once."""
-    return {n: demangle(n) for n in dict.fromkeys(names)}

@@ -195,11 +195,6 @@ class ElfFile:
             self._shstr = self._range(self.section(self.shstrndx))
         self._marks: frozenset[bytes] | None = None
 
-    @property
-    def shstrtab(self) -> bytes:
-        start, end = self._shstr
-        return bytes(self.data[start:end])
-
     def has_section_text(self, mark: bytes) -> bool:
         """Whether ``mark`` (one of ``_MARK_TEXTS``) occurs in the section name table, all
         of them looked for in one search: GCC's objects have one section per function, so

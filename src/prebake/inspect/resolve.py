@@ -102,7 +102,7 @@ class Resolver:
         if not p.exists():
             raise PrebakeError(f"{p}: no such file or folder")
         if p.is_dir():
-            self._walk(p, shown, explicit_root=True, depth=0)
+            self._walk(p, shown, depth=0)
         elif is_package(p) and not is_binary(p):
             self._package(p, shown, depth=0)
         else:
@@ -123,9 +123,9 @@ class Resolver:
         self.out.labels.append((str(dest) + "/", shown + "!"))
         if dest.resolve() != dest:
             self.out.labels.append((str(dest.resolve()) + "/", shown + "!"))
-        self._walk(dest, shown + "!", explicit_root=False, depth=depth + 1, package=True)
+        self._walk(dest, shown + "!", depth=depth + 1, package=True)
 
-    def _walk(self, root: Path, shown: str, *, explicit_root: bool, depth: int,
+    def _walk(self, root: Path, shown: str, *, depth: int,
               package: bool = False) -> None:
         base = root.resolve()
         for f, rel in _tree(root, base, self.out.escapes, shown, package):

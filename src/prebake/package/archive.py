@@ -24,7 +24,6 @@ import io
 import lzma
 import os
 import stat
-import subprocess
 import tarfile
 import tempfile
 from collections import deque
@@ -254,66 +253,8 @@ class ParallelXzWriter:
         self._pool.shutdown(wait=True, cancel_futures=True)
 
 
-class XzProcessWriter:
-    """The same contract through an ``xz`` subprocess (kept for the benchmark's comparison)."""
-
-    def __init__(self, sink: Callable[[bytes], None], *, threads: int | None = None,
-                 block_size: int = BLOCK_SIZE) -> None:
-        import threading
-
-        self._pos = 0
-        self._proc = subprocess.Popen(
-            ["xz", f"-{PRESET}", f"-T{max(2, threads or os.cpu_count() or 1)}",
-             f"--block-size={block_size}", "-c"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-        )
-        self._error: BaseException | None = None
-
-        def pump() -> None:
-            assert self._proc.stdout is not None
-            try:
-                while chunk := self._proc.stdout.read(1 << 20):
-                    sink(chunk)
-            except BaseException as exc:  # surfaced in close()
-                self._error = exc
-                self._proc.kill()
-
-        self._thread = threading.Thread(target=pump, daemon=True)
-        self._thread.start()
-
-    def tell(self) -> int:
-        return self._pos
-
-    def write(self, data: bytes | bytearray | memoryview) -> int:
-        assert self._proc.stdin is not None
-        self._proc.stdin.write(data)
-        self._pos += len(data)
-        return len(data)
-
-    def close(self) -> None:
-        assert self._proc.stdin is not None
-        self._proc.stdin.close()
-        self._thread.join()
-        rc = self._proc.wait()
-        if self._error is not None:
-            raise self._error
-        if rc != 0:
-            raise PrebakeError(f"xz exited with status {rc}")
-
-    def abort(self) -> None:
-        self._proc.kill()
-        self._proc.wait()
-        self._thread.join()
-
-
-COMPRESSORS: dict[str, type[ParallelXzWriter] | type[XzProcessWriter]] = {
-    "lzma": ParallelXzWriter,
-    "xz": XzProcessWriter,
-}
-
-
 def write_tar_xz(entries: Iterable[Entry], out: BinaryIO, *, threads: int | None = None,
-                 compressor: str = "lzma", limit: int = MAX_ASSET_BYTES,
+                 limit: int = MAX_ASSET_BYTES,
                  block_size: int | None = None) -> tuple[str, int]:
     """Write ``entries`` (already sorted) as ``tar.xz`` to ``out``; returns (sha256, size).
 
@@ -324,7 +265,7 @@ def write_tar_xz(entries: Iterable[Entry], out: BinaryIO, *, threads: int | None
     if block_size is None:
         block_size = block_size_for(tar_size(entries))
     sink = _Sink(out, limit)
-    writer = COMPRESSORS[compressor](sink.write, threads=threads, block_size=block_size)
+    writer = ParallelXzWriter(sink.write, threads=threads, block_size=block_size)
     try:
         tf = tarfile.TarFile(fileobj=writer, mode="w",  # type: ignore[arg-type]
                              format=tarfile.GNU_FORMAT)

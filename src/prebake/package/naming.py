@@ -15,7 +15,6 @@ from prebake.errors import PrebakeError
 ASSET_SUFFIX = ".tar.xz"
 SHA256_SUFFIX = ".sha256"
 MANIFEST_SUFFIX = ".json"
-SIDECAR_SUFFIXES = (SHA256_SUFFIX, MANIFEST_SUFFIX)
 # Optional trust sidecars (prebake.trust): the in-toto provenance statement and the ssh signature
 # over the asset's and the statement's sha256 lines. Stores carry them when next to an asset.
 PROVENANCE_SUFFIX = ".intoto.json"

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -176,15 +175,6 @@ class LocalStore:
 
     def asset_url(self, asset: AssetId, release: str | None = None) -> str:
         return (self._dir(release) / asset.filename).resolve().as_uri()
-
-    def delete(self, asset: AssetId, release: str | None = None) -> None:
-        """Remove an asset, commit marker first (used by tests and clean-ups)."""
-        d = self._dir(release)
-        for name in (asset.sha256_name, asset.filename, asset.manifest_name,
-                     *(asset.filename + s for s in TRUST_SIDECAR_SUFFIXES)):
-            (d / name).unlink(missing_ok=True)
-        if d.is_dir() and not any(d.iterdir()):
-            shutil.rmtree(d, ignore_errors=True)
 
 
 

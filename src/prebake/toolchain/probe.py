@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from prebake.toolchain.families import BY_NAME, Family, family_of_argv, family_of_banner
+from prebake.toolchain.families import Family, family_of_argv, family_of_banner
 
 # (argv, environment) -> (exit status, stdout, stderr); tests never replace it with a fake
 # compiler, but a caller may route probes (e.g. through a chroot wrapper on PATH).
@@ -216,7 +216,3 @@ class Prober:
 
 
 PROBER = Prober()  # one per process: each compiler is asked once per run
-
-
-def family_named(name: str | None) -> Family | None:
-    return BY_NAME.get(name) if name else None

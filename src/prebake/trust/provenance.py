@@ -43,7 +43,6 @@ STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE = "https://slsa.dev/provenance/v1"
 # The buildType names the meaning of externalParameters; bumped (v2) when they change meaning.
 BUILD_TYPE = "https://prebake.invalid/build-types/unit/v1"
-MEDIA_TYPE = "application/vnd.in-toto+json"
 
 
 def _rel_uri(path: Path, root: Path) -> str:
