@@ -40,6 +40,7 @@ def lto() -> Path:
         ["em++", "-O2", "-flto", "-c", "t.cpp", "-o", "default.o"],
         ["emcc", "-O2", "-flto", "-c", "-msimd128", "-mrelaxed-simd", "p.c", "-o",
          "relaxed.o"],
+        ["emcc", "-O2", "-flto", "-c", "-pthread", "p.c", "-o", "pthread.o"],
         ["emar", "rcs", "liblegacy_lto.a", "legacy.o"],
         ["emar", "rcs", "libwasmeh_lto.a", "wasmeh.o"],
         ["emar", "rcs", "libmixed_lto.a", "wasmeh.o", "relaxed.o"],
@@ -62,7 +63,7 @@ def _llvm_dis(path: Path) -> tuple[set[str], set[str]]:
 
 @pytest.mark.parametrize(("obj", "eh"), [
     ("legacy.o", "emscripten-legacy"), ("wasmeh.o", "wasm"), ("default.o", "none"),
-    ("relaxed.o", "none"), ("native.o", "native"), ("bare.o", "none")])
+    ("relaxed.o", "none"), ("pthread.o", "none"), ("native.o", "native"), ("bare.o", "none")])
 def test_bitcode_facts_match_llvm_dis(lto: Path, obj: str, eh: str) -> None:
     f = inspect(lto / obj, ParseOptions(symbols=True))
     assert f.format == "llvm-bitcode" and f.abi.lto == "llvm-bitcode"
@@ -75,6 +76,7 @@ def test_bitcode_facts_match_llvm_dis(lto: Path, obj: str, eh: str) -> None:
         assert f.abi.wasm_features == sorted(feats) and f.abi.wasm_features_complete is True
         assert f.abi.simd128 == ("simd128" in feats)
         assert f.abi.relaxed_simd == ("relaxed-simd" in feats)
+        assert f.abi.threads == ({"atomics", "bulk-memory"} <= feats)
     else:
         assert f.arch == "x86_64" and f.abi.wasm_features is None
 
@@ -86,6 +88,7 @@ def test_the_labels_are_what_the_flags_asked_for(lto: Path) -> None:
     assert _llvm_dis(lto / "legacy.o")[1] == {"__gxx_personality_v0"}
     assert _llvm_dis(lto / "relaxed.o")[0] == {"simd128", "relaxed-simd"}
     assert {"bulk-memory", "sign-ext"} <= _llvm_dis(lto / "bare.o")[0]
+    assert {"atomics", "bulk-memory"} <= _llvm_dis(lto / "pthread.o")[0]
 
 
 def _check(tmp_path: Path, archive: Path, contract: str) -> tuple[int, dict[str, object]]:

@@ -608,11 +608,13 @@ def _features(f: Facts, bc: Bitcode, wasm: bool) -> None:
     f.abi.wasm_features_complete = True  # what the compiler enabled: a superset of the use
     f.abi.simd128 = "simd128" in enabled
     f.abi.relaxed_simd = "relaxed-simd" in enabled
+    # as for a wasm object: shared memory needs both (wasm-ld refuses the link otherwise)
+    f.abi.threads = {"atomics", "bulk-memory"} <= enabled
     why = (f"function attributes target-features: {', '.join(sorted(enabled))}" if values
            else "no function records target-features (no feature enabled)")
     if cpus:
         why += f"; target-cpu {', '.join(cpus)}"
-    for fact in ("wasm_features", "simd128", "relaxed_simd"):
+    for fact in ("wasm_features", "simd128", "relaxed_simd", "threads"):
         f.note(fact, why)
 
 
