@@ -233,10 +233,12 @@ def _results(targets: list[Target], mode: Mode, stack: ExitStack) -> Iterator[Re
     from concurrent.futures import ProcessPoolExecutor
 
     folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="prebake-inspect-out-"))
-    method = "fork" if sys.platform == "linux" else None  # the platform's default elsewhere
-    pool = stack.enter_context(ProcessPoolExecutor(
-        workers, mp_context=multiprocessing.get_context(method), initializer=_warm,
-        initargs=(mode.symbols,)))
+    if sys.platform == "linux":  # forked workers inherit the readers this process loads
+        _warm(mode.symbols)
+        pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
+    else:  # the platform's default (spawn): each worker loads them
+        pool = ProcessPoolExecutor(workers, initializer=_warm, initargs=(mode.symbols,))
+    stack.enter_context(pool)
     order = sorted(range(len(targets)), key=lambda i: -targets[i].size)
     futures = {i: pool.submit(job, mode, folder, targets[i], i) for i in order}
     try:
@@ -248,8 +250,8 @@ def _results(targets: list[Target], mode: Mode, stack: ExitStack) -> Iterator[Re
 
 
 def _warm(symbols: bool) -> None:
-    """A worker's start: the readers of this machine's own binaries (archives, ELF) and, for
-    symbols, the demangler; anything else is loaded on first use, as in a serial run."""
+    """What every worker needs: the readers of this machine's own binaries (archives, ELF)
+    and, for symbols, the demangler; anything else is loaded on first use, as serially."""
     from prebake.inspect import registry, render  # noqa: F401 (imported to be loaded)
 
     for name in ("archive", "elf"):
