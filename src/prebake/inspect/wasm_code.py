@@ -162,32 +162,52 @@ def scan_locals(buf: Buffer, start: int, end: int, keep_bodies: bool) -> LocalSc
 _NONE, _IDX, _IDX2, _BLOCK, _MEMARG, _I32, _I64, _F32, _F64, _BRTABLE, _SELECT_T, _HEAPTYPE, \
     _TRY_TABLE, _MEMIDX = range(14)
 
-_MVP: dict[int, int] = {}
-for _op in (0x00, 0x01, 0x05, 0x0A, 0x0F, 0x19, 0x1A, 0x1B, 0xD1, 0xD3):
-    _MVP[_op] = _NONE
-for _op in range(0x45, 0xC5):  # numeric ops, incl. sign-ext C0..C4
-    _MVP[_op] = _NONE
-for _op in (0x02, 0x03, 0x04, 0x06):
-    _MVP[_op] = _BLOCK
-for _op in (0x07, 0x08, 0x09, 0x0C, 0x0D, 0x10, 0x12, 0x14, 0x15, 0x18, 0x20, 0x21, 0x22, 0x23,
-            0x24, 0x25, 0x26, 0xD2, 0xD4, 0xD6):
-    _MVP[_op] = _IDX
-for _op in (0x11, 0x13):
-    _MVP[_op] = _IDX2
-for _op in range(0x28, 0x3F):
-    _MVP[_op] = _MEMARG
-_MVP[0x3F] = _MEMIDX
-_MVP[0x40] = _MEMIDX
-_MVP[0x41] = _I32
-_MVP[0x42] = _I64
-_MVP[0x43] = _F32
-_MVP[0x44] = _F64
-_MVP[0x0E] = _BRTABLE
-_MVP[0x1C] = _SELECT_T
-_MVP[0xD0] = _HEAPTYPE
-_MVP[0x1F] = _TRY_TABLE
 
-_OPENERS = frozenset({0x02, 0x03, 0x04, 0x06, 0x1F})
+@dataclass(frozen=True, slots=True)
+class Op:
+    """One single-byte opcode: its immediates, the families it counts for (``FAMILY_FEATURE``
+    names their features) and how it changes the block depth (``end`` is 0x0B, apart)."""
+
+    shape: int
+    families: tuple[str, ...] = ()
+    depth: int = 0
+
+
+_EH, _EXN, _TAIL, _REF, _FUNCREF = ("eh_legacy",), ("eh_exnref",), ("tail_call",), \
+    ("reference_types",), ("typed_funcref",)
+OPS: dict[int, Op] = {}
+for _op in (0x00, 0x01, 0x05, 0x0F, 0x1A, 0x1B, *range(0x45, 0xC0)):  # MVP, numeric
+    OPS[_op] = Op(_NONE)
+for _op in range(0xC0, 0xC5):  # i32.extend8_s … i64.extend32_s
+    OPS[_op] = Op(_NONE, ("sign_ext",))
+OPS[0x19] = Op(_NONE, _EH)  # catch_all
+OPS[0x0A] = Op(_NONE, _EXN)  # throw_ref
+OPS[0xD1] = OPS[0xD3] = Op(_NONE, _REF)  # ref.is_null, ref.as_non_null
+for _op in (0x02, 0x03, 0x04):  # block, loop, if
+    OPS[_op] = Op(_BLOCK, depth=1)
+OPS[0x06] = Op(_BLOCK, _EH, depth=1)  # try
+for _op in (0x0C, 0x0D, 0x10, 0x20, 0x21, 0x22, 0x23, 0x24):  # br, br_if, call, locals, globals
+    OPS[_op] = Op(_IDX)
+OPS[0x07] = OPS[0x09] = Op(_IDX, _EH)  # catch, rethrow
+OPS[0x08] = Op(_IDX, ("eh_throw",))  # throw
+OPS[0x18] = Op(_IDX, _EH, depth=-1)  # delegate closes its try
+OPS[0x12] = Op(_IDX, _TAIL)  # return_call
+OPS[0x14] = OPS[0xD4] = OPS[0xD6] = Op(_IDX, _FUNCREF)  # call_ref, br_on_null, br_on_non_null
+OPS[0x15] = Op(_IDX, ("typed_funcref", "tail_call"))  # return_call_ref
+OPS[0x25] = OPS[0x26] = OPS[0xD2] = Op(_IDX, _REF)  # table.get, table.set, ref.func
+OPS[0x11] = Op(_IDX2)  # call_indirect
+OPS[0x13] = Op(_IDX2, _TAIL)  # return_call_indirect
+for _op in range(0x28, 0x3F):  # loads and stores
+    OPS[_op] = Op(_MEMARG)
+OPS[0x3F] = OPS[0x40] = Op(_MEMIDX)  # memory.size, memory.grow
+OPS[0x41] = Op(_I32)
+OPS[0x42] = Op(_I64)
+OPS[0x43] = Op(_F32)
+OPS[0x44] = Op(_F64)
+OPS[0x0E] = Op(_BRTABLE)
+OPS[0x1C] = Op(_SELECT_T, _REF)  # select with types
+OPS[0xD0] = Op(_HEAPTYPE, _REF)  # ref.null
+OPS[0x1F] = Op(_TRY_TABLE, _EXN, depth=1)
 
 # 0xFC: 0..7 saturating truncation (no immediates); 8..17 bulk memory / table ops.
 _FC_IMM = {8: 2, 9: 1, 10: 2, 11: 1, 12: 2, 13: 1, 14: 2, 15: 1, 16: 1, 17: 1}
@@ -230,6 +250,54 @@ def _blocktype(buf: bytes, pos: int, end: int) -> int:
     return skip_leb(buf, pos, end)  # a type index (a non-negative s33)
 
 
+def _immediates(shape: int, buf: bytes, pos: int, end: int) -> int:
+    """The position after the immediates of an instruction of ``shape``."""
+    if shape == _NONE:
+        return pos
+    if shape in (_IDX, _I32, _I64, _MEMIDX, _HEAPTYPE):
+        return skip_leb(buf, pos, end)
+    if shape == _MEMARG:
+        return _memarg(buf, pos, end)
+    if shape == _BLOCK:
+        return _blocktype(buf, pos, end)
+    if shape == _IDX2:
+        return skip_leb(buf, skip_leb(buf, pos, end), end)
+    if shape == _F32:
+        return pos + 4
+    if shape == _F64:
+        return pos + 8
+    if shape == _BRTABLE:
+        n, pos = uleb(buf, pos, end)
+        if n > end - pos:
+            raise Truncated(f"br_table at offset {pos} lists {n} labels")
+        for _ in range(n + 1):
+            pos = skip_leb(buf, pos, end)
+        return pos
+    if shape == _SELECT_T:
+        n, pos = uleb(buf, pos, end)
+        if n > end - pos:
+            raise Truncated(f"select at offset {pos} lists {n} types")
+        for _ in range(n):
+            pos = skip_valtype(buf, pos, end)
+        return pos
+    # _TRY_TABLE: a block type, then the catch clauses
+    pos = _blocktype(buf, pos, end)
+    n, pos = uleb(buf, pos, end)
+    if n > end - pos:
+        raise Truncated(f"try_table at offset {pos} lists {n} catches")
+    for _ in range(n):
+        if pos >= end:
+            raise Truncated(f"try_table catch at offset {pos} runs past its body")
+        kind = buf[pos]
+        pos += 1
+        if kind in (0, 1):
+            pos = skip_leb(buf, pos, end)  # tag
+        elif kind not in (2, 3):
+            raise Truncated(f"try_table catch kind {kind} at offset {pos - 1}")
+        pos = skip_leb(buf, pos, end)  # label
+    return pos
+
+
 def decode_body(buf: bytes, pos: int, end: int, counts: Counter[str]) -> None:
     """Decode one function body (locals first) and count instruction families.
 
@@ -240,7 +308,7 @@ def decode_body(buf: bytes, pos: int, end: int, counts: Counter[str]) -> None:
         pos = skip_leb(buf, pos, end)
         pos = skip_valtype(buf, pos, end)
     depth = 0
-    mvp = _MVP
+    ops = OPS
     while pos < end:
         op = buf[pos]
         pos += 1
@@ -251,84 +319,12 @@ def decode_body(buf: bytes, pos: int, end: int, counts: Counter[str]) -> None:
                 return
             depth -= 1
             continue
-        shape = mvp.get(op)
-        if shape is not None:
-            if shape == _NONE:
-                if 0xC0 <= op <= 0xC4:
-                    counts["sign_ext"] += 1
-                elif op == 0x19:
-                    counts["eh_legacy"] += 1
-                elif op == 0x0A:
-                    counts["eh_exnref"] += 1
-                elif op in (0xD1, 0xD3):
-                    counts["reference_types"] += 1
-            elif shape == _IDX:
-                pos = skip_leb(buf, pos, end)
-                if op in (0x07, 0x08, 0x09):
-                    counts["eh_throw" if op == 0x08 else "eh_legacy"] += 1
-                elif op == 0x18:
-                    counts["eh_legacy"] += 1
-                    depth -= 1  # delegate closes its try
-                elif op in (0x12, 0x13):
-                    counts["tail_call"] += 1
-                elif op in (0x14, 0x15, 0xD4, 0xD6):
-                    counts["typed_funcref"] += 1
-                    if op == 0x15:
-                        counts["tail_call"] += 1
-                elif op in (0x25, 0x26, 0xD2):
-                    counts["reference_types"] += 1
-            elif shape == _MEMARG:
-                pos = _memarg(buf, pos, end)
-            elif shape in (_I32, _I64):
-                pos = skip_leb(buf, pos, end)
-            elif shape == _BLOCK:
-                pos = _blocktype(buf, pos, end)
-                depth += 1
-                if op == 0x06:
-                    counts["eh_legacy"] += 1
-            elif shape == _IDX2:
-                pos = skip_leb(buf, skip_leb(buf, pos, end), end)
-                if op == 0x13:
-                    counts["tail_call"] += 1
-            elif shape == _F32:
-                pos += 4
-            elif shape == _F64:
-                pos += 8
-            elif shape == _MEMIDX:
-                pos = skip_leb(buf, pos, end)
-            elif shape == _BRTABLE:
-                n, pos = uleb(buf, pos, end)
-                if n > end - pos:
-                    raise Truncated(f"br_table at offset {pos} lists {n} labels")
-                for _ in range(n + 1):
-                    pos = skip_leb(buf, pos, end)
-            elif shape == _SELECT_T:
-                n, pos = uleb(buf, pos, end)
-                if n > end - pos:
-                    raise Truncated(f"select at offset {pos} lists {n} types")
-                for _ in range(n):
-                    pos = skip_valtype(buf, pos, end)
-                counts["reference_types"] += 1
-            elif shape == _HEAPTYPE:
-                pos = skip_leb(buf, pos, end)
-                counts["reference_types"] += 1
-            elif shape == _TRY_TABLE:
-                pos = _blocktype(buf, pos, end)
-                n, pos = uleb(buf, pos, end)
-                if n > end - pos:
-                    raise Truncated(f"try_table at offset {pos} lists {n} catches")
-                for _ in range(n):
-                    if pos >= end:
-                        raise Truncated(f"try_table catch at offset {pos} runs past its body")
-                    kind = buf[pos]
-                    pos += 1
-                    if kind in (0, 1):
-                        pos = skip_leb(buf, pos, end)  # tag
-                    elif kind not in (2, 3):
-                        raise Truncated(f"try_table catch kind {kind} at offset {pos - 1}")
-                    pos = skip_leb(buf, pos, end)  # label
-                depth += 1
-                counts["eh_exnref"] += 1
+        entry = ops.get(op)
+        if entry is not None:
+            pos = _immediates(entry.shape, buf, pos, end)
+            depth += entry.depth
+            for family in entry.families:
+                counts[family] += 1
             continue
         if op == 0xFD:
             sub, pos = uleb(buf, pos, end)
