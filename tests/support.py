@@ -309,3 +309,21 @@ def cached_prebake_build(name: str, files: Mapping[str, str], args: Sequence[str
     shutil.rmtree(ws / ".prebake" / "work", ignore_errors=True)
     (out / "result.json").write_text(json.dumps({"rc": proc.returncode, "data": data}))
     return ws, proc.returncode, data
+
+
+WORKSPACES = ROOT / "tests" / "data" / "workspaces"
+PTHREAD_LINK = '\n[platforms.linux-x86_64.link_test]\nflags = ["-pthread"]\n'
+PLAIN_LINK = "\n[platforms.linux-x86_64.link_test]\nflags = []\n"
+
+
+def gcc_workspace(name: str, pins: str, stage: str, recipes: str, *,
+                  contract: str = 'lto = "none"', more: str = PTHREAD_LINK) -> str:
+    """The ``prebake.toml`` of a one-stage workspace building for linux-x86_64 with Debian's
+    gcc (``tests/data/workspaces/templates/linux-gcc.toml``): ``pins`` and ``contract`` are
+    TOML lines, ``recipes`` a TOML list, ``more`` the tables after the contract (the link
+    test, another platform)."""
+    import string
+
+    template = string.Template((WORKSPACES / "templates" / "linux-gcc.toml").read_text())
+    return template.substitute(name=name, pins=pins, stage=stage, recipes=recipes,
+                               contract=contract, more=more)

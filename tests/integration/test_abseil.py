@@ -64,38 +64,8 @@ RECIPE = Recipe(
 )
 '''
 
-WORKSPACE = """\
-[project]
-name = "abseil-relocate"
-version = "1.0.0"
-
-[pins]
-abseil = "20240722.0"
-
-[platforms.linux-x86_64]
-os = "linux"
-arch = "x86_64"
-env_unset = ["CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS"]
-
-[platforms.linux-x86_64.toolchain]
-cc = "gcc"
-cxx = "g++"
-ar = "ar"
-
-[platforms.linux-x86_64.contract]
-lto = "none"
-
-[platforms.linux-x86_64.link_test]
-flags = ["-pthread"]
-
-[stages.deps]
-recipes = ["abseil"]
-package = "per-recipe"
-
-[stores.local]
-url = "file://./releases"
-default = true
-"""
+WORKSPACE = support.gcc_workspace("abseil-relocate", 'abseil = "20240722.0"', "deps",
+                                  '["abseil"]')
 
 CONSUMER = """\
 cmake_minimum_required(VERSION 3.16)

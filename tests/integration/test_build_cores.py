@@ -10,37 +10,8 @@ from pathlib import Path
 from prebake.bake.cores import CoreBudget, usable_cores
 from tests import support
 
-TOML = """[project]
-name = "cores-sdk"
-version = "1.0.0"
-
-[pins]
-{pins}
-
-[platforms.linux-x86_64]
-os = "linux"
-arch = "x86_64"
-env_unset = ["CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS"]
-
-[platforms.linux-x86_64.toolchain]
-cc = "gcc"
-cxx = "g++"
-ar = "ar"
-
-[platforms.linux-x86_64.contract]
-lto = "none"
-
-[platforms.linux-x86_64.link_test]
-flags = []
-
-[stages.libs]
-recipes = [{recipes}]
-package = "per-recipe"
-
-[stores.local]
-url = "file://./releases"
-default = true
-"""
+TOML = support.gcc_workspace("cores-sdk", "{pins}", "libs", "[{recipes}]",
+                             more=support.PLAIN_LINK)
 RECIPE = '''from prebake.recipes import Build, LocalSource, Outputs, Recipe, Snippet
 
 RECIPE = Recipe(

@@ -9,37 +9,8 @@ from pathlib import Path
 
 from tests import support
 
-TOML = """[project]
-name = "demo-sdk"
-version = "1.0.0"
-
-[pins]
-demo = "{version}"
-
-[platforms.linux-x86_64]
-os = "linux"
-arch = "x86_64"
-env_unset = ["CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS"]
-
-[platforms.linux-x86_64.toolchain]
-cc = "gcc"
-cxx = "g++"
-ar = "ar"
-
-[platforms.linux-x86_64.contract]
-lto = "none"
-
-[platforms.linux-x86_64.link_test]
-flags = []
-
-[stages.libs]
-recipes = ["demo"]
-package = "per-recipe"
-
-[stores.local]
-url = "file://./releases"
-default = true
-"""
+TOML = support.gcc_workspace("demo-sdk", 'demo = "{version}"', "libs", '["demo"]',
+                             more=support.PLAIN_LINK)
 RECIPE = '''from prebake.recipes import Build, LocalSource, Outputs, Recipe, Snippet
 
 RECIPE = Recipe(

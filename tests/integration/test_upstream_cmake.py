@@ -63,27 +63,7 @@ RECIPE = Recipe(
 )
 '''
 
-WORKSPACE = """\
-[project]
-name = "zstd-relocate"
-version = "1.0.0"
-
-[pins]
-zstd = "PIN"
-
-[platforms.linux-x86_64]
-os = "linux"
-arch = "x86_64"
-env_unset = ["CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS"]
-
-[platforms.linux-x86_64.toolchain]
-cc = "gcc"
-cxx = "g++"
-ar = "ar"
-
-[platforms.linux-x86_64.contract]
-lto = "none"
-
+WASM_PLATFORM = """
 [platforms.wasm]
 os = "emscripten"
 arch = "wasm32"
@@ -99,15 +79,9 @@ lto = "none"
 
 [platforms.wasm.link_test]
 flags = ["-sERROR_ON_UNDEFINED_SYMBOLS=1"]
-
-[stages.deps]
-recipes = ["zstd"]
-package = "per-recipe"
-
-[stores.local]
-url = "file://./releases"
-default = true
 """
+WORKSPACE = support.gcc_workspace("zstd-relocate", 'zstd = "PIN"', "deps", '["zstd"]',
+                                  more=WASM_PLATFORM)
 
 MAIN_C = """\
 #include <stdio.h>
