@@ -88,13 +88,38 @@ def _symbol_lists(sy: Symbols | None, ind: str) -> dict[str, str]:
 def _names(names: list[str], ind: str) -> str:
     if not names:
         return "[]"
-    demangled = _demangle_all(names)
-    head = f"{ind}  {{\n{ind}    \"demangled\": "
-    mid = f",\n{ind}    \"name\": "
-    tail = f"\n{ind}  }}"
-    entries = [f"{head}{'null' if (dm := demangled[n]) is None else encode_basestring(dm)}"
-               f"{mid}{encode_basestring(n)}{tail}" for n in names]
-    return "[\n" + ",\n".join(entries) + "\n" + ind + "]"
+    entries = _entries.get(ind)
+    if entries is None:
+        entries = _entries[ind] = _Entries(ind)
+    entries.demangled = _demangle_all(names)
+    return "[\n" + ",\n".join(map(entries.__getitem__, names)) + "\n" + ind + "]"
+
+
+class _Entries(dict[str, str]):
+    """name -> its ``{"demangled": …, "name": …}`` text at one indent, made on first use.
+
+    An archive repeats names (every member's ``undefined`` names ``llvm::errs()``, the
+    archive's lists repeat its members'): most entries of a big run are found here. Bounded,
+    like the demangling cache, against a hostile file.
+    """
+
+    def __init__(self, ind: str) -> None:
+        super().__init__()
+        self.head = f"{ind}  {{\n{ind}    \"demangled\": "
+        self.mid = f",\n{ind}    \"name\": "
+        self.tail = f"\n{ind}  }}"
+        self.demangled: dict[str, str | None] = {}
+
+    def __missing__(self, name: str) -> str:
+        if len(self) >= DEMANGLED_MAX:
+            self.clear()
+        dm = self.demangled[name]
+        text = self[name] = (f"{self.head}{'null' if dm is None else encode_basestring(dm)}"
+                             f"{self.mid}{encode_basestring(name)}{self.tail}")
+        return text
+
+
+_entries: dict[str, _Entries] = {}
 
 
 # --------------------------------------------------------------------------------------------
