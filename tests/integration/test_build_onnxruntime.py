@@ -35,6 +35,10 @@ def dry_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any
             assert u["reason"].startswith("dry run: would refuse: onnxruntime/wasm: needs "
                                           "Emscripten (emcc/em++) 3.1.61 or newer "
                                           "(--enable_wasm_jspi links with -sJSPI)"), u["reason"]
+        elif u["unit"] == "onnxruntime/macos-arm64":  # AppleClang: only on a macOS runner
+            assert u["reason"].startswith("dry run: would refuse: platform macos-arm64: "
+                                          "AppleClang (Xcode, via xcrun) runs only on macos"), \
+                u["reason"]
         else:
             assert "refuse" not in u["reason"]
         (step,) = u["steps"]
@@ -91,26 +95,33 @@ def test_wasm_uses_onnxruntime_build_sh_with_the_pinned_emsdk(
     assert copy[-1].endswith("/prefix/lib/libonnxruntime.a")
 
 
-def test_linux_aarch64_is_shared_with_xnnpack_nchwc_and_lto(
+def test_linux_aarch64_is_shared_with_xnnpack_nchwc_a_cross_file_and_the_host_protoc(
         dry_run: dict[str, dict[str, Any]]) -> None:
     step = dry_run["linux-aarch64"]
     build = _cmd(step, "build.py")
-    for flag in ("--build_shared_lib", "--use_xnnpack", "--enable_lto", "--skip_tests",
-                 "--skip_submodule_sync"):
+    for flag in ("--build_shared_lib", "--use_xnnpack", "--skip_tests", "--skip_submodule_sync",
+                 "--allow_running_as_root", "--compile_no_warning_as_error"):
         assert flag in build
-    assert "onnxruntime_USE_ARM_NEON_NCHWC=ON" in build
-    assert "aarch64-linux-gnu.2.28" in step["env"]["CC"]
-    assert "aarch64-linux-gnu.2.28" in step["env"]["CXX"]
-    assert _cmd(step, "--install")[:2] == ["cmake", "--install"]
+    assert "--enable_lto" not in build  # the cross archiver would drop it
+    for define in ("onnxruntime_USE_ARM_NEON_NCHWC=ON", "onnxruntime_BUILD_UNIT_TESTS=OFF"):
+        assert define in build
+    (toolchain,) = [a for a in build if a.startswith("CMAKE_TOOLCHAIN_FILE=")]
+    assert toolchain.endswith("/linux-aarch64/extra-onnxruntime/toolchain/toolchain.cmake")
+    protoc = build[build.index("--path_to_protoc_exe") + 1]
+    assert protoc.startswith("/") or protoc == "protoc"  # the host's, resolved (or its name)
+    assert f"ONNX_CUSTOM_PROTOC_EXECUTABLE={protoc}" in build
+    assert "CC" not in step["env"] and "CXX" not in step["env"]  # the toolchain file says it
 
 
 def test_macos_arm64_is_shared_with_coreml_xnnpack_and_13_3(
         dry_run: dict[str, dict[str, Any]]) -> None:
     step = dry_run["macos-arm64"]
     build = _cmd(step, "build.py")
-    for flag in ("--build_shared_lib", "--use_coreml", "--use_xnnpack"):
+    for flag in ("--build_shared_lib", "--use_coreml", "--use_xnnpack",
+                 "--compile_no_warning_as_error"):
         assert flag in build
-    assert "CMAKE_OSX_DEPLOYMENT_TARGET=13.3" in build
+    assert "--allow_running_as_root" not in build and "--enable_lto" not in build
+    assert "CMAKE_OSX_DEPLOYMENT_TARGET=13.3" in build  # the contract's macos_min
     assert build[build.index("--apple_deploy_target") + 1] == "13.3"
     assert "MACOSX_DEPLOYMENT_TARGET" not in step["env"]
 

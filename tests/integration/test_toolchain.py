@@ -172,7 +172,7 @@ def test_toolchain_install_puts_the_pinned_zig_in_the_cache_and_the_platform_run
     assert after["resolved"] == done["path"]
     assert after["command"][0] == done["path"]  # the platform runs that zig
     # the other zig platforms keep the environment's zig at their own pin
-    assert toolchains(ws, env, "--platform", "macos-arm64")["macos-arm64"]["version"] == "0.17.1"
+    assert toolchains(ws, env, "--platform", "macos-x86_64")["macos-x86_64"]["version"] == "0.17.1"
     # and what it reports is the unit's identity: another zig, another hash
     plan = prebake(ws, "plan", "--explain", "core/linux-aarch64", "--json", env=env)
     inputs = json.loads(plan.stdout)["unit"]["recipe_inputs"]["vecmath"]

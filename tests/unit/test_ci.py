@@ -160,7 +160,7 @@ def edit(path: Path, old: str, new: str) -> None:
 
 def test_the_workflow_installs_exactly_the_pinned_toolchains(repo: Path) -> None:
     jobs = load(repo)["jobs"]
-    for platform in ("linux-aarch64", "macos-arm64", "macos-x86_64"):
+    for platform in ("linux-aarch64", "macos-x86_64"):
         runs = [s.get("run", "") for s in jobs[f"build-core-{platform}"]["steps"]]
         assert "python -m pip install ziglang==0.17.1" in runs
         assert not any("pip install ziglang\n" in r or r.endswith("install ziglang")
@@ -179,7 +179,7 @@ def test_the_workflow_installs_exactly_the_pinned_toolchains(repo: Path) -> None
 
 @pytest.mark.parametrize(("platform", "pin_line", "family"), [
     ("wasm", 'pin = "emsdk"\n', "Emscripten"),
-    ("macos-arm64", 'pin = "zig"\n', "zig"),
+    ("macos-x86_64", 'pin = "zig"\n', "zig"),
 ])
 def test_a_provisioned_toolchain_without_a_pin_is_refused(
         repo: Path, capsys: pytest.CaptureFixture[str], platform: str, pin_line: str,

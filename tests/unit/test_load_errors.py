@@ -147,3 +147,50 @@ def test_a_quoted_stage_name_is_located_on_its_own_line() -> None:
     assert idx.line_of('stages."../evil".recipes') == 5
     assert idx.line_of('stages."../evil"."a.b"') == 6
     assert idx.line_of("stages.core.recipes") == 2
+
+
+ZSTD_CMAKE = '''\
+from prebake.recipes import Build, Outputs, Recipe, UrlSource
+
+RECIPE = Recipe(
+    name="zstd",
+    pin="zstd",
+    sources=(UrlSource("https://deb.debian.org/debian/pool/main/libz/libzstd/"
+                       "libzstd_{version}+dfsg.orig.tar.xz"),),
+    platforms={"*": Build(commands=(
+        "cmake -S {src}/build/cmake -B {build} -DCMAKE_C_COMPILER={cc} -DCMAKE_CXX_COMPILER={cxx}",
+        "cmake --build {build}"))},
+    outputs=Outputs(libs={"*": ("lib/libzstd.a",)}, headers=("include/zstd.h",)),
+)
+'''
+
+
+def test_a_recipe_naming_the_compiler_for_cmake_is_refused_with_what_to_write(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``-DCMAKE_C_COMPILER={cc}`` fails at CMake's project() ({cc} is several words: the prefix
+    map, a launcher, zig's -target) or builds with an unverified compiler: refused at load."""
+    ws = _sdk(tmp_path)
+    (ws / "recipes" / "zstd.py").write_text(ZSTD_CMAKE)
+    text = (ws / "prebake.toml").read_text()
+    text = text.replace('vecmath = "1.4.0"', 'vecmath = "1.4.0"\nzstd = "1.5.7"')
+    (ws / "prebake.toml").write_text(text.replace('recipes = ["vecmath"]',
+                                                  'recipes = ["vecmath", "zstd"]'))
+    rc, out = _run(capsys, "-C", str(ws), "plan")
+    assert rc == 2 and "Traceback" not in out
+    lines = [line for line in out.splitlines() if "CMAKE_C_COMPILER" in line]
+    assert len(lines) == 1, out
+    assert "recipes/zstd.py:9: RECIPE.platforms['*'].commands[0]" in lines[0]
+    assert "use -DCMAKE_TOOLCHAIN_FILE={cmake_toolchain} instead" in lines[0]
+    assert not (ws / ".prebake").exists()
+
+
+def test_a_missing_cmake_toolchain_extra_file_is_a_load_error(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ws = _sdk(tmp_path)
+    text = (ws / "prebake.toml").read_text()
+    (ws / "prebake.toml").write_text(text.replace(
+        'ar = "x86_64-w64-mingw32-ar"\n',
+        'ar = "x86_64-w64-mingw32-ar"\ncmake_toolchain = "cmake/extra.cmake"\n'))
+    rc, out = _run(capsys, "-C", str(ws), "plan")
+    assert rc == 2 and "platforms.windows-x86_64.toolchain.cmake_toolchain" in out
+    assert "no such file" in out and "Traceback" not in out

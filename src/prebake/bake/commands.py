@@ -21,11 +21,13 @@ class Context:
     values: Mapping[str, str]
     pins: Mapping[str, str]
     argv: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    host_tools: Mapping[str, str] = field(default_factory=dict)  # name -> absolute path
 
     def fill(self, token: str, where: str) -> str:
         scalars = {**self.values, **{k: shlex.join(v) for k, v in self.argv.items()}}
         try:
-            return token.format(pins=dict(self.pins), **scalars)
+            return token.format(pins=dict(self.pins), host_tools=dict(self.host_tools),
+                                **scalars)
         except KeyError as exc:
             raise PrebakeError(f"{where}: unknown placeholder {{{exc.args[0]}}} in {token!r}"
                                ) from None

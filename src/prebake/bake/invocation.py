@@ -13,7 +13,8 @@ from prebake.bake.options import Options
 from prebake.package import relocate
 from prebake.plan.model import Unit
 from prebake.recipes.model import Build, Recipe
-from prebake.workspace.model import Workspace, cmake_toolchain_path
+from prebake.toolchain.cmakefile import file_path
+from prebake.workspace.model import Workspace
 
 
 def command_context(ws: Workspace, unit: Unit, opts: Options, recipe: Recipe, work: Path,
@@ -24,17 +25,40 @@ def command_context(ws: Workspace, unit: Unit, opts: Options, recipe: Recipe, wo
     launcher = compiler_launcher(opts.caller_env)
     flags = relocate.prefix_map_flags(dirs.root)  # the work folder stays out of the objects
     return cmdline.Context(
+        host_tools=host_tool_paths(unit, opts, recipe),
         values=LiveValues({"src": str(work / "src"), "build": str(work / "build"),
                            "prefix": str(dirs.prefix), "deps_prefix": str(dirs.deps),
                            "version": ws.pins[recipe.pin],
                            "platform": p.name, "os": p.os, "arch": p.arch,
-                           "cmake_toolchain": cmake_toolchain_path(p, ws.root)},
+                           "macos_min": p.contract.macos_min or "",
+                           "cmake_toolchain": str(file_path(dirs.root))},
                           {"jobs": lambda: opts.cores.share(unit.id)}),
         pins=ws.pins,
         argv={"cc": with_launcher(relocate.compiler_argv(p.toolchain.cc, flags), launcher),
               "cxx": with_launcher(relocate.compiler_argv(p.toolchain.cxx, flags), launcher),
               "ar": p.toolchain.ar},
     )
+
+
+def host_tool_env(unit: Unit, opts: Options) -> dict[str, str]:
+    """The variables a host tool is looked up with: the build's ``PATH``."""
+    from prebake.toolchain.probe import probe_env
+
+    return probe_env(unit.platform.env, unit.platform.env_unset, opts.caller_env or None)
+
+
+def host_tool_paths(unit: Unit, opts: Options, recipe: Recipe) -> dict[str, str]:
+    """``{host_tools[NAME]}``: each tool's verified path (its name where it was not found,
+    so a dry run still shows the command; the build refuses it in preflight)."""
+    from prebake.recipes.model import host_tools_used
+    from prebake.toolchain.hosttools import HOST_TOOLS
+
+    env = host_tool_env(unit, opts)
+    out = {}
+    for tool in host_tools_used(recipe, unit.platform.name):
+        found = HOST_TOOLS.find(tool, env)
+        out[tool.name] = found.path if found.ok and found.path else tool.name
+    return out
 
 
 def command_env(unit: Unit, opts: Options, recipe: Recipe, strategy: Build | None,

@@ -51,7 +51,14 @@ from prebake.package.manifest import make_manifest
 from prebake.package.naming import SHA256_SUFFIX, parse_sha256_line
 from prebake.package.version_proof import files_below, summary
 from prebake.plan.model import Unit
-from prebake.recipes.model import Build, Recipe, Repackage, Strategy
+from prebake.recipes.model import (
+    Build,
+    Recipe,
+    Repackage,
+    Strategy,
+    strategy_templates,
+    template_fields,
+)
 from prebake.sources import SourceCache, materialize, render_source
 from prebake.sources.unpack import extract
 from prebake.store.base import Store, read_manifest
@@ -212,6 +219,24 @@ def preflight(run: UnitRun) -> None:
             raise UnitFailed(why)
     if run.unit.unlocked:
         raise UnitFailed("; ".join(run.unit.unlocked))
+    check_host_tools(run)
+
+
+def check_host_tools(run: UnitRun) -> None:
+    """Every host tool a recipe's commands name is on the build's PATH, runs on this machine
+    and reports the release the recipe demands (``prebake.toolchain.hosttools``)."""
+    from prebake.bake.invocation import host_tool_env
+    from prebake.recipes.model import host_tools_used
+    from prebake.toolchain.hosttools import HOST_TOOLS
+
+    env = host_tool_env(run.unit, run.opts)
+    for recipe in run.unit.recipes:
+        for tool in host_tools_used(recipe, run.unit.platform.name):
+            found = HOST_TOOLS.find(tool, env)
+            if not found.ok:
+                raise UnitFailed(f"{recipe.name}/{run.unit.platform.name}: {found.error}")
+            run.log.write(f"# host tool {tool.name}: {found.path} reports "
+                          f"{found.version_line!r} (needs {tool.version})")
 
 
 # ---- step 1: compose ------------------------------------------------------------------------
@@ -314,6 +339,8 @@ def reuse_recipe(run: UnitRun, recipe: Recipe) -> RecipeBuilt:
 
 def _compile(run: UnitRun, recipe: Recipe, strategy: Build, work: Path) -> None:
     ver = run.version(recipe)
+    if "cmake_toolchain" in template_fields(strategy_templates(strategy)):
+        write_cmake_toolchain(run)
     for src in recipe.sources:
         s = render_source(src, ver, run.ws.pins)
         run.say(f"{recipe.name}: fetching {getattr(s, 'url', getattr(s, 'path', ''))}")
@@ -321,6 +348,7 @@ def _compile(run: UnitRun, recipe: Recipe, strategy: Build, work: Path) -> None:
     ctx = command_context(run.ws, run.unit, run.opts, recipe, work, run.dirs)
     env = command_env(run.unit, run.opts, recipe, strategy, ctx, dirs=run.dirs)
     run.log.env(env, dropped(run.opts.caller_env, env))
+    _warm_zig(run, env)
     (work / "build").mkdir(exist_ok=True)
     for i, command in enumerate(strategy.commands, 1):
         argv = cmdline.expand(command, ctx, f"recipe {recipe.name} command {i}")
@@ -331,6 +359,40 @@ def _compile(run: UnitRun, recipe: Recipe, strategy: Build, work: Path) -> None:
             raise UnitFailed(f"{recipe.name}: command {i} failed ({what}): "
                              f"{shlex.join(argv)}\n--- last lines of {run.log.path} ---\n"
                              + run.log.tail())
+
+
+def _warm_zig(run: UnitRun, env: Mapping[str, str]) -> None:
+    """zig builds its C runtime in the folder of the first link that needs it and records
+    that folder in debug info (``prebake.toolchain.zigwarm``): build it from ``/`` first."""
+    from prebake.toolchain.families import family_of_argv
+    from prebake.toolchain.zigwarm import warm
+
+    tc = run.unit.platform.toolchain
+    fam = family_of_argv(tc.cc)
+    if fam is None or fam.name != "zig":
+        return
+    run.say("zig: building the target's C runtime from / (kept out of the build folders)")
+    for line in warm(tc.cc, tc.cxx, env):
+        run.log.write(f"# zig warm-up: {line}")
+
+
+def write_cmake_toolchain(run: UnitRun) -> Path:
+    """Write the platform's CMake toolchain file (and its wrappers) into the unit's work
+    folder, before any source is fetched: a table that cannot make one fails here."""
+    from prebake.bake.env import build_env, compiler_launcher
+    from prebake.toolchain.cmakefile import ToolchainFileError, for_unit, toolchain_folder
+
+    p, dirs = run.unit.platform, run.dirs
+    env = build_env(run.opts.caller_env, platform_env=p.env, unset=p.env_unset)
+    try:
+        made = for_unit(p, work_root=dirs.root, prefix=dirs.prefix, deps=dirs.deps, env=env,
+                        launcher=compiler_launcher(run.opts.caller_env),
+                        workspace_root=run.ws.root)
+    except ToolchainFileError as exc:
+        raise UnitFailed(str(exc)) from None
+    path = made.write(toolchain_folder(dirs.root))
+    run.log.write(f"# CMake toolchain file {path}:\n{made.rendered()}")
+    return path
 
 
 def _repackage(run: UnitRun, recipe: Recipe, strategy: Repackage, work: Path) -> None:

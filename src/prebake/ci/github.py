@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -145,6 +146,12 @@ def _toolchain_steps(ws: Workspace, platform: Platform) -> list[dict[str, Any]]:
     if fam.provision == "apt":
         return [{"name": f"Install {fam.package}", "run": "sudo apt-get update -qq && "
                  f"sudo apt-get install -y --no-install-recommends {fam.package}"}]
+    if fam.provision == "xcode":
+        # the runner image's Xcode; `prebake build` refuses the leg unless its clang reports
+        # the pinned release (the pin is checked there, like every toolchain's)
+        pin = f" (pin {tc.pin} = {ws.pins.get(tc.pin, '?')})" if tc.pin else ""
+        return [{"name": f"Show {fam.title}{pin}",
+                 "run": f"{shlex.join(tc.cc)} --version\nxcrun --show-sdk-path\n"}]
     version = ws.pins.get(tc.pin) if tc.pin else None
     if version is None:
         raise PrebakeError(
@@ -162,6 +169,32 @@ def _toolchain_steps(ws: Workspace, platform: Platform) -> list[dict[str, Any]]:
 CCACHE_INSTALL = ('if command -v ccache >/dev/null; then exit 0; fi\n'
                   'if [ "$RUNNER_OS" = macOS ]; then brew install ccache; '
                   'else sudo apt-get update -qq && sudo apt-get install -y ccache; fi\n')
+
+
+def _source_commands(ws: Workspace, leg: Leg) -> str:
+    """The commands of each recipe a leg builds from source with a leg-specific toolchain
+    (``Build.toolchain_family``: AppleClang's macOS leg), as the recipe writes them: the exact
+    ``build.py`` flags are in the workflow and its log, not only in the recipe file."""
+    from prebake.recipes.model import Build
+
+    out = []
+    for unit in leg.units:
+        for recipe in unit.recipes:
+            strat = recipe.strategy_for(leg.platform)
+            if not isinstance(strat, Build) or not strat.toolchain_family:
+                continue
+            out.append(f"# {recipe.name} {ws.pins[recipe.pin]} for {leg.platform} "
+                       f"({strat.toolchain_family})")
+            # what the workspace decides is filled in; the runner's folders stay placeholders
+            p = ws.platforms[leg.platform]
+            known = {"{macos_min}": p.contract.macos_min or "", "{platform}": p.name,
+                     "{os}": p.os, "{arch}": p.arch, "{version}": ws.pins[recipe.pin]}
+            for c in strat.commands:
+                text = c if isinstance(c, str) else shlex.join(c)
+                for key, value in known.items():
+                    text = text.replace(key, value)
+                out.append(text)
+    return "".join(line + "\n" for line in out)
 
 
 def _leg_job(ws: Workspace, leg: Leg, workdir: str, store: str) -> dict[str, Any]:
@@ -189,6 +222,10 @@ def _leg_job(ws: Workspace, leg: Leg, workdir: str, store: str) -> dict[str, Any
         "env": {"RELEASE": RELEASE, "GITHUB_TOKEN": TOKEN},
     })
     built = "steps.skip.outputs.skip != 'true'"
+    listed = _source_commands(ws, leg)
+    if listed:
+        steps.append({"name": "Commands the recipes run from source (as written)", "if": built,
+                      "run": "cat <<'PREBAKE_COMMANDS'\n" + listed + "PREBAKE_COMMANDS\n"})
     steps.append({"name": "Build, guard and package", "if": built,
                   "run": f"prebake build --stage {leg.stage} --platform {leg.platform} -j 2",
                   "env": {"PREBAKE_STORE": "file://./releases",

@@ -4,7 +4,9 @@
 build runs it) and shows family, pin, the command, the release it reports and ``ok | mismatch |
 missing | unpinned``. ``toolchain install [--platform P]`` provisions what a package registry
 can provide at exactly the pin (zig from PyPI; emsdk where its repository is reachable) and
-says plainly what it cannot.
+says plainly what it cannot. ``toolchain cmake [--platform P]`` prints the CMake toolchain file
+(and its compiler wrappers) prebake writes for the platform's CMake recipes, in the portable form
+the input hash reads (``{python}``, ``{work}``, ``{prefix}`` for this machine's paths).
 """
 
 from __future__ import annotations
@@ -32,6 +34,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     inst.add_argument("--platform", metavar="P", action="append",
                       help="a platform (repeatable; default: every platform)")
     inst.add_argument("--json", action="store_true", help="machine-readable output")
+    cm = sub.add_parser("cmake", help="the CMake toolchain file prebake writes for each "
+                                      "platform ({cmake_toolchain}), as the input hash reads it")
+    cm.add_argument("--platform", metavar="P", action="append",
+                    help="a platform (repeatable; default: every platform)")
+    cm.add_argument("--json", action="store_true", help="machine-readable output")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -43,7 +50,31 @@ def run(args: argparse.Namespace) -> int:
     platforms = [ws.platforms[n] for n in dict.fromkeys(names)]
     if args.toolchain_command == "list":
         return _list(ws, platforms, args.json)
+    if args.toolchain_command == "cmake":
+        return _cmake(platforms, args.json)
     return _install(ws, platforms, args.json)
+
+
+def _cmake(platforms: list[Platform], as_json: bool) -> int:
+    """Each platform's toolchain file; a table that cannot make one is one error (exit 2)."""
+    from prebake.commands._common import print_json
+    from prebake.jsonio import SCHEMA_VERSION
+    from prebake.toolchain.cmakefile import is_cross, portable
+
+    made = [(p, portable(p, shared_prefix=False)) for p in platforms]
+    if as_json:
+        print_json({"schema_version": SCHEMA_VERSION, "platforms": [
+            {"platform": p.name, "cross": is_cross(p), "file": f.text,
+             "wrappers": dict(sorted(f.wrappers.items()))} for p, f in made]})
+        return 0
+    import sys
+
+    for i, (p, f) in enumerate(made):
+        if i:
+            sys.stdout.write("\n")
+        sys.stdout.write(f"# ==== platform {p.name} ({'cross' if is_cross(p) else 'native'})"
+                         " ====\n" + f.rendered())
+    return 0
 
 
 STATUS_COLOUR = {"ok": "green", "unpinned": "cyan", "mismatch": "red", "missing": "red"}

@@ -19,7 +19,13 @@ from typing import Any
 
 from prebake.digest import file_sha256
 from prebake.package import ASSET_FORMAT
-from prebake.recipes.model import LocalSource, Recipe
+from prebake.recipes.model import (
+    Build,
+    LocalSource,
+    Recipe,
+    strategy_templates,
+    template_fields,
+)
 from prebake.sources.lock import SourceLock, digest_of, url_refs
 from prebake.toolchain.probe import PROBER, Prober
 from prebake.toolchain.verify import Verdict, verify_platform, verify_platforms
@@ -80,6 +86,7 @@ def platform_profile(platform: Platform) -> dict[str, Any]:
             "ar": tc.spec.get("ar") or _unexpand(tc.ar),
             "pin": tc.pin,
             "cmake_toolchain": tc.cmake_toolchain,
+            **({"ranlib": tc.spec.get("ranlib") or _unexpand(tc.ranlib)} if tc.ranlib else {}),
             **({"from_stage": tc.from_stage} if tc.from_stage else {}),
         },
         "contract": platform.contract.to_json(),
@@ -102,6 +109,7 @@ class ToolchainIdentity:
                  caller_env: Mapping[str, str] | None = None) -> None:
         self._prober = prober or PROBER
         self._caller_env = caller_env
+        self.caller_env = caller_env  # host tools are looked up with the same environment
         self._verdicts: dict[tuple[int, str], Verdict] = {}
 
     def prefetch(self, platforms: list[Platform], pins: Mapping[str, str]) -> None:
@@ -135,7 +143,8 @@ def _memo(cache: dict[tuple[str, Path], str] | None, kind: str, path: Path,
 
 def recipe_inputs(recipe: Recipe, platform: Platform, pins: Mapping[str, str],
                   identify: Identify, cache: dict[tuple[str, Path], str] | None = None,
-                  lock: SourceLock | None = None) -> dict[str, str]:
+                  lock: SourceLock | None = None, *, shared_prefix: bool = False,
+                  root: Path | None = None) -> dict[str, str]:
     """The named inputs of one recipe on one platform (what ``--explain`` shows).
 
     ``cache`` (one per plan) keeps file and tree digests, so a source tree is read once per
@@ -160,4 +169,40 @@ def recipe_inputs(recipe: Recipe, platform: Platform, pins: Mapping[str, str],
         inputs[f"pin:{name}"] = pins.get(name, "")
     inputs["platform-profile"] = canonical_digest(platform_profile(platform))
     inputs["toolchain"] = identify(platform, pins)
+    inputs.update(host_tool_inputs(recipe, platform, identify))
+    strategy = recipe.strategy_for(platform.name)
+    if isinstance(strategy, Build) and "cmake_toolchain" in template_fields(
+            strategy_templates(strategy)):
+        inputs.update(cmake_toolchain_inputs(platform, shared_prefix, root, cache))
     return inputs
+
+
+def host_tool_inputs(recipe: Recipe, platform: Platform, identify: Identify
+                     ) -> dict[str, str]:
+    """Each host tool the platform's commands name, as it reported itself (``protoc 3.21.12:
+    libprotoc 3.21.12``): another protoc is another build. Looked up with the caller's
+    environment the toolchain identity uses."""
+    from prebake.recipes.model import host_tools_used
+    from prebake.toolchain.hosttools import HOST_TOOLS
+    from prebake.toolchain.probe import probe_env
+
+    tools = host_tools_used(recipe, platform.name)
+    if not tools:
+        return {}
+    caller = getattr(identify, "caller_env", None)
+    env = probe_env(platform.env, platform.env_unset, caller)
+    return {f"host-tool:{t.name}": HOST_TOOLS.find(t, env).identity for t in tools}
+
+
+def cmake_toolchain_inputs(platform: Platform, shared_prefix: bool, root: Path | None,
+                           cache: dict[tuple[str, Path], str] | None = None) -> dict[str, str]:
+    """The generated CMake toolchain file as the hash sees it: its portable text (this
+    machine's paths as tokens, no launcher), and the workspace's own included file's bytes."""
+    from prebake.toolchain.cmakefile import portable
+
+    made = portable(platform, shared_prefix=shared_prefix)
+    out = {"cmake-toolchain": sha256_bytes(made.rendered().encode())}
+    extra = platform.toolchain.cmake_toolchain
+    if extra and root is not None:
+        out[f"file:{extra}"] = _memo(cache, "file", root / extra, file_sha256)
+    return out

@@ -69,7 +69,8 @@ def _stage_units(ws: Workspace, stage: Stage, platform: Platform, done: dict[str
     earlier = set(ws.upstream_stages(stage.name))
     upstream = tuple(u for u in done.values() if u.platform.name == p and u.stage.name in earlier)
     identify = _stage_identity(ws, stage, platform, done, identify)
-    rin = {r: recipe_inputs(ws.recipes[r], platform, ws.pins, identify, cache, lock)
+    rin = {r: recipe_inputs(ws.recipes[r], platform, ws.pins, identify, cache, lock,
+                            shared_prefix=stage.package == "prefix", root=ws.root)
            for r in covering}
     # each recipe as this platform builds it: URLs resolved, digests from the source lock
     locked = {r: locked_recipe(ws.recipes[r], p, platform.os, platform.arch, ws.pins, lock)

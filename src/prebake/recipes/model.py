@@ -19,7 +19,7 @@ from typing import Any, Literal
 # docs/reference.md lists them with their meaning (prebake/reference/descriptions.toml).
 PLACEHOLDERS = (
     "src", "build", "prefix", "deps_prefix", "jobs", "version", "pins", "cc", "cxx", "ar",
-    "platform", "os", "arch", "cmake_toolchain",
+    "platform", "os", "arch", "cmake_toolchain", "host_tools", "macos_min",
 )
 # A recipe's ``platforms``/``kind``/``outputs.libs`` key meaning "every platform not named".
 ANY_PLATFORM = "*"
@@ -92,6 +92,10 @@ class Build:
     commands: tuple[Command, ...] = ()
     env: Mapping[str, str] = field(default_factory=dict)
     env_unset: tuple[str, ...] = ()
+    # the toolchain family this leg builds with only (``appleclang``: CoreML needs Xcode's
+    # SDK), and why: a platform whose compiler is another family refuses the unit
+    toolchain_family: str = ""
+    toolchain_reason: str = ""
 
     def __post_init__(self) -> None:
         _freeze(self, "commands", "env_unset")
@@ -209,6 +213,24 @@ class MinToolchain:
 
 
 @dataclass(frozen=True)
+class HostTool:
+    """A program the build runs on the build machine (a code generator such as ``protoc`` or
+    ``flatc``), never a binary built for the target: ``{host_tools[NAME]}`` is its absolute path
+    on the build's ``PATH``, after it reported ``version`` (a release, as precise as wanted) in
+    the output of ``version_args``; ``version_pattern``'s first group is the release it reports.
+    ``package`` says where it comes from (named in the error when it is missing or wrong)."""
+
+    name: str
+    version: str
+    version_args: tuple[str, ...] = ("--version",)
+    version_pattern: str = r"(\d+(?:\.\d+)+)"
+    package: str = ""
+
+    def __post_init__(self) -> None:
+        _freeze(self, "version_args")
+
+
+@dataclass(frozen=True)
 class Recipe:
     """One dependency. ``pin`` names the pin holding its version; ``pins`` any others it reads.
 
@@ -231,10 +253,12 @@ class Recipe:
     description: str = ""
     toolchain_min: tuple[MinToolchain, ...] = ()
     version_check: VersionCheck | None = None
+    host_tools: tuple[HostTool, ...] = ()
     path: Path | None = None
 
     def __post_init__(self) -> None:
-        _freeze(self, "pins", "sources", "files", "bundled", "deps", "toolchain_min")
+        _freeze(self, "pins", "sources", "files", "bundled", "deps", "toolchain_min",
+                "host_tools")
         object.__setattr__(self, "platforms", dict(self.platforms))
         object.__setattr__(self, "kind", dict(self.kind))
 
@@ -267,6 +291,17 @@ class Recipe:
         if toolchain_pin:
             names.append(toolchain_pin)
         return tuple(dict.fromkeys(names))
+
+
+def host_tools_used(recipe: Recipe, platform: str) -> tuple[HostTool, ...]:
+    """The host tools the platform's strategy names (``{host_tools[NAME]}``): only those are
+    asked for, verified and hashed on that platform."""
+    strat = recipe.strategy_for(platform)
+    if strat is None:
+        return ()
+    names = {n[len("host_tools["):-1] for n in template_fields(strategy_templates(strat))
+             if n.startswith("host_tools[") and n.endswith("]")}
+    return tuple(t for t in recipe.host_tools if t.name in names)
 
 
 def strategy_templates(strat: Strategy) -> list[str]:

@@ -114,6 +114,24 @@ def _check_command(cmd: object, where: str) -> list[Problem]:
     return problems
 
 
+# CMake settings that name a toolchain's tools: prebake's toolchain file sets them from the
+# platform's table (with the target flags, the launcher and the prefix map); a recipe that sets
+# them itself builds with another compiler than the one prebake verified, or fails at project()
+# because ``{cc}`` is several words.
+_CMAKE_TOOL = re.compile(r"-D\s*(CMAKE_(?:C|CXX|OBJC|OBJCXX|ASM)_COMPILER|CMAKE_AR|CMAKE_RANLIB)"
+                         r"(?::\w+)?=")
+
+
+def _cmake_tool_problem(cmd: object, where: str) -> list[Problem]:
+    parts = (cmd,) if isinstance(cmd, str) else cmd if isinstance(cmd, tuple) else ()
+    m = _CMAKE_TOOL.search(" ".join(p for p in parts if isinstance(p, str)))
+    if m is None:
+        return []
+    return [Problem(where, f"sets -D{m[1]}= itself: use -DCMAKE_TOOLCHAIN_FILE={{cmake_toolchain}} "
+                           "instead (prebake's toolchain file sets the pinned compilers, their "
+                           "target flags, ar/ranlib and the launcher)")]
+
+
 def _check_strategy(key: str, strat: object, deps: tuple[str, ...], where: str) -> list[Problem]:
     w = f"{where}.platforms[{key!r}]"
     if isinstance(strat, Build):
@@ -122,8 +140,15 @@ def _check_strategy(key: str, strat: object, deps: tuple[str, ...], where: str) 
             out.append(Problem(w, "a Build needs at least one command"))
         for j, cmd in enumerate(strat.commands):
             out += _check_command(cmd, f"{w}.commands[{j}]")
+            out += _cmake_tool_problem(cmd, f"{w}.commands[{j}]")
         for k, v in strat.env.items():
             out += _check_template(v, PLACEHOLDERS, f"{w}.env[{k!r}]")
+        if strat.toolchain_family:
+            from prebake.toolchain.families import BY_NAME
+
+            if strat.toolchain_family not in BY_NAME:
+                out.append(Problem(f"{w}.toolchain_family", f"unknown toolchain family "
+                                   f"{strat.toolchain_family!r} (known: {', '.join(BY_NAME)})"))
         if not deps and "deps_prefix" in template_fields(strategy_templates(strat)):
             out.append(Problem(w, "uses {deps_prefix} but the recipe declares no deps=(...)"))
         return out
@@ -211,12 +236,54 @@ def validate_recipe(recipe: Recipe, *, platforms: Collection[str] | None = None,
         if not isinstance(comp, Component):
             problems.append(Problem(f"{where}.bundled", f"must hold Components; got {comp!r}"))
     problems += _check_toolchain_min(recipe, where)
+    problems += _check_host_tools(recipe, where)
     problems += _check_version_check(recipe.version_check, f"{where}.version_check")
     for target in recipe.outputs.cmake_targets:
         if not isinstance(target, str) or not _CMAKE_TARGET.match(target):
             problems.append(Problem(f"{where}.outputs.cmake_target",
                                     f"not a CMake target name (NAMESPACE::name): {target!r}"))
     return [_located(p, recipe, shown, where) for p in problems]
+
+
+_TOOL_NAME = re.compile(r"^[A-Za-z0-9_.+-]+$")
+
+
+def _check_host_tools(recipe: Recipe, where: str) -> list[Problem]:
+    """Each host tool: a name, a release to verify, a pattern with a group; every
+    ``{host_tools[NAME]}`` a strategy uses names one of them."""
+    from prebake.recipes.model import HostTool
+    from prebake.toolchain.families import release_tuple
+
+    problems: list[Problem] = []
+    names: list[str] = []
+    for i, tool in enumerate(recipe.host_tools):
+        key = f"{where}.host_tools[{i}]"
+        if not isinstance(tool, HostTool):
+            problems.append(Problem(key, f"must be a HostTool; got {tool!r}"))
+            continue
+        if not _TOOL_NAME.match(tool.name) or tool.name in names:
+            problems.append(Problem(f"{key}.name", f"not a new program name: {tool.name!r}"))
+        names.append(tool.name)
+        if not release_tuple(tool.version):
+            problems.append(Problem(f"{key}.version", f"names no release: {tool.version!r}"))
+        try:
+            groups = re.compile(tool.version_pattern).groups
+        except re.error as exc:
+            groups = -1
+            problems.append(Problem(f"{key}.version_pattern", f"not a regular expression: {exc}"))
+        if groups == 0:
+            problems.append(Problem(f"{key}.version_pattern",
+                                    "needs a group: the release the tool reports"))
+    for key, strat in recipe.platforms.items():
+        if not isinstance(strat, Build):
+            continue
+        for name in template_fields(strategy_templates(strat)):
+            if name.startswith("host_tools") and name[len("host_tools["):-1] not in names:
+                problems.append(Problem(f"{where}.platforms[{key!r}]",
+                                        f"{{{name}}} names no host tool of this recipe "
+                                        f"(host_tools=(HostTool(NAME, VERSION),) declares one; "
+                                        f"declared: {', '.join(names) or 'none'})"))
+    return problems
 
 
 def _check_toolchain_min(recipe: Recipe, where: str) -> list[Problem]:

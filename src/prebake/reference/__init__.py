@@ -299,16 +299,21 @@ def _placeholders_md() -> Iterator[str]:
     for name, meaning in placeholders():
         yield f"| `{{{name}}}` | {_cell(meaning)} |"
     yield ""
-    yield "### CMake for Emscripten"
+    yield "### CMake recipes"
     yield ""
-    yield ("Either wrap CMake in `emcmake` (it passes Emscripten's toolchain file), or set "
-           "`cmake_toolchain` in the platform's `[toolchain]` and use `{cmake_toolchain}`:")
+    yield ("prebake writes a CMake toolchain file per platform from its table (`prebake "
+           "toolchain cmake` prints it): pass it with `-DCMAKE_TOOLCHAIN_FILE={cmake_toolchain}` "
+           "and never name the compilers yourself (`-DCMAKE_C_COMPILER={cc}` is refused when "
+           "the recipe is loaded). For Emscripten the file includes Emscripten's own "
+           "`Emscripten.cmake`, so `emcmake` is not needed. Tools the build runs on the build "
+           "machine are `HostTool`s:")
     yield ""
     yield "```python"
+    yield 'PROTOC = HostTool("protoc", "3.21.12", version_pattern=r"libprotoc (\\S+)")'
     yield "Build(commands=("
-    yield ('    "emcmake cmake -S {src} -B {build} -DCMAKE_BUILD_TYPE=Release '
-           '-DCMAKE_INSTALL_PREFIX={prefix}",')
-    yield '    # or: "cmake -S {src} -B {build} -DCMAKE_TOOLCHAIN_FILE={cmake_toolchain} ..."'
+    yield ('    "cmake -S {src} -B {build} -DCMAKE_TOOLCHAIN_FILE={cmake_toolchain} '
+           '-DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX={prefix} '
+           '-DProtobuf_PROTOC_EXECUTABLE={host_tools[protoc]}",')
     yield '    "cmake --build {build} -j{jobs}",'
     yield '    "cmake --install {build}",'
     yield "))"

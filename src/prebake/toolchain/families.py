@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-Provision = Literal["emsdk", "pypi", "apt", "none"]
+Provision = Literal["emsdk", "pypi", "apt", "xcode", "none"]
 
 
 @dataclass(frozen=True)
@@ -58,6 +58,9 @@ class Family:
     provision: Provision = "none"
     package: str | None = None
     launcher: str = "argv"
+    # the only build machine it runs on (``macos``: AppleClang needs Xcode's macOS SDK)
+    host_os: str | None = None
+    requires: str = ""  # what it needs there, for the line that refuses it elsewhere
 
     def matches_argv(self, argv: Sequence[str]) -> bool:
         if self.module and "-m" in argv:
@@ -96,6 +99,8 @@ class Family:
     def default_ar(self, cc: Sequence[str]) -> tuple[str, ...]:
         if self.driver_version:
             return (*self.driver(cc), *self.ar)
+        if self.name == "appleclang":
+            return self.ar
         if self.name == "mingw" and cc:
             return (Path(cc[0]).name.rsplit("-", 1)[0] + "-ar",)
         return self.ar
@@ -130,6 +135,17 @@ FAMILIES: tuple[Family, ...] = (
         banner=r"^\S*-w64-mingw32-\S+ \(",
         version=r"^\S+ \([^)]*\) " + _REL,
         provision="apt", package="mingw-w64",
+    ),
+    Family(
+        # Xcode's clang through xcrun (the SDK it selects holds CoreML and the Apple
+        # frameworks); its banner says "Apple clang version 15.0.0 (clang-1500.3.9.4)", a
+        # release of Apple's own numbering, not LLVM's
+        name="appleclang", title="AppleClang (Xcode, via xcrun)",
+        commands=("xcrun",),
+        banner=r"^Apple clang version \d",
+        version=r"Apple clang version " + _REL,
+        ar=("xcrun", "ar"), provision="xcode", package="Xcode",
+        host_os="macos", requires="Xcode's macOS SDK",
     ),
     Family(
         name="clang", title="Clang (LLVM)",

@@ -96,6 +96,13 @@ def verify_platform(platform: Platform, pins: Mapping[str, str],
     env = probe_env(platform.env, platform.env_unset, caller_env)
     fam = platform_family(tc)
     pinned = pins.get(tc.pin) if tc.pin else None
+    elsewhere = foreign_host(fam)
+    if elsewhere is not None:
+        none = Measured(tuple(tc.cc), None, fam.name if fam else None, None, "", "",
+                        error=elsewhere)
+        return Verdict(platform.name, none.family, tc.pin, pinned, none,
+                       replace(none, argv=tuple(tc.cxx)), tuple(tc.ar), Status.MISSING,
+                       f"platform {platform.name}: {elsewhere}")
     cc_argv = resolve_argv(tc.cc, fam, pinned)
     cxx_argv = resolve_argv(tc.cxx, fam, pinned)
     cc = prober.measure(cc_argv, env, fam)
@@ -118,6 +125,20 @@ def verify_platform(platform: Platform, pins: Mapping[str, str],
     return Verdict(platform.name, family, tc.pin, pinned, cc, cxx, ar, Status.OK)
 
 
+def foreign_host(fam: Family | None) -> str | None:
+    """Why the family cannot run on this build machine (AppleClang off macOS), else None."""
+    if fam is None or fam.host_os is None:
+        return None
+    from prebake.toolchain.cmakefile import host
+
+    here = host()[0]
+    if here == fam.host_os:
+        return None
+    return (f"{fam.title} runs only on {fam.host_os} with {fam.requires or 'its SDK'}; this "
+            f"machine is {here or 'another system'} (no {fam.requires or 'SDK'}, no "
+            f"{fam.commands[0]}): the generated CI builds this leg on its {fam.host_os} runner")
+
+
 def verify_platforms(platforms: Iterable[Platform], pins: Mapping[str, str],
                      prober: Prober | None = None,
                      caller_env: Mapping[str, str] | None = None) -> dict[str, Verdict]:
@@ -138,7 +159,19 @@ def verify_platforms(platforms: Iterable[Platform], pins: Mapping[str, str],
 
 
 def below_minimum(recipe: Recipe, verdict: Verdict) -> str | None:
-    """Why the recipe cannot be built with this toolchain (its declared minimum), or None."""
+    """Why the recipe cannot be built with this toolchain (its declared minimum, or the one
+    family its leg builds with), or None."""
+    from prebake.recipes.model import Build
+
+    strat = recipe.strategy_for(verdict.platform)
+    if isinstance(strat, Build) and strat.toolchain_family and \
+            strat.toolchain_family != verdict.family:
+        fam = BY_NAME.get(strat.toolchain_family)
+        title = fam.title if fam else strat.toolchain_family
+        line = verdict.cc.version_line or verdict.reason or "nothing found"
+        return (f"{recipe.name}/{verdict.platform}: builds only with {title}"
+                f"{f' ({strat.toolchain_reason})' if strat.toolchain_reason else ''}; the "
+                f"platform's compiler is {verdict.family or 'unknown'} ({line})")
     for need in recipe.toolchain_min:
         if need.family != verdict.family:
             continue

@@ -26,7 +26,7 @@ from prebake.inspect.facts import ARCHES, OSES
 from prebake.names import name_problem
 from prebake.recipes import builtin_names, find_recipe, try_load_recipe, validate_recipe
 from prebake.recipes.loader import BUILTIN_DIR, workspace_names
-from prebake.recipes.model import Recipe, strategy_templates, template_fields
+from prebake.recipes.model import Recipe
 from prebake.workspace.lines import LineIndex
 from prebake.workspace.model import (
     DEFAULT_STORE_URL,
@@ -134,6 +134,7 @@ SCHEMA: Mapping[str, Mapping[str, Spec]] = {
         "cc": Spec(_is_argv, "a command (string or list of strings)", required=True),
         "cxx": Spec(_is_argv, "a command (string or list of strings)", required=True),
         "ar": ARGV,
+        "ranlib": ARGV,
         "pin": STR,
         "cmake_toolchain": STR,
         "from_stage": STR,
@@ -297,7 +298,8 @@ def _toolchain(data: Mapping[str, Any], where: str, c: _Collector) -> Toolchain 
         return None
     cc, cxx = _argv(ok["cc"]), _argv(ok["cxx"])
     ar = _argv(ok["ar"]) if "ar" in ok else _default_ar(cc)
-    spec: dict[str, str] = {k: _spec_text(ok[k]) for k in ("cc", "cxx", "ar") if k in ok}
+    spec: dict[str, str] = {k: _spec_text(ok[k]) for k in ("cc", "cxx", "ar", "ranlib")
+                            if k in ok}
     from_stage = ok.get("from_stage")
     uses_prefix = [k for k in ("cc", "cxx", "ar") if k in ok
                    and TOOLCHAIN_PREFIX_TOKEN in _spec_text(ok[k])]
@@ -307,8 +309,9 @@ def _toolchain(data: Mapping[str, Any], where: str, c: _Collector) -> Toolchain 
     if from_stage is not None and "pin" in ok:
         c.add(f"{where}.pin", "a toolchain from_stage is identified by that stage's input "
               "hash; it takes no pin")
+    ranlib = expand_argv(_argv(ok["ranlib"])) if "ranlib" in ok else ()
     return Toolchain(expand_argv(cc), expand_argv(cxx), expand_argv(ar), ok.get("pin"),
-                     ok.get("cmake_toolchain"), spec, from_stage)
+                     ok.get("cmake_toolchain"), spec, from_stage, ranlib)
 
 
 def _platform(name: str, data: Any, c: _Collector) -> Platform | None:
@@ -592,20 +595,16 @@ def _check_pins(pins: Mapping[str, str], platforms: Mapping[str, Platform],
                       f"this pin{_hint(pin, pins)}", line)
 
 
-def _check_cmake_toolchain(platforms: Mapping[str, Platform], recipes: Mapping[str, Recipe],
+def _check_cmake_toolchain(platforms: Mapping[str, Platform], root: Path,
                            c: _Collector) -> None:
-    """``{cmake_toolchain}`` needs the key on every platform the recipe builds for."""
-    for recipe in recipes.values():
-        for name, p in platforms.items():
-            strat = recipe.strategy_for(name)
-            if strat is None or p.toolchain.cmake_toolchain:
-                continue
-            if "cmake_toolchain" in template_fields(strategy_templates(strat)):
-                c.add(f"platforms.{_key(name)}.toolchain.cmake_toolchain",
-                      f"missing: recipe {recipe.name!r} uses {{cmake_toolchain}} on this "
-                      "platform (or run CMake through emcmake)", c.index.line_of(
-                          f"platforms.{_key(name)}.toolchain")
-                      or c.index.line_of(f"platforms.{_key(name)}"))
+    """A platform's own ``cmake_toolchain`` (included at the end of the file prebake writes)
+    must exist: a missing file would only fail inside CMake, much later."""
+    for name, p in platforms.items():
+        extra = p.toolchain.cmake_toolchain
+        if extra and not (root / extra).is_file():
+            c.add(f"platforms.{_key(name)}.toolchain.cmake_toolchain",
+                  f"no such file: {root / extra} (it is included at the end of the CMake "
+                  "toolchain file prebake writes)")
 
 
 # ---- entry point --------------------------------------------------------------------------
@@ -655,7 +654,7 @@ def load_workspace(root: Path) -> Workspace:
     trust = _trust(top.get("trust", {}), root, c)
     recipes = _load_recipes(root, stages, platforms, c)
     _check_pins(pins, platforms, recipes, stages, c)
-    _check_cmake_toolchain(platforms, recipes, c)
+    _check_cmake_toolchain(platforms, root, c)
     if not c.problems:
         ws = replace(_assemble(root, file, proj, pins, platforms, stages, aliases, stores,
                                default_store, recipes), ci=ci, trust=trust)

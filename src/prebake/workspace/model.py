@@ -56,6 +56,8 @@ class Toolchain:
     spec: Mapping[str, str] = field(default_factory=dict)
     # a stage whose installed prefix holds the compiler (``{toolchain_prefix}`` in cc/cxx/ar)
     from_stage: str | None = None
+    # ``ranlib`` as written (empty: the one beside ``ar``, prebake.toolchain.cmakefile)
+    ranlib: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -113,12 +115,6 @@ class CiConfig:
     store: str | None = None
     python: str = field(default_factory=lambda: ci_defaults().python)
     timeout_minutes: int = field(default_factory=lambda: ci_defaults().timeout_minutes)
-
-
-def cmake_toolchain_path(platform: Platform, root: Path) -> str:
-    """``{cmake_toolchain}``: the platform's CMake toolchain file, absolute ("" when unset)."""
-    tc = platform.toolchain.cmake_toolchain
-    return str((root / tc).resolve()) if tc else ""
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:

@@ -16,6 +16,7 @@ from prebake.recipes import (
     Build,
     Component,
     GitSource,
+    HostTool,
     MinToolchain,
     Outputs,
     Recipe,
@@ -51,29 +52,54 @@ WASM = Build(
     env_unset=NO_FLAGS,
 )
 
+# onnxruntime 1.21's protobuf is 21.12: its protoc reports "libprotoc 3.21.12" (Debian's
+# protobuf-compiler 3.21.12 in Debian 12 and 13). A cross build must run this host protoc; left
+# to itself CMake builds protoc for the target and then runs it here.
+PROTOC = HostTool("protoc", "3.21.12", version_pattern=r"libprotoc (\S+)",
+                  package="Debian's protobuf-compiler 3.21.12 (apt-get install protobuf-compiler)")
+
+# Cross-built with the platform's generated CMake toolchain file (system name and processor, the
+# zig compilers with their glibc target, zig's ar/ranlib, find roots): MLAS picks its aarch64
+# kernels, KleidiAI and NEON NCHWc are on. No --enable_lto: the cross archiver would drop it.
+# build.py refuses root (containers, CI) without --allow_running_as_root; a new compiler's
+# warnings must not fail the build (--compile_no_warning_as_error).
 LINUX_AARCH64 = Build(
     commands=(
-        BUILD_PY + " onnxruntime_USE_ARM_NEON_NCHWC=ON"
-        " --build_shared_lib --use_xnnpack --enable_lto",
+        "python3 {src}/tools/ci_build/build.py --config Release --build_dir {build}"
+        " --parallel {jobs} --skip_tests --skip_submodule_sync"
+        " --allow_running_as_root --compile_no_warning_as_error"
+        " --build_shared_lib --use_xnnpack"
+        " --path_to_protoc_exe {host_tools[protoc]}"
+        " --cmake_extra_defines CMAKE_TOOLCHAIN_FILE={cmake_toolchain}"
+        " ONNX_CUSTOM_PROTOC_EXECUTABLE={host_tools[protoc]}"
+        " onnxruntime_USE_ARM_NEON_NCHWC=ON onnxruntime_BUILD_UNIT_TESTS=OFF",
         "cmake --install {build}/Release --prefix {prefix}",
         "cmake -E make_directory {prefix}/include",
         "cmake -E copy_directory " + SESSION_HEADERS + " {prefix}/include",
     ),
-    # CMake takes compiler arguments from CC/CXX (the zig cross compiler's -target).
-    env={"CC": "{cc}", "CXX": "{cxx}"},
     env_unset=NO_FLAGS,
 )
 
+# Built on the macOS runner with AppleClang (Xcode's SDK holds CoreML and the Apple frameworks):
+# CMake picks Xcode's clang itself and prebake verifies that it is the pinned AppleClang; any
+# other compiler family (zig) refuses the leg. The deployment target is the contract's
+# macos_min. No --allow_running_as_root: macOS runners do not build as root.
 MACOS_ARM64 = Build(
     commands=(
-        BUILD_PY + " CMAKE_OSX_DEPLOYMENT_TARGET=13.3"
-        " --build_shared_lib --use_coreml --use_xnnpack --enable_lto"
-        " --osx_arch arm64 --apple_deploy_target 13.3",
+        "python3 {src}/tools/ci_build/build.py --config Release --build_dir {build}"
+        " --parallel {jobs} --skip_tests --skip_submodule_sync"
+        " --compile_no_warning_as_error"
+        " --build_shared_lib --use_coreml --use_xnnpack"
+        " --osx_arch arm64 --apple_deploy_target {macos_min}"
+        " --cmake_extra_defines CMAKE_OSX_DEPLOYMENT_TARGET={macos_min}"
+        " onnxruntime_BUILD_UNIT_TESTS=OFF",
         "cmake --install {build}/Release --prefix {prefix}",
         "cmake -E make_directory {prefix}/include",
         "cmake -E copy_directory " + SESSION_HEADERS + " {prefix}/include",
     ),
     env_unset=(*NO_FLAGS, "MACOSX_DEPLOYMENT_TARGET"),
+    toolchain_family="appleclang",
+    toolchain_reason="CoreML and the Apple frameworks come with Xcode's macOS SDK",
 )
 
 LAYOUT = {"*/include/*": "include", "*/lib/*": "lib", "*/LICENSE": "share/licenses/onnxruntime"}
@@ -93,6 +119,7 @@ RECIPE = Recipe(
     description="ONNX Runtime inference library (C/C++ API)",
     sources=(GitSource("https://github.com/microsoft/onnxruntime", ref="v{version}",
                        submodules=True, shallow=True),),
+    host_tools=(PROTOC,),
     platforms={
         "wasm": WASM,
         "linux-aarch64": LINUX_AARCH64,

@@ -1,0 +1,2 @@
+#include "base.h"
+int base_answer(void) { return 42; }

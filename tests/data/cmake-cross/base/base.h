@@ -1,0 +1,4 @@
+#ifndef BASE_H
+#define BASE_H
+int base_answer(void);
+#endif

@@ -1,0 +1,192 @@
+"""The CMake toolchain file prebake writes per platform, judged by cross-building a real CMake
+project (tests/data/cmake-cross: a library, an executable, and a package found in the unit's
+prefix) for linux-aarch64 (zig, glibc 2.28) and windows-x86_64 (mingw-w64), plus the host.
+
+Judged by ``prebake inspect`` facts of the shipped executable (arch, glibc floor, PE machine)
+and by ``file``; the aarch64 program also runs under ``qemu-aarch64`` when Debian's qemu-user is
+installed. The build is cached under $PREBAKE_TEST_CACHE by the workspace text and prebake's
+code, so a session builds it once.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import tarfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests import support
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("cmake") is None or shutil.which("x86_64-w64-mingw32-gcc") is None,
+    reason="needs cmake and mingw-w64")
+
+DATA = support.ROOT / "tests" / "data" / "cmake-cross"
+CONFIGURE = ("cmake -S {src} -B {build} -DCMAKE_TOOLCHAIN_FILE={cmake_toolchain}"
+             " -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX={prefix}")
+RECIPE = '''\
+from prebake.recipes import Build, LocalSource, Outputs, Recipe
+
+RECIPE = Recipe(
+    name="NAME",
+    pin="demo",
+    sources=(LocalSource("NAME-src"),),
+    platforms={"*": Build(commands=("CONFIGURE", "cmake --build {build} -j {jobs}",
+                                    "cmake --install {build}"))},
+    outputs=Outputs(libs={"*": ("lib/libLIB.a",)}, headers=("include/HEADER",)),
+    kind={"*": "static"},
+    deps=DEPS,
+)
+'''
+
+WORKSPACE = """\
+[project]
+name = "cross"
+version = "1.0.0"
+
+[pins]
+demo = "1.0.0"
+zig = "0.17.1"
+
+[platforms.linux-x86_64]
+os = "linux"
+arch = "x86_64"
+env_unset = ["CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS"]
+toolchain = { cc = "gcc", cxx = "g++", ar = "ar" }
+contract = { lto = "none" }
+
+[platforms.linux-aarch64]
+os = "linux"
+arch = "aarch64"
+env_unset = ["CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS"]
+contract = { lto = "none", glibc_max = "2.28" }
+
+[platforms.linux-aarch64.toolchain]
+cc = "{python} -m ziglang cc -target aarch64-linux-gnu.2.28"
+cxx = "{python} -m ziglang c++ -target aarch64-linux-gnu.2.28"
+ar = "{python} -m ziglang ar"
+pin = "zig"
+
+[platforms.windows-x86_64]
+os = "windows"
+arch = "x86_64"
+env_unset = ["CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS"]
+contract = { lto = "none" }
+
+[platforms.windows-x86_64.toolchain]
+cc = "x86_64-w64-mingw32-gcc"
+cxx = "x86_64-w64-mingw32-g++"
+ar = "x86_64-w64-mingw32-ar"
+
+[stages.core]
+recipes = ["base", "app"]
+package = "prefix"
+
+[stores.local]
+url = "file://./releases"
+default = true
+"""
+
+
+def _files() -> dict[str, str]:
+    files = {"prebake.toml": WORKSPACE}
+    for name, lib, header in (("base", "base", "base.h"), ("app", "greet", "greet.h")):
+        files[f"recipes/{name}.py"] = (RECIPE.replace("CONFIGURE", CONFIGURE)
+                                       .replace("NAME", name).replace("LIB", lib)
+                                       .replace("HEADER", header)
+                                       .replace("DEPS", '("base",)' if name == "app" else "()"))
+        for p in sorted((DATA / name).iterdir()):
+            files[f"recipes/{name}-src/{p.name}"] = p.read_text()
+    return files
+
+
+@pytest.fixture(scope="module")
+def built() -> tuple[Path, int, dict[str, Any]]:
+    # its own zig cache: a runtime an earlier link built inside some build folder would stay
+    # cached with that folder in its debug info (prebake.toolchain.zigwarm)
+    env = support.tool_env({"ZIG_GLOBAL_CACHE_DIR": str(support.CACHE / "zig-cmake-cross")})
+    return support.cached_prebake_build("cmake-cross", _files(),
+                                        ["build", "--stage", "core", "-j", "2"], env=env)
+
+
+def _unpack(ws: Path, platform: str, dest: Path) -> Path:
+    asset = next((ws / "releases").rglob(f"cross-core-1.0.0-{platform}.tar.xz"))
+    out = dest / platform
+    with tarfile.open(asset) as tf:
+        tf.extractall(out, filter="data")
+    return out
+
+
+def _inspect(path: Path) -> dict[str, Any]:
+    proc = support.prebake("inspect", path, "--json")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    return data[0] if isinstance(data, list) else data["results"][0]
+
+
+def _file(path: Path) -> str:
+    return subprocess.run(["file", "-b", str(path)], capture_output=True, text=True,
+                          check=True).stdout
+
+
+def test_every_platform_builds_through_the_generated_toolchain_file(built: Any) -> None:
+    _ws, rc, data = built
+    states = {u["unit"]: u["state"] for u in data["units"]}
+    assert rc == 0, json.dumps(data, indent=1)[:4000]
+    assert states == {"core/linux-x86_64": "built", "core/linux-aarch64": "built",
+                      "core/windows-x86_64": "built"}
+
+
+def test_linux_aarch64_executable_is_aarch64_with_glibc_2_28(built: Any, tmp_path: Path
+                                                              ) -> None:
+    ws, _rc, _data = built
+    root = _unpack(ws, "linux-aarch64", tmp_path)
+    hello = root / "bin" / "hello"
+    facts = _inspect(hello)
+    assert facts["format"] == "elf" and facts["kind"] == "executable"
+    assert facts["arch"] == "aarch64"
+    glibc = facts["abi"]["glibc_max"]
+    assert glibc is not None and tuple(map(int, glibc.split("."))) <= (2, 28)
+    assert "ARM aarch64" in _file(hello)
+    lib = _inspect(root / "lib" / "libgreet.a")
+    assert lib["arch"] == "aarch64"
+    qemu = shutil.which("qemu-aarch64")
+    if qemu is not None and Path("/usr/aarch64-linux-gnu/lib").is_dir():
+        run = subprocess.run([qemu, "-L", "/usr/aarch64-linux-gnu", str(hello)],
+                             capture_output=True, text=True, timeout=60, check=False)
+        assert run.stdout == "hello from aarch64: 42\n", run.stderr
+
+
+def test_windows_executable_is_a_pe_for_x86_64(built: Any, tmp_path: Path) -> None:
+    ws, _rc, _data = built
+    root = _unpack(ws, "windows-x86_64", tmp_path)
+    hello = root / "bin" / "hello.exe"
+    facts = _inspect(hello)
+    assert (facts["format"], facts["arch"], facts["os"]) == ("pe", "x86_64", "windows")
+    assert "PE32+ executable" in _file(hello) and "x86-64" in _file(hello)
+
+
+def test_host_build_runs(built: Any, tmp_path: Path) -> None:
+    ws, _rc, _data = built
+    hello = _unpack(ws, "linux-x86_64", tmp_path) / "bin" / "hello"
+    run = subprocess.run([str(hello)], capture_output=True, text=True, check=False)
+    assert run.stdout == "hello from x86_64: 42\n"
+
+
+def test_the_log_holds_the_cross_file_and_the_hash_follows_it(built: Any) -> None:
+    """The unit's input hash names the toolchain file; the plan of a workspace whose platform
+    changes only its os target would differ (shown on the aarch64 triple)."""
+    ws, _rc, data = built
+    unit = next(u for u in data["units"] if u["unit"] == "core/linux-aarch64")
+    log = Path(unit["log"]).read_text() if unit.get("log") and Path(unit["log"]).is_file() \
+        else ""
+    if log:
+        assert "set(CMAKE_SYSTEM_NAME Linux)" in log and "CMAKE_SYSTEM_PROCESSOR aarch64" in log
+    plan = support.prebake("-C", ws, "plan", "--explain", "core/linux-aarch64",
+                           env=support.tool_env())
+    assert plan.returncode == 0, plan.stderr
+    assert "cmake-toolchain" in plan.stdout
