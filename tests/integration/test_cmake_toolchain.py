@@ -22,8 +22,8 @@ import pytest
 from tests import support
 
 pytestmark = pytest.mark.skipif(
-    shutil.which("cmake") is None or shutil.which("x86_64-w64-mingw32-gcc") is None,
-    reason="needs cmake and mingw-w64")
+    shutil.which("cmake") is None or shutil.which("x86_64-w64-mingw32-gcc") is None
+    or shutil.which("emcc") is None, reason="needs cmake, mingw-w64 and emcc")
 
 DATA = support.ROOT / "tests" / "data" / "cmake-cross"
 CONFIGURE = ("cmake -S {src} -B {build} -DCMAKE_TOOLCHAIN_FILE={cmake_toolchain}"
@@ -82,6 +82,14 @@ cc = "x86_64-w64-mingw32-gcc"
 cxx = "x86_64-w64-mingw32-g++"
 ar = "x86_64-w64-mingw32-ar"
 
+# Emscripten: the generated file includes Emscripten's own Emscripten.cmake (no emcmake)
+[platforms.wasm]
+os = "emscripten"
+arch = "wasm32"
+env_unset = ["CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "EMCC_CFLAGS"]
+toolchain = { cc = "emcc", cxx = "em++", ar = "emar" }
+contract = { lto = "none" }
+
 [stages.core]
 recipes = ["base", "app"]
 package = "prefix"
@@ -138,7 +146,7 @@ def test_every_platform_builds_through_the_generated_toolchain_file(built: Any) 
     states = {u["unit"]: u["state"] for u in data["units"]}
     assert rc == 0, json.dumps(data, indent=1)[:4000]
     assert states == {"core/linux-x86_64": "built", "core/linux-aarch64": "built",
-                      "core/windows-x86_64": "built"}
+                      "core/windows-x86_64": "built", "core/wasm": "built"}
 
 
 def test_linux_aarch64_executable_is_aarch64_with_glibc_2_28(built: Any, tmp_path: Path
@@ -168,6 +176,12 @@ def test_windows_executable_is_a_pe_for_x86_64(built: Any, tmp_path: Path) -> No
     facts = _inspect(hello)
     assert (facts["format"], facts["arch"], facts["os"]) == ("pe", "x86_64", "windows")
     assert "PE32+ executable" in _file(hello) and "x86-64" in _file(hello)
+
+
+def test_emscripten_through_the_same_placeholder(built: Any, tmp_path: Path) -> None:
+    ws, _rc, _data = built
+    lib = _inspect(_unpack(ws, "wasm", tmp_path) / "lib" / "libgreet.a")
+    assert lib["arch"] == "wasm32"
 
 
 def test_host_build_runs(built: Any, tmp_path: Path) -> None:
