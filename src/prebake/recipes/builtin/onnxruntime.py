@@ -65,14 +65,10 @@ PROTOC = HostTool("protoc", "3.21.12", version_pattern=r"libprotoc (\S+)",
 # warnings must not fail the build (--compile_no_warning_as_error).
 LINUX_AARCH64 = Build(
     commands=(
-        "python3 {src}/tools/ci_build/build.py --config Release --build_dir {build}"
-        " --parallel {jobs} --skip_tests --skip_submodule_sync"
-        " --allow_running_as_root --compile_no_warning_as_error"
-        " --build_shared_lib --use_xnnpack"
-        " --path_to_protoc_exe {host_tools[protoc]}"
-        " --cmake_extra_defines CMAKE_TOOLCHAIN_FILE={cmake_toolchain}"
+        BUILD_PY + " onnxruntime_USE_ARM_NEON_NCHWC=ON CMAKE_TOOLCHAIN_FILE={cmake_toolchain}"
         " ONNX_CUSTOM_PROTOC_EXECUTABLE={host_tools[protoc]}"
-        " onnxruntime_USE_ARM_NEON_NCHWC=ON onnxruntime_BUILD_UNIT_TESTS=OFF",
+        " --allow_running_as_root --compile_no_warning_as_error"
+        " --build_shared_lib --use_xnnpack --path_to_protoc_exe {host_tools[protoc]}",
         "cmake --install {build}/Release --prefix {prefix}",
         "cmake -E make_directory {prefix}/include",
         "cmake -E copy_directory " + SESSION_HEADERS + " {prefix}/include",
@@ -86,13 +82,9 @@ LINUX_AARCH64 = Build(
 # macos_min. No --allow_running_as_root: macOS runners do not build as root.
 MACOS_ARM64 = Build(
     commands=(
-        "python3 {src}/tools/ci_build/build.py --config Release --build_dir {build}"
-        " --parallel {jobs} --skip_tests --skip_submodule_sync"
-        " --compile_no_warning_as_error"
-        " --build_shared_lib --use_coreml --use_xnnpack"
-        " --osx_arch arm64 --apple_deploy_target {macos_min}"
-        " --cmake_extra_defines CMAKE_OSX_DEPLOYMENT_TARGET={macos_min}"
-        " onnxruntime_BUILD_UNIT_TESTS=OFF",
+        BUILD_PY + " CMAKE_OSX_DEPLOYMENT_TARGET={macos_min}"
+        " --compile_no_warning_as_error --build_shared_lib --use_coreml --use_xnnpack"
+        " --osx_arch arm64 --apple_deploy_target {macos_min}",
         "cmake --install {build}/Release --prefix {prefix}",
         "cmake -E make_directory {prefix}/include",
         "cmake -E copy_directory " + SESSION_HEADERS + " {prefix}/include",
