@@ -329,3 +329,27 @@ def test_leg_hash_skip_and_upstream_hand_over(repo: Path, tmp_path: Path) -> Non
     assert prepare_leg(ws, "media", "wasm", remote).skip
     # a tag release is looked up in that release, not in continuous
     assert not prepare_leg(ws, "media", "wasm", remote, release="v9.9.9").skip
+
+
+def test_the_macos_from_source_leg_carries_its_build_py_flags_and_appleclang(repo: Path
+                                                                            ) -> None:
+    """CoreML builds only on the macOS runner: the workflow shows the runner's AppleClang and
+    the exact build.py flags of the leg, with the contract's deployment target filled in."""
+    jobs = load(repo)["jobs"]
+    steps = jobs["build-extra-macos-arm64"]["steps"]
+    assert jobs["build-extra-macos-arm64"]["runs-on"] == "macos-14"
+    (show,) = [s for s in steps if s["name"].startswith("Show AppleClang")]
+    assert "(pin appleclang = 15.0.0)" in show["name"]
+    assert show["run"].startswith("xcrun clang --version\n")
+    (listed,) = [s for s in steps if s["name"].startswith("Commands the recipes run")]
+    (build,) = [line for line in listed["run"].splitlines() if "build.py" in line]
+    for flag in ("--use_coreml", "--use_xnnpack", "--build_shared_lib",
+                 "--apple_deploy_target 13.3", "CMAKE_OSX_DEPLOYMENT_TARGET=13.3",
+                 "--compile_no_warning_as_error", "--osx_arch arm64"):
+        assert flag in build
+    assert "--allow_running_as_root" not in build and "{macos_min}" not in build
+    order = [s["name"] for s in steps]
+    assert order.index(listed["name"]) == order.index("Build, guard and package") - 1
+    # a leg without a leg-specific toolchain lists nothing extra
+    assert not any(s["name"].startswith("Commands the recipes run")
+                   for s in jobs["build-extra-linux-aarch64"]["steps"])

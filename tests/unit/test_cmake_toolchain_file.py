@@ -145,3 +145,46 @@ def test_host_tool_declarations_are_checked_at_load() -> None:
     assert "needs a group: the release the tool reports" in messages
     assert any(m.startswith("{host_tools[protc]} names no host tool of this recipe")
                and "declared: protoc, flatc" in m for m in messages)
+
+
+def test_build_refuses_the_appleclang_leg_here_in_one_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """On Linux there is no Xcode: the macos-arm64 leg is refused before anything runs, and
+    never built with another compiler."""
+    from prebake.cli import main
+    from prebake.toolchain.cmakefile import host
+
+    if host()[0] == "macos":
+        pytest.skip("this machine has Xcode")
+    ws = tmp_path / "sdk"
+    shutil.copytree(EXAMPLE, ws, ignore=shutil.ignore_patterns("releases", ".prebake"))
+    rc = main(["-C", str(ws), "build", "--stage", "extra", "--platform", "macos-arm64"])
+    err = capsys.readouterr().err
+    lines = [x for x in err.splitlines() if x.strip()]
+    assert rc == 2 and len(lines) == 1, err
+    assert ("platform macos-arm64: AppleClang (Xcode, via xcrun) runs only on macos with "
+            "Xcode's macOS SDK") in lines[0]
+    assert "(refusing onnxruntime/macos-arm64)" in lines[0]
+    assert not (ws / ".prebake" / "work").exists() and not (ws / "releases").exists()
+
+
+def test_the_coreml_leg_refuses_a_zig_platform(tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """A workspace whose macos-arm64 compiler is zig does not get a CoreML build from zig."""
+    from prebake.cli import main
+
+    ws = tmp_path / "sdk"
+    shutil.copytree(EXAMPLE, ws, ignore=shutil.ignore_patterns("releases", ".prebake"))
+    toml = ws / "prebake.toml"
+    toml.write_text(toml.read_text().replace(
+        'cc = "xcrun clang"\ncxx = "xcrun clang++"\nar = "xcrun ar"\npin = "appleclang"',
+        'cc = "{python} -m ziglang cc -target aarch64-macos.13.3"\n'
+        'cxx = "{python} -m ziglang c++ -target aarch64-macos.13.3"\n'
+        'ar = "{python} -m ziglang ar"\npin = "zig"'))
+    rc = main(["-C", str(ws), "build", "--stage", "extra", "--platform", "macos-arm64"])
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    assert ("onnxruntime/macos-arm64: builds only with AppleClang (Xcode, via xcrun) (CoreML "
+            "and the Apple frameworks come with Xcode's macOS SDK); the platform's compiler is "
+            "zig") in err
+    assert not (ws / ".prebake" / "work").exists()
