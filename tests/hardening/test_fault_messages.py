@@ -130,9 +130,9 @@ def test_a_cache_entry_that_vanishes_before_unpacking_is_named(
 
     monkeypatch.setattr(fetch_mod, "safe_extract", vanish_first)
     with pytest.raises(PrebakeError) as info:
-        fetch_mod.fetch("demo", "1.0.0", PLATFORM, store=(tmp_path / "store").as_uri(),
-                        into=tmp_path / "deps", release="continuous",
-                        cache_dir=tmp_path / "cache")
+        fetch_mod.fetch(fetch_mod.FetchRequest(
+            "demo", "1.0.0", PLATFORM, store=(tmp_path / "store").as_uri(),
+            into=tmp_path / "deps", release="continuous", cache_dir=tmp_path / "cache"))
     text = str(info.value)
     cached = tmp_path / "cache" / "assets"
     assert text.startswith(str(cached)) and "vanished" in text and "\n" not in text, text
@@ -145,8 +145,9 @@ def test_a_cache_entry_that_vanishes_before_it_is_verified_is_downloaded_again(
 
     _store(tmp_path / "store")
     store = (tmp_path / "store").as_uri()
-    first = fetch_mod.fetch("demo", "1.0.0", PLATFORM, store=store, into=tmp_path / "a",
-                            release="continuous", cache_dir=tmp_path / "cache")
+    first = fetch_mod.fetch(fetch_mod.FetchRequest(
+        "demo", "1.0.0", PLATFORM, store=store, into=tmp_path / "a", release="continuous",
+        cache_dir=tmp_path / "cache"))
     assert first.downloaded
     real = fetch_mod.file_sha256
     gone: list[Path] = []
@@ -158,7 +159,8 @@ def test_a_cache_entry_that_vanishes_before_it_is_verified_is_downloaded_again(
         return real(path, *args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(fetch_mod, "file_sha256", vanish_once)
-    again = fetch_mod.fetch("demo", "1.0.0", PLATFORM, store=store, into=tmp_path / "b",
-                            release="continuous", cache_dir=tmp_path / "cache")
+    again = fetch_mod.fetch(fetch_mod.FetchRequest(
+        "demo", "1.0.0", PLATFORM, store=store, into=tmp_path / "b", release="continuous",
+        cache_dir=tmp_path / "cache"))
     assert gone and again.downloaded
     assert (tmp_path / "b" / "share" / "demo" / "blob.bin").stat().st_size == PAYLOAD

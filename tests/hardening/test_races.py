@@ -170,7 +170,7 @@ def test_killed_fetch_leaves_nothing_the_next_fetch_does_not_clean(tmp_path: Pat
 def test_a_fetch_during_a_publish_installs_one_upload_whole(tmp_path: Path) -> None:
     """The ``.sha256`` and the bytes are two reads: a publish landing between them makes the
     fetch start over from the new upload — never "tampered", never a mix of the two."""
-    from prebake.consume.fetch import fetch
+    from prebake.consume.fetch import FetchRequest, fetch
     from prebake.digest import ProgressFn
     from prebake.package.naming import AssetId
     from prebake.store.local import LocalStore
@@ -194,8 +194,8 @@ def test_a_fetch_during_a_publish_installs_one_upload_whole(tmp_path: Path) -> N
             return super().download(asset, dest, release, progress=progress)
 
     store = PublishedUnder(root.as_uri(), root)
-    result = fetch("demo", "1.0.0", "linux-x86_64", store=store, into=tmp_path / "into",
-                   cache_dir=tmp_path / "cache")
+    result = fetch(FetchRequest("demo", "1.0.0", "linux-x86_64", store=store,
+                                into=tmp_path / "into", cache_dir=tmp_path / "cache"))
     assert store.raced
     assert (tmp_path / "into" / "lib" / "v.txt").read_bytes() == b"new\n"
     assert result.sha256 == hashlib.sha256(new.read_bytes()).hexdigest()

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from prebake.cli import main
-from prebake.consume.fetch import fetch
+from prebake.consume.fetch import FetchRequest, fetch
 from prebake.digest import file_sha256
 from prebake.errors import CheckFailed, PrebakeError
 from prebake.package.naming import sha256_line
@@ -179,7 +179,7 @@ def test_refuses_to_replace_a_folder_it_did_not_fetch(env: Path, store_url: str)
     into.mkdir()
     (into / "notes.txt").write_text("mine\n")
     with pytest.raises(PrebakeError, match="not a prefix prebake fetched"):
-        fetch("demo", "1.0.0", "linux-x86_64", store=store_url, into=into)
+        fetch(FetchRequest("demo", "1.0.0", "linux-x86_64", store=store_url, into=into))
     assert [p.name for p in into.iterdir()] == ["notes.txt"]
 
 
@@ -217,8 +217,8 @@ def test_library_api_raises_integrity_error(env: Path, store_url: str) -> None:
     stored = Path(store_url[len("file://"):]) / "continuous/demo-1.0.0-linux-x86_64.tar.xz"
     stored.write_bytes(stored.read_bytes()[:-10])
     with pytest.raises(CheckFailed, match="does not match"):
-        fetch("demo", "1.0.0", "linux-x86_64", store=store_url, into=env / "p",
-              lock_path=env / "l.lock")
+        fetch(FetchRequest("demo", "1.0.0", "linux-x86_64", store=store_url, into=env / "p",
+              lock_path=env / "l.lock"))
     assert not (env / "p").exists()
 
 
@@ -229,7 +229,8 @@ def test_stale_partial_download_is_redone_from_scratch(env: Path, store_url: str
     staging.parent.mkdir(parents=True)
     staging.write_bytes(b"stale bytes of an older upload")
     with StaticServer(Path(store_url[len("file://"):])) as mirror:
-        result = fetch("demo", "1.0.0", "linux-x86_64", store=mirror.url, into=env / "p")
+        result = fetch(FetchRequest("demo", "1.0.0", "linux-x86_64", store=mirror.url,
+                                    into=env / "p"))
         asset_gets = [r for r in mirror.requests if r.split()[0].endswith(".tar.xz")]
     assert asset_gets == ["/continuous/demo-1.0.0-linux-x86_64.tar.xz bytes=30-",
                           "/continuous/demo-1.0.0-linux-x86_64.tar.xz"]

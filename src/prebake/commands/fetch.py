@@ -79,7 +79,7 @@ def _consumer(args: argparse.Namespace, ws: Workspace | None) -> Any:
 def run(args: argparse.Namespace) -> int:
     from prebake.commands._common import console, err_console, print_json
     from prebake.commands._store import byte_progress, store_url, workspace_root
-    from prebake.consume.fetch import default_lock, fetch
+    from prebake.consume.fetch import FetchRequest, default_lock, fetch
     from prebake.errors import PrebakeError
     from prebake.jsonio import SCHEMA_VERSION
 
@@ -106,9 +106,10 @@ def run(args: argparse.Namespace) -> int:
                else ws.trust.allowed_signers if ws is not None else None)
     consumer = _consumer(args, ws)
     with byte_progress(not args.json, f"fetch {name} {version}") as progress:
-        result = fetch(name, version, args.platform, store=url, into=into, contract=contract,
-                       lock_path=lock, release=args.release, root=root, progress=progress,
-                       update_lock=args.update, allowed_signers=allowed, consumer=consumer)
+        result = fetch(FetchRequest(
+            name, version, args.platform, store=url, into=into, contract=contract,
+            lock_path=lock, release=args.release, root=root, update_lock=args.update,
+            allowed_signers=allowed, consumer=consumer), progress)
     if note:
         result.notes.insert(0, note)
     if args.json:

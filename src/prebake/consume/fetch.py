@@ -292,24 +292,46 @@ def check_request(name: str, version: str, platform: str, release: str | None) -
     return asset_id(name, version, platform)
 
 
-def fetch(
-    name: str,
-    version: str,
-    platform: str,
-    *,
-    store: Store | str,
-    into: Path,
-    contract: Contract | None = None,
-    lock_path: Path | None = None,
-    release: str | None = None,
-    root: Path | None = None,
-    cache_dir: Path | None = None,
-    progress: ProgressFn | None = None,
-    update_lock: bool = False,
-    max_bytes: int = DEFAULT_MAX_BYTES,
-    allowed_signers: Path | None = None,
-    consumer: ConsumerToolchain | None = None,
-) -> FetchResult:
+@dataclass(frozen=True)
+class FetchRequest:
+    """What a consumer asks for: ``name==version`` for ``platform`` from ``store``, unpacked
+    into ``into``.
+
+    ``contract`` and ``consumer`` (the consumer's ABI contract and toolchain) re-check the
+    asset on this side; ``lock_path`` is the lock to honour and write (``update_lock`` lets a
+    new version replace the locked one); ``release`` a release tag to prefer; ``root`` the
+    folder a ``file://`` store is relative to; ``cache_dir`` the download cache (default: the
+    user's); ``max_bytes`` the unpacked size allowed; ``allowed_signers`` the file a signature
+    must verify against (``None``: no signature is required)."""
+
+    name: str
+    version: str
+    platform: str
+    store: Store | str
+    into: Path
+    contract: Contract | None = None
+    lock_path: Path | None = None
+    release: str | None = None
+    root: Path | None = None
+    cache_dir: Path | None = None
+    update_lock: bool = False
+    max_bytes: int = DEFAULT_MAX_BYTES
+    allowed_signers: Path | None = None
+    consumer: ConsumerToolchain | None = None
+
+
+def fetch(req: FetchRequest, progress: ProgressFn | None = None) -> FetchResult:
+    """Download the asset ``req`` names (through the cache), verify its sha256 against the
+    store's sidecar, the lock and (if asked) its signature, re-check it against the
+    consumer's contract and toolchain, unpack it safely and write the lock.
+
+    Raises ``IntegrityError`` (exit 1) when the bytes are not the promised ones and
+    ``PrebakeError`` (exit 2) for a bad request; nothing is installed then.
+    """
+    name, version, platform, release = req.name, req.version, req.platform, req.release
+    lock_path, update_lock, allowed_signers = req.lock_path, req.update_lock, req.allowed_signers
+    contract, consumer, store, root = req.contract, req.consumer, req.store, req.root
+    cache_dir, max_bytes, into = req.cache_dir, req.max_bytes, req.into
     aid = check_request(name, version, platform, release)
     if allowed_signers is not None:  # unreadable trust settings stop the fetch before anything
         from prebake.trust.sign import check_allowed_signers
