@@ -327,3 +327,15 @@ def gcc_workspace(name: str, pins: str, stage: str, recipes: str, *,
     template = string.Template((WORKSPACES / "templates" / "linux-gcc.toml").read_text())
     return template.substitute(name=name, pins=pins, stage=stage, recipes=recipes,
                                contract=contract, more=more)
+
+
+def wasm_check_workspace(folder: Path, name: str, contract: str) -> Path:
+    """``folder`` made a workspace of one wasm platform whose contract is ``contract`` (the
+    inside of a TOML inline table), for ``prebake check --platform wasm``
+    (``tests/data/workspaces/templates/wasm-check.toml``)."""
+    import string
+
+    template = string.Template((WORKSPACES / "templates" / "wasm-check.toml").read_text())
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "prebake.toml").write_text(template.substitute(name=name, contract=contract))
+    return folder

@@ -22,18 +22,7 @@ WASMS = ("ort-wasm-simd-threaded.asyncify.wasm", "ort-wasm-simd-threaded.jsep.wa
 
 
 def _ws(tmp: Path) -> Path:
-    (tmp / "prebake.toml").write_text('''\
-[project]
-name = "consumer"
-version = "0.1.0"
-
-[platforms.wasm]
-os = "emscripten"
-arch = "wasm32"
-toolchain = { cc = "emcc", cxx = "em++", ar = "emar" }
-contract = { eh = "wasm" }
-''')
-    return tmp
+    return support.wasm_check_workspace(tmp, "consumer", 'eh = "wasm"')
 
 
 def test_check_an_npm_package_reports_each_wasm_with_its_verdict(
