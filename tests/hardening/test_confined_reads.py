@@ -294,3 +294,44 @@ def test_check_with_a_platform_never_says_ok(tmp_path: Path, name: str) -> None:
         assert proc.returncode == 2, out
         assert "ok" not in proc.stdout.lower() and "satisfy" not in out, out
         assert "thin archive member" in proc.stderr and not _leaks(out), out
+
+
+def test_in_a_tree_being_checked_members_may_live_anywhere_inside_it(
+        tmp_path: Path, outside_object: Path) -> None:
+    """``ar rcsT lib/libt.a obj/a.o`` stores ``../obj/a.o``: checking the tree reads it, the
+    archive alone (or its folder alone) does not reach it."""
+    import shutil
+
+    tree = tmp_path / "build"
+    (tree / "lib").mkdir(parents=True)
+    (tree / "obj").mkdir()
+    shutil.copy(outside_object, tree / "obj" / "a.o")
+    support.run(["ar", "rcsT", "lib/libt.a", "obj/a.o"], tree)
+    assert support.run(["ar", "t", "libt.a"], tree / "lib").stdout.split() == ["../obj/a.o"]
+    contract = tmp_path / "contract.toml"
+    contract.write_text(CONTRACT)
+    assert support.prebake("check", tree, "--contract", contract).returncode == 0
+    proc = support.prebake("inspect", "--json", "--symbols", tree)
+    assert proc.returncode == 0, proc.stderr
+    [lib] = [r for r in json.loads(proc.stdout)["results"] if r["path"].endswith("libt.a")]
+    assert [m["format"] for m in lib["members"]] == ["elf"]
+    for alone in (tree / "lib" / "libt.a", tree / "lib"):
+        proc = support.prebake("check", alone, "--contract", contract)
+        assert proc.returncode in (1, 2) and "climbs out" in proc.stdout + proc.stderr
+
+
+def test_an_asset_may_hold_a_thin_archive_of_its_own_objects(tmp_path: Path,
+                                                             outside_object: Path) -> None:
+    """The unpacked asset is the tree: ``lib/libt.a`` naming ``../obj/a.o`` inside it is
+    read and checked; the same archive naming a file outside the asset is refused."""
+    raw = thin_archive(tmp_path / "raw.a", "../obj/a.o", size=outside_object.stat().st_size)
+    _asset(tmp_path / "store", {"lib/libt.a": raw.read_bytes(),
+                                "obj/a.o": outside_object.read_bytes()})
+    contract = tmp_path / "contract.toml"
+    contract.write_text(CONTRACT)
+    proc = support.prebake(
+        "fetch", "demo==1.0.0", "--platform", PLATFORM, "--store", (tmp_path / "store").as_uri(),
+        "--into", tmp_path / "into", "--release", "continuous", "--contract", contract,
+        "--lock", tmp_path / "prebake.lock", env={"PREBAKE_CACHE": str(tmp_path / "cache")})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (tmp_path / "into" / "lib" / "libt.a").is_file()

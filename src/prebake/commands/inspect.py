@@ -170,7 +170,9 @@ def _binaries(path: Path, stack: ExitStack) -> Iterator[Target]:
         found = resolve([path], tmp)
         labels = tuple(found.labels)
         targets = [Target(b.shown, b.path, (str(b.path), b.shown) if b.shown != str(b.path)
-                          else None, labels=labels) for b in found.binaries]
+                          else None, labels=labels,
+                          root=str(b.root) if b.root is not None else None)
+                   for b in found.binaries]
         targets += [Target(esc.split(" -> ")[0], error=f"symlink leaves the tree ({esc}); "
                            "not followed") for esc in found.escapes]
         what = "package" if path.is_file() else "folder"
@@ -198,6 +200,7 @@ class Target:
     arg: str = ""  # the command-line path it comes from
     # (temporary unpack folder, package name): evidence names the package, not the folder
     labels: tuple[tuple[str, str], ...] = ()
+    root: str | None = None  # the tree it was found in (what a thin archive may name)
 
 
 @dataclass(frozen=True)
@@ -276,7 +279,7 @@ def _facts_of(target: Target, mode: Mode) -> Facts:
     try:
         # the human view shows members' symbols only: no archive-level lists to build
         facts = inspect(target.file, ParseOptions(symbols=mode.symbols, deep=mode.deep,
-                                                  archive_lists=mode.json))
+                                                  archive_lists=mode.json, root=target.root))
     except PrebakeError as exc:
         return Facts(path=target.name, error=reason(exc, str(target.file)))
     except OSError as exc:

@@ -160,10 +160,11 @@ def unknown_facts(facts: Facts, contract: Contract, path: str | None = None) -> 
 # --- finding the binaries: prebake.inspect.resolve, the one resolver ------------------------
 
 
-def _default_inspect(path: Path, deep: bool = False) -> Facts:
+def _default_inspect(path: Path, deep: bool = False, root: Path | None = None) -> Facts:
     from prebake.inspect import ParseOptions, inspect
 
-    return inspect(path, ParseOptions(symbols=True, deep=deep))
+    return inspect(path, ParseOptions(symbols=True, deep=deep,
+                                      root=str(root) if root is not None else None))
 
 
 def wants_deep(contract: Contract) -> bool:
@@ -180,7 +181,6 @@ def check_paths(paths: Sequence[Path], contract: Contract, *,
     binary; a broken binary found inside a folder or asset is reported as a violation instead.
     ``deep`` decodes every wasm instruction, so feature lists are whole (``--deep``).
     """
-    inspect_fn = inspect_fn or (lambda p: _default_inspect(p, deep))
     report = CheckReport(contract)
     from prebake.inspect.resolve import resolve
 
@@ -199,7 +199,10 @@ def check_paths(paths: Sequence[Path], contract: Contract, *,
         archives: list[tuple[str, Facts]] = []
         for t in targets:
             try:
-                facts = inspect_fn(t.path)
+                # a binary found in a tree is read with that tree as the bound of what it
+                # may name (a thin archive's members)
+                facts = (_default_inspect(t.path, deep, t.root) if inspect_fn is None
+                         else inspect_fn(t.path))
                 if facts.error is not None:
                     raise FormatError(str(t.path), facts.error)
             except FormatError as exc:

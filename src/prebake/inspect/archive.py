@@ -307,7 +307,7 @@ class ArchiveReader:
         if ar.linker_members > 1:
             facts.details["coff_linker_members"] = ar.linker_members
         members: list[Facts] = []
-        files = _thin_files(ar, path) if ar.thin else []
+        files = _thin_files(ar, path, opts.root) if ar.thin else []
         for i, m in enumerate(ar.members):
             mpath = f"{path}({m.name})"
             try:
@@ -334,8 +334,9 @@ class ArchiveReader:
         return facts
 
 
-def _thin_files(ar: Archive, path: str) -> list[Path]:
-    """The file each member of a thin archive names, every one inside the archive's folder.
+def _thin_files(ar: Archive, path: str, root: str | None = None) -> list[Path]:
+    """The file each member of a thin archive names, every one inside the archive's folder
+    (or inside ``root``, the tree being checked, when the archive lies in it).
 
     A thin archive's member names are paths, and they come from the input: followed as they
     are, ``/etc/hostname`` or ``../../etc/hostname`` would make prebake read (and quote) a
@@ -352,9 +353,13 @@ def _thin_files(ar: Archive, path: str) -> list[Path]:
         raise FormatError(path, "a thin archive inside another binary: its member names "
                                 "are relative to a folder it does not have; not followed")
     try:
-        base = own.resolve().parent
+        folder = own.resolve().parent
+        tree = Path(root).resolve() if root is not None else None
     except (OSError, RuntimeError) as exc:
         raise FormatError(path, f"cannot resolve the archive's folder: {exc}") from None
+    # the tree being checked, when the archive is in it; else the archive's own folder
+    base = tree if tree is not None and folder.is_relative_to(tree) else folder
+    where = "the tree being checked" if base != folder else "the archive's folder"
     out = []
     for m in ar.members:
         name = m.name
@@ -365,18 +370,18 @@ def _thin_files(ar: Archive, path: str) -> list[Path]:
             why = "is an absolute path"
         else:
             try:
-                real = (base / name).resolve()
+                real = (folder / name).resolve()  # names are relative to the archive
             except (OSError, RuntimeError, ValueError):
                 why = "cannot be resolved (a symlink loop?)"
             else:
-                if real == base:
-                    why = "names the archive's folder itself"
+                if real in (base, folder):
+                    why = "names a folder, not a file"
                 elif not real.is_relative_to(base):
-                    why = ("climbs out of the archive's folder" if ".." in Path(name).parts
-                           else "leads out of the archive's folder through a symlink")
+                    why = (f"climbs out of {where}" if ".." in Path(name).parts
+                           else f"leads out of {where} through a symlink")
         if why is not None:
             raise FormatError(path, f"thin archive member {name!r} {why}; a thin archive's "
-                                    "members must be files inside its own folder (not read)")
+                                    f"members must be files inside {where} (not read)")
         out.append(real)
     return out
 

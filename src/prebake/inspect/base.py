@@ -32,6 +32,10 @@ class ParseOptions:
     # defines), not only each member's. The human view lists members alone; leaving these
     # out saves a fifth of the symbol listing of a big C++ archive.
     archive_lists: bool = True
+    # The tree being checked, when the file was found in one (a folder walked, a package
+    # unpacked): a thin archive's members may then be anywhere inside it, not only in the
+    # archive's own folder. Nothing outside it is ever read.
+    root: str | None = None
 
 
 class FormatReader(Protocol):

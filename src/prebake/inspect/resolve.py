@@ -63,6 +63,7 @@ class Binary:
     shown: str  # what messages call it: the given path, or ``package!inner/path``
     rel: str  # its path relative to the folder or package it was found in ("" when named)
     explicit: bool = False  # named on the command line itself (not found by a walk)
+    root: Path | None = None  # the (resolved) folder or unpacked package it was found in
 
 
 @dataclass
@@ -135,7 +136,7 @@ class Resolver:
                 continue  # libfoo.so -> libfoo.so.1: one file, one verdict
             self._seen.add(real)
             if is_binary(f):
-                self.out.binaries.append(Binary(f, name, rel))
+                self.out.binaries.append(Binary(f, name, rel, root=base))
             elif is_package(f) and depth < MAX_NESTING:
                 self._package(f, name, depth)
             else:
