@@ -21,6 +21,7 @@ from prebake.toolchain.families import (
     (["zig", "c++"], "zig"), (["x86_64-w64-mingw32-g++"], "mingw"),
     (["clang-15"], "clang"), (["clang++"], "clang"), (["gcc-11"], "gcc"),
     (["aarch64-linux-gnu-gcc"], "gcc"), (["cc"], None), (["c++"], None),
+    (["xcrun", "clang++"], "appleclang"),
 ])
 def test_families_are_recognised_from_the_command_line(argv: list[str], family: str | None
                                                        ) -> None:
@@ -31,7 +32,8 @@ def test_families_are_recognised_from_the_command_line(argv: list[str], family: 
 @pytest.mark.parametrize(("banner", "family", "version"), [
     ("Debian clang version 14.0.6", "clang", "14.0.6"),
     ("Debian clang version 13.0.1-11+b2", "clang", "13.0.1"),
-    ("Apple clang version 15.0.0 (clang-1500.3.9.4)", "clang", "15.0.0"),
+    # Xcode's clang is its own family: Apple's release numbers are not LLVM's
+    ("Apple clang version 15.0.0 (clang-1500.3.9.4)", "appleclang", "15.0.0"),
     ("cc (Debian 12.2.0-14+deb12u1) 12.2.0", "gcc", "12.2.0"),
     ("gcc-11 (Debian 11.3.0-12) 11.3.0", "gcc", "11.3.0"),
     ("x86_64-w64-mingw32-gcc (GCC) 12-win32", "mingw", "12"),
@@ -89,4 +91,4 @@ def test_emscripten_major_minor_drift_is_reported_not_refused() -> None:
 def test_the_rules_and_families_are_data() -> None:
     assert {r.name for r in RULES} == {"bitcode-producer", "emscripten-drift"}
     assert {f.name for f in BY_NAME.values()} >= {"emscripten", "zig", "mingw", "clang", "gcc"}
-    assert {f.provision for f in BY_NAME.values()} <= {"emsdk", "pypi", "apt", "none"}
+    assert {f.provision for f in BY_NAME.values()} <= {"emsdk", "pypi", "apt", "xcode", "none"}

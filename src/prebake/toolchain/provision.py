@@ -114,6 +114,10 @@ def provision(ws: Workspace, platform: Platform) -> Provisioned:
         what = fam.title if fam else "this compiler"
         return Provisioned(name, fam.name if fam else None, None, Outcome.NOTHING,
                            f"{name}: {what} comes from the system; prebake does not install it")
+    if fam.provision == "xcode":
+        return Provisioned(name, fam.name, None, Outcome.NOTHING,
+                           f"{name}: {fam.title} comes with Xcode on a macOS machine (the "
+                           "runner's image); prebake does not install it")
     if fam.provision == "apt":
         return Provisioned(name, fam.name, None, Outcome.NOTHING,
                            f"{name}: {fam.title} comes from Debian's {fam.package} package "
