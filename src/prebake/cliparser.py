@@ -15,41 +15,12 @@ from typing import Any, NoReturn
 from prebake import __version__
 
 
-def _columns() -> int:
-    """``shutil.get_terminal_size().columns``, without importing shutil (it pulls in zlib, bz2
-    and lzma: ~2 ms of every start-up, since argparse builds a formatter per argument)."""
-    try:
-        columns = int(os.environ["COLUMNS"])
-    except (KeyError, ValueError):
-        columns = 0
-    if columns > 0:
-        return columns
-    out = sys.__stdout__
-    try:
-        return (os.get_terminal_size(out.fileno()).columns if out is not None else 0) or 80
-    except (AttributeError, ValueError, OSError):
-        return 80
-
-
-class _Formatter(argparse.HelpFormatter):
-    """argparse's default formatter, as wide as argparse would make it (``_columns() - 2``)."""
-
-    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
-                 width: int | None = None, **kwargs: Any) -> None:
-        super().__init__(prog, indent_increment, max_help_position,
-                         _columns() - 2 if width is None else width, **kwargs)
-
-
 class _Parser(argparse.ArgumentParser):
-    """An ``ArgumentParser`` using ``_Formatter``; subcommand parsers are made of this class too.
+    """An ``ArgumentParser`` whose subcommand parsers are made of this class too.
 
     Usage errors start ``prebake: error:`` like every other error (argparse would print
     ``prebake inspect: error:`` for a subcommand), after the usage line, exit status 2.
     """
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        kwargs.setdefault("formatter_class", _Formatter)
-        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
