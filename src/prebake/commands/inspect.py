@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from prebake.cores import usable_cores
 
@@ -320,17 +320,39 @@ def job(mode: Mode, folder: str | None, target: Target, index: int) -> Result:
     return result
 
 
+def _copy(src: BinaryIO, dest: BinaryIO) -> None:
+    """``src`` to ``dest``: by ``os.sendfile`` (no copy through this process) where ``dest``
+    is a file or pipe that takes it, else by reads and writes."""
+    dest.flush()
+    sent = 0
+    try:
+        fd = dest.fileno()
+        size = os.fstat(src.fileno()).st_size
+        while sent < size:
+            n = os.sendfile(fd, src.fileno(), sent, size - sent)
+            if n == 0:
+                break
+            sent += n
+        return
+    except BrokenPipeError:  # the reader left: cli's handler ends the run quietly
+        raise
+    except (AttributeError, OSError, ValueError):  # no descriptor, or no sendfile to it
+        pass
+    import shutil
+
+    src.seek(sent)
+    shutil.copyfileobj(src, dest, 1 << 20)
+    dest.flush()
+
+
 def _write(result: Result) -> None:
     """A result to stdout (a worker's file copied, then removed) and its error to stderr."""
     if result.file is not None:
-        import shutil
-
         out = sys.stdout
         out.flush()
         with open(result.file, "rb") as fh:
             if hasattr(out, "buffer"):
-                shutil.copyfileobj(fh, out.buffer, 1 << 20)
-                out.buffer.flush()
+                _copy(fh, out.buffer)
             else:  # a text-only stream (pytest's capture)
                 out.write(fh.read().decode())
         Path(result.file).unlink()
