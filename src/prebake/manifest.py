@@ -164,7 +164,9 @@ class Toolchain:
             v = _obj(d["verified"], f"{where}.verified")
             keys = ("family", "version", "version_line", "target", "llvm", "status", "identity")
             _required(v, keys, f"{where}.verified")
-            _only(v, frozenset(keys), f"{where}.verified")
+            _only(v, frozenset((*keys, "environment")), f"{where}.verified")
+            if "environment" in v:
+                _str(v["environment"], f"{where}.verified.environment")
             for k in ("family", "version", "llvm"):
                 _opt_str(v[k], f"{where}.verified.{k}")
             for k in ("version_line", "target", "identity"):

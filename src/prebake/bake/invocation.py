@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from prebake.bake import commands as cmdline
@@ -14,6 +15,8 @@ from prebake.package import relocate
 from prebake.plan.model import Unit
 from prebake.recipes.model import Build, Recipe
 from prebake.toolchain.cmakefile import file_path
+from prebake.toolchain.environment import path_with
+from prebake.toolchain.probe import DEFAULT_PATH
 from prebake.workspace.model import Workspace
 
 
@@ -31,7 +34,9 @@ def command_context(ws: Workspace, unit: Unit, opts: Options, recipe: Recipe, wo
                            "version": ws.pins[recipe.pin],
                            "platform": p.name, "os": p.os, "arch": p.arch,
                            "macos_min": p.contract.macos_min or "",
-                           "cmake_toolchain": str(file_path(dirs.root))},
+                           "cmake_toolchain": str(file_path(dirs.root)),
+                           "work": str(work), "python": sys.executable,
+                           "recipe_dir": str(recipe.folder)},
                           {"jobs": lambda: opts.cores.share(unit.id)}),
         pins=ws.pins,
         argv={"cc": with_launcher(relocate.compiler_argv(p.toolchain.cc, flags), launcher),
@@ -72,4 +77,6 @@ def command_env(unit: Unit, opts: Options, recipe: Recipe, strategy: Build | Non
     env = build_env(opts.caller_env, platform_env=p.env, recipe_env=recipe_env,
                     unset=[*p.env_unset, *(strategy.env_unset if strategy else ())],
                     extra=launcher_env(p.toolchain.cc, launcher) or None)
+    if p.toolchain.environment:  # its cmake, python3, protoc… before the host's
+        env["PATH"] = path_with(p.toolchain.environment, env.get("PATH", DEFAULT_PATH))
     return relocate.compiler_env(env, p.toolchain.cc, relocate.prefix_map_flags(dirs.root))

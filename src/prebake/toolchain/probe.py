@@ -79,12 +79,16 @@ def probe_env(platform_env: Mapping[str, str], unset: Sequence[str],
     return env
 
 
-def resolve_argv(argv: Sequence[str], family: Family | None, pinned: str | None
-                 ) -> tuple[str, ...]:
+def resolve_argv(argv: Sequence[str], family: Family | None, pinned: str | None,
+                 environment: str | None = None) -> tuple[str, ...]:
     """``argv`` as the build runs it: a pinned zig (or emsdk) that ``prebake toolchain
     install`` put in the cache runs instead of whatever ``python -m ziglang`` would import
-    (or ``emcc`` on ``PATH``)."""
+    (or ``emcc`` on ``PATH``); in a toolchain environment, the wrapper that enters it."""
     argv = tuple(argv)
+    if environment:
+        from prebake.toolchain.environment import resolve
+
+        return resolve(argv, environment)
     if family is None or not pinned or not argv:
         return argv
     if family.name == "zig" and family.module:

@@ -110,6 +110,16 @@ def provision(ws: Workspace, platform: Platform) -> Provisioned:
     tc = platform.toolchain
     fam: Family | None = family_of_argv(tc.cc)
     name = platform.name
+    if tc.environment:
+        from prebake.toolchain.environment import environment_named, install
+
+        env = environment_named(tc.environment)
+        present = env.installed()
+        ok, msg = install(env)
+        outcome = (Outcome.PRESENT if present else Outcome.INSTALLED) if ok else Outcome.CANNOT
+        return Provisioned(name, fam.name if fam else None,
+                           ws.pins.get(tc.pin) if tc.pin else None, outcome, f"{name}: {msg}",
+                           str(env.bin) if ok else None)
     if fam is None or fam.provision == "none":
         what = fam.title if fam else "this compiler"
         return Provisioned(name, fam.name if fam else None, None, Outcome.NOTHING,

@@ -44,6 +44,8 @@ class Verdict:
     ar: tuple[str, ...]
     status: Status
     reason: str = ""
+    # the toolchain environment's measured identity (its packages' versions), when it has one
+    environment: str = ""
 
     @property
     def version(self) -> str | None:
@@ -52,9 +54,9 @@ class Verdict:
     @property
     def identity(self) -> str:
         """The measured identity that enters input hashes (both drivers when they differ)."""
-        if self.cc.identity == self.cxx.identity:
-            return self.cc.identity
-        return f"cc = {self.cc.identity}; cxx = {self.cxx.identity}"
+        out = (self.cc.identity if self.cc.identity == self.cxx.identity
+               else f"cc = {self.cc.identity}; cxx = {self.cxx.identity}")
+        return f"{out}; environment = {self.environment}" if self.environment else out
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -69,10 +71,13 @@ class Verdict:
 
     def record(self) -> dict[str, object]:
         """What a manifest records: the verified identity (no machine paths)."""
-        return {"family": self.family, "version": self.cc.version,
-                "version_line": self.cc.version_line, "target": self.cc.target,
-                "llvm": self.cc.llvm, "status": self.status.value,
-                "identity": self.identity}
+        out: dict[str, object] = {
+            "family": self.family, "version": self.cc.version,
+            "version_line": self.cc.version_line, "target": self.cc.target,
+            "llvm": self.cc.llvm, "status": self.status.value, "identity": self.identity}
+        if self.environment:
+            out["environment"] = self.environment
+        return out
 
 
 def platform_family(tc: Toolchain) -> Family | None:
@@ -103,12 +108,25 @@ def verify_platform(platform: Platform, pins: Mapping[str, str],
         return Verdict(platform.name, none.family, tc.pin, pinned, none,
                        replace(none, argv=tuple(tc.cxx)), tuple(tc.ar), Status.MISSING,
                        f"platform {platform.name}: {elsewhere}")
-    cc_argv = resolve_argv(tc.cc, fam, pinned)
-    cxx_argv = resolve_argv(tc.cxx, fam, pinned)
+    cc_argv = resolve_argv(tc.cc, fam, pinned, tc.environment)
+    cxx_argv = resolve_argv(tc.cxx, fam, pinned, tc.environment)
+    ar = resolve_argv(tc.ar, fam, pinned, tc.environment)
+    family = fam.name if fam else None
+    if tc.environment:
+        from prebake.toolchain import environment as envs
+
+        if not envs.environment_named(tc.environment).installed():
+            none = Measured(tuple(tc.cc), None, None, None, "", "", error="not installed")
+            return Verdict(platform.name, family, tc.pin, pinned, none,
+                           replace(none, argv=tuple(tc.cxx)), ar, Status.MISSING,
+                           f"platform {platform.name}: "
+                           + envs.not_installed(tc.environment, platform.name))
+        env_identity = envs.identity(tc.environment)
+    else:
+        env_identity = ""
     cc = prober.measure(cc_argv, env, fam)
     cxx = prober.measure(cxx_argv, env, fam)
-    ar = resolve_argv(tc.ar, fam, pinned)
-    family = cc.family or (fam.name if fam else None)
+    family = cc.family or family
     for m, what in ((cc, "cc"), (cxx, "cxx")):
         if not m.found:
             return Verdict(platform.name, family, tc.pin, pinned, cc, cxx, ar, Status.MISSING,
@@ -116,13 +134,16 @@ def verify_platform(platform: Platform, pins: Mapping[str, str],
                            f"{' '.join(tc.spec.get(what, ' '.join(m.argv)).split()[:1])}: "
                            f"{m.error}")
     if tc.pin is None:
-        return Verdict(platform.name, family, None, None, cc, cxx, ar, Status.UNPINNED)
+        return Verdict(platform.name, family, None, None, cc, cxx, ar, Status.UNPINNED,
+                       environment=env_identity)
     for m, what in ((cc, "cc"), (cxx, "cxx")):
         if pinned is None or m.version is None or not pin_matches(pinned, m.version):
             return Verdict(platform.name, family, tc.pin, pinned, cc, cxx, ar, Status.MISMATCH,
                            f"platform {platform.name}: pin {tc.pin} = {pinned!r} but its {what} "
-                           f"({m.argv[0]}) reports {m.version_line!r}")
-    return Verdict(platform.name, family, tc.pin, pinned, cc, cxx, ar, Status.OK)
+                           f"({m.argv[0]}) reports {m.version_line!r}",
+                           environment=env_identity)
+    return Verdict(platform.name, family, tc.pin, pinned, cc, cxx, ar, Status.OK,
+                   environment=env_identity)
 
 
 def foreign_host(fam: Family | None) -> str | None:
@@ -151,7 +172,7 @@ def verify_platforms(platforms: Iterable[Platform], pins: Mapping[str, str],
         pinned = pins.get(p.toolchain.pin) if p.toolchain.pin else None
         env = probe_env(p.env, p.env_unset, caller_env)
         for argv in (p.toolchain.cc, p.toolchain.cxx):
-            jobs.append((resolve_argv(argv, fam, pinned), env, fam))
+            jobs.append((resolve_argv(argv, fam, pinned, p.toolchain.environment), env, fam))
     if len(jobs) > 1:
         with ThreadPoolExecutor(max_workers=min(8, len(jobs))) as pool:
             list(pool.map(lambda j: prober.measure(*j), jobs))

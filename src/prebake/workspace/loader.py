@@ -113,7 +113,9 @@ SCHEMA: Mapping[str, Mapping[str, Spec]] = {
         "stores": TABLE,
         "ci": TABLE,
         "trust": TABLE,
+        "sources": TABLE,
     },
+    "sources": {"provided": Spec(_is_str_table, "a table of strings")},
     "project": {
         "name": Spec(_is_str, "a string", required=True),
         "version": Spec(_is_str, "a string", required=True),
@@ -138,6 +140,7 @@ SCHEMA: Mapping[str, Mapping[str, Spec]] = {
         "pin": STR,
         "cmake_toolchain": STR,
         "from_stage": STR,
+        "environment": STR,
     },
     "link_test": {"flags": STR_LIST, "run": ARGV},
     "stage": {
@@ -170,6 +173,7 @@ SECTIONS: Mapping[str, str] = {
     "": "", "project": "project", "platform": "platforms.NAME",
     "toolchain": "platforms.NAME.toolchain", "link_test": "platforms.NAME.link_test",
     "stage": "stages.NAME", "ci": "ci", "trust": "trust", "store": "stores.NAME",
+    "sources": "sources",
 }
 # Tables whose keys the workspace names, and what each value is (checked by code, not SCHEMA).
 FREE_TABLES: Mapping[str, str] = {
@@ -310,8 +314,19 @@ def _toolchain(data: Mapping[str, Any], where: str, c: _Collector) -> Toolchain 
         c.add(f"{where}.pin", "a toolchain from_stage is identified by that stage's input "
               "hash; it takes no pin")
     ranlib = expand_argv(_argv(ok["ranlib"])) if "ranlib" in ok else ()
+    environment = ok.get("environment")
+    if environment is not None:
+        from prebake.toolchain.environment import environment_named
+
+        try:
+            environment_named(environment)
+        except PrebakeError as exc:
+            c.add(f"{where}.environment", str(exc))
+        if from_stage is not None:
+            c.add(f"{where}.environment", "a toolchain comes from a stage or from an "
+                  "environment, not both")
     return Toolchain(expand_argv(cc), expand_argv(cxx), expand_argv(ar), ok.get("pin"),
-                     ok.get("cmake_toolchain"), spec, from_stage, ranlib)
+                     ok.get("cmake_toolchain"), spec, from_stage, ranlib, environment)
 
 
 def _platform(name: str, data: Any, c: _Collector) -> Platform | None:
@@ -434,6 +449,19 @@ def _trust(data: Mapping[str, Any], root: Path, c: _Collector) -> TrustSettings:
         c.add("trust.allowed_signers", "must name an allowed-signers file; got an empty string")
         value = None
     return TrustSettings(root / value if value else None)
+
+
+def _sources(data: Mapping[str, Any], c: _Collector) -> dict[str, str]:
+    """``[sources.provided]``: upstream URL → the archive that provides it here. Both sides
+    must be downloadable URLs; a template could not name one file."""
+    ok = c.table(data, "sources", "sources")
+    provided = dict(ok.get("provided", {}))
+    for url, provider in provided.items():
+        for value in (url, provider):
+            if not re.match(r"(https?|file)://", value) or "{" in value:
+                c.add(f"sources.provided.{_key(url)}", f"not a literal http(s) or file URL: "
+                      f"{value!r}")
+    return provided
 
 
 # ---- cross-field rules --------------------------------------------------------------------
@@ -652,12 +680,14 @@ def load_workspace(root: Path) -> Workspace:
     stores, default_store = _stores(top.get("stores", {}), root, c)
     ci = _ci(top.get("ci", {}), stores, c)
     trust = _trust(top.get("trust", {}), root, c)
+    provided = _sources(top.get("sources", {}), c)
     recipes = _load_recipes(root, stages, platforms, c)
     _check_pins(pins, platforms, recipes, stages, c)
     _check_cmake_toolchain(platforms, root, c)
     if not c.problems:
         ws = replace(_assemble(root, file, proj, pins, platforms, stages, aliases, stores,
-                               default_store, recipes), ci=ci, trust=trust)
+                               default_store, recipes), ci=ci, trust=trust,
+                     provided=provided)
         _check_deps(stages, recipes, ws.upstream_stages, c)
         _check_from_stage(platforms, stages, ws.upstream_stages, c)
     if c.problems:

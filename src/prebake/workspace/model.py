@@ -58,6 +58,8 @@ class Toolchain:
     from_stage: str | None = None
     # ``ranlib`` as written (empty: the one beside ``ar``, prebake.toolchain.cmakefile)
     ranlib: tuple[str, ...] = ()
+    # a Debian root prebake provisions (``prebake.toolchain.environment``) the compiler runs in
+    environment: str | None = None
 
 
 @dataclass(frozen=True)
@@ -147,6 +149,8 @@ class Workspace:
     recipes: Mapping[str, Recipe]
     ci: CiConfig = field(default_factory=CiConfig)
     trust: TrustSettings = field(default_factory=TrustSettings)
+    # [sources.provided]: the archive that provides an upstream source URL here
+    provided: Mapping[str, str] = field(default_factory=dict)
 
     def stage_names(self, selector: str | None = None) -> tuple[str, ...]:
         """Stages named by ``selector`` (a stage or an alias), in build order; all if ``None``."""

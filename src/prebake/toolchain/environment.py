@@ -1,0 +1,198 @@
+"""Toolchain environments: a pinned compiler that lives in a Debian root prebake provisions.
+
+The flagship's Emscripten 3.1.69 (with the CMake ≥ 3.28 and the host ``protoc`` onnxruntime
+needs) is Debian 13's, and these machines run Debian 12. An environment (``environments.toml``,
+data) names a Debian suite and its packages; ``prebake toolchain install`` makes the root with
+``mmdebstrap`` from the mirror apt already uses and writes one wrapper per tool
+(``prebake.toolchain.enter``). A platform whose toolchain says ``environment = "NAME"`` runs
+its ``cc``/``cxx``/``ar`` through those wrappers, and its build commands find them first on
+``PATH``; what the wrappers report is verified against the pin like any compiler, and the
+versions of the environment's ``identity`` packages (read from the root's dpkg database) join
+the toolchain's measured identity in input hashes and manifests.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from prebake.errors import PrebakeError
+
+DATA = "environments.toml"
+SOURCES = (Path("/etc/apt/sources.list.d/debian.sources"), Path("/etc/apt/sources.list"))
+MMDEBSTRAP_TIMEOUT = 1800
+# dpkg's status file of a root holds a few thousand packages; bounded like every other read.
+MAX_STATUS_BYTES = 64 << 20
+
+
+@dataclass(frozen=True)
+class Environment:
+    name: str
+    description: str
+    suite: str
+    packages: tuple[str, ...]
+    tools: tuple[str, ...]
+    identity: tuple[str, ...]
+
+    @property
+    def root(self) -> Path:
+        from prebake.toolchain.probe import toolchains_dir
+
+        return toolchains_dir() / f"env-{self.name}"
+
+    @property
+    def bin(self) -> Path:
+        return self.root.with_name(self.root.name + ".bin")
+
+    def installed(self) -> bool:
+        return (self.root / "usr" / "bin").is_dir() and all(
+            (self.bin / t).is_file() for t in self.tools)
+
+    def wrapper(self, tool: str) -> Path:
+        return self.bin / tool
+
+
+@functools.cache
+def environments() -> Mapping[str, Environment]:
+    """The shipped table, validated once."""
+    text = resources.files("prebake.toolchain").joinpath(DATA).read_text()
+    out: dict[str, Environment] = {}
+    for name, row in tomllib.loads(text).items():
+        out[name] = Environment(name, str(row.get("description", "")), str(row["suite"]),
+                                tuple(row["packages"]), tuple(row["tools"]),
+                                tuple(row["identity"]))
+    return out
+
+
+def environment_named(name: str) -> Environment:
+    from prebake.workspace.model import did_you_mean
+
+    envs = environments()
+    if name not in envs:
+        raise PrebakeError(f"unknown toolchain environment {name!r}{did_you_mean(name, envs)}"
+                           f" (known: {', '.join(envs)})")
+    return envs[name]
+
+
+def resolve(argv: tuple[str, ...], env_name: str | None) -> tuple[str, ...]:
+    """``argv`` with its command replaced by the environment's wrapper (when installed; a
+    missing wrapper stays a bare name, which the probe then reports as not found)."""
+    if not env_name or not argv or "/" in argv[0]:
+        return argv
+    env = environment_named(env_name)
+    wrapper = env.wrapper(argv[0])
+    return (str(wrapper), *argv[1:]) if wrapper.is_file() else argv
+
+
+def path_with(env_name: str | None, path: str) -> str:
+    """``PATH`` with the environment's wrappers first (build commands run its cmake, python3…)."""
+    if not env_name:
+        return path
+    return f"{environment_named(env_name).bin}:{path}"
+
+
+def not_installed(env_name: str, platform: str) -> str:
+    return (f"toolchain environment {env_name} is not installed: run "
+            f"`prebake toolchain install --platform {platform}`")
+
+
+def identity(env_name: str) -> str:
+    """The versions of the environment's identity packages, from its root's dpkg database."""
+    env = environment_named(env_name)
+    status = env.root / "var" / "lib" / "dpkg" / "status"
+    try:
+        with open(status, "rb") as fh:
+            text = fh.read(MAX_STATUS_BYTES + 1).decode("utf-8", "replace")
+    except OSError as exc:
+        raise PrebakeError(f"{status}: cannot read the environment's package list "
+                           f"({exc.strerror})") from None
+    if len(text) > MAX_STATUS_BYTES:
+        raise PrebakeError(f"{status}: larger than {MAX_STATUS_BYTES} bytes")
+    versions = {}
+    for block in text.split("\n\n"):
+        pkg = re.search(r"^Package: (\S+)", block, re.M)
+        ver = re.search(r"^Version: (\S+)", block, re.M)
+        if pkg and ver and "install ok installed" in block:
+            versions[pkg.group(1)] = ver.group(1)
+    parts = [f"{p} {versions.get(p, 'absent')}" for p in env.identity]
+    return f"{env.name} ({env.suite}): " + ", ".join(parts)
+
+
+def debian_mirror() -> str | None:
+    """The Debian mirror apt uses here (its main archive, not the security one)."""
+    for src in SOURCES:
+        try:
+            text = src.read_text()
+        except OSError:
+            continue
+        for m in re.finditer(r"^URIs:\s*(\S+)|^deb\s+(?:\[[^]]*\]\s+)?(\S+)", text, re.M):
+            uri = m.group(1) or m.group(2)
+            if "security" not in uri:
+                return uri
+    return None
+
+
+def _why_not() -> str | None:
+    if os.geteuid() != 0:
+        return "making a Debian root needs root (mmdebstrap, mount, chroot)"
+    for tool in ("mmdebstrap", "unshare", "mount"):
+        if shutil.which(tool) is None:
+            return f"{tool} is not installed (apt-get install mmdebstrap util-linux mount)"
+    if debian_mirror() is None:
+        return f"no Debian mirror in {' or '.join(map(str, SOURCES))}"
+    return None
+
+
+def write_wrappers(env: Environment) -> None:
+    """One script per tool: enter the root in a private mount namespace and run the tool."""
+    env.bin.mkdir(parents=True, exist_ok=True)
+    for tool in env.tools:
+        text = ("#!/bin/sh\n"
+                f"# prebake toolchain environment {env.name}: {tool} inside {env.root}\n"
+                f"exec unshare --mount --propagation private {shlex.quote(sys.executable)} "
+                f"-m prebake.toolchain.enter {shlex.quote(str(env.root))} {shlex.quote(tool)}"
+                ' "$@"\n')
+        path = env.wrapper(tool)
+        if not path.is_file() or path.read_text() != text:
+            tmp = path.with_name(f".{tool}.tmp{os.getpid()}")
+            tmp.write_text(text)
+            tmp.chmod(0o755)
+            tmp.replace(path)
+
+
+def install(env: Environment) -> tuple[bool, str]:
+    """Make the root (when missing) and its wrappers: (True, what was done) or (False, why)."""
+    if (env.root / "usr" / "bin").is_dir():
+        write_wrappers(env)
+        return True, f"environment {env.name} already in {env.root}"
+    why = _why_not()
+    if why:
+        return False, f"cannot make environment {env.name}: {why}"
+    tmp = env.root.with_name(env.root.name + f".tmp{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.parent.mkdir(parents=True, exist_ok=True)
+    argv = ["mmdebstrap", "--variant=apt", f"--include={','.join(env.packages)}", env.suite,
+            str(tmp), f"deb {debian_mirror()} {env.suite} main"]
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, errors="replace",
+                              timeout=MMDEBSTRAP_TIMEOUT, check=False, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        return False, f"mmdebstrap for {env.name} failed: {exc}"
+    if proc.returncode != 0 or not (tmp / "usr" / "bin").is_dir():
+        shutil.rmtree(tmp, ignore_errors=True)
+        tail = " | ".join((proc.stderr or proc.stdout).strip().splitlines()[-3:])
+        return False, f"mmdebstrap for {env.name} failed (exit {proc.returncode}): {tail}"
+    tmp.rename(env.root)
+    write_wrappers(env)
+    return True, f"environment {env.name} ({env.suite}) made in {env.root}"
