@@ -51,7 +51,8 @@ def dry_run_steps(ws: Workspace, unit: Unit, opts: Options, cache: SourceCache
         elif isinstance(strategy, Build):
             ctx = command_context(ws, unit, opts, recipe, work, dirs)
             step["strategy"] = "build"
-            step["sources"] = [line for s in recipe.sources for line in
+            step["sources"] = [line for _, s in recipe.sources_for(ws.pins[recipe.pin])
+                               for line in
                                describe(render_source(s, ver, ws.pins), work, recipe.folder,
                                         cache)]
             step["cwd"] = str(work / "build")

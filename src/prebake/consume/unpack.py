@@ -1,4 +1,5 @@
-"""Safe, all-or-nothing extraction of ``.tar.xz``/``.tar.gz``/``.tgz``/``.tar``/``.zip`` archives.
+"""Safe, all-or-nothing extraction of ``.tar.xz``/``.tar.gz``/``.tgz``/``.tar``/``.zip`` archives
+(and a Debian package's files, its ``data.tar`` member).
 
 Assets and source archives come from stores and mirrors prebake does not control, so every member
 is judged before it touches the disk and everything lands in a fresh temporary folder beside
@@ -181,9 +182,51 @@ _MAGIC: tuple[tuple[bytes, Callable[[Path], io.BufferedIOBase]], ...] = (
 )
 
 
+# A Debian binary package is an ar archive (debian-binary, control.tar.*, data.tar.*); its
+# files are the data.tar member's. Members over this size are not a package's.
+MAX_DEB_MEMBER = 1 << 30
+
+
+def _deb_data(archive: Path) -> io.BufferedIOBase:
+    """The ``data.tar.*`` member of a ``.deb``, decompressed (xz, gzip, bzip2 or none)."""
+    with open(archive, "rb") as fh:
+        if fh.read(8) != b"!<arch>\n":
+            raise PrebakeError(f"{archive}: not a Debian package (no ar header)")
+        while True:
+            hdr = fh.read(60)
+            if len(hdr) < 60 or hdr[58:60] != b"`\n":
+                raise PrebakeError(f"{archive}: Debian package without a data.tar member")
+            name = hdr[:16].rstrip(b" ").rstrip(b"/")
+            try:
+                size = int(hdr[48:58].decode("ascii"))
+            except ValueError:
+                raise PrebakeError(f"{archive}: bad ar member size {hdr[48:58]!r}") from None
+            if size < 0 or size > MAX_DEB_MEMBER:
+                raise PrebakeError(f"{archive}: ar member of {size} bytes")
+            if name.startswith(b"data.tar"):
+                data = fh.read(size)
+                if len(data) != size:
+                    raise PrebakeError(f"{archive}: truncated data.tar member")
+                break
+            fh.seek(size + (size & 1), 1)
+    raw = io.BytesIO(data)
+    if data.startswith(b"\xfd7zXZ\x00"):
+        return lzma.open(raw, "rb")
+    if data.startswith(b"\x1f\x8b"):
+        return gzip.open(raw, "rb")
+    if data.startswith(b"BZh"):
+        return bz2.open(raw, "rb")
+    if name != b"data.tar":
+        raise PrebakeError(f"{archive}: {name.decode(errors='replace')}: compression not "
+                           "supported (xz, gzip, bzip2)")
+    return raw
+
+
 def _decompressed(archive: Path) -> io.BufferedIOBase:
     with open(archive, "rb") as fh:
-        head = fh.read(6)
+        head = fh.read(24)
+    if head.startswith(b"!<arch>\ndebian-binary"):  # cached files carry no name: the bytes say
+        return _deb_data(archive)
     for magic, opener in _MAGIC:
         if head.startswith(magic):
             return opener(archive)

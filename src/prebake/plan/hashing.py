@@ -23,6 +23,7 @@ from prebake.recipes.model import (
     Build,
     LocalSource,
     Recipe,
+    UrlSource,
     strategy_templates,
     template_fields,
 )
@@ -144,7 +145,8 @@ def _memo(cache: dict[tuple[str, Path], str] | None, kind: str, path: Path,
 def recipe_inputs(recipe: Recipe, platform: Platform, pins: Mapping[str, str],
                   identify: Identify, cache: dict[tuple[str, Path], str] | None = None,
                   lock: SourceLock | None = None, *, shared_prefix: bool = False,
-                  root: Path | None = None) -> dict[str, str]:
+                  root: Path | None = None,
+                  provided: Mapping[str, str] | None = None) -> dict[str, str]:
     """The named inputs of one recipe on one platform (what ``--explain`` shows).
 
     ``cache`` (one per plan) keeps file and tree digests, so a source tree is read once per
@@ -162,7 +164,10 @@ def recipe_inputs(recipe: Recipe, platform: Platform, pins: Mapping[str, str],
         if isinstance(src, LocalSource):
             inputs[f"source[{i}]:{src.path}"] = _memo(cache, "tree", folder / src.path,
                                                       tree_digest)
-    for ref in url_refs(recipe, platform.name, platform.os, platform.arch, pins):
+        elif isinstance(src, UrlSource):
+            for rel in src.patches:
+                inputs[f"patch:{rel}"] = _memo(cache, "file", folder / rel, file_sha256)
+    for ref in url_refs(recipe, platform.name, platform.os, platform.arch, pins, provided):
         digest = digest_of(ref, lock) if lock is not None else ref.literal_sha256 or None
         inputs[f"url:{ref.where}"] = f"{ref.url} sha256={digest or 'unlocked'}"
     for name in recipe.pins_read(platform.name, platform.toolchain.pin):

@@ -70,10 +70,12 @@ def _stage_units(ws: Workspace, stage: Stage, platform: Platform, done: dict[str
     upstream = tuple(u for u in done.values() if u.platform.name == p and u.stage.name in earlier)
     identify = _stage_identity(ws, stage, platform, done, identify)
     rin = {r: recipe_inputs(ws.recipes[r], platform, ws.pins, identify, cache, lock,
-                            shared_prefix=stage.package == "prefix", root=ws.root)
+                            shared_prefix=stage.package == "prefix", root=ws.root,
+                            provided=ws.provided)
            for r in covering}
     # each recipe as this platform builds it: URLs resolved, digests from the source lock
-    locked = {r: locked_recipe(ws.recipes[r], p, platform.os, platform.arch, ws.pins, lock)
+    locked = {r: locked_recipe(ws.recipes[r], p, platform.os, platform.arch, ws.pins, lock,
+                            ws.provided)
               for r in covering}
     if stage.package == "prefix":
         inputs = {"hash-scheme": HASH_SCHEME, "asset-format": str(ASSET_FORMAT),
@@ -154,7 +156,8 @@ def refuse_unlocked(ws: Workspace, units: tuple[Unit, ...], lock: SourceLock) ->
     for u in units:
         p = u.platform
         for r in u.recipes:
-            for ref in url_refs(ws.recipes[r.name], p.name, p.os, p.arch, ws.pins):
+            for ref in url_refs(ws.recipes[r.name], p.name, p.os, p.arch, ws.pins,
+                                ws.provided):
                 if status_of(ref, lock) == "missing":
                     missing.setdefault(ref.command, []).append(f"{ref.url} ({u.id})")
     if missing:

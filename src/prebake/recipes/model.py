@@ -19,7 +19,8 @@ from typing import Any, Literal
 # docs/reference.md lists them with their meaning (prebake/reference/descriptions.toml).
 PLACEHOLDERS = (
     "src", "build", "prefix", "deps_prefix", "jobs", "version", "pins", "cc", "cxx", "ar",
-    "platform", "os", "arch", "cmake_toolchain", "host_tools", "macos_min",
+    "platform", "os", "arch", "cmake_toolchain", "host_tools", "macos_min", "work", "python",
+    "recipe_dir",
 )
 # A recipe's ``platforms``/``kind``/``outputs.libs`` key meaning "every platform not named".
 ANY_PLATFORM = "*"
@@ -62,9 +63,21 @@ class UrlSource:
     mirrors: tuple[str, ...] = ()
     dest: str = "src"
     strip_components: int = 1
+    # False: the verified archive itself is placed at ``dest`` (a file), for a build that
+    # unpacks it on its own (CMake's FetchContent, which also applies upstream's patches).
+    unpack: bool = True
+    # The recipe versions this source belongs to (a dependency that one release's
+    # ``deps.txt`` names); empty: every version.
+    versions: tuple[str, ...] = ()
+    # Patch files (relative to the recipe's folder, part of the input hash) applied with
+    # ``patch -p1`` to the unpacked tree; a patch that does not apply fails the build.
+    patches: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        _freeze(self, "mirrors")
+        _freeze(self, "mirrors", "versions", "patches")
+
+    def used_by(self, version: str) -> bool:
+        return not self.versions or version in self.versions
 
 
 @dataclass(frozen=True)
@@ -113,9 +126,21 @@ class Repackage:
     sha256: str = ""
     mirrors: tuple[str, ...] = ()
     layout: Mapping[str, str] = field(default_factory=dict)
+    # Globs over the recipe's unpacked sources (``src/include/*.h``; the first folder is a
+    # source's ``dest``, and only the sources named so are fetched) → prefix folders: the
+    # headers and licences a prebuilt without them (a wheel) ships with.
+    source_layout: Mapping[str, str] = field(default_factory=dict)
+    # Symlinks to make in the prefix when the archive has none there (a wheel's library has
+    # no soname chain): ``{"lib/libx.so.1": "libx.so.{version}"}``.
+    links: Mapping[str, str] = field(default_factory=dict)
+    # Import libraries generated from a DLL's own export table: ``{"lib/x.dll":
+    # ("lib/x.lib", "lib/libx.dll.a")}`` (``.lib``: MSVC, llvm-dlltool; ``.dll.a``: MinGW).
+    import_libs: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         _freeze(self, "mirrors")
+        object.__setattr__(self, "import_libs",
+                           {k: _tuple(v) for k, v in dict(self.import_libs).items()})
 
 
 Strategy = Build | Repackage
@@ -187,6 +212,9 @@ class VersionCheck:
 
     header: str
     macros: tuple[str, ...]
+    # the one macro spells only this component of the version (0 major, 1 minor…):
+    # onnxruntime's ORT_API_VERSION is its minor number
+    component: int | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.macros, str):
@@ -267,6 +295,11 @@ class Recipe:
         if self.path is None:
             raise ValueError(f"recipe {self.name!r} was not loaded from a file")
         return self.path.parent
+
+    def sources_for(self, version: str) -> tuple[tuple[int, Source], ...]:
+        """The sources a build of ``version`` fetches, with their index in ``sources``."""
+        return tuple((i, s) for i, s in enumerate(self.sources)
+                     if not isinstance(s, UrlSource) or s.used_by(version))
 
     def strategy_for(self, platform: str) -> Strategy | None:
         """The strategy for ``platform`` (``"*"`` covers platforms not named), else ``None``."""

@@ -72,9 +72,32 @@ def describe(src: Source, workdir: Path, recipe_dir: Path, cache: SourceCache) -
         if not src.sha256:
             return [f"download {urls}: no digest in prebake.sources.lock (the build would "
                     "refuse; run `prebake pin`)"]
-        return [f"download {urls} (sha256 {src.sha256}) -> {cache.path_for(src.sha256)}",
-                f"unpack -> {dest} (strip {src.strip_components})"]
+        place = (f"unpack -> {dest} (strip {src.strip_components})" if src.unpack
+                 else f"copy the archive -> {dest}")
+        return [f"download {urls} (sha256 {src.sha256}) -> {cache.path_for(src.sha256)}", place]
     return [f"copy {(recipe_dir / src.path).resolve()} -> {dest}"]
+
+
+ARCHIVE_SUFFIXES = (".tar.gz", ".tar.xz", ".tar.bz2", ".tar.zst", ".tgz", ".txz", ".tbz2",
+                    ".zip", ".tar", ".deb")
+
+
+def archive_suffix(url: str) -> str:
+    """The archive kind a URL names (``.tar.xz``…): CMake's FetchContent unpacks by suffix."""
+    path = url.split("?", 1)[0].lower()
+    for suffix in ARCHIVE_SUFFIXES:
+        if path.endswith(suffix):
+            return suffix
+    raise PrebakeError(f"{url}: not an archive name CMake can unpack (one of "
+                       f"{', '.join(ARCHIVE_SUFFIXES)})")
+
+
+def apply_patch(patch: Path, tree: Path, run: Runner) -> None:
+    """``patch -p1`` in ``tree``; ``--forward`` so an already-applied patch fails, not flips."""
+    if not patch.is_file():
+        raise PrebakeError(f"{patch}: patch file does not exist")
+    run(["patch", "-p1", "--forward", "--batch", "--silent", "-d", str(tree), "-i",
+         str(patch)], tree)
 
 
 def _run(cmd: Sequence[str], cwd: Path) -> None:
@@ -102,7 +125,14 @@ def materialize(src: Source, workdir: Path, recipe_dir: Path, cache: SourceCache
         return dest
     if isinstance(src, UrlSource):
         archive = cache.fetch([src.url, *src.mirrors], src.sha256)
-        return extract(archive, dest, strip_components=src.strip_components)
+        if not src.unpack:  # the build unpacks it itself (FetchContent): the verified bytes,
+            placed = dest.with_name(dest.name + archive_suffix(src.url))  # named by kind
+            shutil.copyfile(archive, placed)
+            return placed
+        tree = extract(archive, dest, strip_components=src.strip_components)
+        for rel in src.patches:
+            apply_patch(recipe_dir / rel, tree, run)
+        return tree
     if isinstance(src, LocalSource):
         origin = (recipe_dir / src.path).resolve()
         if not origin.is_dir():

@@ -160,6 +160,7 @@ class UrlRef:
     mirrors: tuple[str, ...]
     literal_sha256: str  # a digest written in the recipe (literal URLs only), else ""
     pins: tuple[tuple[str, str], ...]  # (pin, value) pairs the URL reads
+    provides: str = ""  # the recipe's upstream URL this provider stands for ([sources.provided])
 
     @property
     def command(self) -> str:
@@ -178,12 +179,18 @@ def _fill(template: str, values: Mapping[str, str], pins: Mapping[str, str]) -> 
 
 
 def url_refs(recipe: Recipe, platform: str, os_name: str, arch: str,
-             pins: Mapping[str, str]) -> list[UrlRef]:
-    """Every URL source and the Repackage archive of ``recipe`` on ``platform``, resolved."""
+             pins: Mapping[str, str], provided: Mapping[str, str] | None = None
+             ) -> list[UrlRef]:
+    """Every URL source and the Repackage archive of ``recipe`` on ``platform``, resolved.
+
+    ``provided`` is the workspace's ``[sources.provided]``: an upstream URL the recipe names,
+    mapped to the archive that provides the same release here (Debian's ``.orig``); the ref
+    then downloads (and the lock digests) the provider, and ``provides`` keeps the original.
+    """
     version = pins.get(recipe.pin, "")
     values = {"version": version, "platform": platform, "os": os_name, "arch": arch}
     found: list[tuple[str, str, tuple[str, ...], str]] = []
-    for i, src in enumerate(recipe.sources):
+    for i, src in recipe.sources_for(version):
         if isinstance(src, UrlSource):
             found.append((f"sources[{i}]", src.url, src.mirrors, src.sha256))
     strat = recipe.strategy_for(platform)
@@ -195,7 +202,13 @@ def url_refs(recipe: Recipe, platform: str, os_name: str, arch: str,
         if _uses_version([url, *mirrors]) or not names:
             names.insert(0, recipe.pin)
         read = tuple((n, pins.get(n, "")) for n in dict.fromkeys(names))
-        refs.append(UrlRef(recipe.name, platform, where, _fill(url, values, pins),
+        resolved = _fill(url, values, pins)
+        provider = (provided or {}).get(resolved)
+        if provider is not None:  # the provider's bytes, digested by the lock, never the recipe
+            refs.append(UrlRef(recipe.name, platform, where, provider, (), "", read,
+                               provides=resolved))
+            continue
+        refs.append(UrlRef(recipe.name, platform, where, resolved,
                            tuple(_fill(m, values, pins) for m in mirrors),
                            "" if is_templated(url) else sha, read))
     return refs
@@ -237,10 +250,11 @@ def unlocked_message(ref: UrlRef, lock: SourceLock) -> str:
 
 
 def locked_recipe(recipe: Recipe, platform: str, os_name: str, arch: str,
-                  pins: Mapping[str, str], lock: SourceLock) -> tuple[Recipe, list[str]]:
+                  pins: Mapping[str, str], lock: SourceLock,
+                  provided: Mapping[str, str] | None = None) -> tuple[Recipe, list[str]]:
     """``recipe`` for one platform with every URL resolved and its digest from the lock; the
     second value lists the URLs without a digest (the build refuses the unit with them)."""
-    refs = {r.where: r for r in url_refs(recipe, platform, os_name, arch, pins)}
+    refs = {r.where: r for r in url_refs(recipe, platform, os_name, arch, pins, provided)}
     if not refs:
         return recipe, []
     problems: list[str] = []

@@ -66,7 +66,7 @@ def workspace_refs(ws: Workspace, pins: Mapping[str, str]) -> list[UrlRef]:
     for recipe in ws.recipes.values():
         for p in ws.platforms.values():
             if recipe.strategy_for(p.name) is not None:
-                out += url_refs(recipe, p.name, p.os, p.arch, pins)
+                out += url_refs(recipe, p.name, p.os, p.arch, pins, ws.provided)
     return out
 
 
