@@ -46,6 +46,7 @@ from prebake.manifest import Manifest
 from prebake.package import cmake, pkgconfig, relocate
 from prebake.package.adopt import Adopted, AdoptFailed, adopt_install
 from prebake.package.archive import Entry, collect_tree, with_generated, write_asset
+from prebake.package.implib import import_libraries
 from prebake.package.libs import Library
 from prebake.package.manifest import make_manifest
 from prebake.package.naming import SHA256_SUFFIX, parse_sha256_line
@@ -341,7 +342,7 @@ def _compile(run: UnitRun, recipe: Recipe, strategy: Build, work: Path) -> None:
     ver = run.version(recipe)
     if "cmake_toolchain" in template_fields(strategy_templates(strategy)):
         write_cmake_toolchain(run)
-    for src in recipe.sources:
+    for _, src in recipe.sources_for(ver):
         s = render_source(src, ver, run.ws.pins)
         run.say(f"{recipe.name}: fetching {getattr(s, 'url', getattr(s, 'path', ''))}")
         materialize(s, work, recipe.folder, run.cache)
@@ -403,11 +404,37 @@ def _repackage(run: UnitRun, recipe: Recipe, strategy: Repackage, work: Path) ->
     archive = run.cache.fetch(urls, strategy.sha256, run.log.write)
     run.log.write(f"# {urls[0]}: sha256 {strategy.sha256} verified")
     upstream = extract(archive, work / "upstream")
-    for pattern, dest in strategy.layout.items():
-        matches = sorted(p for p in upstream.rglob("*")
-                         if fnmatch.fnmatchcase(p.relative_to(upstream).as_posix(), pattern))
-        if not matches:
-            raise UnitFailed(f"{recipe.name}: nothing in {urls[0]} matches {pattern!r}")
+    _place(run, recipe, upstream, strategy.layout, urls[0])
+    if strategy.source_layout:
+        wanted = {pattern.split("/", 1)[0] for pattern in strategy.source_layout}
+        for _, src in recipe.sources_for(ver):
+            if src.dest in wanted:
+                s = render_source(src, ver, run.ws.pins)
+                run.say(f"{recipe.name}: fetching {getattr(s, 'url', getattr(s, 'path', ''))}")
+                materialize(s, work, recipe.folder, run.cache)
+        _place(run, recipe, work, strategy.source_layout, "the recipe's sources")
+    for link, target in strategy.links.items():
+        path = prefix / link
+        if not path.exists() and not path.is_symlink():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.symlink_to(target.format(version=ver))
+            run.log.write(f"# {link} -> {target.format(version=ver)}")
+    for dll, outputs in strategy.import_libs.items():
+        for line in import_libraries(prefix / dll, [prefix / o for o in outputs]):
+            run.log.write(f"# {line}")
+
+
+def _place(run: UnitRun, recipe: Recipe, root: Path, layout: Mapping[str, str],
+           origin: str) -> None:
+    """Copy what each glob matches below ``root`` into its prefix folder. Globs with the same
+    folder are alternatives (an upstream archive's layout, a wheel's); a folder none of them
+    fills fails the unit."""
+    prefix = run.dirs.prefix
+    filled: dict[str, bool] = {}
+    for pattern, dest in layout.items():
+        matches = sorted(p for p in root.rglob("*")
+                         if fnmatch.fnmatchcase(p.relative_to(root).as_posix(), pattern))
+        filled[dest] = filled.get(dest, False) or bool(matches)
         for m in matches:
             if any(parent in matches for parent in m.parents):
                 continue  # inside a folder copied whole
@@ -420,7 +447,12 @@ def _repackage(run: UnitRun, recipe: Recipe, strategy: Repackage, work: Path) ->
                 shutil.copytree(m, target, symlinks=True, dirs_exist_ok=True)
             else:
                 shutil.copyfile(m, target)
-            run.log.write(f"# {m.relative_to(upstream)} -> {target.relative_to(prefix)}")
+            run.log.write(f"# {m.relative_to(root)} -> {target.relative_to(prefix)}")
+    for dest, ok in filled.items():
+        if not ok:
+            pats = [p for p, d in layout.items() if d == dest]
+            raise UnitFailed(f"{recipe.name}: nothing in {origin} matches "
+                             f"{' or '.join(map(repr, pats))} (for {dest}/)")
 
 
 def _install_license(recipe: Recipe, work: Path, prefix: Path) -> None:

@@ -18,6 +18,7 @@ reference (``loops.py``).
 from __future__ import annotations
 
 import functools
+import os
 import struct
 from dataclasses import dataclass
 from enum import IntEnum
@@ -717,3 +718,24 @@ def _image_symbols(elf: ElfFile, sec: Section, strtab: bytes, verindex: dict[int
 
 
 READER = ElfReader()
+
+
+def version_nodes(path: os.PathLike[str]) -> list[str]:
+    """The symbol version nodes an ELF library defines (``VERS_1.21.0``), minus its own
+    file-name node; [] for anything else. The version proof reads them as evidence."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_VERSION_NODE_FILE + 1)
+    except OSError:
+        return []
+    if len(data) > MAX_VERSION_NODE_FILE or not data.startswith(b"\x7fELF"):
+        return []
+    try:
+        names = _verdef_names(ElfFile(data, os.fspath(path)))
+    except (FormatError, Truncated, struct.error, ValueError, IndexError):
+        return []
+    # the first definition names the file itself (libonnxruntime.so.1), not a version
+    return sorted(n for n in names if not n.startswith("lib"))
+
+
+MAX_VERSION_NODE_FILE = 1 << 30

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from prebake.errors import PrebakeError
+from prebake.inspect.elf import version_nodes
 from prebake.package import upstream_cmake, version_proof
 from prebake.package.libs import Library
 from prebake.recipes.model import Recipe
@@ -36,7 +37,8 @@ def _shared_facts(prefix: Path, libs: Sequence[Library]) -> dict[str, dict[str, 
             facts = inspect(prefix / lib.path, ParseOptions(symbols=False))
         except PrebakeError:
             continue  # the guards already failed the unit on an unreadable library
-        out[lib.path] = {"soname": facts.soname, "details": dict(facts.details)}
+        out[lib.path] = {"soname": facts.soname, "details": dict(facts.details),
+                         "version_nodes": version_nodes(prefix / lib.path)}
     return out
 
 

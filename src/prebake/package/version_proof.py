@@ -39,6 +39,7 @@ class Evidence:
     version: str
     package: str = ""  # the package or library the evidence is about (bundled lookups)
     partial: bool = False  # an ABI-style number (soname): compared as a leading part
+    component: int | None = None  # the number states only this component of the version
 
     def render(self) -> str:
         return f"{self.where} {self.what} {self.version}"
@@ -116,6 +117,14 @@ def install_evidence(prefix: Path, files: Iterable[str],
                 prefix / rel).is_symlink():
             out.append(Evidence(rel, "file name", m.group(2), m.group(1), partial=True))
     for rel, facts in sorted((shared or {}).items()):
+        nodes = list(facts.get("version_nodes") or ())  # type: ignore[call-overload]
+        # one node (VERS_1.21.0) is the library's own version; several (zlib's ZLIB_1.2.0 …
+        # ZLIB_1.2.12) are the history of its ABI, not evidence of this release
+        for node in nodes if len(nodes) == 1 else ():
+            m = re.fullmatch(r"[A-Za-z_]*?_?(\d+(?:\.\d+)+)", str(node))
+            if m:
+                out.append(Evidence(rel, f"version node {node}", m.group(1),
+                                    Path(rel).name.split(".")[0].removeprefix("lib")))
         soname = facts.get("soname")
         if isinstance(soname, str) and (m := _SO_NAME.match(soname.rsplit("/", 1)[-1])):
             out.append(Evidence(rel, "soname", m.group(2), m.group(1), partial=True))
@@ -144,6 +153,11 @@ def header_evidence(prefix: Path, check: VersionCheck) -> tuple[list[Evidence], 
         values.append((macro, m.group(1).strip().strip('"')))
     if problems:
         return [], problems
+    if check.component is not None:
+        macro, value = values[0]
+        if not value.isdigit():
+            return [], [f"version_check: {check.header}: {macro} is not a number: {value!r}"]
+        return [Evidence(check.header, macro, value, component=check.component)], []
     if len(values) == 1:
         macro, value = values[0]
         return [Evidence(check.header, macro, value)], []
@@ -191,6 +205,12 @@ def prove(recipe: Recipe, pin_version: str, prefix: Path, files: Iterable[str],
     bad: list[Disagreement] = []
     for e in evidence:
         expected = bundled.get(e.package.lower(), pin_version) if e.package else pin_version
+        if e.component is not None:
+            parts = components(expected) or ()
+            want = str(parts[e.component]) if e.component < len(parts) else "?"
+            if e.version != want:
+                bad.append(Disagreement(e, f"{want} (component {e.component} of {expected})"))
+            continue
         if not agrees(e.version, expected, partial=e.partial):
             bad.append(Disagreement(e, expected))
     return Proof(pin_version, evidence, bad, problems)
