@@ -1,53 +1,82 @@
 """onnxruntime: built from source where the host's ABI demands it, repackaged where upstream fits.
 
-- wasm: a *static* library with native wasm exceptions (``--enable_wasm_jspi`` selects
-  ``-fwasm-exceptions``); the public wasm prebuilts use Emscripten's legacy EH and leave
-  ``__resumeException`` undefined in a ``-fwasm-exceptions`` link. Exported CFLAGS & co are
-  removed: they leak ``-flto`` or ``-mrelaxed-simd`` into the archive.
+- wasm: a *static* library with native wasm exceptions for a ``-sJSPI -fwasm-exceptions
+  -pthread -msimd128`` consumer; the public wasm prebuilts use Emscripten's legacy EH and leave
+  ``__resumeException`` undefined in such a link. Built by onnxruntime's own ``build.py`` with the
+  platform's pinned Emscripten (a stand-in ``cmake/external/emsdk``, never a downloaded one),
+  every third-party dependency from a verified archive (``onnxruntime/deps.toml``), and
+  onnxruntime's ``-flto`` for Emscripten release builds cancelled by ``-fno-lto`` (the guards
+  prove no member is bitcode).
 - linux-aarch64, macos-arm64: one *shared* library that keeps its bundled protobuf/abseil
   inside (no symbol clash with the host's own copies), with XNNPACK (and CoreML on Apple).
-- linux-x86_64, macos-x86_64, windows-x86_64: the upstream release archive is already
-  well tuned, so it is repackaged. Its digest per version lives in the workspace's
-  ``prebake.sources.lock``: ``prebake pin onnxruntime 1.27.0`` downloads each archive once and
-  records it (and compares with the digest GitHub's API publishes).
+- linux-x86_64, macos-x86_64, windows-x86_64: Microsoft's own build is already well tuned, so
+  it is repackaged: upstream's release archive, or the same release's PyPI wheel where the
+  workspace says that provides it ([sources.provided]); the headers come from the same
+  release's source archive, Windows import libraries from the DLL's own exports.
 """
+
+from pathlib import Path
 
 from prebake.recipes import (
     Build,
     Component,
-    GitSource,
     HostTool,
     MinToolchain,
     Outputs,
     Recipe,
     Repackage,
     Snippet,
+    UrlSource,
+    VersionCheck,
 )
+from prebake.recipes.steps.fetchcontent import load_table
 
 RELEASES = "https://github.com/microsoft/onnxruntime/releases/download/v{version}"
+SOURCE = "https://github.com/microsoft/onnxruntime/archive/refs/tags/v{version}.tar.gz"
+HERE = Path(__file__).parent / "onnxruntime"
+DEPS = "onnxruntime/deps.toml"
 BUILD_PY = "python3 {src}/tools/ci_build/build.py --config Release --build_dir {build}" \
-    " --parallel {jobs} --skip_tests --skip_submodule_sync" \
-    " --cmake_extra_defines onnxruntime_BUILD_UNIT_TESTS=OFF"
+    " --parallel {jobs} --skip_tests --skip_submodule_sync --allow_running_as_root" \
+    " --compile_no_warning_as_error"
 NO_FLAGS = ("CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "EMCC_CFLAGS")
 SESSION_HEADERS = "{src}/include/onnxruntime/core/session"
+SUPPLY_DEPS = ("{python}", "-m", "prebake.recipes.steps.fetchcontent", "{recipe_dir}/" + DEPS,
+               "{version}", "{src}/cmake/deps.txt", "{work}/deps", "{work}/deps/supplied.cmake")
 
-# onnxruntime's build.py installs and activates ``--emsdk_version`` inside cmake/external/emsdk
-# (its own submodule); pointing that checkout at the SDK's pinned emsdk tag first makes the
-# emsdk that knows the pinned version the one that installs it, and submodule sync is skipped
-# so build.py does not move it back.
-EMSDK_DIR = "{src}/cmake/external/emsdk"
+
+def dependency_sources() -> tuple[UrlSource, ...]:
+    """One source per (release, dependency) of ``deps.toml``: fetched only for that release."""
+    out = []
+    for version, deps in load_table(HERE / "deps.toml").items():
+        for dep in deps:
+            out.append(UrlSource(dep.url, dest=f"deps/{dep.name}", unpack=dep.take != "archive",
+                                 versions=(version,),
+                                 patches=tuple(f"onnxruntime/{p}" for p in dep.patches)))
+    return tuple(out)
+
+
+# Native wasm exceptions, threads, SIMD128, a static library. Before the releases that have
+# --enable_wasm_jspi, build.py's exception choice is Emscripten's JS one (DISABLE_EXCEPTION_
+# CATCHING=0): it is switched off and -fwasm-exceptions given instead. onnxruntime appends
+# -flto to every non-Debug Emscripten build (cmake/adjust_global_compile_flags.cmake);
+# CMAKE_<LANG>_FLAGS_RELEASE comes after it on each compile line, so -fno-lto there wins.
 WASM = Build(
     commands=(
-        "git -C " + EMSDK_DIR + " fetch --depth 1 https://github.com/emscripten-core/emsdk"
-        " refs/tags/{pins[emsdk]}",
-        "git -C " + EMSDK_DIR + " checkout --detach FETCH_HEAD",
-        "bash {src}/build.sh --config Release --build_dir {build} --parallel {jobs}"
-        " --build_wasm_static_lib --enable_wasm_simd --enable_wasm_threads --enable_wasm_jspi"
-        " --skip_tests --skip_submodule_sync --emsdk_version {pins[emsdk]}"
-        " --cmake_extra_defines onnxruntime_BUILD_UNIT_TESTS=OFF",
-        "cmake -E make_directory {prefix}/lib {prefix}/include",
+        SUPPLY_DEPS,
+        "{python} -m prebake.recipes.steps.emsdk_standin {src}/cmake/external/emsdk",
+        BUILD_PY + " --build_wasm_static_lib --enable_wasm_simd --enable_wasm_threads"
+        " --disable_wasm_exception_catching --emsdk_version {pins[emsdk]}"
+        # the environment's protoc: Debian's protobuf-compiler 3.21.12 = deps.txt's protobuf
+        " --path_to_protoc_exe /usr/bin/protoc"
+        " --cmake_extra_defines onnxruntime_BUILD_UNIT_TESTS=OFF"
+        " CMAKE_PROJECT_INCLUDE_BEFORE={work}/deps/supplied.cmake"
+        " CMAKE_C_FLAGS=-fwasm-exceptions CMAKE_CXX_FLAGS=-fwasm-exceptions"
+        " 'CMAKE_C_FLAGS_RELEASE=-O3 -DNDEBUG -fno-lto'"
+        " 'CMAKE_CXX_FLAGS_RELEASE=-O3 -DNDEBUG -fno-lto'",
+        "cmake -E make_directory {prefix}/lib {prefix}/include {prefix}/share/licenses/onnxruntime",
         "cmake -E copy {build}/Release/libonnxruntime_webassembly.a {prefix}/lib/libonnxruntime.a",
         "cmake -E copy_directory " + SESSION_HEADERS + " {prefix}/include",
+        "cmake -E copy {src}/ThirdPartyNotices.txt {prefix}/share/licenses/onnxruntime/",
     ),
     env_unset=NO_FLAGS,
 )
@@ -67,7 +96,6 @@ LINUX_AARCH64 = Build(
     commands=(
         BUILD_PY + " onnxruntime_USE_ARM_NEON_NCHWC=ON CMAKE_TOOLCHAIN_FILE={cmake_toolchain}"
         " ONNX_CUSTOM_PROTOC_EXECUTABLE={host_tools[protoc]}"
-        " --allow_running_as_root --compile_no_warning_as_error"
         " --build_shared_lib --use_xnnpack --path_to_protoc_exe {host_tools[protoc]}",
         "cmake --install {build}/Release --prefix {prefix}",
         "cmake -E make_directory {prefix}/include",
@@ -83,7 +111,7 @@ LINUX_AARCH64 = Build(
 MACOS_ARM64 = Build(
     commands=(
         BUILD_PY + " CMAKE_OSX_DEPLOYMENT_TARGET={macos_min}"
-        " --compile_no_warning_as_error --build_shared_lib --use_coreml --use_xnnpack"
+        " --build_shared_lib --use_coreml --use_xnnpack"
         " --osx_arch arm64 --apple_deploy_target {macos_min}",
         "cmake --install {build}/Release --prefix {prefix}",
         "cmake -E make_directory {prefix}/include",
@@ -94,32 +122,46 @@ MACOS_ARM64 = Build(
     toolchain_reason="CoreML and the Apple frameworks come with Xcode's macOS SDK",
 )
 
-LAYOUT = {"*/include/*": "include", "*/lib/*": "lib", "*/LICENSE": "share/licenses/onnxruntime"}
+# Upstream's release archive (include/ and lib/ under one folder) or the same release's PyPI
+# wheel (the library under onnxruntime/capi/): patterns with one destination are alternatives,
+# and a destination nothing fills fails the unit. Headers and licences come from the source.
+LAYOUT = {"*/lib/*": "lib", "onnxruntime/capi/libonnxruntime.so.*": "lib",
+          "onnxruntime/capi/libonnxruntime.*.dylib": "lib",
+          "onnxruntime/capi/onnxruntime.dll": "lib"}
+FROM_SOURCE = {"src/include/onnxruntime/core/session/*.h": "include",
+               "src/LICENSE": "share/licenses/onnxruntime",
+               "src/ThirdPartyNotices.txt": "share/licenses/onnxruntime"}
 
 
-def repackage(asset: str, mirrors: tuple[str, ...] = ()) -> Repackage:
-    """The upstream release archive ``asset``; ``mirrors`` are base URLs tried in order. Its
-    sha256 comes from ``prebake.sources.lock`` (the URL follows the pin, a digest here could
-    not)."""
-    return Repackage(url=f"{RELEASES}/{asset}", layout=LAYOUT,
-                     mirrors=tuple(f"{m.rstrip('/')}/{asset}" for m in mirrors))
+def repackage(asset: str, *, links: dict[str, str] | None = None,
+              import_libs: dict[str, tuple[str, ...]] | None = None) -> Repackage:
+    """Upstream's release archive ``asset``; its sha256 (or that of the archive the workspace
+    says provides it) comes from ``prebake.sources.lock``."""
+    return Repackage(url=f"{RELEASES}/{asset}", layout=LAYOUT, source_layout=FROM_SOURCE,
+                     links=links or {}, import_libs=import_libs or {})
 
 
 RECIPE = Recipe(
     name="onnxruntime",
     pin="onnxruntime",
     description="ONNX Runtime inference library (C/C++ API)",
-    sources=(GitSource("https://github.com/microsoft/onnxruntime", ref="v{version}",
-                       submodules=True, shallow=True),),
+    sources=(UrlSource(SOURCE), *dependency_sources()),
+    files=(DEPS,),
     host_tools=(PROTOC,),
     platforms={
         "wasm": WASM,
         "linux-aarch64": LINUX_AARCH64,
         "macos-arm64": MACOS_ARM64,
-        "linux-x86_64": repackage("onnxruntime-linux-x64-{version}.tgz"),
-        # Upstream ships macOS x86_64 inside the universal2 archive.
-        "macos-x86_64": repackage("onnxruntime-osx-universal2-{version}.tgz"),
-        "windows-x86_64": repackage("onnxruntime-win-x64-{version}.zip"),
+        # the soname chain upstream's archive has (a wheel holds only the versioned file)
+        "linux-x86_64": repackage("onnxruntime-linux-x64-{version}.tgz", links={
+            "lib/libonnxruntime.so.1": "libonnxruntime.so.{version}",
+            "lib/libonnxruntime.so": "libonnxruntime.so.1"}),
+        # Upstream ships macOS x86_64 inside the universal2 archive (kept universal2).
+        "macos-x86_64": repackage("onnxruntime-osx-universal2-{version}.tgz", links={
+            "lib/libonnxruntime.dylib": "libonnxruntime.{version}.dylib"}),
+        # MSVC and MinGW import libraries, generated from the DLL's own export table
+        "windows-x86_64": repackage("onnxruntime-win-x64-{version}.zip", import_libs={
+            "lib/onnxruntime.dll": ("lib/onnxruntime.lib", "lib/libonnxruntime.dll.a")}),
     },
     outputs=Outputs(
         libs={
@@ -128,17 +170,22 @@ RECIPE = Recipe(
             "linux-aarch64": ("lib/libonnxruntime.so",),
             "macos-arm64": ("lib/libonnxruntime.dylib",),
             "macos-x86_64": ("lib/libonnxruntime.dylib",),
-            "windows-x86_64": ("lib/onnxruntime.dll", "lib/onnxruntime.lib"),
+            "windows-x86_64": ("lib/onnxruntime.dll", "lib/onnxruntime.lib",
+                               "lib/libonnxruntime.dll.a"),
         },
         headers=("include/onnxruntime_c_api.h", "include/onnxruntime_cxx_api.h"),
         license="LICENSE",
     ),
     kind={"wasm": "static", "*": "shared"},
-    # --enable_wasm_jspi links with -sJSPI: Emscripten 3.1.59 added the setting and 3.1.61
-    # moved it to the browsers' current JSPI API (Emscripten's ChangeLog). An older emcc
-    # (Debian 12's 3.1.6) is refused before the checkout, not after an hour of build.
+    # Emscripten 3.1.59 added -sJSPI and 3.1.61 moved it to the browsers' current JSPI API
+    # (Emscripten's ChangeLog); the consumer links with it. An older emcc (Debian 12's 3.1.6)
+    # is refused before the build, not after an hour of it.
     toolchain_min=(MinToolchain("emscripten", "3.1.61",
-                                "--enable_wasm_jspi links with -sJSPI"),),
+                                "its consumers link with -sJSPI"),),
+    # ORT_API_VERSION is the release's minor number (21 for 1.21.x): a header of another
+    # release over this library is refused.
+    version_check=VersionCheck("include/onnxruntime_c_api.h", ("ORT_API_VERSION",),
+                               component=1),
     # A C consumer: the C API is the ABI every binding (and the host's addons) link against.
     link_test=Snippet(
         code=("#include <onnxruntime_c_api.h>\n"
@@ -149,19 +196,20 @@ RECIPE = Recipe(
         lang="c",
         symbols=("OrtGetApiBase",),
     ),
-    # Third-party code compiled into the library (cmake/deps.txt); the shared builds must not
-    # export it (the platform contracts' forbid_exports). Versions as of the deps.txt read when
-    # this recipe was written: re-check them against the pinned tag when bumping.
+    # Third-party code compiled into the library (cmake/deps.txt of 1.21.0); the shared builds
+    # must not export it (the platform contracts' forbid_exports). Which archive provided each
+    # is in the manifest's sources (Debian's date 3.0.3, Eigen 3.4.0 and Boost 1.83 here).
     bundled=(
         Component("abseil-cpp", "20240722.0"),
         Component("protobuf", "21.12"),
-        Component("onnx", "1.16.1"),
+        Component("onnx", "1.17.0"),
         Component("re2", "2024-07-02"),
         Component("flatbuffers", "23.5.26"),
         Component("date", "3.0.1"),
         Component("microsoft-gsl", "4.0.0"),
         Component("safeint", "3.0.28"),
         Component("boost-mp11", "1.82.0"),
-        Component("nlohmann-json", "3.10.5"),
+        Component("nlohmann-json", "3.11.3"),
+        Component("eigen", "1d8b82b0740839c0de7f1242a3585e3390ff5f33"),
     ),
 )

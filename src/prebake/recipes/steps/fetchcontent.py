@@ -1,0 +1,166 @@
+"""Supply a CMake project's FetchContent dependencies from verified archives, not its URLs.
+
+onnxruntime lists its third-party code in ``cmake/deps.txt`` (``name;url;sha1``) and CMake's
+FetchContent downloads each URL — from GitHub, which the build machine may not reach and which
+prebake does not verify. A recipe's dependency table (``take`` per name, see
+``recipes/builtin/onnxruntime/deps.toml``) names the same URLs; prebake downloads each from the
+archive the workspace says provides it, checks its sha256 against ``prebake.sources.lock`` and
+places it under ``{work}/deps``. This step, run as a build command, then:
+
+- checks that the source's ``deps.txt`` names exactly the table's URL for every dependency (a
+  table written for another release fails here, naming the entry), and
+- rewrites ``deps.txt`` to point at the placed archives (their own SHA1, so FetchContent still
+  verifies and onnxruntime's patches still apply), and writes a CMake script of cache settings
+  (``FETCHCONTENT_SOURCE_DIR_<NAME>`` for unpacked trees, other variables) that the configure
+  step includes before ``project()`` (``CMAKE_PROJECT_INCLUDE_BEFORE``).
+
+``python -m prebake.recipes.steps.fetchcontent TABLE VERSION DEPS_TXT DEPS_DIR OUT_CMAKE``
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from prebake.errors import PrebakeError
+from prebake.jsonio import atomic_write_text
+
+TAKES = ("archive", "source-dir", "variables")
+MAX_DEPS_TXT = 1 << 20
+
+
+@dataclass(frozen=True)
+class Dep:
+    name: str
+    url: str
+    take: str
+    subdir: str = ""
+    variables: tuple[tuple[str, str], ...] = ()  # (CMake variable, folder in the archive)
+    patches: tuple[str, ...] = ()
+
+
+def load_table(path: Path) -> dict[str, tuple[Dep, ...]]:
+    """The table per version, validated (unknown keys and takes are errors)."""
+    try:
+        data = tomllib.loads(path.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise PrebakeError(f"{path}: not a readable dependency table ({exc})") from None
+    out: dict[str, tuple[Dep, ...]] = {}
+    for version, deps in data.items():
+        rows = []
+        for name, row in deps.items():
+            rows.append(_dep(path, version, name, row))
+        out[version] = tuple(rows)
+    return out
+
+
+def _dep(path: Path, version: str, name: str, row: Mapping[str, Any]) -> Dep:
+    where = f"{path}: [{version}.{name}]"
+    unknown = set(row) - {"url", "take", "subdir", "variables", "patches"}
+    if unknown:
+        raise PrebakeError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
+    take = row.get("take")
+    if take not in TAKES or not isinstance(row.get("url"), str):
+        raise PrebakeError(f"{where}: needs url and take = one of {', '.join(TAKES)}")
+    variables = row.get("variables", {})
+    if take == "variables" and (not isinstance(variables, dict) or not variables):
+        raise PrebakeError(f"{where}: take = \"variables\" needs variables = {{NAME = "
+                           "\"subdir\"}}")
+    return Dep(name, row["url"], take, str(row.get("subdir", "")),
+               tuple((str(k), str(v)) for k, v in variables.items()),
+               tuple(row.get("patches", ())))
+
+
+def parse_deps_txt(text: str) -> dict[str, tuple[int, str, str]]:
+    """``name -> (line index, url, sha1)`` of a ``deps.txt``; comments and blanks skipped."""
+    out = {}
+    for i, line in enumerate(text.splitlines()):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        parts = line.split(";")
+        if len(parts) == 3:
+            out[parts[0]] = (i, parts[1], parts[2])
+    return out
+
+
+def _sha1(path: Path) -> str:
+    h = hashlib.sha1(usedforsecurity=False)
+    with open(path, "rb") as fh:
+        while chunk := fh.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _cmake_quote(value: str) -> str:
+    return '"' + value.replace("\\", "/").replace('"', '\\"') + '"'
+
+
+def supply(deps: Sequence[Dep], deps_txt: Path, deps_dir: Path) -> tuple[str, list[str]]:
+    """Rewrite ``deps_txt``; return the CMake cache script and one line per dependency."""
+    try:
+        with open(deps_txt, "rb") as fh:
+            text = fh.read(MAX_DEPS_TXT + 1).decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PrebakeError(f"{deps_txt}: not readable ({exc})") from None
+    listed = parse_deps_txt(text)
+    lines = text.splitlines()
+    script = ["# Written by prebake.recipes.steps.fetchcontent: deps from verified archives"]
+    said = []
+    for dep in deps:
+        if dep.name not in listed:
+            raise PrebakeError(f"{deps_txt}: names no {dep.name!r}; the recipe's table expects "
+                               f"{dep.url}")
+        index, url, _ = listed[dep.name]
+        if url != dep.url:
+            raise PrebakeError(f"{deps_txt}: {dep.name} is {url}, the recipe's table says "
+                               f"{dep.url}: the table was written for another release")
+        if dep.take == "archive":
+            found = sorted(p for p in deps_dir.glob(f"{dep.name}.*") if p.is_file())
+            if len(found) != 1:
+                raise PrebakeError(f"{deps_dir}: expected one archive {dep.name}.*, found "
+                                   f"{len(found)}")
+            lines[index] = f"{dep.name};{found[0]};{_sha1(found[0])}"
+            said.append(f"{dep.name}: archive {found[0].name}")
+            continue
+        settings = (dep.variables if dep.take == "variables"
+                    else ((f"FETCHCONTENT_SOURCE_DIR_{dep.name.upper()}", dep.subdir),))
+        for var, sub in settings:
+            folder = deps_dir / dep.name / sub if sub else deps_dir / dep.name
+            if not folder.is_dir():
+                raise PrebakeError(f"{folder}: {dep.name}'s folder is missing from its archive")
+            script.append(f"set({var} {_cmake_quote(str(folder))} CACHE PATH \"prebake\" "
+                          "FORCE)")
+            said.append(f"{dep.name}: {var} = {folder}")
+    atomic_write_text(deps_txt, "\n".join(lines) + "\n")
+    return "\n".join(script) + "\n", said
+
+
+def main(argv: Sequence[str]) -> int:
+    if len(argv) != 5:
+        print(__doc__.strip().splitlines()[-1], file=sys.stderr)
+        return 2
+    table, version, deps_txt, deps_dir, out = argv
+    try:
+        deps = load_table(Path(table)).get(version)
+        if deps is None:
+            text = (f"# {Path(table).name} has no table for {version}: onnxruntime's CMake "
+                    "downloads deps.txt's URLs itself (SHA1-checked)\n")
+            said = [text.strip("# \n")]
+        else:
+            text, said = supply(deps, Path(deps_txt), Path(deps_dir))
+        atomic_write_text(Path(out), text)
+    except PrebakeError as exc:
+        print(f"fetchcontent: {exc}", file=sys.stderr)
+        return 2
+    for line in said:
+        print(f"fetchcontent: {line}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
