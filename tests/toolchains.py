@@ -1,12 +1,14 @@
 """Real second toolchains for the tests: Debian 13's Emscripten 3.1.69 in a chroot.
 
-The chroot is made once with ``mmdebstrap`` from the Debian mirror apt already uses (~80-105 s,
-~2.4 GB) and cached under ``/var/cache/prebake-tests`` (``$PREBAKE_TRIXIE_ROOT``), which a
-re-run of CI reuses. Its root holds a symlink to itself at its own host path, so a folder
-under the root has the same path inside and outside: the ``emcc`` wrappers chroot into it
-and run in the caller's folder without any mount. Tests put their workspaces under
-``trixie_workdir()``. Only where the chroot truly cannot be made (not root, no mmdebstrap,
-no mirror) do the tests that need it skip, saying why.
+The chroot is prebake's own toolchain environment ``debian-13-emscripten``
+(``prebake.toolchain.environment``: mmdebstrap from the Debian mirror apt already uses, ~220 s,
+~3 GB), made once under ``$PREBAKE_TOOLCHAINS`` (``/var/cache/prebake-tests/toolchains``),
+which a re-run of CI reuses; the flagship's tests run prebake with the same folder. Besides
+prebake's own wrappers (a private mount namespace per call), its root holds a symlink to itself
+at its own host path, so a folder under the root has the same path inside and outside: the
+plain ``chroot`` wrappers here run in the caller's folder without any mount. Tests put their
+workspaces under ``trixie_workdir()``. Only where the chroot truly cannot be made (not root,
+no mmdebstrap, no mirror) do the tests that need it skip, saying why.
 """
 
 from __future__ import annotations
@@ -14,33 +16,17 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import re
 import shutil
-import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-TRIXIE = Path(os.environ.get("PREBAKE_TRIXIE_ROOT",
-                             "/var/cache/prebake-tests/trixie-emscripten"))
+TOOLCHAINS = Path(os.environ.get("PREBAKE_TOOLCHAINS", "/var/cache/prebake-tests/toolchains"))
+ENVIRONMENT = "debian-13-emscripten"
+TRIXIE = TOOLCHAINS / f"env-{ENVIRONMENT}"
 TOOLS = ("emcc", "em++", "emar", "emranlib", "node")
-SOURCES = Path("/etc/apt/sources.list.d/debian.sources")
-
-
-def _mirror() -> str | None:
-    """The Debian mirror apt uses (its deb822 ``URIs:`` of the main archive)."""
-    texts = [SOURCES.read_text()] if SOURCES.is_file() else []
-    legacy = Path("/etc/apt/sources.list")
-    if legacy.is_file():
-        texts.append(legacy.read_text())
-    for text in texts:
-        for m in re.finditer(r"^URIs:\s*(\S+)|^deb\s+(?:\[[^]]*\]\s+)?(\S+)", text, re.M):
-            uri = m.group(1) or m.group(2)
-            if "security" not in uri:
-                return uri
-    return None
 
 
 def _why_not() -> str | None:
@@ -48,8 +34,10 @@ def _why_not() -> str | None:
         return "the Debian 13 chroot needs root (chroot and mmdebstrap); CI runs as root"
     if shutil.which("mmdebstrap") is None:
         return "mmdebstrap is not installed (scripts/bootstrap installs it)"
-    if _mirror() is None:
-        return f"no Debian mirror in {SOURCES}"
+    from prebake.toolchain.environment import debian_mirror
+
+    if debian_mirror() is None:
+        return "no Debian mirror in apt's sources"
     return None
 
 
@@ -65,17 +53,20 @@ def _locked(path: Path) -> Iterator[None]:
 
 
 def _make_chroot() -> None:
-    tmp = TRIXIE.with_name(TRIXIE.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    proc = subprocess.run(
-        ["mmdebstrap", "--variant=apt", "--include=emscripten,ca-certificates", "trixie",
-         str(tmp), f"deb {_mirror()} trixie main"],
-        capture_output=True, text=True, timeout=1200, check=False)
-    if proc.returncode != 0 or not (tmp / "usr" / "bin" / "emcc").is_file():
-        shutil.rmtree(tmp, ignore_errors=True)
-        tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
-        pytest.skip(f"the Debian 13 chroot could not be made: {' | '.join(tail)}")
-    tmp.rename(TRIXIE)
+    """prebake's own provisioning, into the tests' toolchains folder."""
+    from prebake.toolchain.environment import environment_named, install
+
+    old = os.environ.get("PREBAKE_TOOLCHAINS")
+    os.environ["PREBAKE_TOOLCHAINS"] = str(TOOLCHAINS)
+    try:
+        ok, message = install(environment_named(ENVIRONMENT))
+    finally:
+        if old is None:
+            del os.environ["PREBAKE_TOOLCHAINS"]
+        else:
+            os.environ["PREBAKE_TOOLCHAINS"] = old
+    if not ok:
+        pytest.skip(f"the Debian 13 chroot could not be made: {message}")
 
 
 def _wrappers() -> Path:

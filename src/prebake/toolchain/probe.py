@@ -41,7 +41,10 @@ def _run(argv: Sequence[str], env: Mapping[str, str]) -> tuple[int, str, str]:
 
 
 def toolchains_dir() -> Path:
-    """Where ``prebake toolchain install`` puts toolchains (inside prebake's cache)."""
+    """Where ``prebake toolchain install`` puts toolchains: ``$PREBAKE_TOOLCHAINS``, else
+    ``toolchains/`` in prebake's cache (a CI cache may keep this one folder between runs)."""
+    if env := os.environ.get("PREBAKE_TOOLCHAINS"):
+        return Path(env)
     from prebake.sources.cache import default_cache_dir
 
     return default_cache_dir() / "toolchains"

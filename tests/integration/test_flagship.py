@@ -1,0 +1,339 @@
+"""The flagship workspace (examples/onnxruntime) at the scale the suite can afford.
+
+The wasm build from source takes about 35 minutes on 2 cores: it is ``scripts/long-leg``, and
+docs/flagship.md records its run. Here every piece of its logic runs on real files instead:
+the repackage legs end to end from Microsoft's 1.21.0 wheels (guards, import libraries, the
+soname chain, the version proof, a real inference through the fetched asset), the version
+table against the real ``deps.txt`` of the release, the stand-in emsdk against a real emcc,
+the ``-flto`` neutraliser on a real Emscripten CMake build, and the bad inputs the issue
+names (another release's wheel, another release's header, a wrong Emscripten pin).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from prebake.package import version_proof
+from prebake.recipes.model import Recipe, VersionCheck
+from prebake.recipes.steps import emsdk_standin, fetchcontent
+from tests import support
+
+FLAGSHIP = support.ROOT / "examples" / "onnxruntime"
+DEPS_TABLE = support.ROOT / "src" / "prebake" / "recipes" / "builtin" / "onnxruntime" / "deps.toml"
+SOURCE_SHA = "32df1f82bd6b07b18372c0f387133214905cbde7a586b3ad83f0ed0075f80273"
+# prebake's own download cache for the suite: the wheels and the source archive, once
+PREBAKE_CACHE = support.CACHE / "prebake-cache"
+
+
+def _env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    env = {"PREBAKE_CACHE": str(PREBAKE_CACHE)}
+    env.update(extra or {})
+    return env
+
+
+def _prebake(ws: Path, *args: str, env: Mapping[str, str] | None = None,
+             timeout: float = 1800) -> subprocess.CompletedProcess[str]:
+    return support.prebake("-C", ws, *args, env=_env(env), timeout=timeout)
+
+
+def _facts(path: Path, *flags: str) -> dict[str, Any]:
+    """``prebake inspect --json`` of one path (one object)."""
+    proc = support.prebake("inspect", "--json", *flags, path)
+    assert proc.returncode == 0, proc.stderr
+    (facts,) = json.loads(proc.stdout)["results"]
+    return dict(facts)
+
+
+def _copy(dest: Path) -> Path:
+    shutil.copytree(FLAGSHIP, dest, ignore=shutil.ignore_patterns(".prebake", "releases"))
+    return dest
+
+
+@pytest.fixture(scope="module")
+def desktop(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    """The three x86_64 repackage legs, built, guarded and published once."""
+    ws = _copy(tmp_path_factory.mktemp("flagship") / "ws")
+    proc = _prebake(ws, "build", "--platform", "linux-x86_64", "--platform", "windows-x86_64",
+                    "--platform", "macos-x86_64", "--json")
+    data = json.loads(proc.stdout)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return ws, {u["unit"]: u for u in data["units"]}
+
+
+def _manifest(ws: Path, platform: str) -> dict[str, Any]:
+    (sidecar,) = (ws / "releases").rglob(f"onnxruntime-1.21.0-{platform}.tar.xz.json")
+    return dict(json.loads(sidecar.read_text()))
+
+
+def _members(ws: Path, platform: str) -> dict[str, tarfile.TarInfo]:
+    (asset,) = (ws / "releases").rglob(f"onnxruntime-1.21.0-{platform}.tar.xz")
+    with tarfile.open(asset) as tf:
+        return {m.name: m for m in tf.getmembers()}
+
+
+def test_every_desktop_leg_is_built_guarded_and_published(
+        desktop: tuple[Path, dict[str, Any]]) -> None:
+    _, units = desktop
+    for platform in ("linux-x86_64", "windows-x86_64", "macos-x86_64"):
+        assert units[f"onnxruntime/{platform}"]["state"] == "built", units
+
+
+def test_linux_keeps_the_soname_chain_and_proves_the_version(
+        desktop: tuple[Path, dict[str, Any]]) -> None:
+    ws, _ = desktop
+    members = _members(ws, "linux-x86_64")
+    assert members["lib/libonnxruntime.so"].linkname == "libonnxruntime.so.1"
+    assert members["lib/libonnxruntime.so.1"].linkname == "libonnxruntime.so.1.21.0"
+    assert members["lib/libonnxruntime.so.1.21.0"].isfile()
+    assert "include/onnxruntime_c_api.h" in members
+    assert "share/licenses/onnxruntime/ThirdPartyNotices.txt" in members
+    said = json.dumps(_manifest(ws, "linux-x86_64"))
+    for evidence in ("ORT_API_VERSION", "version node VERS_1.21.0", "soname"):
+        assert evidence in said, evidence
+    (asset,) = (ws / "releases").rglob("*linux-x86_64.tar.xz")
+    facts = _facts(asset)
+    lib = next(f for f in facts["members"] if f["path"].endswith("libonnxruntime.so.1.21.0"))
+    assert lib["soname"] == "libonnxruntime.so.1"
+    assert lib["abi"]["glibc_max"] in ("2.27", "2.17", "2.26")  # within the 2.28 floor
+
+
+def test_windows_ships_import_libraries_made_from_the_dll(
+        desktop: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
+    ws, _ = desktop
+    (asset,) = (ws / "releases").rglob("onnxruntime-1.21.0-windows-x86_64.tar.xz")
+    with tarfile.open(asset) as tf:
+        tf.extractall(tmp_path, filter="data")
+    lib = tmp_path / "lib"
+    dll = _facts(lib / "onnxruntime.dll", "--symbols")
+    implib = _facts(lib / "onnxruntime.lib", "--symbols")
+    assert dll["symbols"]["exports"] == ["OrtGetApiBase",
+                                         "OrtSessionOptionsAppendExecutionProvider_CPU"]
+    defined = {s["name"] for m in implib["members"] for s in m["symbols"]["defined"]}
+    assert {"OrtGetApiBase", "__imp_OrtGetApiBase"} <= defined
+    # the MinGW import library links a real consumer against the DLL's name
+    src = tmp_path / "c.c"
+    src.write_text("#include <onnxruntime_c_api.h>\n"
+                   "int main(void) { return OrtGetApiBase() == 0; }\n")
+    support.run(["x86_64-w64-mingw32-gcc", f"-I{tmp_path / 'include'}", str(src),
+                 str(lib / "libonnxruntime.dll.a"), "-o", str(tmp_path / "c.exe")], tmp_path)
+    exe = _facts(tmp_path / "c.exe")
+    assert "onnxruntime.dll" in exe["needed"]
+
+
+def test_macos_keeps_the_universal2_library_and_says_so(
+        desktop: tuple[Path, dict[str, Any]]) -> None:
+    ws, _ = desktop
+    members = _members(ws, "macos-x86_64")
+    assert members["lib/libonnxruntime.dylib"].linkname == "libonnxruntime.1.21.0.dylib"
+    facts = _manifest(ws, "macos-x86_64")["facts"]
+    lib = next(f for f in facts if f["path"].endswith("libonnxruntime.1.21.0.dylib"))
+    assert lib["format"] == "macho-fat", lib
+
+
+def test_the_fetched_linux_asset_runs_a_real_model(
+        desktop: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
+    ws, _ = desktop
+    into = tmp_path / "asset"
+    proc = _prebake(ws, "fetch", "onnxruntime==1.21.0", "--platform", "linux-x86_64",
+                    "--into", str(into), "--lock", str(tmp_path / "prebake.lock"))
+    assert proc.returncode == 0, proc.stderr
+    support.run([sys.executable, str(FLAGSHIP / "consumer" / "make_model.py"),
+                 str(tmp_path / "model")], tmp_path)
+    support.run(["cmake", "-S", str(FLAGSHIP / "consumer"), "-B", str(tmp_path / "b"),
+                 f"-DCMAKE_PREFIX_PATH={into}"], tmp_path)
+    support.run(["cmake", "--build", str(tmp_path / "b")], tmp_path)
+    run = support.run([str(tmp_path / "b" / "ort_check"), str(tmp_path / "model/model.onnx"),
+                       str(tmp_path / "model/reference.txt")], tmp_path)
+    assert "onnxruntime 1.21.0 (API 21)" in run.stdout
+    assert re.search(r"max \|onnxruntime - reference\| = \S+ over 8 outputs .*: equal",
+                     run.stdout), run.stdout
+
+
+def test_a_wheel_of_another_release_is_refused_and_nothing_published(tmp_path: Path) -> None:
+    ws = _copy(tmp_path / "ws")
+    toml = ws / "prebake.toml"
+    other = ("https://files.pythonhosted.org/packages/e0/cd/74bb804170ceb622fda9111df31a07b3024"
+             "f7491472256d3a90b5391a4d2/onnxruntime-1.27.0-cp311-cp311-manylinux_2_27_x86_64."
+             "manylinux_2_28_x86_64.whl")
+    text = re.sub(r'("https://github.com/microsoft/onnxruntime/releases/download/v1\.21\.0/'
+                  r'onnxruntime-linux-x64-1\.21\.0\.tgz" = )"[^"]+"', rf'\1"{other}"',
+                  toml.read_text())
+    toml.write_text(text)
+    pin = _prebake(ws, "pin", "onnxruntime", "1.21.0", "--platform", "linux-x86_64")
+    assert pin.returncode == 0, pin.stdout + pin.stderr
+    proc = _prebake(ws, "build", "--platform", "linux-x86_64")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    out = proc.stdout + proc.stderr
+    assert "libonnxruntime.so.1.27.0" in out and "expected 1.21.0" in out, out
+    assert not list((ws / "releases").rglob("*.tar.xz"))
+
+
+def test_a_header_of_another_release_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "include").mkdir()
+    (tmp_path / "include" / "onnxruntime_c_api.h").write_text("#define ORT_API_VERSION 27\n")
+    recipe = Recipe("onnxruntime", "onnxruntime",
+                    version_check=VersionCheck("include/onnxruntime_c_api.h",
+                                               ("ORT_API_VERSION",), component=1))
+    proof = version_proof.prove(recipe, "1.21.0", tmp_path, ["include/onnxruntime_c_api.h"])
+    assert not proof.ok
+    assert "ORT_API_VERSION 27 (expected 21 (component 1 of 1.21.0))" in proof.failure("ort")
+    ok = version_proof.prove(recipe, "1.27.1", tmp_path, ["include/onnxruntime_c_api.h"])
+    assert ok.ok, ok.failure("ort")
+
+
+def _source_archive(tmp_path: Path) -> Path:
+    """onnxruntime 1.21.0's source archive, as prebake's cache holds it (the desktop legs and
+    ``prebake pin`` download it)."""
+    cached = PREBAKE_CACHE / "sources" / SOURCE_SHA
+    if not cached.is_file():
+        ws = _copy(tmp_path / "pin")
+        proc = _prebake(ws, "pin", "onnxruntime", "1.21.0", "--platform", "linux-x86_64")
+        assert proc.returncode == 0, proc.stderr
+    return cached
+
+
+def test_the_version_table_matches_the_release_deps_txt(tmp_path: Path) -> None:
+    with tarfile.open(_source_archive(tmp_path)) as tf:
+        member = tf.extractfile("onnxruntime-1.21.0/cmake/deps.txt")
+        assert member is not None
+        deps_txt = tmp_path / "deps.txt"
+        deps_txt.write_bytes(member.read())
+    table = fetchcontent.load_table(DEPS_TABLE)["1.21.0"]
+    listed = fetchcontent.parse_deps_txt(deps_txt.read_text())
+    for dep in table:  # every dependency the table supplies is the release's own URL
+        assert listed[dep.name][1] == dep.url, dep.name
+    # placed as the build places them: archives and unpacked trees under deps/
+    deps = tmp_path / "deps"
+    for dep in table:
+        if dep.take == "archive":
+            deps.mkdir(exist_ok=True)
+            (deps / f"{dep.name}.tar.gz").write_bytes(dep.name.encode())
+        for _, sub in (dep.variables or (("", dep.subdir),)) if dep.take != "archive" else ():
+            (deps / dep.name / sub).mkdir(parents=True, exist_ok=True)
+    script, said = fetchcontent.supply(table, deps_txt, deps)
+    rewritten = fetchcontent.parse_deps_txt(deps_txt.read_text())
+    assert rewritten["abseil_cpp"][1] == str(deps / "abseil_cpp.tar.gz")
+    # FetchContent still checks a SHA1: the placed archive's own
+    assert rewritten["abseil_cpp"][2] == hashlib.sha1(b"abseil_cpp").hexdigest()
+    assert rewritten["cxxopts"][1].startswith("https://")  # what the table leaves alone
+    assert f'set(FETCHCONTENT_SOURCE_DIR_EIGEN "{deps / "eigen"}"' in script
+    assert "set(boost_headers_DIR" in script and "set(safeint_SOURCE_DIR" in script
+    assert len(said) == len(table) + 1  # mp11 sets two variables
+
+
+def test_a_table_for_another_release_fails_naming_the_entry(tmp_path: Path) -> None:
+    deps_txt = tmp_path / "deps.txt"
+    deps_txt.write_text("abseil_cpp;https://github.com/abseil/abseil-cpp/archive/refs/tags/"
+                        "20250127.0.zip;0123456789012345678901234567890123456789\n")
+    table = [d for d in fetchcontent.load_table(DEPS_TABLE)["1.21.0"] if d.name == "abseil_cpp"]
+    with pytest.raises(fetchcontent.PrebakeError, match=r"abseil_cpp is .*20250127\.0\.zip, "
+                       r"the recipe's table says .*20240722\.0\.zip"):
+        fetchcontent.supply(table, deps_txt, tmp_path)
+    # a missing archive is an error too, never a silent download
+    deps_txt.write_text("abseil_cpp;" + table[0].url + ";0\n")
+    with pytest.raises(fetchcontent.PrebakeError, match="expected one archive abseil_cpp"):
+        fetchcontent.supply(table, deps_txt, tmp_path)
+
+
+def test_the_stand_in_emsdk_is_the_emcc_on_path(tmp_path: Path) -> None:
+    folder = tmp_path / "cmake" / "external" / "emsdk"
+    emsdk_standin.make(folder)
+    env = support.tool_env()
+    version = re.search(r"\) (\d+\.\d+\.\d+)", subprocess.run(
+        ["emcc", "--version"], capture_output=True, text=True, env=env).stdout)
+    assert version, "no emcc here"
+    ok = subprocess.run([str(folder / "emsdk"), "install", version.group(1)], cwd=folder,
+                        capture_output=True, text=True, env=env)
+    assert ok.returncode == 0, ok.stderr
+    real = Path(os.path.realpath(shutil.which("emcc", path=env["PATH"]) or "")).parent
+    assert (folder / "upstream" / "emscripten").resolve() == real
+    assert (folder / "upstream/emscripten/cmake/Modules/Platform/Emscripten.cmake").is_file()
+    bad = subprocess.run([str(folder / "emsdk"), "activate", "4.0.3"], cwd=folder,
+                         capture_output=True, text=True, env=env)
+    assert bad.returncode == 1
+    assert "asked for 4.0.3, but the toolchain's emcc" in bad.stderr
+    assert version.group(1) in bad.stderr
+
+
+FLTO_PROJECT = {
+    # onnxruntime's cmake/adjust_global_compile_flags.cmake, the part that matters here
+    "CMakeLists.txt": "cmake_minimum_required(VERSION 3.20)\nproject(ltoprobe CXX)\n"
+                      "string(APPEND CMAKE_CXX_FLAGS \" -flto\")\n"
+                      "add_library(probe STATIC probe.cc)\n",
+    "probe.cc": "int probe(int x) { return x * 3; }\n",
+}
+
+
+@pytest.mark.parametrize("neutralised", [True, False])
+def test_the_flto_neutraliser_leaves_wasm_objects(tmp_path: Path, neutralised: bool) -> None:
+    for name, text in FLTO_PROJECT.items():
+        (tmp_path / name).write_text(text)
+    release = ["-DCMAKE_CXX_FLAGS_RELEASE=-O3 -DNDEBUG -fno-lto"] if neutralised else []
+    support.run(["emcmake", "cmake", "-S", str(tmp_path), "-B", str(tmp_path / "b"),
+                 "-DCMAKE_BUILD_TYPE=Release", *release], tmp_path)
+    support.run(["cmake", "--build", str(tmp_path / "b")], tmp_path)
+    lib = tmp_path / "b" / "libprobe.a"
+    members = _facts(lib)["members"]
+    assert {m["abi"]["lto"] for m in members} == {"none" if neutralised else "llvm-bitcode"}
+    assert {m["format"] for m in members} == {"wasm" if neutralised else "llvm-bitcode"}
+    # the guard decides on the bytes, whatever the flags said: bitcode fails lto = "none"
+    contract = tmp_path / "c.toml"
+    contract.write_text('arch = "wasm32"\nlto = "none"\n')
+    check = support.prebake("check", "--contract", contract, lib)
+    assert check.returncode == (0 if neutralised else 1), check.stdout + check.stderr
+    if not neutralised:
+        assert "lto: required none, found llvm-bitcode" in check.stdout + check.stderr
+
+
+def test_wasm_is_refused_while_its_environment_is_not_installed(tmp_path: Path) -> None:
+    ws = _copy(tmp_path / "ws")
+    proc = _prebake(ws, "build", "--platform", "wasm",
+                    env={"PREBAKE_TOOLCHAINS": str(tmp_path / "toolchains")})
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert ("toolchain environment debian-13-emscripten is not installed: run `prebake "
+            "toolchain install --platform wasm`") in proc.stderr
+    assert not (ws / "releases").exists()
+
+
+@pytest.fixture(scope="module")
+def environment() -> Path:
+    """prebake's Debian 13 environment (the suite's trixie chroot), with its wrappers."""
+    from tests import toolchains
+
+    toolchains.trixie_emscripten()
+    proc = support.prebake("-C", FLAGSHIP, "toolchain", "install", "--platform", "wasm",
+                           "--json", env={"PREBAKE_TOOLCHAINS": str(toolchains.TOOLCHAINS)})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return toolchains.TOOLCHAINS
+
+
+def test_the_environment_reports_the_pinned_emscripten(environment: Path) -> None:
+    proc = support.prebake("-C", FLAGSHIP, "toolchain", "--json",
+                           env={"PREBAKE_TOOLCHAINS": str(environment)})
+    wasm = next(p for p in json.loads(proc.stdout)["platforms"] if p["platform"] == "wasm")
+    assert wasm["status"] == "ok" and wasm["version"] == "3.1.69", wasm
+    assert wasm["resolved"].startswith(str(environment)), wasm
+
+
+def test_an_emscripten_pin_the_environment_contradicts_refuses_wasm(
+        environment: Path, tmp_path: Path) -> None:
+    ws = _copy(tmp_path / "ws")
+    toml = ws / "prebake.toml"
+    toml.write_text(toml.read_text().replace('emsdk = "3.1.69"', 'emsdk = "3.1.70"'))
+    proc = _prebake(ws, "build", "--platform", "wasm",
+                    env={"PREBAKE_TOOLCHAINS": str(environment)})
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "pin emsdk = '3.1.70' but its cc" in proc.stderr and "3.1.69" in proc.stderr
+    assert not (ws / "releases").exists()
