@@ -1,0 +1,113 @@
+"""The flagship's wasm build as whole commands: through prebake against the same build by hand.
+
+Times, each as a whole process on ``examples/onnxruntime`` (after ``scripts/long-leg`` or one
+``prebake build --platform wasm`` has run, so the environment, the sources and the compiler
+cache exist):
+
+- ``prebake build --platform wasm --force``: sources, onnxruntime's build.py, guards (every
+  member's contract, the whole-archive link), packaging and publishing;
+- by hand: the very ``build.py`` command line that run logged (``$ cd … && python3 …``), in a
+  fresh build folder with the same environment, as a release engineer's script would run it;
+- the share of guards + packaging + publishing in prebake's run (from its log's step times);
+- a second ``prebake build --platform wasm``: skipped by input hash.
+
+and prints the ratio prebake / by hand (target <= 1.05). By default the compiler cache is warm
+for both (what CI sees on a re-run; it measures what prebake adds around the compiler);
+``--cold`` disables it for both (about 35 minutes each on 2 cores).
+Run: ``.venv/bin/python benchmarks/bench_flagship.py [--cold]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+WS = ROOT / "examples" / "onnxruntime"
+LOG = WS / ".prebake" / "logs" / "onnxruntime--wasm.log"
+PREBAKE = [sys.executable, "-m", "prebake", "-C", str(WS)]
+
+
+def timed(argv: list[str], env: dict[str, str], cwd: Path = ROOT) -> float:
+    t0 = time.perf_counter()
+    proc = subprocess.run(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, text=True)
+    if proc.returncode != 0:
+        raise SystemExit(f"{shlex.join(argv[:6])} … failed ({proc.returncode}):\n"
+                         f"{proc.stderr[-2000:]}")
+    return time.perf_counter() - t0
+
+
+def logged_build_py(log: str) -> tuple[str, str]:
+    """The (folder, command line) of the build.py step in a unit's log."""
+    for line in log.splitlines():
+        m = re.match(r"\$ cd (\S+) && (.*tools/ci_build/build\.py .*)", line)
+        if m:
+            return m.group(1), m.group(2)
+    raise SystemExit(f"{LOG}: no build.py command (run `prebake build --platform wasm` first)")
+
+
+def logged_env(log: str) -> dict[str, str]:
+    env = {}
+    block = log.split("# environment (allowlist + platform + recipe):", 1)[1]
+    for line in block.splitlines()[1:]:
+        m = re.match(r"#   ([A-Za-z_][A-Za-z0-9_]*)=(.*)", line)
+        if not m:
+            break
+        env[m.group(1)] = m.group(2)
+    return env
+
+
+def step_times(log: str) -> dict[str, float]:
+    """``## [ 301.8s] onnxruntime: guards …`` lines: when each step started."""
+    out = {}
+    for m in re.finditer(r"^## \[\s*([\d.]+)s\] (.*)$", log, re.M):
+        out.setdefault(m.group(2), float(m.group(1)))
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cold", action="store_true", help="compiler cache off for both runs")
+    args = ap.parse_args()
+    env = dict(os.environ)
+    env["PREBAKE_COMPILER_LAUNCHER"] = "ccache"
+    if args.cold:
+        env["CCACHE_DISABLE"] = "1"
+    through = timed([*PREBAKE, "build", "--platform", "wasm", "--force"], env)
+    log = LOG.read_text()
+    steps = step_times(log)
+    guards = next((t for s, t in steps.items() if ": guards" in s), None)
+    total = max(steps.values()) if steps else through
+    cwd, line = logged_build_py(log)
+    hand_env = logged_env(log)
+    if args.cold:
+        hand_env["CCACHE_DISABLE"] = "1"
+    argv = shlex.split(line)
+    scratch = Path(cwd).parent / "bench-by-hand"
+    shutil.rmtree(scratch, ignore_errors=True)
+    scratch.mkdir()
+    argv[argv.index("--build_dir") + 1] = str(scratch)
+    by_hand = timed(argv, hand_env, cwd=scratch)
+    shutil.rmtree(scratch, ignore_errors=True)
+    skip = timed([*PREBAKE, "build", "--platform", "wasm"], env)
+    cache = "cold" if args.cold else "warm"
+    print(f"compiler cache {cache}")
+    print(f"prebake build --platform wasm --force   {through:8.1f} s")
+    print(f"the same build.py by hand               {by_hand:8.1f} s")
+    print(f"ratio prebake / by hand                 {through / by_hand:8.2f}x (target <= 1.05)")
+    if guards is not None:
+        print(f"guards + packaging + publish            {total - guards:8.1f} s "
+              f"({(total - guards) / total:.1%} of the unit's {total:.0f} s)")
+    print(f"second run (skip by input hash)         {skip:8.2f} s (target < 1 s)")
+
+
+if __name__ == "__main__":
+    main()
