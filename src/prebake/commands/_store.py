@@ -29,9 +29,17 @@ def workspace_root(args: argparse.Namespace) -> Path | None:
 
 
 def store_url(explicit: str | None, root: Path | None, ws: Workspace | None = None) -> str:
-    """``--store``, else ``$PREBAKE_STORE``, else the workspace's default store (``ws`` when
-    the caller has loaded it already)."""
+    """``--store`` (a URL, or the name of one of the workspace's ``[stores.NAME]``), else
+    ``$PREBAKE_STORE``, else the workspace's default store (``ws`` when the caller has loaded
+    it already)."""
     if explicit:
+        if "://" not in explicit and "," not in explicit and root is not None:
+            if ws is None:
+                from prebake.workspace import load_workspace
+
+                ws = load_workspace(root)
+            if explicit in ws.stores:
+                return ws.stores[explicit].url
         return explicit
     if os.environ.get("PREBAKE_STORE"):
         return os.environ["PREBAKE_STORE"]

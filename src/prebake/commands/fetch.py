@@ -18,8 +18,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("spec", metavar="NAME==VERSION")
     p.add_argument("--platform", required=True, metavar="P")
     p.add_argument("--store", metavar="URL",
-                   help="store or comma-separated mirrors (default: $PREBAKE_STORE or the "
-                        "workspace's default store)")
+                   help="store URL, a [stores.NAME] of the workspace, or comma-separated "
+                        "mirrors (default: $PREBAKE_STORE or the workspace's default store)")
     p.add_argument("--release", metavar="TAG", help="release tag (default: v<VERSION>, "
                    "<VERSION>, continuous, then any)")
     p.add_argument("--into", metavar="DIR", help="prefix to unpack into "
