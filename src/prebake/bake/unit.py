@@ -404,7 +404,7 @@ def _repackage(run: UnitRun, recipe: Recipe, strategy: Repackage, work: Path) ->
     archive = run.cache.fetch(urls, strategy.sha256, run.log.write)
     run.log.write(f"# {urls[0]}: sha256 {strategy.sha256} verified")
     upstream = extract(archive, work / "upstream")
-    _place(run, recipe, upstream, strategy.layout, urls[0])
+    filled = _place(run, upstream, strategy.layout)
     if strategy.source_layout:
         wanted = {pattern.split("/", 1)[0] for pattern in strategy.source_layout}
         for _, src in recipe.sources_for(ver):
@@ -412,7 +412,14 @@ def _repackage(run: UnitRun, recipe: Recipe, strategy: Repackage, work: Path) ->
                 s = render_source(src, ver, run.ws.pins)
                 run.say(f"{recipe.name}: fetching {getattr(s, 'url', getattr(s, 'path', ''))}")
                 materialize(s, work, recipe.folder, run.cache)
-        _place(run, recipe, work, strategy.source_layout, "the recipe's sources")
+        for dest, ok in _place(run, work, strategy.source_layout).items():
+            filled[dest] = filled.get(dest, False) or ok
+    layouts = {**strategy.layout, **strategy.source_layout}
+    for dest, ok in filled.items():  # globs with one folder are alternatives: one must match
+        if not ok:
+            pats = [p for p, d in layouts.items() if d == dest]
+            raise UnitFailed(f"{recipe.name}: nothing in {urls[0]} or its sources matches "
+                             f"{' or '.join(map(repr, pats))} (for {dest}/)")
     for link, target in strategy.links.items():
         path = prefix / link
         if not path.exists() and not path.is_symlink():
@@ -424,11 +431,9 @@ def _repackage(run: UnitRun, recipe: Recipe, strategy: Repackage, work: Path) ->
             run.log.write(f"# {line}")
 
 
-def _place(run: UnitRun, recipe: Recipe, root: Path, layout: Mapping[str, str],
-           origin: str) -> None:
-    """Copy what each glob matches below ``root`` into its prefix folder. Globs with the same
-    folder are alternatives (an upstream archive's layout, a wheel's); a folder none of them
-    fills fails the unit."""
+def _place(run: UnitRun, root: Path, layout: Mapping[str, str]) -> dict[str, bool]:
+    """Copy what each glob matches below ``root`` into its prefix folder; which folders got
+    something (the caller fails a folder that none of its alternatives filled)."""
     prefix = run.dirs.prefix
     filled: dict[str, bool] = {}
     for pattern, dest in layout.items():
@@ -448,11 +453,7 @@ def _place(run: UnitRun, recipe: Recipe, root: Path, layout: Mapping[str, str],
             else:
                 shutil.copyfile(m, target)
             run.log.write(f"# {m.relative_to(root)} -> {target.relative_to(prefix)}")
-    for dest, ok in filled.items():
-        if not ok:
-            pats = [p for p, d in layout.items() if d == dest]
-            raise UnitFailed(f"{recipe.name}: nothing in {origin} matches "
-                             f"{' or '.join(map(repr, pats))} (for {dest}/)")
+    return filled
 
 
 def _install_license(recipe: Recipe, work: Path, prefix: Path) -> None:

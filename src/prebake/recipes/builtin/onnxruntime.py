@@ -123,9 +123,11 @@ MACOS_ARM64 = Build(
 )
 
 # Upstream's release archive (include/ and lib/ under one folder) or the same release's PyPI
-# wheel (the library under onnxruntime/capi/): patterns with one destination are alternatives,
-# and a destination nothing fills fails the unit. Headers and licences come from the source.
-LAYOUT = {"*/lib/*": "lib", "onnxruntime/capi/libonnxruntime.so.*": "lib",
+# wheel (the library under onnxruntime/capi/, no headers): patterns with one destination are
+# alternatives, and a destination that neither the archive nor the source fills fails the unit.
+# Headers and licences also come from the release's own source archive.
+LAYOUT = {"*/lib/*": "lib", "*/include/*": "include", "*/LICENSE": "share/licenses/onnxruntime",
+          "onnxruntime/capi/libonnxruntime.so.*": "lib",
           "onnxruntime/capi/libonnxruntime.*.dylib": "lib",
           "onnxruntime/capi/onnxruntime.dll": "lib"}
 FROM_SOURCE = {"src/include/onnxruntime/core/session/*.h": "include",
