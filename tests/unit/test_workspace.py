@@ -61,10 +61,10 @@ def test_onnxruntime_recipe_strategies() -> None:
         assert strat.url.startswith("https://github.com/microsoft/onnxruntime/releases/")
     wasm = r.strategy_for("wasm")
     assert isinstance(wasm, Build)
-    [line] = [c for c in wasm.commands if isinstance(c, str) and "build.sh" in c]
+    [line] = [c for c in wasm.commands if isinstance(c, str) and "build.py" in c]
     for flag in ("--build_wasm_static_lib", "--enable_wasm_simd", "--enable_wasm_threads",
-                 "--enable_wasm_jspi", "--skip_tests", "--skip_submodule_sync",
-                 "--emsdk_version {pins[emsdk]}"):
+                 "--disable_wasm_exception_catching", "--skip_tests", "--skip_submodule_sync",
+                 "--allow_running_as_root", "--emsdk_version {pins[emsdk]}"):
         assert flag in line
     assert "CFLAGS" in wasm.env_unset
     assert r.pins_read("wasm") == ("onnxruntime", "emsdk")
@@ -77,6 +77,8 @@ def test_workspace_recipe_overrides_builtin(tmp_path: Path) -> None:
     shutil.copytree(SDK, ws_dir, ignore=shutil.ignore_patterns("releases"))
     own = (BUILTIN_DIR / "onnxruntime.py").read_text()
     (ws_dir / "recipes" / "onnxruntime.py").write_text(own)
+    # the recipe's data (its dependency table, its patches) goes with it
+    shutil.copytree(BUILTIN_DIR / "onnxruntime", ws_dir / "recipes" / "onnxruntime")
     ws = load_workspace(ws_dir)
     assert ws.recipes["onnxruntime"].path == (ws_dir / "recipes" / "onnxruntime.py").resolve()
 

@@ -35,6 +35,16 @@ MMDEBSTRAP_TIMEOUT = 1800
 MAX_STATUS_BYTES = 64 << 20
 
 
+def toolchains_dir() -> Path:
+    """Where ``prebake toolchain install`` puts toolchains: ``$PREBAKE_TOOLCHAINS``, else
+    ``toolchains/`` in prebake's cache (a CI cache may keep this one folder between runs)."""
+    if env := os.environ.get("PREBAKE_TOOLCHAINS"):
+        return Path(env)
+    from prebake.sources.cache import default_cache_dir
+
+    return default_cache_dir() / "toolchains"
+
+
 @dataclass(frozen=True)
 class Environment:
     name: str
@@ -46,8 +56,6 @@ class Environment:
 
     @property
     def root(self) -> Path:
-        from prebake.toolchain.probe import toolchains_dir
-
         return toolchains_dir() / f"env-{self.name}"
 
     @property

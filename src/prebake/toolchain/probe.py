@@ -20,6 +20,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from prebake.toolchain.environment import resolve as environment_resolve
+from prebake.toolchain.environment import toolchains_dir
 from prebake.toolchain.families import Family, family_of_argv, family_of_banner
 
 # (argv, environment) -> (exit status, stdout, stderr); tests never replace it with a fake
@@ -38,16 +40,6 @@ def _run(argv: Sequence[str], env: Mapping[str, str]) -> tuple[int, str, str]:
     except (OSError, subprocess.TimeoutExpired) as exc:
         return 127, "", f"{type(exc).__name__}: {exc}"
     return proc.returncode, proc.stdout[:65536], proc.stderr[:65536]
-
-
-def toolchains_dir() -> Path:
-    """Where ``prebake toolchain install`` puts toolchains: ``$PREBAKE_TOOLCHAINS``, else
-    ``toolchains/`` in prebake's cache (a CI cache may keep this one folder between runs)."""
-    if env := os.environ.get("PREBAKE_TOOLCHAINS"):
-        return Path(env)
-    from prebake.sources.cache import default_cache_dir
-
-    return default_cache_dir() / "toolchains"
 
 
 def installed_zig(version: str) -> Path | None:
@@ -89,9 +81,7 @@ def resolve_argv(argv: Sequence[str], family: Family | None, pinned: str | None,
     (or ``emcc`` on ``PATH``); in a toolchain environment, the wrapper that enters it."""
     argv = tuple(argv)
     if environment:
-        from prebake.toolchain.environment import resolve
-
-        return resolve(argv, environment)
+        return environment_resolve(argv, environment)
     if family is None or not pinned or not argv:
         return argv
     if family.name == "zig" and family.module:

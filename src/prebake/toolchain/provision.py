@@ -17,8 +17,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from prebake.toolchain.environment import toolchains_dir
 from prebake.toolchain.families import Family, family_of_argv, pin_matches
-from prebake.toolchain.probe import installed_emsdk, installed_zig, toolchains_dir
+from prebake.toolchain.probe import installed_emsdk, installed_zig
 from prebake.workspace.model import Platform, Workspace
 
 EMSDK_REPOSITORY = "https://github.com/emscripten-core/emsdk"

@@ -44,13 +44,15 @@ def _references(recipe: Recipe, version: str, pins: Mapping[str, str],
                 platform: str) -> list[ExternalReference]:
     refs: list[ExternalReference] = []
     strategy = recipe.strategy_for(platform)
+    used = None  # a Build fetches every source of its version; a Repackage, those it names
     if isinstance(strategy, Repackage):
         refs.append(ExternalReference(
             type=ExternalReferenceType.DISTRIBUTION,
-            url=XsUri(strategy.url.format(version=version)),
-            hashes=[HashType(alg=HashAlgorithm.SHA_256, content=strategy.sha256)]))
-        return refs
-    for src in recipe.sources:
+            url=XsUri(strategy.url.format(version=version)), hashes=_hashes(strategy.sha256)))
+        used = {pattern.split("/", 1)[0] for pattern in strategy.source_layout}
+    for _, src in recipe.sources_for(version):
+        if used is not None and src.dest not in used:
+            continue
         s = render_source(src, version, pins)
         if isinstance(s, GitSource):
             refs.append(ExternalReference(type=ExternalReferenceType.VCS, url=XsUri(s.url),
@@ -58,8 +60,13 @@ def _references(recipe: Recipe, version: str, pins: Mapping[str, str],
         elif isinstance(s, UrlSource):
             refs.append(ExternalReference(
                 type=ExternalReferenceType.SOURCE_DISTRIBUTION, url=XsUri(s.url),
-                hashes=[HashType(alg=HashAlgorithm.SHA_256, content=s.sha256)]))
+                hashes=_hashes(s.sha256)))
     return refs
+
+
+def _hashes(sha256: str) -> list[HashType]:
+    """The digest the lock gave (none for a recipe read without its lock)."""
+    return [HashType(alg=HashAlgorithm.SHA_256, content=sha256)] if sha256 else []
 
 
 def make_sbom(aid: AssetId, recipes: Sequence[Recipe], pins: Mapping[str, str],
