@@ -36,8 +36,9 @@ SOURCE = "https://github.com/microsoft/onnxruntime/archive/refs/tags/v{version}.
 HERE = Path(__file__).parent / "onnxruntime"
 DEPS = "onnxruntime/deps.toml"
 BUILD_PY = "python3 {src}/tools/ci_build/build.py --config Release --build_dir {build}" \
-    " --parallel {jobs} --skip_tests --skip_submodule_sync --allow_running_as_root" \
-    " --compile_no_warning_as_error"
+    " --parallel {jobs} --skip_tests --skip_submodule_sync --compile_no_warning_as_error"
+# build.py refuses root (containers, CI, these machines) without it; macOS runners are not root
+AS_ROOT = " --allow_running_as_root"
 NO_FLAGS = ("CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "EMCC_CFLAGS")
 SESSION_HEADERS = "{src}/include/onnxruntime/core/session"
 SUPPLY_DEPS = ("{python}", "-m", "prebake.recipes.steps.fetchcontent", "{recipe_dir}/" + DEPS,
@@ -64,7 +65,7 @@ WASM = Build(
     commands=(
         SUPPLY_DEPS,
         "{python} -m prebake.recipes.steps.emsdk_standin {src}/cmake/external/emsdk",
-        BUILD_PY + " --build_wasm_static_lib --enable_wasm_simd --enable_wasm_threads"
+        BUILD_PY + AS_ROOT + " --build_wasm_static_lib --enable_wasm_simd --enable_wasm_threads"
         " --disable_wasm_exception_catching --emsdk_version {pins[emsdk]}"
         # the environment's protoc: Debian's protobuf-compiler 3.21.12 = deps.txt's protobuf
         " --path_to_protoc_exe /usr/bin/protoc"
@@ -94,7 +95,7 @@ PROTOC = HostTool("protoc", "3.21.12", version_pattern=r"libprotoc (\S+)",
 # warnings must not fail the build (--compile_no_warning_as_error).
 LINUX_AARCH64 = Build(
     commands=(
-        BUILD_PY + " onnxruntime_USE_ARM_NEON_NCHWC=ON CMAKE_TOOLCHAIN_FILE={cmake_toolchain}"
+        BUILD_PY + AS_ROOT + " onnxruntime_USE_ARM_NEON_NCHWC=ON CMAKE_TOOLCHAIN_FILE={cmake_toolchain}"
         " ONNX_CUSTOM_PROTOC_EXECUTABLE={host_tools[protoc]}"
         " --build_shared_lib --use_xnnpack --path_to_protoc_exe {host_tools[protoc]}",
         "cmake --install {build}/Release --prefix {prefix}",
