@@ -95,7 +95,8 @@ PROTOC = HostTool("protoc", "3.21.12", version_pattern=r"libprotoc (\S+)",
 # warnings must not fail the build (--compile_no_warning_as_error).
 LINUX_AARCH64 = Build(
     commands=(
-        BUILD_PY + AS_ROOT + " onnxruntime_USE_ARM_NEON_NCHWC=ON CMAKE_TOOLCHAIN_FILE={cmake_toolchain}"
+        BUILD_PY + AS_ROOT + " onnxruntime_USE_ARM_NEON_NCHWC=ON"
+        " CMAKE_TOOLCHAIN_FILE={cmake_toolchain}"
         " ONNX_CUSTOM_PROTOC_EXECUTABLE={host_tools[protoc]}"
         " --build_shared_lib --use_xnnpack --path_to_protoc_exe {host_tools[protoc]}",
         "cmake --install {build}/Release --prefix {prefix}",
