@@ -51,21 +51,29 @@ HOSTILE = ["_Z3f\x00oi", "_Z3f\udcffi", "_Z1\u00e9v", "__Z", "__Zfoo", "_", "", 
            "_Z" + "1a" * 2047, "_Z" + "1a" * 2048, "__Z" + "1a" * 2047, "_ZNK3Foo3barEv"]
 
 
+def _fill(cache: dict[str, str | None], names: list[str], limit: int) -> None:
+    """What the renderers call: the C loop with the runtime's demangler address."""
+    from prebake.inspect import native
+
+    assert dm.address(), "the C++ runtime's demangler is loadable here"
+    native.scan.fill_demangled(cache, names, dm.address(), limit)
+
+
 @pytest.mark.parametrize("chunk", range(2))
 def test_fill_answers_what_demangle_once_answers(chunk: int) -> None:
     """``fill``'s C loop (one call per list) against the per-name ctypes binding: real
     names, and NULs, lone surrogates, non-ASCII, names on both sides of MAX_NAME."""
     names = (_names() + HOSTILE)[chunk::2]
     cache: dict[str, str | None] = {}
-    dm.fill(cache, names, 1 << 20)
+    _fill(cache, names, 1 << 20)
     assert cache == {n: dm.demangle_once(n) for n in names}
     assert any(v is not None for v in cache.values()) and None in cache.values()
 
 
 def test_fill_keeps_what_it_has_and_stays_bounded() -> None:
     cache: dict[str, str | None] = {"_Z3fooi": "kept"}
-    dm.fill(cache, ["_Z3fooi", "_Z3bari"], 10)
+    _fill(cache, ["_Z3fooi", "_Z3bari"], 10)
     assert cache == {"_Z3fooi": "kept", "_Z3bari": "bar(int)"}
     names = [f"_Z4n{i:03d}v" for i in range(25)]
-    dm.fill(cache, names, 10)
+    _fill(cache, names, 10)
     assert len(cache) <= 10 and cache[names[-1]] == "n024()"

@@ -117,16 +117,8 @@ def demangle_once(name: str) -> str | None:
     return out if out is not None and out != raw else None
 
 
-def fill(cache: dict[str, str | None], names: list[str], limit: int) -> None:
-    """Every name of ``names`` that ``cache`` lacks, demangled into it (``demangle_once``'s
-    answers); ``cache`` is emptied before it grows past ``limit``.
-
-    The renderers' path: one call of ``native.scan.fill_demangled`` for a whole list (the C
-    loop calls the runtime's ``__cxa_demangle`` directly, no ctypes call per name).
-    """
-    from prebake.inspect import loops, native
-
+def address() -> int:
+    """The C++ runtime's ``__cxa_demangle`` address (0 when there is none): the C loop
+    ``native.scan.fill_demangled`` calls it directly, no ctypes call per name."""
     impl = _impl()
-    # the C loop calls the runtime's demangler itself: it needs its address
-    scan = native.scan if impl is not None and impl.address else loops
-    scan.fill_demangled(cache, names, impl.address if impl is not None else 0, limit)
+    return impl.address if impl is not None and impl.address else 0

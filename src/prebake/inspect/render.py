@@ -29,12 +29,15 @@ _demangled: dict[str, str | None] = {}  # name -> demangled form, filled a list 
 
 
 def _demangle_all(names: list[str]) -> dict[str, str | None]:
-    """The demangled form of every name in ``names``, in one call (``demangle.fill``)."""
-    from prebake.inspect.demangle import fill
+    """The demangled form of every name in ``names``, in one call of ``fill_demangled``: the
+    C loop where the runtime's demangler can be called directly, else the Python reference."""
+    from prebake.inspect import demangle, loops, native
 
     if len(_demangled) + len(names) > DEMANGLED_MAX:
         _demangled.clear()  # starts over between lists, never inside one
-    fill(_demangled, names, max(DEMANGLED_MAX, len(names)))
+    address = demangle.address()
+    scan = native.scan if address else loops
+    scan.fill_demangled(_demangled, names, address, max(DEMANGLED_MAX, len(names)))
     return _demangled
 
 

@@ -240,6 +240,8 @@ def unlocked_message(ref: UrlRef, lock: SourceLock) -> str:
     from prebake.redact import redact_text
 
     pins = ", ".join(f"{n} = {v}" for n, v in ref.pins)
+    if ref.provides:
+        pins += f"; it provides {ref.provides}"
     pending = lock.pending.get(ref.url)
     if pending is not None:
         return redact_text(f"{ref.recipe} on {ref.platform}: {ref.url} has no digest in "
