@@ -136,16 +136,10 @@ def npm_package(which: str) -> Path:
 
 
 def debian_mirror() -> str:
-    """The Debian mirror apt on this machine uses (``URIs:`` in its deb822 sources)."""
-    for path in (Path("/etc/apt/sources.list.d/debian.sources"), Path("/etc/apt/sources.list")):
-        if path.is_file():
-            for line in path.read_text().splitlines():
-                words = line.split()
-                if words[:1] == ["URIs:"] and len(words) > 1:
-                    return words[1].rstrip("/")
-                if words[:1] == ["deb"] and len(words) > 1:
-                    return next(w for w in words[1:] if "://" in w).rstrip("/")
-    return "http://deb.debian.org/debian"
+    """The Debian mirror apt on this machine uses (prebake's own reading of apt's sources)."""
+    from prebake.toolchain.environment import debian_mirror as apt_mirror
+
+    return (apt_mirror() or "http://deb.debian.org/debian").rstrip("/")
 
 
 def debian_orig(source: str, version: str, suffix: str = "tar.xz") -> Path:

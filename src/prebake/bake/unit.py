@@ -338,14 +338,19 @@ def reuse_recipe(run: UnitRun, recipe: Recipe) -> RecipeBuilt:
     return RecipeBuilt(recipe, strategy, run.dirs.recipe(recipe), before, installed)
 
 
-def _compile(run: UnitRun, recipe: Recipe, strategy: Build, work: Path) -> None:
+def _fetch_sources(run: UnitRun, recipe: Recipe, work: Path) -> None:
+    """Fetch what this unit's strategy uses of the recipe's sources into ``work``."""
     ver = run.version(recipe)
-    if "cmake_toolchain" in template_fields(strategy_templates(strategy)):
-        write_cmake_toolchain(run)
-    for _, src in recipe.sources_for(ver):
+    for src in recipe.fetched_sources(run.unit.platform.name, ver):
         s = render_source(src, ver, run.ws.pins)
         run.say(f"{recipe.name}: fetching {getattr(s, 'url', getattr(s, 'path', ''))}")
         materialize(s, work, recipe.folder, run.cache)
+
+
+def _compile(run: UnitRun, recipe: Recipe, strategy: Build, work: Path) -> None:
+    if "cmake_toolchain" in template_fields(strategy_templates(strategy)):
+        write_cmake_toolchain(run)
+    _fetch_sources(run, recipe, work)
     ctx = command_context(run.ws, run.unit, run.opts, recipe, work, run.dirs)
     env = command_env(run.unit, run.opts, recipe, strategy, ctx, dirs=run.dirs)
     run.log.env(env, dropped(run.opts.caller_env, env))
@@ -406,12 +411,7 @@ def _repackage(run: UnitRun, recipe: Recipe, strategy: Repackage, work: Path) ->
     upstream = extract(archive, work / "upstream")
     filled = _place(run, upstream, strategy.layout)
     if strategy.source_layout:
-        wanted = {pattern.split("/", 1)[0] for pattern in strategy.source_layout}
-        for _, src in recipe.sources_for(ver):
-            if src.dest in wanted:
-                s = render_source(src, ver, run.ws.pins)
-                run.say(f"{recipe.name}: fetching {getattr(s, 'url', getattr(s, 'path', ''))}")
-                materialize(s, work, recipe.folder, run.cache)
+        _fetch_sources(run, recipe, work)
         for dest, ok in _place(run, work, strategy.source_layout).items():
             filled[dest] = filled.get(dest, False) or ok
     layouts = {**strategy.layout, **strategy.source_layout}

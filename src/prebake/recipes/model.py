@@ -301,6 +301,15 @@ class Recipe:
         return tuple((i, s) for i, s in enumerate(self.sources)
                      if not isinstance(s, UrlSource) or s.used_by(version))
 
+    def fetched_sources(self, platform: str, version: str) -> tuple[Source, ...]:
+        """What a unit of ``platform`` fetches: a Build every source of the version, a
+        Repackage only those its ``source_layout`` names (by ``dest``, the globs' first
+        folder)."""
+        strat = self.strategy_for(platform)
+        used = ({pattern.split("/", 1)[0] for pattern in strat.source_layout}
+                if isinstance(strat, Repackage) else None)
+        return tuple(s for _, s in self.sources_for(version) if used is None or s.dest in used)
+
     def strategy_for(self, platform: str) -> Strategy | None:
         """The strategy for ``platform`` (``"*"`` covers platforms not named), else ``None``."""
         return self.platforms.get(platform, self.platforms.get(ANY_PLATFORM))

@@ -44,15 +44,11 @@ def _references(recipe: Recipe, version: str, pins: Mapping[str, str],
                 platform: str) -> list[ExternalReference]:
     refs: list[ExternalReference] = []
     strategy = recipe.strategy_for(platform)
-    used = None  # a Build fetches every source of its version; a Repackage, those it names
     if isinstance(strategy, Repackage):
         refs.append(ExternalReference(
             type=ExternalReferenceType.DISTRIBUTION,
             url=XsUri(strategy.url.format(version=version)), hashes=_hashes(strategy.sha256)))
-        used = {pattern.split("/", 1)[0] for pattern in strategy.source_layout}
-    for _, src in recipe.sources_for(version):
-        if used is not None and src.dest not in used:
-            continue
+    for src in recipe.fetched_sources(platform, version):
         s = render_source(src, version, pins)
         if isinstance(s, GitSource):
             refs.append(ExternalReference(type=ExternalReferenceType.VCS, url=XsUri(s.url),
