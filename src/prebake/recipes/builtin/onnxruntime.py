@@ -35,8 +35,11 @@ RELEASES = "https://github.com/microsoft/onnxruntime/releases/download/v{version
 SOURCE = "https://github.com/microsoft/onnxruntime/archive/refs/tags/v{version}.tar.gz"
 HERE = Path(__file__).parent / "onnxruntime"
 DEPS = "onnxruntime/deps.toml"
+# Ends in --cmake_extra_defines: a leg's own defines follow it directly (a second
+# --cmake_extra_defines would replace the list, not extend it), then its other flags.
 BUILD_PY = "python3 {src}/tools/ci_build/build.py --config Release --build_dir {build}" \
-    " --parallel {jobs} --skip_tests --skip_submodule_sync --compile_no_warning_as_error"
+    " --parallel {jobs} --skip_tests --skip_submodule_sync --compile_no_warning_as_error" \
+    " --cmake_extra_defines onnxruntime_BUILD_UNIT_TESTS=OFF"
 # build.py refuses root (containers, CI, these machines) without it; macOS runners are not root
 AS_ROOT = " --allow_running_as_root"
 NO_FLAGS = ("CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "EMCC_CFLAGS")
@@ -65,15 +68,14 @@ WASM = Build(
     commands=(
         SUPPLY_DEPS,
         "{python} -m prebake.recipes.steps.emsdk_standin {src}/cmake/external/emsdk",
-        BUILD_PY + AS_ROOT + " --build_wasm_static_lib --enable_wasm_simd --enable_wasm_threads"
-        " --disable_wasm_exception_catching --emsdk_version {pins[emsdk]}"
-        # the environment's protoc: Debian's protobuf-compiler 3.21.12 = deps.txt's protobuf
-        " --path_to_protoc_exe /usr/bin/protoc"
-        " --cmake_extra_defines onnxruntime_BUILD_UNIT_TESTS=OFF"
-        " CMAKE_PROJECT_INCLUDE_BEFORE={work}/deps/supplied.cmake"
+        BUILD_PY + " CMAKE_PROJECT_INCLUDE_BEFORE={work}/deps/supplied.cmake"
         " CMAKE_C_FLAGS=-fwasm-exceptions CMAKE_CXX_FLAGS=-fwasm-exceptions"
         " 'CMAKE_C_FLAGS_RELEASE=-O3 -DNDEBUG -fno-lto'"
-        " 'CMAKE_CXX_FLAGS_RELEASE=-O3 -DNDEBUG -fno-lto'",
+        " 'CMAKE_CXX_FLAGS_RELEASE=-O3 -DNDEBUG -fno-lto'"
+        + AS_ROOT + " --build_wasm_static_lib --enable_wasm_simd --enable_wasm_threads"
+        " --disable_wasm_exception_catching --emsdk_version {pins[emsdk]}"
+        # the environment's protoc: Debian's protobuf-compiler 3.21.12 = deps.txt's protobuf
+        " --path_to_protoc_exe /usr/bin/protoc",
         "cmake -E make_directory {prefix}/lib {prefix}/include {prefix}/share/licenses/onnxruntime",
         "cmake -E copy {build}/Release/libonnxruntime_webassembly.a {prefix}/lib/libonnxruntime.a",
         "cmake -E copy_directory " + SESSION_HEADERS + " {prefix}/include",
@@ -95,10 +97,10 @@ PROTOC = HostTool("protoc", "3.21.12", version_pattern=r"libprotoc (\S+)",
 # warnings must not fail the build (--compile_no_warning_as_error).
 LINUX_AARCH64 = Build(
     commands=(
-        BUILD_PY + AS_ROOT + " onnxruntime_USE_ARM_NEON_NCHWC=ON"
+        BUILD_PY + " onnxruntime_USE_ARM_NEON_NCHWC=ON"
         " CMAKE_TOOLCHAIN_FILE={cmake_toolchain}"
         " ONNX_CUSTOM_PROTOC_EXECUTABLE={host_tools[protoc]}"
-        " --build_shared_lib --use_xnnpack --path_to_protoc_exe {host_tools[protoc]}",
+        + AS_ROOT + " --build_shared_lib --use_xnnpack --path_to_protoc_exe {host_tools[protoc]}",
         "cmake --install {build}/Release --prefix {prefix}",
         "cmake -E make_directory {prefix}/include",
         "cmake -E copy_directory " + SESSION_HEADERS + " {prefix}/include",
