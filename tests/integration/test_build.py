@@ -453,7 +453,9 @@ def test_the_example_addon_fetches_and_links_what_the_main_job_built(
         assert json.loads(proc.stdout)["asset"] == f"kiln-sdk-{stage}-0.12.0-wasm.tar.xz"
     exe = str(Path(sys.executable).with_name("prebake"))
     host = addon / "build" / "host"
-    support.run(["cmake", "-S", str(addon), "-B", str(host), f"-DPREBAKE_EXECUTABLE={exe}"], addon)
+    # the onnxruntime half needs the flagship beside it: test_flagship runs that consumer
+    support.run(["cmake", "-S", str(addon), "-B", str(host), f"-DPREBAKE_EXECUTABLE={exe}",
+                 "-DKILN_ADDON_ONNXRUNTIME=OFF"], addon)
     support.run(["cmake", "--build", str(host)], addon)
     out = support.run([str(host / "denoise")], addon).stdout
     assert out.startswith("denoise: ok") and "parse_vec3" in out

@@ -99,8 +99,10 @@ def test_wasm_uses_onnxruntime_build_py_with_the_pinned_emscripten(
     assert standin[-1].endswith("/src/cmake/external/emsdk")
     order = step["commands"].index
     assert order(supply) < order(standin) < order(build)
-    copy = _cmd(step, "libonnxruntime_webassembly.a")
-    assert copy[-1].endswith("/prefix/lib/libonnxruntime.a")
+    bundle = _cmd(step, "prebake.recipes.steps.bundle")  # upstream's ar script, each lib once
+    assert bundle[-3].endswith("/Release/onnxruntime_webassembly.ar")
+    assert bundle[-2].endswith("/prefix/lib/libonnxruntime.a") and bundle[-1] == "emar"
+    assert order(build) < order(bundle)
 
 
 def test_linux_aarch64_is_shared_with_xnnpack_nchwc_a_cross_file_and_the_host_protoc(

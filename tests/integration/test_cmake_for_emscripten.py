@@ -80,6 +80,7 @@ def _workspace(tmp: Path, how: str, toolchain: str) -> Path:
 
 @pytest.mark.parametrize(("how", "toolchain"), [
     ("emcmake cmake", ""),
+    ("cmake -DCMAKE_TOOLCHAIN_FILE={cmake_toolchain}", ""),  # prebake's own file alone
     ("cmake -DCMAKE_TOOLCHAIN_FILE={cmake_toolchain}", f'cmake_toolchain = "{EMSCRIPTEN_CMAKE}"'),
 ])
 def test_a_cmake_recipe_builds_for_wasm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
@@ -93,10 +94,11 @@ def test_a_cmake_recipe_builds_for_wasm(tmp_path: Path, monkeypatch: pytest.Monk
     assert main(["check", "--platform", "wasm", "-C", str(ws), str(assets[0])]) == 0
 
 
-def test_cmake_toolchain_placeholder_needs_the_key(tmp_path: Path) -> None:
-    ws = _workspace(tmp_path, "cmake -DCMAKE_TOOLCHAIN_FILE={cmake_toolchain}", "")
+def test_a_missing_cmake_toolchain_file_is_a_config_error(tmp_path: Path) -> None:
+    ws = _workspace(tmp_path, "cmake -DCMAKE_TOOLCHAIN_FILE={cmake_toolchain}",
+                    'cmake_toolchain = "cmake/extra.cmake"')
     with pytest.raises(ConfigError) as info:
         load_workspace(ws)
     [problem] = info.value.problems
     assert problem.key == "platforms.wasm.toolchain.cmake_toolchain"
-    assert "recipe 'dot' uses {cmake_toolchain}" in problem.message
+    assert f"no such file: {ws / 'cmake' / 'extra.cmake'}" in problem.message

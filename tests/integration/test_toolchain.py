@@ -62,7 +62,7 @@ def test_a_recipe_minimum_refuses_an_older_emscripten_with_its_reason(tmp_path: 
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert proc.stderr.strip() == (
         "prebake: error: onnxruntime/wasm: needs Emscripten (emcc/em++) 3.1.61 or newer "
-        "(--enable_wasm_jspi links with -sJSPI); the platform's compiler reports 'emcc "
+        "(its consumers link with -sJSPI); the platform's compiler reports 'emcc "
         "(Emscripten gcc/clang-like replacement + linker emulating GNU ld) 3.1.6 ()'")
     assert nothing_written(ws)  # refused before the onnxruntime checkout
 

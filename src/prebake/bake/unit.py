@@ -426,6 +426,11 @@ def _repackage(run: UnitRun, recipe: Recipe, strategy: Repackage, work: Path) ->
             path.parent.mkdir(parents=True, exist_ok=True)
             path.symlink_to(target.format(version=ver))
             run.log.write(f"# {link} -> {target.format(version=ver)}")
+        if not path.exists():  # a dangling link: the archive is not the pinned release
+            held = sorted(p.name for p in path.parent.iterdir() if not p.is_symlink())
+            raise UnitFailed(f"{recipe.name}: {urls[0]} has no {path.parent.relative_to(prefix)}"
+                             f"/{path.readlink()} for the link {link} (it holds "
+                             f"{', '.join(held) or 'nothing there'}; expected {ver})")
     for dll, outputs in strategy.import_libs.items():
         for line in import_libraries(prefix / dll, [prefix / o for o in outputs]):
             run.log.write(f"# {line}")

@@ -77,7 +77,9 @@ WASM = Build(
         # the environment's protoc: Debian's protobuf-compiler 3.21.12 = deps.txt's protobuf
         " --path_to_protoc_exe /usr/bin/protoc",
         "cmake -E make_directory {prefix}/lib {prefix}/include {prefix}/share/licenses/onnxruntime",
-        "cmake -E copy {build}/Release/libonnxruntime_webassembly.a {prefix}/lib/libonnxruntime.a",
+        # upstream's bundle adds libprotobuf-lite twice (steps/bundle.py): made again, once each
+        "{python} -m prebake.recipes.steps.bundle {build}/Release/onnxruntime_webassembly.ar"
+        " {prefix}/lib/libonnxruntime.a emar",
         "cmake -E copy_directory " + SESSION_HEADERS + " {prefix}/include",
         "cmake -E copy {src}/ThirdPartyNotices.txt {prefix}/share/licenses/onnxruntime/",
     ),
