@@ -320,7 +320,7 @@ def environment() -> Path:
 
 
 def test_the_environment_reports_the_pinned_emscripten(environment: Path) -> None:
-    proc = support.prebake("-C", FLAGSHIP, "toolchain", "--json",
+    proc = support.prebake("-C", FLAGSHIP, "toolchain", "list", "--json",
                            env={"PREBAKE_TOOLCHAINS": str(environment)})
     wasm = next(p for p in json.loads(proc.stdout)["platforms"] if p["platform"] == "wasm")
     assert wasm["status"] == "ok" and wasm["version"] == "3.1.69", wasm

@@ -196,7 +196,11 @@ RECIPE = Recipe(
                                component=1),
     # A C consumer: the C API is the ABI every binding (and the host's addons) link against.
     link_test=Snippet(
-        code=("#include <onnxruntime_c_api.h>\n"
+        # A Windows consumer includes <windows.h> first: 1.21's header uses SAL's
+        # _Return_type_success_ without defining it for non-MSVC compilers, so MinGW needs
+        # the definitions MinGW's sal.h (through windows.h) brings (upstream issue #9332).
+        code=("#ifdef _WIN32\n#include <windows.h>\n#endif\n"
+              "#include <onnxruntime_c_api.h>\n"
               "int main(void) {\n"
               "  const OrtApiBase* base = OrtGetApiBase();\n"
               "  return base == 0 || base->GetVersionString == 0;\n"
