@@ -14,13 +14,26 @@ import shutil
 import subprocess
 import sys
 import tarfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = Path(os.environ.get("PREBAKE_TEST_CACHE", ROOT / ".cache" / "tests"))
 NPM_PACKAGES = {"web": "onnxruntime-web@1.30.0", "node": "onnxruntime-node@1.30.0"}
+
+
+@contextlib.contextmanager
+def cache_lock(name: str) -> Iterator[None]:
+    """Hold ``CACHE/locks/NAME`` exclusively: test processes running side by side (pytest's
+    workers, two checkouts sharing $PREBAKE_TEST_CACHE) fill one cache entry once."""
+    import fcntl
+
+    path = CACHE / "locks" / f"{name}.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        yield
 
 
 def tool_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -117,22 +130,23 @@ def npm_package(which: str) -> Path:
 
     ``npm pack`` fetches from the npm registry once; later runs use the cache.
     """
-    spec = NPM_PACKAGES[which]
-    base = CACHE / "npm" / spec.replace("@", "-")
-    pkg = base / "package"
-    if (base / ".done").exists():
+    with cache_lock(f"npm-{which}"):
+        spec = NPM_PACKAGES[which]
+        base = CACHE / "npm" / spec.replace("@", "-")
+        pkg = base / "package"
+        if (base / ".done").exists():
+            return pkg
+        base.mkdir(parents=True, exist_ok=True)
+        proc = subprocess.run(["npm", "pack", spec, "--silent"], cwd=base, capture_output=True,
+                              text=True)
+        if proc.returncode != 0:
+            raise AssertionError(f"npm pack {spec} failed: {proc.stderr}")
+        tgz = base / proc.stdout.strip().splitlines()[-1]
+        with tarfile.open(tgz) as tf:
+            tf.extractall(base, filter="data")
+        tgz.unlink()
+        (base / ".done").write_text("ok\n")
         return pkg
-    base.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.run(["npm", "pack", spec, "--silent"], cwd=base, capture_output=True,
-                          text=True)
-    if proc.returncode != 0:
-        raise AssertionError(f"npm pack {spec} failed: {proc.stderr}")
-    tgz = base / proc.stdout.strip().splitlines()[-1]
-    with tarfile.open(tgz) as tf:
-        tf.extractall(base, filter="data")
-    tgz.unlink()
-    (base / ".done").write_text("ok\n")
-    return pkg
 
 
 def debian_mirror() -> str:
@@ -163,19 +177,20 @@ def debian_orig(source: str, version: str, suffix: str = "tar.xz") -> Path:
 
 def npm_tarball(which: str) -> Path:
     """The ``.tgz`` itself of an onnxruntime npm prebuilt, as ``npm pack`` downloads it (cached)."""
-    spec = NPM_PACKAGES[which]
-    base = CACHE / "npm-tgz" / spec.replace("@", "-")
-    done = base / ".done"
-    if done.exists():
-        return base / done.read_text().strip()
-    base.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.run(["npm", "pack", spec, "--silent"], cwd=base, capture_output=True,
-                          text=True)
-    if proc.returncode != 0:
-        raise AssertionError(f"npm pack {spec} failed: {proc.stderr}")
-    name = proc.stdout.strip().splitlines()[-1]
-    done.write_text(name + "\n")
-    return base / name
+    with cache_lock(f"npm-tgz-{which}"):
+        spec = NPM_PACKAGES[which]
+        base = CACHE / "npm-tgz" / spec.replace("@", "-")
+        done = base / ".done"
+        if done.exists():
+            return base / done.read_text().strip()
+        base.mkdir(parents=True, exist_ok=True)
+        proc = subprocess.run(["npm", "pack", spec, "--silent"], cwd=base, capture_output=True,
+                              text=True)
+        if proc.returncode != 0:
+            raise AssertionError(f"npm pack {spec} failed: {proc.stderr}")
+        name = proc.stdout.strip().splitlines()[-1]
+        done.write_text(name + "\n")
+        return base / name
 
 
 PYPI_WHEEL = ("onnxruntime==1.27.0", "manylinux_2_28_x86_64", "3.11")
@@ -183,20 +198,22 @@ PYPI_WHEEL = ("onnxruntime==1.27.0", "manylinux_2_28_x86_64", "3.11")
 
 def pypi_wheel() -> Path:
     """The onnxruntime 1.27.0 manylinux x86_64 wheel from PyPI (``pip download``, cached)."""
-    spec, platform, python = PYPI_WHEEL
-    base = CACHE / "pypi" / spec.replace("==", "-")
-    done = base / ".done"
-    if done.exists():
-        return base / done.read_text().strip()
-    base.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", spec,
-                           "--platform", platform, "--python-version", python,
-                           "--only-binary=:all:", "-d", str(base)], capture_output=True, text=True)
-    wheels = sorted(base.glob("*.whl"))
-    if proc.returncode != 0 or not wheels:
-        raise AssertionError(f"pip download {spec} failed: {proc.stderr}")
-    done.write_text(wheels[0].name + "\n")
-    return wheels[0]
+    with cache_lock("pypi-wheel"):
+        spec, platform, python = PYPI_WHEEL
+        base = CACHE / "pypi" / spec.replace("==", "-")
+        done = base / ".done"
+        if done.exists():
+            return base / done.read_text().strip()
+        base.mkdir(parents=True, exist_ok=True)
+        proc = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", spec,
+                               "--platform", platform, "--python-version", python,
+                               "--only-binary=:all:", "-d", str(base)],
+                              capture_output=True, text=True)
+        wheels = sorted(base.glob("*.whl"))
+        if proc.returncode != 0 or not wheels:
+            raise AssertionError(f"pip download {spec} failed: {proc.stderr}")
+        done.write_text(wheels[0].name + "\n")
+        return wheels[0]
 
 
 def valid_manifest(name: str = "demo", version: str = "1.0.0", platform: str = "linux-x86_64",
@@ -277,7 +294,6 @@ def cached_prebake_build(name: str, files: Mapping[str, str], args: Sequence[str
     own code, so a test session builds each once and a code change rebuilds. The work folder
     is removed afterwards (the assets in ``releases/`` and the result stay).
     """
-    import json
 
     h = hashlib.sha256()
     for fname in sorted(files):
@@ -286,6 +302,15 @@ def cached_prebake_build(name: str, files: Mapping[str, str], args: Sequence[str
     for k, v in sorted((env or {}).items()):
         h.update(f"{k}={v}".encode() + b"\0")
     out = CACHE / "builds" / f"{name}-{h.hexdigest()[:16]}"
+    with cache_lock(out.name):
+        return _cached_build(out, subdir, files, args, env, timeout)
+
+
+def _cached_build(out: Path, subdir: str, files: Mapping[str, str], args: Sequence[str],
+                  env: Mapping[str, str] | None, timeout: float
+                  ) -> tuple[Path, int, dict[str, Any]]:
+    import json
+
     ws = out / subdir
     if (out / "result.json").is_file():
         res = json.loads((out / "result.json").read_text())
