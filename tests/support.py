@@ -333,19 +333,31 @@ def _cached_build(out: Path, subdir: str, files: Mapping[str, str], args: Sequen
 WORKSPACES = ROOT / "tests" / "data" / "workspaces"
 PTHREAD_LINK = '\n[platforms.linux-x86_64.link_test]\nflags = ["-pthread"]\n'
 PLAIN_LINK = "\n[platforms.linux-x86_64.link_test]\nflags = []\n"
+LOCAL_STORE = '\n[stores.local]\nurl = "file://./releases"\ndefault = true\n'
+ENV_UNSET = ("CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS")
 
 
 def gcc_workspace(name: str, pins: str, stage: str, recipes: str, *,
-                  contract: str = 'lto = "none"', more: str = PTHREAD_LINK) -> str:
+                  contract: str = 'lto = "none"', more: str = PTHREAD_LINK,
+                  version: str = "1.0.0", env_unset: Sequence[str] = ENV_UNSET,
+                  package: str = "per-recipe", tail: str = LOCAL_STORE) -> str:
     """The ``prebake.toml`` of a one-stage workspace building for linux-x86_64 with Debian's
     gcc (``tests/data/workspaces/templates/linux-gcc.toml``): ``pins`` and ``contract`` are
     TOML lines, ``recipes`` a TOML list, ``more`` the tables after the contract (the link
-    test, another platform)."""
+    test, another platform), ``tail`` those after the stage (the local store; ``[ci]``, or
+    none: the default store).
+
+    One template rather than a pasted text per test: the tests differ only in these values
+    (the variables ``env_unset`` clears, how the stage packages), and a change to the workspace
+    format is then made once.
+    """
     import string
 
     template = string.Template((WORKSPACES / "templates" / "linux-gcc.toml").read_text())
-    return template.substitute(name=name, pins=pins, stage=stage, recipes=recipes,
-                               contract=contract, more=more)
+    return template.substitute(name=name, version=version, pins=pins, stage=stage,
+                               recipes=recipes, contract=contract, more=more,
+                               env_unset=", ".join(f'"{v}"' for v in env_unset),
+                               package=package, tail=tail).rstrip("\n") + "\n"
 
 
 def wasm_check_workspace(folder: Path, name: str, contract: str) -> Path:

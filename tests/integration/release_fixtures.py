@@ -6,35 +6,13 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-TOML = """\
-# A tiny SDK: one C library for the host, built by the release-loop tests.
-[project]
-name = "demo-sdk"
-version = "1.0.0"
+from tests import support
 
-[pins]
-hello = "1.0.0"  # the library's version
-
-[platforms.linux-x86_64]
-os = "linux"
-arch = "x86_64"
-env_unset = ["CFLAGS", "CPPFLAGS", "LDFLAGS"]
-
-[platforms.linux-x86_64.toolchain]
-cc = "gcc"
-cxx = "g++"
-ar = "ar"
-
-[platforms.linux-x86_64.contract]
-lto = "none"
-
-[stages.core]
-recipes = ["hello"]
-package = "per-recipe"
-
-[ci]
-install = "python -m pip install prebake"
-"""
+# A tiny SDK: one C library for the host, built by the release-loop tests; C only, so the
+# build clears no CXXFLAGS, and no store is configured (the default one).
+TOML = support.gcc_workspace("demo-sdk", 'hello = "1.0.0"  # the library\'s version', "core",
+                             '["hello"]', env_unset=("CFLAGS", "CPPFLAGS", "LDFLAGS"), more="",
+                             tail='\n[ci]\ninstall = "python -m pip install prebake"')
 
 RECIPE = '''\
 """hello: a C library with one public function (declared in its header) and one internal."""

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from tests import support
 from tests.integration.test_build import EXAMPLE, build_json, copy_workspace, prebake
 from tests.servers.static_http import closed_port_url
 
@@ -203,41 +204,10 @@ def upstream_archive(ort_node: Path, dest: Path) -> Path:
     return tgz
 
 
-WORKSPACE = """\
-[project]
-name = "ort-sdk"
-version = "0.1.0"
-
-[pins]
-onnxruntime = "{version}"
-emsdk = "5.0.5"
-
-[platforms.linux-x86_64]
-os = "linux"
-arch = "x86_64"
-env_unset = ["CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS"]
-
-[platforms.linux-x86_64.toolchain]
-cc = "gcc"
-cxx = "g++"
-ar = "ar"
-
-[platforms.linux-x86_64.contract]
-arch = "x86_64"
-glibc_max = "2.28"
-forbid_exports = ["_ZN6google8protobuf*", "_ZN4absl*"]
-
-[platforms.linux-x86_64.link_test]
-flags = ["-pthread"]
-
-[stages.extra]
-recipes = ["onnxruntime"]
-package = "per-recipe"
-
-[stores.local]
-url = "file://./releases"
-default = true
-"""
+WORKSPACE = support.gcc_workspace(
+    "ort-sdk", 'onnxruntime = "{version}"\nemsdk = "5.0.5"', "extra", '["onnxruntime"]',
+    version="0.1.0", contract='arch = "x86_64"\nglibc_max = "2.28"\n'
+                             'forbid_exports = ["_ZN6google8protobuf*", "_ZN4absl*"]')
 
 RECIPE = """\
 # The built-in onnxruntime recipe, reduced to linux-x86_64 with its archive pinned for this

@@ -21,32 +21,11 @@ from tests.servers.static_http import StaticServer
 
 ORIG = {"1.5.4": "1.5.4+dfsg2", "1.5.7": "1.5.7+dfsg"}  # Debian 12 and Debian 13
 
-TOML = """\
-# zstd's common layer from its real source tarball, for the host.
-[project]
-name = "zstd-sdk"
-version = "1.0.0"
-
-[pins]
-zstd = "1.5.4"  # bumped with `prebake pin zstd VERSION`
-
-[platforms.linux-x86_64]
-os = "linux"
-arch = "x86_64"
-env_unset = ["CFLAGS", "CPPFLAGS", "LDFLAGS"]
-
-[platforms.linux-x86_64.toolchain]
-cc = "gcc"
-cxx = "g++"
-ar = "ar"
-
-[platforms.linux-x86_64.contract]
-lto = "none"
-
-[stages.deps]
-recipes = ["zstd"]
-package = "per-recipe"
-"""
+# zstd's common layer from its real source tarball, for the host (C only: no CXXFLAGS cleared;
+# the default store).
+TOML = support.gcc_workspace(
+    "zstd-sdk", 'zstd = "1.5.4"  # bumped with `prebake pin zstd VERSION`', "deps", '["zstd"]',
+    env_unset=("CFLAGS", "CPPFLAGS", "LDFLAGS"), more="", tail="")
 
 RECIPE = '''\
 """zstd's lib/common (the version string, errors, entropy tables) as a static library."""

@@ -36,37 +36,9 @@ const char *mini_helper(void) { return STR(HELPER_VERSION); }
 int mini_add(int a, int b) { return a + b; }
 """
 
-WORKSPACE = """\
-[project]
-name = "trustdemo"
-version = "1.0.0"
-
-[pins]
-mini = "2.3.1"
-helper = "0.4.0"
-unused = "9.9.9"
-
-[platforms.linux-x86_64]
-os = "linux"
-arch = "x86_64"
-env_unset = ["CFLAGS", "LDFLAGS"]
-
-[platforms.linux-x86_64.toolchain]
-cc = "gcc"
-cxx = "g++"
-ar = "ar"
-
-[platforms.linux-x86_64.contract]
-lto = "none"
-
-[stages.core]
-recipes = ["mini"]
-package = "prefix"
-
-[stores.local]
-url = "file://./releases"
-default = true
-"""
+WORKSPACE = support.gcc_workspace("trustdemo", 'mini = "2.3.1"\nhelper = "0.4.0"\nunused = "9.9.9"',
+                                  "core", '["mini"]', env_unset=("CFLAGS", "LDFLAGS"), more="",
+                                  package="prefix")
 
 RECIPE = """\
 from prebake.recipes import Build, Component, GitSource, Outputs, Recipe
