@@ -337,6 +337,15 @@ LOCAL_STORE = '\n[stores.local]\nurl = "file://./releases"\ndefault = true\n'
 ENV_UNSET = ("CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS")
 
 
+def workspace_text(template: str, **values: str) -> str:
+    """``tests/data/workspaces/templates/TEMPLATE.toml`` with its ``$names`` filled from
+    ``values`` (``string.Template``: the ``{…}`` placeholders prebake itself reads stay)."""
+    import string
+
+    text = (WORKSPACES / "templates" / f"{template}.toml").read_text()
+    return string.Template(text).substitute(values)
+
+
 def gcc_workspace(name: str, pins: str, stage: str, recipes: str, *,
                   contract: str = 'lto = "none"', more: str = PTHREAD_LINK,
                   version: str = "1.0.0", env_unset: Sequence[str] = ENV_UNSET,
@@ -351,22 +360,18 @@ def gcc_workspace(name: str, pins: str, stage: str, recipes: str, *,
     (the variables ``env_unset`` clears, how the stage packages), and a change to the workspace
     format is then made once.
     """
-    import string
-
-    template = string.Template((WORKSPACES / "templates" / "linux-gcc.toml").read_text())
-    return template.substitute(name=name, version=version, pins=pins, stage=stage,
-                               recipes=recipes, contract=contract, more=more,
-                               env_unset=", ".join(f'"{v}"' for v in env_unset),
-                               package=package, tail=tail).rstrip("\n") + "\n"
+    text = workspace_text("linux-gcc", name=name, version=version, pins=pins, stage=stage,
+                          recipes=recipes, contract=contract, more=more,
+                          env_unset=", ".join(f'"{v}"' for v in env_unset), package=package,
+                          tail=tail)
+    return text.rstrip("\n") + "\n"
 
 
 def wasm_check_workspace(folder: Path, name: str, contract: str) -> Path:
     """``folder`` made a workspace of one wasm platform whose contract is ``contract`` (the
     inside of a TOML inline table), for ``prebake check --platform wasm``
     (``tests/data/workspaces/templates/wasm-check.toml``)."""
-    import string
-
-    template = string.Template((WORKSPACES / "templates" / "wasm-check.toml").read_text())
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "prebake.toml").write_text(template.substitute(name=name, contract=contract))
+    (folder / "prebake.toml").write_text(workspace_text("wasm-check", name=name,
+                                                        contract=contract))
     return folder

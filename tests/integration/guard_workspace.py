@@ -1,6 +1,7 @@
 """A two-platform workspace (wasm via Debian's em++, linux-x86_64 via gcc) holding one small
 recipe, for the build guards' reproducers: ``thrower``, whose ``helper.o`` may call a symbol
-nobody defines while the snippet only uses ``thrower::parse``."""
+nobody defines while the snippet only uses ``thrower::parse``. The workspace is
+``tests/data/workspaces/templates/guarded.toml``."""
 
 from __future__ import annotations
 
@@ -11,61 +12,6 @@ from pathlib import Path
 from typing import Any
 
 from tests import support
-
-TOML = '''\
-[project]
-name = "guarded"
-version = "1.0.0"
-
-[pins]
-thrower = "2.1.0"
-emsdk = "3.1.6"  # what Debian's em++ reports: the pin is verified against it
-
-[platforms.wasm]
-os = "emscripten"
-arch = "wasm32"
-env_unset = ["CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "EMCC_CFLAGS"]
-
-[platforms.wasm.toolchain]
-cc = "emcc"
-cxx = "em++"
-ar = "emar"
-pin = "emsdk"
-
-[platforms.wasm.contract]
-eh = "wasm"
-lto = "none"
-threads = true
-CONTRACT_EXTRA
-
-[platforms.wasm.link_test]
-flags = ["-fwasm-exceptions", "-pthread", "-msimd128", "-sERROR_ON_UNDEFINED_SYMBOLS=1"]
-
-[platforms.linux-x86_64]
-os = "linux"
-arch = "x86_64"
-env_unset = ["CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS"]
-
-[platforms.linux-x86_64.toolchain]
-cc = "gcc"
-cxx = "g++"
-ar = "ar"
-
-[platforms.linux-x86_64.contract]
-lto = "none"
-cxx_stdlib = "libstdc++"
-
-[platforms.linux-x86_64.link_test]
-flags = ["-pthread"]
-
-[stages.core]
-recipes = ["thrower"]
-package = "prefix"
-
-[stores.local]
-url = "file://./releases"
-default = true
-'''
 
 RECIPE = '''\
 from prebake.recipes import Build, LocalSource, Outputs, Recipe, Snippet
@@ -120,7 +66,8 @@ def make(ws: Path, *, snippet_extra: str = "", extra_commands: str = "",
     src.mkdir(parents=True)
     for name, text in {**SOURCES, **(sources or {})}.items():
         (src / name).write_text(text)
-    (ws / "prebake.toml").write_text(TOML.replace("CONTRACT_EXTRA", contract_extra))
+    (ws / "prebake.toml").write_text(support.workspace_text("guarded",
+                                                            contract_extra=contract_extra))
     (ws / "recipes" / "thrower.py").write_text(
         RECIPE.replace("SNIPPET_EXTRA", snippet_extra).replace("EXTRA_COMMANDS", extra_commands)
         .replace("LIBS", libs))

@@ -43,61 +43,7 @@ RECIPE = Recipe(
 )
 '''
 
-WORKSPACE = """\
-[project]
-name = "cross"
-version = "1.0.0"
-
-[pins]
-demo = "1.0.0"
-zig = "0.17.1"
-
-[platforms.linux-x86_64]
-os = "linux"
-arch = "x86_64"
-env_unset = ["CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS"]
-toolchain = { cc = "gcc", cxx = "g++", ar = "ar" }
-contract = { lto = "none" }
-
-[platforms.linux-aarch64]
-os = "linux"
-arch = "aarch64"
-env_unset = ["CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS"]
-contract = { lto = "none", glibc_max = "2.28" }
-
-[platforms.linux-aarch64.toolchain]
-cc = "{python} -m ziglang cc -target aarch64-linux-gnu.2.28"
-cxx = "{python} -m ziglang c++ -target aarch64-linux-gnu.2.28"
-ar = "{python} -m ziglang ar"
-pin = "zig"
-
-[platforms.windows-x86_64]
-os = "windows"
-arch = "x86_64"
-env_unset = ["CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS"]
-contract = { lto = "none" }
-
-[platforms.windows-x86_64.toolchain]
-cc = "x86_64-w64-mingw32-gcc"
-cxx = "x86_64-w64-mingw32-g++"
-ar = "x86_64-w64-mingw32-ar"
-
-# Emscripten: the generated file includes Emscripten's own Emscripten.cmake (no emcmake)
-[platforms.wasm]
-os = "emscripten"
-arch = "wasm32"
-env_unset = ["CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "EMCC_CFLAGS"]
-toolchain = { cc = "emcc", cxx = "em++", ar = "emar" }
-contract = { lto = "none" }
-
-[stages.core]
-recipes = ["base", "app"]
-package = "prefix"
-
-[stores.local]
-url = "file://./releases"
-default = true
-"""
+WORKSPACE = support.workspace_text("cmake-cross")
 
 
 def _files() -> dict[str, str]:

@@ -41,35 +41,7 @@ RECIPE = Recipe(
     kind={"*": "static"},
 )
 '''
-WORKSPACE = """\
-[project]
-name = "hosttools"
-version = "1.0.0"
-
-[pins]
-demo = "1.0.0"
-zig = "0.17.1"
-
-[platforms.linux-aarch64]
-os = "linux"
-arch = "aarch64"
-env_unset = ["CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS"]
-contract = { lto = "none" }
-
-[platforms.linux-aarch64.toolchain]
-cc = "{python} -m ziglang cc -target aarch64-linux-gnu.2.28"
-cxx = "{python} -m ziglang c++ -target aarch64-linux-gnu.2.28"
-ar = "{python} -m ziglang ar"
-pin = "zig"
-
-[stages.deps]
-recipes = ["msg"]
-package = "per-recipe"
-
-[stores.local]
-url = "file://./releases"
-default = true
-"""
+WORKSPACE = support.workspace_text("host-tools")
 
 
 def _workspace(tmp: Path, version: str = "3.21.12") -> Path:

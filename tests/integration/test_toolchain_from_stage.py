@@ -6,38 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from tests import support
 from tests.integration.test_build import build_json, prebake
 
-WORKSPACE = """\
-[project]
-name = "tcsdk"
-version = "0.1.0"
-
-[pins]
-kilncc = "1.0.0"
-hello = "1.0.0"
-
-[platforms.linux-x86_64]
-os = "linux"
-arch = "x86_64"
-
-[platforms.linux-x86_64.toolchain]
-from_stage = "core"
-cc = "{toolchain_prefix}/bin/kiln-cc"
-cxx = "{toolchain_prefix}/bin/kiln-c++"
-ar = "ar"
-
-[platforms.linux-x86_64.contract]
-lto = "none"
-
-[stages.core]
-recipes = ["kilncc"]
-
-[stages.extra]
-recipes = ["hello"]
-after = ["core"]
-package = "per-recipe"
-"""
+WORKSPACE = support.workspace_text("toolchain-from-stage")
 
 # The core recipe installs a compiler: a wrapper that fixes the flags every object gets
 # (here a define the extra recipe's source insists on) around the system gcc, plus the small
