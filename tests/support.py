@@ -367,11 +367,22 @@ def gcc_workspace(name: str, pins: str, stage: str, recipes: str, *,
     return text.rstrip("\n") + "\n"
 
 
+def platform_workspace(name: str, platform: str, os: str, arch: str, toolchain: str,
+                       contract: str, *, more: str = "", version: str = "0.1.0") -> str:
+    """The ``prebake.toml`` of a workspace of one platform and no stage, for the commands that
+    read only a platform (``check --platform``, ``link-test``, a consumer's ``fetch``) and for
+    the contract's load errors (``tests/data/workspaces/templates/one-platform.toml``):
+    ``toolchain`` is the inside of a TOML inline table, ``contract`` TOML lines (without
+    ``more``, the first stands at line 11), ``more`` lines of the platform's own keys
+    (``link_test``, ``env``)."""
+    return workspace_text("one-platform", name=name, version=version, platform=platform, os=os,
+                          arch=arch, toolchain=toolchain, contract=contract, more=more)
+
+
 def wasm_check_workspace(folder: Path, name: str, contract: str) -> Path:
-    """``folder`` made a workspace of one wasm platform whose contract is ``contract`` (the
-    inside of a TOML inline table), for ``prebake check --platform wasm``
-    (``tests/data/workspaces/templates/wasm-check.toml``)."""
+    """``folder`` made a workspace of one wasm platform (Debian's emcc) whose contract is
+    ``contract`` (TOML lines), for ``prebake check --platform wasm``."""
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "prebake.toml").write_text(workspace_text("wasm-check", name=name,
-                                                        contract=contract))
+    (folder / "prebake.toml").write_text(platform_workspace(
+        name, "wasm", "emscripten", "wasm32", 'cc = "emcc", cxx = "em++", ar = "emar"', contract))
     return folder

@@ -261,23 +261,8 @@ def test_js_glue_is_read_only_inside_the_modules_folder(tmp_path: Path, module: 
     assert _async(here / "m.wasm")[0] == "jspi"
 
 
-WORKSPACE = """\
-[project]
-name = "confined"
-version = "0.1.0"
-
-[platforms.linux-x86_64]
-os = "linux"
-arch = "x86_64"
-
-[platforms.linux-x86_64.toolchain]
-cc = "gcc"
-cxx = "g++"
-ar = "ar"
-
-[platforms.linux-x86_64.contract]
-arch = "x86_64"
-"""
+WORKSPACE = support.platform_workspace("confined", PLATFORM, "linux", "x86_64",
+                                       'cc = "gcc", cxx = "g++", ar = "ar"', 'arch = "x86_64"')
 
 
 @pytest.mark.parametrize("name", ["/etc/hostname", "../../../../../../etc/hostname"])

@@ -317,7 +317,7 @@ def test_cli_contract_file_json_and_exit_codes(tmp_path: Path,
 def test_cli_platform_contract_from_the_workspace(tmp_path: Path,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
     clean = em("chk-wasmeh", {"thrower.cpp": THROWER}, [("thrower.cpp", ["-fwasm-exceptions"])])
-    support.wasm_check_workspace(tmp_path, "chk", 'eh = "wasm", lto = "none", threads = true')
+    support.wasm_check_workspace(tmp_path, "chk", 'eh = "wasm"\nlto = "none"\nthreads = true')
     assert main(["-C", str(tmp_path), "check", str(clean), "--platform", "wasm"]) == 1
     out = capsys.readouterr().out
     assert "threads: required true" in out and "eh:" not in out

@@ -16,20 +16,15 @@ from prebake.digest import file_sha256
 from prebake.errors import CheckFailed, PrebakeError
 from prebake.package.naming import sha256_line
 from prebake.store import open_store
+from tests import support
 from tests.servers.assets import demo_prefix, make_asset
 from tests.servers.static_http import StaticServer, closed_port_url
 
-CONSUMER_TOML = """\
-[project]
-name = "addon"
-version = "0.1.0"
 
-[platforms.linux-x86_64]
-os = "linux"
-arch = "{arch}"
-toolchain = {{ cc = "gcc", cxx = "g++" }}
-contract = {{ arch = "{arch}" }}
-"""
+def consumer_toml(arch: str) -> str:
+    """A consumer's workspace: its one platform, linux-x86_64, is for ``arch``."""
+    return support.platform_workspace("addon", "linux-x86_64", "linux", arch,
+                                      'cc = "gcc", cxx = "g++"', f'arch = "{arch}"')
 
 
 @pytest.fixture
@@ -111,7 +106,7 @@ def test_contract_from_consumer_workspace(env: Path, store_url: str, arch: str, 
                                           capsys: pytest.CaptureFixture[str]) -> None:
     ws = env / "addon"
     ws.mkdir()
-    (ws / "prebake.toml").write_text(CONSUMER_TOML.format(arch=arch))
+    (ws / "prebake.toml").write_text(consumer_toml(arch))
     monkeypatch.chdir(ws)
     code = main(["fetch", "demo==1.0.0", "--platform", "linux-x86_64", "--store", store_url,
                  "--json"])
@@ -131,7 +126,7 @@ def test_store_from_consumer_workspace(env: Path, store_url: str,
                                       monkeypatch: pytest.MonkeyPatch) -> None:
     ws = env / "addon"
     ws.mkdir()
-    (ws / "prebake.toml").write_text(CONSUMER_TOML.format(arch="x86_64") + f"""
+    (ws / "prebake.toml").write_text(consumer_toml("x86_64") + f"""
 [stores.deps]
 url = "{store_url}"
 default = true

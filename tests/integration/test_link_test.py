@@ -128,19 +128,11 @@ def test_symbols_consumer_source() -> None:
 def test_cli_with_a_workspace_platform(legacy: Path, tmp_path: Path,
                                        capsys: pytest.CaptureFixture[str]) -> None:
     env = support.tool_env()
-    (tmp_path / "prebake.toml").write_text(f"""\
-[project]
-name = "lt"
-version = "0.1.0"
-
-[platforms.wasm]
-os = "emscripten"
-arch = "wasm32"
-toolchain = {{ cc = "emcc", cxx = "em++", ar = "emar" }}
-contract = {{ eh = "wasm" }}
-link_test = {{ flags = ["-fwasm-exceptions", "-sERROR_ON_UNDEFINED_SYMBOLS=1"] }}
-env = {{ NODE_PATH = "{env['NODE_PATH']}", EM_CACHE = "{env['EM_CACHE']}" }}
-""")
+    (tmp_path / "prebake.toml").write_text(support.platform_workspace(
+        "lt", "wasm", "emscripten", "wasm32", 'cc = "emcc", cxx = "em++", ar = "emar"',
+        'eh = "wasm"', more=(
+            'link_test = { flags = ["-fwasm-exceptions", "-sERROR_ON_UNDEFINED_SYMBOLS=1"] }\n'
+            f'env = {{ NODE_PATH = "{env["NODE_PATH"]}", EM_CACHE = "{env["EM_CACHE"]}" }}\n')))
     snippet = tmp_path / "snippet.cpp"
     snippet.write_text(SNIPPET)
     rc = main(["-C", str(tmp_path), "link-test", str(legacy / "libthrower.a"), "--platform",

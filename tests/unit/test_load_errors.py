@@ -74,20 +74,9 @@ def test_every_shipped_recipe_passes_the_type_check() -> None:
 ])
 def test_a_contract_key_for_another_os_is_an_error(tmp_path: Path, os: str, arch: str,
                                                    key: str, value: str, applies: str) -> None:
-    (tmp_path / "prebake.toml").write_text(f"""\
-[project]
-name = "demo"
-version = "1.0.0"
-
-[platforms.p]
-os = "{os}"
-arch = "{arch}"
-toolchain = {{ cc = "cc", cxx = "c++" }}
-
-[platforms.p.contract]
-lto = "none"
-{key} = {value}
-""")
+    (tmp_path / "prebake.toml").write_text(support.platform_workspace(
+        "demo", "p", os, arch, 'cc = "cc", cxx = "c++"', f'lto = "none"\n{key} = {value}',
+        version="1.0.0"))
     with pytest.raises(ConfigError) as info:
         load_workspace(tmp_path)
     [problem] = info.value.problems

@@ -67,19 +67,8 @@ def test_an_override_replaces_the_preset_key_whole() -> None:
 
 
 def _ws(tmp: Path, contract: str, os: str = "linux", arch: str = "x86_64") -> Path:
-    (tmp / "prebake.toml").write_text(f"""\
-[project]
-name = "demo"
-version = "1.0.0"
-
-[platforms.p]
-os = "{os}"
-arch = "{arch}"
-toolchain = {{ cc = "gcc", cxx = "g++" }}
-
-[platforms.p.contract]
-{contract}
-""")
+    (tmp / "prebake.toml").write_text(support.platform_workspace(
+        "demo", "p", os, arch, 'cc = "gcc", cxx = "g++"', contract, version="1.0.0"))
     return tmp
 
 
