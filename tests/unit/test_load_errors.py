@@ -31,9 +31,17 @@ RECIPE = Recipe(
 '''
 
 
-def _sdk(tmp: Path) -> Path:
+def _sdk(tmp: Path, zstd: str | None = None) -> Path:
+    """A copy of the example SDK; with ``zstd``, that recipe text is added to its core stage
+    (pinned to 1.5.7)."""
     ws = tmp / "sdk"
     shutil.copytree(EXAMPLES / "sdk", ws, ignore=shutil.ignore_patterns("releases", ".prebake"))
+    if zstd is not None:
+        (ws / "recipes" / "zstd.py").write_text(zstd)
+        text = (ws / "prebake.toml").read_text()
+        text = text.replace('vecmath = "1.4.0"', 'vecmath = "1.4.0"\nzstd = "1.5.7"')
+        (ws / "prebake.toml").write_text(text.replace('recipes = ["vecmath"]',
+                                                      'recipes = ["vecmath", "zstd"]'))
     return ws
 
 
@@ -45,12 +53,7 @@ def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
 
 def test_a_string_where_a_tuple_is_expected_names_field_and_file(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    ws = _sdk(tmp_path)
-    (ws / "recipes" / "zstd.py").write_text(ZSTD)
-    text = (ws / "prebake.toml").read_text()
-    text = text.replace('vecmath = "1.4.0"', 'vecmath = "1.4.0"\nzstd = "1.5.7"')
-    (ws / "prebake.toml").write_text(text.replace('recipes = ["vecmath"]',
-                                                  'recipes = ["vecmath", "zstd"]'))
+    ws = _sdk(tmp_path, zstd=ZSTD)
     rc, out = _run(capsys, "-C", str(ws), "build", "--stage", "core", "--platform",
                    "linux-x86_64")
     assert rc == 2
@@ -158,12 +161,7 @@ def test_a_recipe_naming_the_compiler_for_cmake_is_refused_with_what_to_write(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """``-DCMAKE_C_COMPILER={cc}`` fails at CMake's project() ({cc} is several words: the prefix
     map, a launcher, zig's -target) or builds with an unverified compiler: refused at load."""
-    ws = _sdk(tmp_path)
-    (ws / "recipes" / "zstd.py").write_text(ZSTD_CMAKE)
-    text = (ws / "prebake.toml").read_text()
-    text = text.replace('vecmath = "1.4.0"', 'vecmath = "1.4.0"\nzstd = "1.5.7"')
-    (ws / "prebake.toml").write_text(text.replace('recipes = ["vecmath"]',
-                                                  'recipes = ["vecmath", "zstd"]'))
+    ws = _sdk(tmp_path, zstd=ZSTD_CMAKE)
     rc, out = _run(capsys, "-C", str(ws), "plan")
     assert rc == 2 and "Traceback" not in out
     lines = [line for line in out.splitlines() if "CMAKE_C_COMPILER" in line]
