@@ -13,7 +13,7 @@ cache exist):
 
 and prints the ratio prebake / by hand (target <= 1.05). By default the compiler cache is warm
 for both (what CI sees on a re-run; it measures what prebake adds around the compiler);
-``--cold`` disables it for both (about 35 minutes each on 2 cores).
+``--cold`` disables it for both (about 45 minutes each on 2 cores).
 Run: ``.venv/bin/python benchmarks/bench_flagship.py [--cold]``.
 """
 
