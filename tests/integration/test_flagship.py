@@ -103,8 +103,8 @@ def test_linux_keeps_the_soname_chain_and_proves_the_version(
     for evidence in ("ORT_API_VERSION", "version node VERS_1.21.0", "soname"):
         assert evidence in said, evidence
     (asset,) = (ws / "releases").rglob("*linux-x86_64.tar.xz")
-    facts = _facts(asset)
-    lib = next(f for f in facts["members"] if f["path"].endswith("libonnxruntime.so.1.21.0"))
+    lib = _facts(asset)  # an asset's result is its one library, by the file the links end at
+    assert lib["path"].endswith("!lib/libonnxruntime.so.1.21.0"), lib["path"]
     assert lib["soname"] == "libonnxruntime.so.1"
     assert lib["abi"]["glibc_max"] in ("2.27", "2.17", "2.26")  # within the 2.28 floor
 
@@ -118,13 +118,14 @@ def test_windows_ships_import_libraries_made_from_the_dll(
     lib = tmp_path / "lib"
     dll = _facts(lib / "onnxruntime.dll", "--symbols")
     implib = _facts(lib / "onnxruntime.lib", "--symbols")
-    assert dll["symbols"]["exports"] == ["OrtGetApiBase",
-                                         "OrtSessionOptionsAppendExecutionProvider_CPU"]
-    defined = {s["name"] for m in implib["members"] for s in m["symbols"]["defined"]}
+    assert [e["name"] for e in dll["exports"]] == [
+        "OrtGetApiBase", "OrtSessionOptionsAppendExecutionProvider_CPU"]
+    defined = {s["name"] for m in implib["members"] for s in m["defined"]}
     assert {"OrtGetApiBase", "__imp_OrtGetApiBase"} <= defined
-    # the MinGW import library links a real consumer against the DLL's name
+    # the MinGW import library links a real consumer against the DLL's name (windows.h first:
+    # 1.21's header needs the SAL macros MinGW's sal.h defines, see docs/flagship.md)
     src = tmp_path / "c.c"
-    src.write_text("#include <onnxruntime_c_api.h>\n"
+    src.write_text("#include <windows.h>\n#include <onnxruntime_c_api.h>\n"
                    "int main(void) { return OrtGetApiBase() == 0; }\n")
     support.run(["x86_64-w64-mingw32-gcc", f"-I{tmp_path / 'include'}", str(src),
                  str(lib / "libonnxruntime.dll.a"), "-o", str(tmp_path / "c.exe")], tmp_path)
@@ -137,9 +138,10 @@ def test_macos_keeps_the_universal2_library_and_says_so(
     ws, _ = desktop
     members = _members(ws, "macos-x86_64")
     assert members["lib/libonnxruntime.dylib"].linkname == "libonnxruntime.1.21.0.dylib"
-    facts = _manifest(ws, "macos-x86_64")["facts"]
-    lib = next(f for f in facts if f["path"].endswith("libonnxruntime.1.21.0.dylib"))
-    assert lib["format"] == "macho-fat", lib
+    (lib,) = _manifest(ws, "macos-x86_64")["facts"]  # the declared output, kept universal2
+    assert lib["path"] == "lib/libonnxruntime.dylib", lib
+    assert lib["soname"] == "@rpath/libonnxruntime.1.21.0.dylib", lib
+    assert lib["format"] == "macho-fat" and lib["abi"]["macos_min"] == "13.3", lib
 
 
 def test_the_fetched_linux_asset_runs_a_real_model(
