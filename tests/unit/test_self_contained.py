@@ -18,12 +18,16 @@ CITED = re.compile(r"docs/([a-z-]+\.md)(?: (§[0-9.]+(?:[–-]§?[0-9.]+)?(?:(?:
 SUFFIXES = {".py", ".toml", ".md", ".cmake", ".j2", ".sh", ".txt", ".json", ".yml", ""}
 
 
+# build output inside the checkout (the main job's work folders hold upstream sources)
+OUTPUT_FOLDERS = {"build", "releases", ".venv", ".prebake"}
+
+
 def _sources() -> list[Path]:
     out = [ROOT / "README.md", ROOT / "pyproject.toml"]
     for top in ("src", "tests", "benchmarks", "scripts", "examples", ".ci", "schemas", "docs"):
         for p in sorted((ROOT / top).rglob("*")):
             if (p.is_file() and p.suffix in SUFFIXES and "__pycache__" not in p.parts
-                    and not {"build", "releases", ".venv"} & set(p.relative_to(ROOT).parts)):
+                    and not OUTPUT_FOLDERS & set(p.relative_to(ROOT).parts)):
                 out.append(p)
     return out
 
