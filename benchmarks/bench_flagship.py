@@ -91,12 +91,12 @@ def main() -> None:
     if args.cold:
         hand_env["CCACHE_DISABLE"] = "1"
     argv = shlex.split(line)
-    scratch = Path(cwd).parent / "bench-by-hand"
-    shutil.rmtree(scratch, ignore_errors=True)
-    scratch.mkdir()
-    argv[argv.index("--build_dir") + 1] = str(scratch)
-    by_hand = timed(argv, hand_env, cwd=scratch)
-    shutil.rmtree(scratch, ignore_errors=True)
+    # the same build folder, emptied: the compiler cache keys on the compile lines, which name
+    # it (include paths of generated headers), so another folder would miss where prebake hits
+    build_dir = Path(argv[argv.index("--build_dir") + 1])
+    shutil.rmtree(build_dir, ignore_errors=True)
+    build_dir.mkdir(parents=True)
+    by_hand = timed(argv, hand_env, cwd=Path(cwd))
     skip = timed([*PREBAKE, "build", "--platform", "wasm"], env)
     cache = "cold" if args.cold else "warm"
     print(f"compiler cache {cache}")
