@@ -21,6 +21,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from prebake.bounded import read_bounded
 from prebake.errors import PrebakeError
 
 MAX_SCRIPT = 1 << 20
@@ -28,13 +29,10 @@ MAX_SCRIPT = 1 << 20
 
 def libraries(script: Path) -> tuple[list[Path], list[Path]]:
     """The script's libraries in order, each once, and the repeats left out."""
-    try:
-        with open(script, "rb") as fh:
-            data = fh.read(MAX_SCRIPT + 1)
+    try:  # a regular file of at most MAX_SCRIPT bytes, else UnreadableFile (a PrebakeError)
+        data = read_bounded(script, MAX_SCRIPT, "ar script")
     except OSError as exc:
         raise PrebakeError(f"{script}: cannot read the ar script ({exc.strerror})") from None
-    if len(data) > MAX_SCRIPT:
-        raise PrebakeError(f"{script}: larger than {MAX_SCRIPT} bytes: not an ar script")
     kept: list[Path] = []
     dropped: list[Path] = []
     seen: set[str] = set()
