@@ -24,16 +24,23 @@ NPM_PACKAGES = {"web": "onnxruntime-web@1.30.0", "node": "onnxruntime-node@1.30.
 
 
 @contextlib.contextmanager
-def cache_lock(name: str) -> Iterator[None]:
-    """Hold ``CACHE/locks/NAME`` exclusively: test processes running side by side (pytest's
-    workers, two checkouts sharing $PREBAKE_TEST_CACHE) fill one cache entry once."""
+def locked(path: Path) -> Iterator[None]:
+    """Hold the lock file ``path`` exclusively: test processes running side by side (pytest's
+    workers, two checkouts sharing one cache) fill one cache entry once."""
     import fcntl
 
-    path = CACHE / "locks" / f"{name}.lock"
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w") as fh:
         fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
-        yield
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+def cache_lock(name: str) -> contextlib.AbstractContextManager[None]:
+    """``locked`` on ``CACHE/locks/NAME.lock``."""
+    return locked(CACHE / "locks" / f"{name}.lock")
 
 
 def tool_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:

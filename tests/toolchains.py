@@ -14,7 +14,6 @@ no mmdebstrap, no mirror) do the tests that need it skip, saying why.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import shutil
 import tempfile
@@ -22,6 +21,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests import support
 
 TOOLCHAINS = Path(os.environ.get("PREBAKE_TOOLCHAINS", "/var/cache/prebake-tests/toolchains"))
 ENVIRONMENT = "debian-13-emscripten"
@@ -39,17 +40,6 @@ def _why_not() -> str | None:
     if debian_mirror() is None:
         return "no Debian mirror in apt's sources"
     return None
-
-
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w") as fh:
-        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
 
 
 def _make_chroot() -> None:
@@ -94,7 +84,7 @@ def trixie_emscripten() -> Path:
     why = _why_not()
     if why:
         pytest.skip(why)
-    with _locked(TRIXIE.with_name(TRIXIE.name + ".lock")):
+    with support.locked(TRIXIE.with_name(TRIXIE.name + ".lock")):
         if not (TRIXIE / "usr" / "bin" / "emcc").is_file():
             _make_chroot()
         link = TRIXIE / str(TRIXIE).lstrip("/")
