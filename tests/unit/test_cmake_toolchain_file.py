@@ -51,11 +51,47 @@ def test_a_zig_cross_platform_gets_system_processor_wrappers_and_find_roots(ws) 
     assert "set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)" in text
     assert "set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE ONLY)" in text
     assert "LAUNCHER" not in text  # zig caches its own work
+    # zig reads -march as -mcpu on ARM: its compiler wrappers rewrite GCC's spelling, ar's not
+    assert text.count("-march=armv*) a=-mcpu=generic+") == 2
+
+
+def test_the_march_rewrite_speaks_zig() -> None:
+    """The wrapper's rewrite, run by /bin/sh on the spellings onnxruntime's MLAS and XNNPACK
+    use; other arguments (spaces included) pass unchanged."""
+    import subprocess
+
+    from prebake.toolchain.cmakefile import MARCH_WRAPPER
+
+    script = MARCH_WRAPPER + "exec printf '%s\\n' \"$@\"\n"
+    args = ["-O2", "-march=armv8.2-a+dotprod", "-march=armv8.2-a+fp16",
+            "-march=armv8.2-a+i8mm+fp16", "-march=armv8-a", "-march=armv8.2-a+fp16fml+nofp16",
+            "-march=armv8.2-a+sve+sve2", "a b", "-march=x86-64-v2"]
+    out = subprocess.run(["sh", "-c", script, "sh", *args], capture_output=True, text=True,
+                         check=True).stdout.splitlines()
+    assert out == ["-O2", "-mcpu=generic+v8_2a+dotprod", "-mcpu=generic+v8_2a+fullfp16",
+                   "-mcpu=generic+v8_2a+i8mm+fullfp16", "-mcpu=generic+v8a",
+                   "-mcpu=generic+v8_2a+fp16fml-fullfp16", "-mcpu=generic+v8_2a+sve+sve2",
+                   "a b", "-march=x86-64-v2"]
+
+
+def test_a_recipe_recording_cmake_entries_names_the_cache() -> None:
+    from prebake.recipes import Build, Recipe, validate_recipe
+
+    bad = Recipe(name="x", pin="x", platforms={
+        "*": Build(commands=("cmake --version",), record=("CMAKE_BUILD_TYPE",))})
+    assert any(p.message.startswith("names CMake cache entries but no cmake_cache")
+               for p in validate_recipe(bad))
+    typo = Recipe(name="x", pin="x", platforms={
+        "*": Build(commands=("cmake --version",), cmake_cache="{biuld}/CMakeCache.txt",
+                   record=("CMAKE_BUILD_TYPE",))})
+    assert any("biuld" in p.message for p in validate_recipe(typo))
 
 
 def test_a_native_platform_stays_native(ws) -> None:  # type: ignore[no-untyped-def]
     text = portable(ws.platforms["linux-x86_64"], shared_prefix=True, cross=False).text
     assert "CMAKE_SYSTEM_NAME" not in text and "CMAKE_FIND_ROOT_PATH" not in text
+    rendered = portable(ws.platforms["linux-x86_64"], shared_prefix=True, cross=False).rendered()
+    assert "-mcpu=" not in rendered  # an x86_64 compiler's -march is its own
 
 
 def test_macos_gets_arm64_and_the_contract_minimum(ws) -> None:  # type: ignore[no-untyped-def]

@@ -13,6 +13,9 @@ compiler (x86 kernels picked, target binaries run on the build machine). The fil
   takes a compiler path as one word;
 - the compiler launcher (ccache) as ``CMAKE_<LANG>_COMPILER_LAUNCHER`` where the family takes
   one in front (``prebake.bake.env.with_launcher``);
+- for a driver that reads ``-march`` as ``-mcpu`` on ARM (zig), a wrapper that rewrites GCC's
+  ``-march=armv8.2-a+dotprod`` into zig's ``-mcpu=generic+v8_2a+dotprod`` (``+fp16`` is
+  ``fullfp16`` there): build systems set such flags per file for their ARM kernels;
 - ``CMAKE_AR``/``CMAKE_RANLIB`` (wrappers too when several words: ``zig ar``), and for
   Windows targets the ``windres`` next to the compiler;
 - for a cross build, ``CMAKE_FIND_ROOT_PATH`` = the unit's own prefix and its deps (plus the
@@ -57,6 +60,21 @@ FILE_NAME = "toolchain.cmake"
 FIXED_MTIME = 315532800
 PORTABLE_WORK = "{work}"
 LANGS = (("C", "cc"), ("CXX", "cxx"))
+ARM_ARCHES = frozenset({"aarch64", "arm64", "armv7"})
+# GCC's -march=armvX.Y-a+feat... as zig's -mcpu=generic+vX_Ya+feat... (+noF: -F; fp16: fullfp16)
+MARCH_WRAPPER = r"""#!/bin/sh
+# this driver reads -march as -mcpu on ARM: GCC's spelling is rewritten for it
+for a do
+  shift
+  case $a in
+    -march=armv*) a=-mcpu=generic+$(printf '%s\n' "${a#-march=arm}" | sed \
+      -e 's/^v\([0-9]\)\.\([0-9]\)-a/v\1_\2a/' -e 's/^v\([0-9]\)-a/v\1a/' \
+      -e 's/+nofp16\(+\|$\)/-fullfp16\1/g' -e 's/+fp16\(+\|$\)/+fullfp16\1/g' \
+      -e 's/+no\([a-z0-9]*\)/-\1/g') ;;
+  esac
+  set -- "$@" "$a"
+done
+"""
 
 
 class ToolchainFileError(PrebakeError):
@@ -169,7 +187,10 @@ def render(platform: Platform, inp: Inputs, *, cross: bool) -> ToolchainFile:
         name = _wrapper_name(argv, what)
         if name in wrappers:  # cc and cxx spelled with one command name
             name = f"{what}-{name}"
-        wrappers[name] = f"#!/bin/sh\nexec {shlex.join(argv)} \"$@\"\n"
+        fam = family_of_argv(argv) if what in ("cc", "cxx") else None
+        arm = platform.arch in ARM_ARCHES and fam is not None and fam.march_as_mcpu
+        wrappers[name] = (MARCH_WRAPPER if arm else "#!/bin/sh\n") + \
+            f"exec {shlex.join(argv)} \"$@\"\n"
         return f"{inp.folder}/bin/{name}"
 
     if inp.emscripten_module is not None:

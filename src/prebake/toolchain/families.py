@@ -40,6 +40,9 @@ class Family:
     ``package``, not at a chosen version) or ``none``. ``launcher`` says how a compiler cache
     (ccache) wraps it: ``argv`` (put in front), ``env:NAME`` (Emscripten's drivers are Python
     programs that take it as ``EM_COMPILER_WRAPPER``) or ``none`` (zig caches its own work).
+    ``march_as_mcpu``: the driver reads ``-march=X`` as ``-mcpu=X`` on ARM (zig), so the GCC
+    spelling build systems use per file (``-march=armv8.2-a+dotprod``, onnxruntime's MLAS and
+    XNNPACK) fails unless prebake's compiler wrapper rewrites it (``prebake.toolchain.cmakefile``).
     """
 
     name: str
@@ -58,6 +61,7 @@ class Family:
     provision: Provision = "none"
     package: str | None = None
     launcher: str = "argv"
+    march_as_mcpu: bool = False
     # the only build machine it runs on (``macos``: AppleClang needs Xcode's macOS SDK)
     host_os: str | None = None
     requires: str = ""  # what it needs there, for the line that refuses it elsewhere
@@ -128,6 +132,7 @@ FAMILIES: tuple[Family, ...] = (
         version=r"^" + _REL, version_args=("version",), driver_version=True,
         target_args=None, llvm_args=("-v",),
         ar=("ar",), llvm=CLANG_VERSION, provision="pypi", package="ziglang", launcher="none",
+        march_as_mcpu=True,
     ),
     Family(
         name="mingw", title="MinGW-w64 GCC (Windows cross compiler)",
