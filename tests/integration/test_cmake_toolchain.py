@@ -36,7 +36,8 @@ RECIPE = Recipe(
     pin="demo",
     sources=(LocalSource("NAME-src"),),
     platforms={"*": Build(commands=("CONFIGURE", "cmake --build {build} -j {jobs}",
-                                    "cmake --install {build}"))},
+                                    "cmake --install {build}"),
+                          cmake_cache="{build}/CMakeCache.txt", record=RECORD)},
     outputs=Outputs(libs={"*": ("lib/libLIB.a",)}, headers=("include/HEADER",)),
     kind={"*": "static"},
     deps=DEPS,
@@ -52,7 +53,9 @@ def _files() -> dict[str, str]:
         files[f"recipes/{name}.py"] = (RECIPE.replace("CONFIGURE", CONFIGURE)
                                        .replace("NAME", name).replace("LIB", lib)
                                        .replace("HEADER", header)
-                                       .replace("DEPS", '("base",)' if name == "app" else "()"))
+                                       .replace("DEPS", '("base",)' if name == "app" else "()")
+                                       .replace("RECORD", '("CMAKE_BUILD_TYPE", "BASE_WITH_DOT")'
+                                                if name == "base" else "()"))
         for p in sorted((DATA / name).iterdir()):
             files[f"recipes/{name}-src/{p.name}"] = p.read_text()
     return files
@@ -113,6 +116,33 @@ def test_linux_aarch64_executable_is_aarch64_with_glibc_2_28(built: Any, tmp_pat
         run = subprocess.run([qemu, "-L", "/usr/aarch64-linux-gnu", str(hello)],
                              capture_output=True, text=True, timeout=60, check=False)
         assert run.stdout == "hello from aarch64: 42\n", run.stderr
+
+
+def test_gcc_march_spelling_reaches_zig_and_the_kernel_runs(built: Any, tmp_path: Path
+                                                           ) -> None:
+    """base's dot.c is compiled with ``-march=armv8.2-a+dotprod`` only (it fails to compile
+    without the feature); zig reads -march as -mcpu, so the wrapper of the generated file must
+    say it in zig's words. Under qemu the program's 42 comes from the dot-product kernel."""
+    ws, _rc, _data = built
+    root = _unpack(ws, "linux-aarch64", tmp_path)
+    members = [m["details"]["member"] for m in _inspect(root / "lib" / "libbase.a")["members"]]
+    assert any(n.startswith("dot.c") for n in members), members
+    log = (ws / ".prebake" / "logs" / "core--linux-aarch64.log").read_text()
+    assert "-march=armv*) a=-mcpu=generic+" in log  # the wrapper, as the toolchain file names it
+    host = _unpack(ws, "linux-x86_64", tmp_path)
+    host_members = [m["details"]["member"]
+                    for m in _inspect(host / "lib" / "libbase.a")["members"]]
+    assert not any(n.startswith("dot.c") for n in host_members)  # an aarch64 kernel only
+
+
+def test_manifest_records_what_cmake_configured(built: Any) -> None:
+    """``Build.record``: the entries of the build's own CMakeCache.txt, in the recipe entry."""
+    ws, _rc, _data = built
+    sidecar = next((ws / "releases").rglob("cross-core-1.0.0-linux-aarch64.tar.xz.json"))
+    recipes = {r["name"]: r for r in json.loads(sidecar.read_text())["recipes"]}
+    assert recipes["base"]["build_settings"] == {"CMAKE_BUILD_TYPE": "Release",
+                                                 "BASE_WITH_DOT": "ON"}
+    assert "build_settings" not in recipes["app"]
 
 
 def test_windows_executable_is_a_pe_for_x86_64(built: Any, tmp_path: Path) -> None:

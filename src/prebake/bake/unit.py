@@ -569,7 +569,8 @@ def package(run: UnitRun, guarded: Guarded) -> Packaged:
         facts=[f for _r, o in outcomes for f in o.facts], link_order=order,
         recipes=[{"name": r.name, "version": ws.pins[r.pin],
                   **({"public_symbols": list(r.outputs.public_symbols)}
-                     if r.outputs.public_symbols else {})} for r, _o in outcomes],
+                     if r.outputs.public_symbols else {}),
+                  **_build_settings(run, r)} for r, _o in outcomes],
         guards={**guards_record(unit.platform, [o for _r, o in outcomes]),
                 "version": summary([(g.recipe.name, g.adopted.proof)
                                     for g in guarded.recipes if g.adopted is not None])},
@@ -584,6 +585,25 @@ def package(run: UnitRun, guarded: Guarded) -> Packaged:
     path = write_asset(prefix, aid, manifest, dirs.dist, generated=generated, entries=entries)
     digest = (dirs.dist / aid.sha256_name).read_text().split()[0]
     return Packaged(path, digest, manifest, trust)
+
+
+def _build_settings(run: UnitRun, recipe: Recipe) -> dict[str, Any]:
+    """The CMake cache entries the recipe records (``Build.record``), read from its build."""
+    from prebake.package.cmakecache import CacheError, recorded
+
+    strategy = _strategy(run, recipe)
+    if not isinstance(strategy, Build) or not strategy.record:
+        return {}
+    ctx = command_context(run.ws, run.unit, run.opts, recipe, run.dirs.recipe(recipe),
+                          run.dirs)
+    path = Path(ctx.fill(strategy.cmake_cache, f"recipe {recipe.name} cmake_cache"))
+    try:
+        settings = recorded(path, strategy.record)
+    except CacheError as exc:
+        raise UnitFailed(f"{recipe.name}: {exc}") from None
+    run.log.write("# build settings (CMake cache): "
+                  + ", ".join(f"{k}={v}" for k, v in settings.items()))
+    return {"build_settings": dict(settings)}
 
 
 def relocate_files(run: UnitRun, entries: list[Entry], generated: Mapping[str, bytes],

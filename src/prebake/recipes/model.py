@@ -109,9 +109,14 @@ class Build:
     # SDK), and why: a platform whose compiler is another family refuses the unit
     toolchain_family: str = ""
     toolchain_reason: str = ""
+    # What the build enabled, as CMake configured it: these entries of ``cmake_cache`` (a
+    # template, ``{build}/Release/CMakeCache.txt``) go into the manifest's recipe entry
+    # (``build_settings``); a cache or an entry that is missing fails the unit.
+    cmake_cache: str = ""
+    record: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        _freeze(self, "commands", "env_unset")
+        _freeze(self, "commands", "env_unset", "record")
 
 
 @dataclass(frozen=True)
@@ -353,6 +358,8 @@ def strategy_templates(strat: Strategy) -> list[str]:
         for cmd in strat.commands:
             out.extend([cmd] if isinstance(cmd, str) else list(cmd))
         out.extend(strat.env.values())
+        if strat.cmake_cache:
+            out.append(strat.cmake_cache)
         return out
     return [strat.url, *strat.mirrors]
 

@@ -151,6 +151,12 @@ def _check_strategy(key: str, strat: object, deps: tuple[str, ...], where: str) 
                                    f"{strat.toolchain_family!r} (known: {', '.join(BY_NAME)})"))
         if not deps and "deps_prefix" in template_fields(strategy_templates(strat)):
             out.append(Problem(w, "uses {deps_prefix} but the recipe declares no deps=(...)"))
+        if strat.record and not strat.cmake_cache:
+            out.append(Problem(f"{w}.record", "names CMake cache entries but no cmake_cache "
+                               "(the CMakeCache.txt to read them from, e.g. "
+                               "\"{build}/CMakeCache.txt\")"))
+        if strat.cmake_cache:
+            out += _check_template(strat.cmake_cache, PLACEHOLDERS, f"{w}.cmake_cache")
         return out
     if isinstance(strat, Repackage):
         out = _sha_problem(strat.sha256, strat.url, f"{w}.sha256")
