@@ -158,7 +158,7 @@ def test_the_fetched_linux_asset_runs_a_real_model(
     support.run(["cmake", "--build", str(tmp_path / "b")], tmp_path)
     run = support.run([str(tmp_path / "b" / "ort_check"), str(tmp_path / "model/model.onnx"),
                        str(tmp_path / "model/reference.txt")], tmp_path)
-    assert "onnxruntime 1.21.0 (API 21)" in run.stdout
+    assert "onnxruntime 1.21.0 (API 21), providers: CPU" in run.stdout
     assert re.search(r"max \|onnxruntime - reference\| = \S+ over 8 outputs .*: equal",
                      run.stdout), run.stdout
 
@@ -232,7 +232,46 @@ def test_the_version_table_matches_the_release_deps_txt(tmp_path: Path) -> None:
     assert rewritten["cxxopts"][1].startswith("https://")  # what the table leaves alone
     assert f'set(FETCHCONTENT_SOURCE_DIR_EIGEN "{deps / "eigen"}"' in script
     assert "set(boost_headers_DIR" in script and "set(safeint_SOURCE_DIR" in script
-    assert len(said) == len(table) + 1  # mp11 sets two variables
+    # KleidiAI has no archive: XNNPACK's use of it is off and its target an empty one
+    assert 'set(XNNPACK_ENABLE_KLEIDIAI "OFF"' in script
+    assert "add_library(kleidiai INTERFACE)" in (deps / "kleidiai" / "CMakeLists.txt").read_text()
+    assert len(said) == len(table) + 2  # mp11 sets two variables, kleidiai a setting and a target
+
+
+def test_an_absent_dependency_configures_without_a_download(tmp_path: Path) -> None:
+    """A real CMake configure: FetchContent of an unreachable URL, linked like onnxruntime
+    links kleidiai, is served by the step's empty INTERFACE target and never downloaded."""
+    url = "https://unreachable.invalid/kleidiai.zip"
+    deps_txt = tmp_path / "deps.txt"
+    deps_txt.write_text(f"kleidiai;{url};0\n")
+    dep = fetchcontent.Dep("kleidiai", url, "absent", cache=(("USE_KLEIDIAI", "OFF"),),
+                           reason="no archive")
+    script, _said = fetchcontent.supply([dep], deps_txt, tmp_path / "deps")
+    (tmp_path / "supplied.cmake").write_text(script)
+    project = tmp_path / "p"
+    project.mkdir()
+    (project / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.16)\nproject(p C)\ninclude(FetchContent)\n"
+        f"FetchContent_Declare(kleidiai URL {url})\nFetchContent_MakeAvailable(kleidiai)\n"
+        'file(WRITE ${CMAKE_BINARY_DIR}/m.c "int main(void){return 0;}")\n'
+        "add_executable(m ${CMAKE_BINARY_DIR}/m.c)\ntarget_link_libraries(m kleidiai)\n"
+        'message(STATUS "USE_KLEIDIAI=${USE_KLEIDIAI}")\n')
+    proc = subprocess.run(["cmake", "-S", str(project), "-B", str(tmp_path / "b"),
+                           f"-DCMAKE_PROJECT_INCLUDE_BEFORE={tmp_path / 'supplied.cmake'}"],
+                          capture_output=True, text=True, env=support.tool_env())
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "USE_KLEIDIAI=OFF" in proc.stdout
+    assert "unreachable.invalid" not in proc.stdout + proc.stderr  # nothing downloaded
+    built = subprocess.run(["cmake", "--build", str(tmp_path / "b")], capture_output=True,
+                           text=True, env=support.tool_env())
+    assert built.returncode == 0, built.stdout + built.stderr
+
+
+def test_an_absent_dependency_needs_a_reason_and_its_switch(tmp_path: Path) -> None:
+    table = tmp_path / "deps.toml"
+    table.write_text('["1.0".x]\nurl = "https://example.invalid/x.zip"\ntake = "absent"\n')
+    with pytest.raises(fetchcontent.PrebakeError, match="needs a reason and the cache settings"):
+        fetchcontent.load_table(table)
 
 
 def test_a_table_for_another_release_fails_naming_the_entry(tmp_path: Path) -> None:

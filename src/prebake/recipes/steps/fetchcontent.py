@@ -12,7 +12,10 @@ places it under ``{work}/deps``. This step, run as a build command, then:
 - rewrites ``deps.txt`` to point at the placed archives (their own SHA1, so FetchContent still
   verifies and onnxruntime's patches still apply), and writes a CMake script of cache settings
   (``FETCHCONTENT_SOURCE_DIR_<NAME>`` for unpacked trees, other variables) that the configure
-  step includes before ``project()`` (``CMAKE_PROJECT_INCLUDE_BEFORE``).
+  step includes before ``project()`` (``CMAKE_PROJECT_INCLUDE_BEFORE``);
+- for a dependency no registry serves (``take = "absent"``, with the ``reason`` and the
+  ``cache`` settings that switch its use off), points FetchContent at an empty project of one
+  INTERFACE target of that name, so the build links nothing for it and downloads nothing.
 
 ``python -m prebake.recipes.steps.fetchcontent TABLE VERSION DEPS_TXT DEPS_DIR OUT_CMAKE``
 """
@@ -30,8 +33,13 @@ from typing import Any
 from prebake.errors import PrebakeError
 from prebake.jsonio import atomic_write_text
 
-TAKES = ("archive", "source-dir", "variables")
+TAKES = ("archive", "source-dir", "variables", "absent")
 MAX_DEPS_TXT = 1 << 20
+EMPTY_PROJECT = """# Written by prebake.recipes.steps.fetchcontent: {name} is not built ({reason})
+cmake_minimum_required(VERSION 3.16)
+project({name}_absent LANGUAGES NONE)
+add_library({name} INTERFACE)
+"""
 
 
 @dataclass(frozen=True)
@@ -42,6 +50,13 @@ class Dep:
     subdir: str = ""
     variables: tuple[tuple[str, str], ...] = ()  # (CMake variable, folder in the archive)
     patches: tuple[str, ...] = ()
+    cache: tuple[tuple[str, str], ...] = ()  # plain CMake cache settings (NAME, value)
+    reason: str = ""  # why an "absent" dependency is not built
+
+    @property
+    def fetched(self) -> bool:
+        """An absent dependency has no archive to download."""
+        return self.take != "absent"
 
 
 def load_table(path: Path) -> dict[str, tuple[Dep, ...]]:
@@ -61,7 +76,7 @@ def load_table(path: Path) -> dict[str, tuple[Dep, ...]]:
 
 def _dep(path: Path, version: str, name: str, row: Mapping[str, Any]) -> Dep:
     where = f"{path}: [{version}.{name}]"
-    unknown = set(row) - {"url", "take", "subdir", "variables", "patches"}
+    unknown = set(row) - {"url", "take", "subdir", "variables", "patches", "cache", "reason"}
     if unknown:
         raise PrebakeError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
     take = row.get("take")
@@ -71,9 +86,16 @@ def _dep(path: Path, version: str, name: str, row: Mapping[str, Any]) -> Dep:
     if take == "variables" and (not isinstance(variables, dict) or not variables):
         raise PrebakeError(f"{where}: take = \"variables\" needs variables = {{NAME = "
                            "\"subdir\"}}")
+    cache = row.get("cache", {})
+    if not isinstance(cache, dict):
+        raise PrebakeError(f"{where}: cache must be a table {{NAME = \"value\"}}")
+    if take == "absent" and not (row.get("reason") and cache):
+        raise PrebakeError(f"{where}: take = \"absent\" needs a reason and the cache settings "
+                           "that switch the dependency off")
     return Dep(name, row["url"], take, str(row.get("subdir", "")),
                tuple((str(k), str(v)) for k, v in variables.items()),
-               tuple(row.get("patches", ())))
+               tuple(row.get("patches", ())),
+               tuple((str(k), str(v)) for k, v in cache.items()), str(row.get("reason", "")))
 
 
 def parse_deps_txt(text: str) -> dict[str, tuple[int, str, str]]:
@@ -119,6 +141,18 @@ def supply(deps: Sequence[Dep], deps_txt: Path, deps_dir: Path) -> tuple[str, li
         if url != dep.url:
             raise PrebakeError(f"{deps_txt}: {dep.name} is {url}, the recipe's table says "
                                f"{dep.url}: the table was written for another release")
+        for var, value in dep.cache:
+            script.append(f"set({var} {_cmake_quote(value)} CACHE STRING \"prebake\" FORCE)")
+            said.append(f"{dep.name}: {var} = {value}")
+        if dep.take == "absent":
+            folder = deps_dir / dep.name
+            folder.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(folder / "CMakeLists.txt", EMPTY_PROJECT.format(name=dep.name,
+                                                                              reason=dep.reason))
+            script.append(f"set(FETCHCONTENT_SOURCE_DIR_{dep.name.upper()} "
+                          f"{_cmake_quote(str(folder))} CACHE PATH \"prebake\" FORCE)")
+            said.append(f"{dep.name}: absent, an empty INTERFACE target ({dep.reason})")
+            continue
         if dep.take == "archive":
             found = sorted(p for p in deps_dir.glob(f"{dep.name}.*") if p.is_file())
             if len(found) != 1:
