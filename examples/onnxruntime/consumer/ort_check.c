@@ -3,7 +3,10 @@
  * computed another way (numpy, by make_model.py). Prints the outputs and the largest
  * difference; exits 1 when it is over the tolerance, 2 on any API or file error.
  *
- *   ort_check MODEL.onnx REFERENCE.txt
+ *   ort_check MODEL.onnx REFERENCE.txt [EP]
+ *
+ * EP: an execution provider to put before the CPU one (XNNPACK for the ARM builds); one that
+ * the library lacks or refuses is an error, never a silent run on the CPU provider alone.
  *
  * REFERENCE.txt: "input N v1 … vN" and "output M w1 … wM" lines (one input, one output,
  * float32, shape [1, N]). One environment with global thread pools and no per-session
@@ -38,7 +41,11 @@ static int read_values(FILE* f, const char* tag, float* out, size_t* n) {
 int main(int argc, char** argv) {
   static float input[MAX_VALUES], expected[MAX_VALUES];
   size_t n_in = 0, n_out = 0;
-  if (argc != 3) { fprintf(stderr, "usage: ort_check MODEL.onnx REFERENCE.txt\n"); return 2; }
+  if (argc != 3 && argc != 4) {
+    fprintf(stderr, "usage: ort_check MODEL.onnx REFERENCE.txt [EP]\n");
+    return 2;
+  }
+  const char* provider = argc == 4 ? argv[3] : NULL;
   FILE* ref = fopen(argv[2], "r");
   if (!ref || read_values(ref, "input", input, &n_in) || read_values(ref, "output", expected, &n_out)) {
     fprintf(stderr, "ort_check: %s: not a reference file\n", argv[2]);
@@ -48,7 +55,8 @@ int main(int argc, char** argv) {
 
   ort = OrtGetApiBase()->GetApi(ORT_API_VERSION);
   if (!ort) { fprintf(stderr, "ort_check: the library lacks API version %d\n", ORT_API_VERSION); return 2; }
-  printf("onnxruntime %s (API %d)\n", OrtGetApiBase()->GetVersionString(), ORT_API_VERSION);
+  printf("onnxruntime %s (API %d), providers: %s\n", OrtGetApiBase()->GetVersionString(),
+         ORT_API_VERSION, provider ? provider : "CPU");
 
   OrtThreadingOptions* threading = NULL;
   OrtEnv* env = NULL;
@@ -67,6 +75,8 @@ int main(int argc, char** argv) {
             "CreateEnvWithGlobalThreadPools") ||
       check(ort->CreateSessionOptions(&opts), "CreateSessionOptions") ||
       check(ort->DisablePerSessionThreads(opts), "DisablePerSessionThreads") ||
+      (provider && check(ort->SessionOptionsAppendExecutionProvider(opts, provider, NULL, NULL, 0),
+                         provider)) ||
       check(ort->CreateSession(env, argv[1], opts, &session), "CreateSession") ||
       check(ort->GetAllocatorWithDefaultOptions(&alloc), "GetAllocatorWithDefaultOptions") ||
       check(ort->SessionGetInputName(session, 0, alloc, &in_name), "SessionGetInputName") ||

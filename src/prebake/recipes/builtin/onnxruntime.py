@@ -52,7 +52,7 @@ def dependency_sources() -> tuple[UrlSource, ...]:
     """One source per (release, dependency) of ``deps.toml``: fetched only for that release."""
     out = []
     for version, deps in load_table(HERE / "deps.toml").items():
-        for dep in deps:
+        for dep in (d for d in deps if d.fetched):
             out.append(UrlSource(dep.url, dest=f"deps/{dep.name}", unpack=dep.take != "archive",
                                  versions=(version,),
                                  patches=tuple(f"onnxruntime/{p}" for p in dep.patches)))
@@ -94,20 +94,36 @@ PROTOC = HostTool("protoc", "3.21.12", version_pattern=r"libprotoc (\S+)",
 
 # Cross-built with the platform's generated CMake toolchain file (system name and processor, the
 # zig compilers with their glibc target, zig's ar/ranlib, find roots): MLAS picks its aarch64
-# kernels, KleidiAI and NEON NCHWc are on. No --enable_lto: the cross archiver would drop it.
-# build.py refuses root (containers, CI) without --allow_running_as_root; a new compiler's
-# warnings must not fail the build (--compile_no_warning_as_error).
+# kernels (dotprod, i8mm, bf16, fp16; zig reads GCC's per-file -march through prebake's
+# wrapper). 1.21 has neither NEON NCHWc (onnxruntime_USE_ARM_NEON_NCHWC came later) nor
+# KleidiAI in MLAS; XNNPACK's KleidiAI is off (deps.toml: no archive). The manifest records
+# what CMake configured (``record``). No --enable_lto: the cross archiver would drop it. onnxruntime
+# 1.21 needs CMake >= 3.28 (Debian 12 has 3.25): the pinned host CMake configures, installs and
+# copies. build.py refuses root (containers, CI) without --allow_running_as_root; a new
+# compiler's warnings must not fail the build (--compile_no_warning_as_error).
+CMAKE = HostTool("cmake", "3.31.6", version_pattern=r"cmake version (\S+)",
+                 package="PyPI's cmake 3.31.6 (pip install cmake==3.31.6)")
 LINUX_AARCH64 = Build(
     commands=(
-        BUILD_PY + " onnxruntime_USE_ARM_NEON_NCHWC=ON"
+        SUPPLY_DEPS,
+        BUILD_PY + " CMAKE_PROJECT_INCLUDE_BEFORE={work}/deps/supplied.cmake"
         " CMAKE_TOOLCHAIN_FILE={cmake_toolchain}"
         " ONNX_CUSTOM_PROTOC_EXECUTABLE={host_tools[protoc]}"
-        + AS_ROOT + " --build_shared_lib --use_xnnpack --path_to_protoc_exe {host_tools[protoc]}",
-        "cmake --install {build}/Release --prefix {prefix}",
-        "cmake -E make_directory {prefix}/include",
-        "cmake -E copy_directory " + SESSION_HEADERS + " {prefix}/include",
+        + AS_ROOT + " --build_shared_lib --use_xnnpack --path_to_protoc_exe {host_tools[protoc]}"
+        " --cmake_path {host_tools[cmake]} --cmake_generator Ninja",
+        "{host_tools[cmake]} --install {build}/Release --prefix {prefix}",
+        "{host_tools[cmake]} -E make_directory {prefix}/include"
+        " {prefix}/share/licenses/onnxruntime",
+        "{host_tools[cmake]} -E copy_directory " + SESSION_HEADERS + " {prefix}/include",
+        "{host_tools[cmake]} -E copy {src}/ThirdPartyNotices.txt"
+        " {prefix}/share/licenses/onnxruntime/",
     ),
     env_unset=NO_FLAGS,
+    cmake_cache="{build}/Release/CMakeCache.txt",
+    record=("onnxruntime_BUILD_SHARED_LIB", "onnxruntime_USE_XNNPACK", "onnxruntime_ENABLE_CPUINFO",
+            "HAS_ARM64_BFLOAT16", "HAS_ARM64_FLOAT16", "XNNPACK_ENABLE_ASSEMBLY",
+            "XNNPACK_ENABLE_ARM_DOTPROD", "XNNPACK_ENABLE_ARM_I8MM", "XNNPACK_ENABLE_ARM_BF16",
+            "XNNPACK_ENABLE_ARM_FP16_VECTOR", "XNNPACK_ENABLE_KLEIDIAI"),
 )
 
 # Built on the macOS runner with AppleClang (Xcode's SDK holds CoreML and the Apple frameworks):
@@ -155,7 +171,7 @@ RECIPE = Recipe(
     description="ONNX Runtime inference library (C/C++ API)",
     sources=(UrlSource(SOURCE), *dependency_sources()),
     files=(DEPS,),
-    host_tools=(PROTOC,),
+    host_tools=(PROTOC, CMAKE),
     platforms={
         "wasm": WASM,
         "linux-aarch64": LINUX_AARCH64,
