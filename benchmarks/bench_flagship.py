@@ -35,14 +35,32 @@ LOG = WS / ".prebake" / "logs" / "onnxruntime--wasm.log"
 PREBAKE = [sys.executable, "-m", "prebake", "-C", str(WS)]
 
 
-def timed(argv: list[str], env: dict[str, str], cwd: Path = ROOT) -> float:
+def timed(argv: list[str], env: dict[str, str], cwd: Path = ROOT,
+          output: Path | None = None) -> float:
+    """Wall seconds of one whole command (its output kept in ``output`` when given)."""
     t0 = time.perf_counter()
-    proc = subprocess.run(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL,
-                          stderr=subprocess.PIPE, text=True)
+    with open(output or os.devnull, "w") as out:
+        proc = subprocess.run(argv, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT)
     if proc.returncode != 0:
-        raise SystemExit(f"{shlex.join(argv[:6])} … failed ({proc.returncode}):\n"
-                         f"{proc.stderr[-2000:]}")
+        tail = output.read_text()[-2000:] if output else ""
+        raise SystemExit(f"{shlex.join(argv[:6])} … failed ({proc.returncode}):\n{tail}")
     return time.perf_counter() - t0
+
+
+def build_py_phases(log: str) -> tuple[float, float] | None:
+    """(configure, compile) seconds from build.py's own timestamped INFO lines."""
+    stamps = {}
+    for m in re.finditer(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) build \[INFO\] - "
+                         r"(Generating CMake build tree|Building targets|Build complete)",
+                         log, re.M):
+        stamps.setdefault(m.group(2), time.mktime(time.strptime(m.group(1)[:19],
+                                                                "%Y-%m-%d %H:%M:%S")))
+    try:
+        gen, tgt, done = (stamps[k] for k in ("Generating CMake build tree", "Building targets",
+                                               "Build complete"))
+    except KeyError:
+        return None
+    return tgt - gen, done - tgt
 
 
 def logged_build_py(log: str) -> tuple[str, str]:
@@ -96,7 +114,8 @@ def main() -> None:
     build_dir = Path(argv[argv.index("--build_dir") + 1])
     shutil.rmtree(build_dir, ignore_errors=True)
     build_dir.mkdir(parents=True)
-    by_hand = timed(argv, hand_env, cwd=Path(cwd))
+    hand_log = LOG.with_name("bench-by-hand.log")
+    by_hand = timed(argv, hand_env, cwd=Path(cwd), output=hand_log)
     skip = timed([*PREBAKE, "build", "--platform", "wasm"], env)
     cache = "cold" if args.cold else "warm"
     print(f"compiler cache {cache}")
@@ -107,6 +126,11 @@ def main() -> None:
         print(f"guards + packaging + publish            {total - guards:8.1f} s "
               f"({(total - guards) / total:.1%} of the unit's {total:.0f} s)")
     print(f"second run (skip by input hash)         {skip:8.2f} s (target < 1 s)")
+    # where the time goes inside build.py, for both runs (configure = CMake, compile = make)
+    for who, text in (("prebake", log), ("by hand", hand_log.read_text())):
+        phases = build_py_phases(text)
+        if phases is not None:
+            print(f"build.py {who:8s} configure {phases[0]:6.0f} s, compile {phases[1]:6.0f} s")
 
 
 if __name__ == "__main__":
