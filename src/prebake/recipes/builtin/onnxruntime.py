@@ -107,11 +107,17 @@ LINUX_AARCH64 = Build(
     commands=(
         SUPPLY_DEPS,
         BUILD_PY + " CMAKE_PROJECT_INCLUDE_BEFORE={work}/deps/supplied.cmake"
+        # zig's compiles carry debug info (the first run's library: 458 MB, 11 MB of it code);
+        # the shipped library is linked without it
+        " CMAKE_SHARED_LINKER_FLAGS=-Wl,--strip-debug"
         " CMAKE_TOOLCHAIN_FILE={cmake_toolchain}"
         " ONNX_CUSTOM_PROTOC_EXECUTABLE={host_tools[protoc]}"
         + AS_ROOT + " --build_shared_lib --use_xnnpack --path_to_protoc_exe {host_tools[protoc]}"
         " --cmake_path {host_tools[cmake]} --cmake_generator Ninja",
         "{host_tools[cmake]} --install {build}/Release --prefix {prefix}",
+        # the loader of shared-library EPs (CUDA, TensorRT…): none is built, and the stub has
+        # no mark of its OS for the contract to read
+        "{host_tools[cmake]} -E rm {prefix}/lib/libonnxruntime_providers_shared.so",
         "{host_tools[cmake]} -E make_directory {prefix}/include"
         " {prefix}/share/licenses/onnxruntime",
         "{host_tools[cmake]} -E copy_directory " + SESSION_HEADERS + " {prefix}/include",
