@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from types import ModuleType
@@ -40,8 +41,23 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, ModuleType]]:
     return build(_command_modules())
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a cancelled CI job, ``kill``), unwound like Ctrl-C: a build kills its
+    commands' process groups and publishes nothing, temporary folders are removed. Left to
+    the default action, the interpreter would die at once and leave make and every compiler
+    under it running, writing into a tree the next build reuses."""
+
+
+TERMINATED = 128 + signal.SIGTERM
+
+
+def _on_sigterm(_signum: int, _frame: object) -> None:
+    raise Terminated
+
+
 def entry() -> None:
     """The ``prebake`` command."""
+    signal.signal(signal.SIGTERM, _on_sigterm)
     code = main()
     try:
         sys.stdout.flush()
@@ -104,6 +120,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         _err(str(exc))
         return exc.exit_code
+    except Terminated:
+        _err("terminated")
+        return TERMINATED
     except KeyboardInterrupt:
         _err("interrupted")
         return 130

@@ -314,11 +314,16 @@ def test_a_stage_that_changes_an_earlier_stage_file_fails_naming_it(tmp_path: Pa
     assert not any("media" in n for n in assets(ws))
 
 
-def test_ctrl_c_kills_the_build_and_leaves_no_asset(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("sig", "rc", "said"), [
+    ("SIGINT", 130, "interrupted"),  # Ctrl-C
+    ("SIGTERM", 143, "terminated"),  # a cancelled CI job, `kill`
+])
+def test_ctrl_c_or_sigterm_kills_the_build_and_leaves_no_asset(
+        tmp_path: Path, sig: str, rc: int, said: str) -> None:
     import signal
     import time
 
-    marker = "41.2345"  # a sleep nobody else runs, to find leftover processes
+    marker = f"41.{rc}5"  # a sleep nobody else runs, to find leftover processes
     ws = _variant(tmp_path, "vecmath",
                   '"cmake -E make_directory {build}/obj {prefix}/lib {prefix}/include",',
                   '"cmake -E make_directory {build}/obj {prefix}/lib {prefix}/include",\n'
@@ -340,10 +345,10 @@ def test_ctrl_c_kills_the_build_and_leaves_no_asset(tmp_path: Path) -> None:
         assert time.monotonic() < deadline, "the build never reached its sleep"
         time.sleep(0.1)
     time.sleep(0.3)
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(getattr(signal, sig))
     _out, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130, err
-    assert "interrupted" in err
+    assert proc.returncode == rc, err
+    assert said in err
     ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
     assert f"sleep {marker}" not in ps, "the build's process group was killed"
     assert not assets(ws)
