@@ -317,6 +317,39 @@ FLTO_PROJECT = {
 }
 
 
+CHECK_PROJECT = {
+    # onnxruntime appends -flto before its configure checks (abseil's, its own -W probes)
+    "CMakeLists.txt": "cmake_minimum_required(VERSION 3.20)\nproject(ltocheck CXX)\n"
+                      "string(APPEND CMAKE_CXX_FLAGS \" -flto\")\n"
+                      "include(CheckCXXSourceCompiles)\n"
+                      "check_cxx_source_compiles(\"int main() { return 0; }\" PROBE_LINKS)\n",
+}
+
+
+@pytest.mark.parametrize("neutralised", [True, False])
+def test_configure_checks_link_without_lto(tmp_path: Path, neutralised: bool) -> None:
+    """A check's try_compile takes CMAKE_CXX_FLAGS (with onnxruntime's -flto) but no _RELEASE
+    flags: the recipe's CMAKE_EXE_LINKER_FLAGS=-fno-lto must come after it on the link line,
+    so that no check links Emscripten's bitcode system libraries with LTO (~4 s a link)."""
+    for name, text in CHECK_PROJECT.items():
+        (tmp_path / name).write_text(text)
+    flag = ["-DCMAKE_EXE_LINKER_FLAGS=-fno-lto"] if neutralised else []
+    support.run(["emcmake", "cmake", "-S", str(tmp_path), "-B", str(tmp_path / "b"),
+                 "-DCMAKE_BUILD_TYPE=Release", *flag], tmp_path)
+    logs = [p for p in (tmp_path / "b" / "CMakeFiles").rglob("*") if p.name in (
+        "CMakeOutput.log", "CMakeConfigureLog.yaml")]
+    text = "\n".join(p.read_text() for p in logs)
+    links = [line for line in text.splitlines() if "em++" in line and " -o cmTC_" in line]
+    assert links, f"no check link line in {[str(p) for p in logs]}"
+    for line in links:
+        words = line.split()
+        assert "-flto" in words
+        if neutralised:
+            assert "-fno-lto" in words[words.index("-flto"):], line
+        else:
+            assert "-fno-lto" not in words, line
+
+
 @pytest.mark.parametrize("neutralised", [True, False])
 def test_the_flto_neutraliser_leaves_wasm_objects(tmp_path: Path, neutralised: bool) -> None:
     for name, text in FLTO_PROJECT.items():
