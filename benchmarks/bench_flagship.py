@@ -1,20 +1,21 @@
-"""The flagship's wasm build as whole commands: through prebake against the same build by hand.
+"""The flagship's from-source builds as whole commands: prebake against the same build by hand.
 
 Times, each as a whole process on ``examples/onnxruntime`` (after ``scripts/long-leg`` or one
-``prebake build --platform wasm`` has run, so the environment, the sources and the compiler
-cache exist):
+``prebake build --platform P`` has run, so the environment, the sources and the compiler
+cache exist; P is ``wasm`` by default, or ``linux-aarch64``):
 
-- ``prebake build --platform wasm --force``: sources, onnxruntime's build.py, guards (every
+- ``prebake build --platform P --force``: sources, onnxruntime's build.py, guards (every
   member's contract, the whole-archive link), packaging and publishing;
 - by hand: the very ``build.py`` command line that run logged (``$ cd … && python3 …``), in a
   fresh build folder with the same environment, as a release engineer's script would run it;
 - the share of guards + packaging + publishing in prebake's run (from its log's step times);
-- a second ``prebake build --platform wasm``: skipped by input hash.
+- a second ``prebake build --platform P``: skipped by input hash.
 
 and prints the ratio prebake / by hand (target <= 1.05). By default the compiler cache is warm
 for both (what CI sees on a re-run; it measures what prebake adds around the compiler);
-``--cold`` disables it for both (about 45 minutes each on 2 cores).
-Run: ``.venv/bin/python benchmarks/bench_flagship.py [--cold]``.
+``--cold`` disables it for both (about 45 minutes each on 2 cores). zig (linux-aarch64) keeps
+its own cache of compiles, warm for both unless its cache folders are emptied first.
+Run: ``.venv/bin/python benchmarks/bench_flagship.py [--platform P] [--cold]``.
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 WS = ROOT / "examples" / "onnxruntime"
-LOG = WS / ".prebake" / "logs" / "onnxruntime--wasm.log"
 PREBAKE = [sys.executable, "-m", "prebake", "-C", str(WS)]
 
 
@@ -49,7 +49,7 @@ def timed(argv: list[str], env: dict[str, str], cwd: Path = ROOT,
 
 def build_py_phases(log: str) -> tuple[float, float] | None:
     """(configure, compile) seconds from build.py's own timestamped INFO lines."""
-    stamps = {}
+    stamps: dict[str, float] = {}
     for m in re.finditer(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) build \[INFO\] - "
                          r"(Generating CMake build tree|Building targets|Build complete)",
                          log, re.M):
@@ -63,13 +63,13 @@ def build_py_phases(log: str) -> tuple[float, float] | None:
     return tgt - gen, done - tgt
 
 
-def logged_build_py(log: str) -> tuple[str, str]:
+def logged_build_py(log: str, where: Path) -> tuple[str, str]:
     """The (folder, command line) of the build.py step in a unit's log."""
     for line in log.splitlines():
         m = re.match(r"\$ cd (\S+) && (.*tools/ci_build/build\.py .*)", line)
         if m:
             return m.group(1), m.group(2)
-    raise SystemExit(f"{LOG}: no build.py command (run `prebake build --platform wasm` first)")
+    raise SystemExit(f"{where}: no build.py command (run `prebake build` for it first)")
 
 
 def logged_env(log: str) -> dict[str, str]:
@@ -85,7 +85,7 @@ def logged_env(log: str) -> dict[str, str]:
 
 def step_times(log: str) -> dict[str, float]:
     """``## [ 301.8s] onnxruntime: guards …`` lines: when each step started."""
-    out = {}
+    out: dict[str, float] = {}
     for m in re.finditer(r"^## \[\s*([\d.]+)s\] (.*)$", log, re.M):
         out.setdefault(m.group(2), float(m.group(1)))
     return out
@@ -94,17 +94,20 @@ def step_times(log: str) -> dict[str, float]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cold", action="store_true", help="compiler cache off for both runs")
+    ap.add_argument("--platform", default="wasm", choices=("wasm", "linux-aarch64"))
     args = ap.parse_args()
+    plat = args.platform
+    logfile = WS / ".prebake" / "logs" / f"onnxruntime--{plat}.log"
     env = dict(os.environ)
     env["PREBAKE_COMPILER_LAUNCHER"] = "ccache"
     if args.cold:
         env["CCACHE_DISABLE"] = "1"
-    through = timed([*PREBAKE, "build", "--platform", "wasm", "--force"], env)
-    log = LOG.read_text()
+    through = timed([*PREBAKE, "build", "--platform", plat, "--force"], env)
+    log = logfile.read_text()
     steps = step_times(log)
     guards = next((t for s, t in steps.items() if ": guards" in s), None)
     total = max(steps.values()) if steps else through
-    cwd, line = logged_build_py(log)
+    cwd, line = logged_build_py(log, logfile)
     hand_env = logged_env(log)
     if args.cold:
         hand_env["CCACHE_DISABLE"] = "1"
@@ -114,12 +117,12 @@ def main() -> None:
     build_dir = Path(argv[argv.index("--build_dir") + 1])
     shutil.rmtree(build_dir, ignore_errors=True)
     build_dir.mkdir(parents=True)
-    hand_log = LOG.with_name("bench-by-hand.log")
+    hand_log = logfile.with_name(f"bench-by-hand-{plat}.log")
     by_hand = timed(argv, hand_env, cwd=Path(cwd), output=hand_log)
-    skip = timed([*PREBAKE, "build", "--platform", "wasm"], env)
+    skip = timed([*PREBAKE, "build", "--platform", plat], env)
     cache = "cold" if args.cold else "warm"
     print(f"compiler cache {cache}")
-    print(f"prebake build --platform wasm --force   {through:8.1f} s")
+    print(f"{f'prebake build --platform {plat} --force':40s}{through:8.1f} s")
     print(f"the same build.py by hand               {by_hand:8.1f} s")
     print(f"ratio prebake / by hand                 {through / by_hand:8.2f}x (target <= 1.05)")
     if guards is not None:
