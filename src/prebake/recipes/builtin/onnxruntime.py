@@ -65,9 +65,9 @@ def dependency_sources() -> tuple[UrlSource, ...]:
 # -flto to every non-Debug Emscripten build (cmake/adjust_global_compile_flags.cmake);
 # CMAKE_<LANG>_FLAGS_RELEASE comes after it on each compile line, so -fno-lto there wins.
 # CMake's configure checks (try_compile) take CMAKE_<LANG>_FLAGS but no _RELEASE flags, so each
-# check linked with LTO, against Emscripten's bitcode system libraries (~4 s a link, 72 checks);
-# -fno-lto in CMAKE_EXE_LINKER_FLAGS comes after it on every link line (no executable is built
-# beyond the checks): the same check results, configure 562 s -> 327 s on 2 cores.
+# check linked with LTO against Emscripten's bitcode system libraries; -fno-lto in
+# CMAKE_EXE_LINKER_FLAGS comes after it on every link line (no executable is built beyond the
+# checks): the same check results in half the configure time (docs/flagship.md, step 5).
 WASM = Build(
     commands=(
         SUPPLY_DEPS,
