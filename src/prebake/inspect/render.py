@@ -2,9 +2,11 @@
 
 * ``json_pieces`` — one result of ``inspect --json``: the bytes ``json.dumps(facts.to_json(…),
   indent=2, sort_keys=True, ensure_ascii=False)`` prints inside ``"results"``, written member by
-  member (an archive of 100 000 members never exists as one string). Values go through the
-  ``json`` module; only the symbol lists, most of a big archive's output, are written from one
-  template per entry with ``json``'s own string encoder.
+  member (an archive of 100 000 members never exists as one string). Values go through orjson
+  (the ``json`` module indents only in pure Python, and the facts of every member of a big
+  archive are most of the command's work), or through ``json`` for a value orjson refuses;
+  only the symbol lists are written from one template per entry with ``json``'s own string
+  encoder.
 * ``text_pieces`` — the human view: a title line, the facts table, the members table and
   ``nm``-style symbol lines, as plain text (ANSI styles when ``color``).
 
@@ -18,6 +20,8 @@ from collections.abc import Callable
 from json.encoder import encode_basestring
 from typing import Any
 
+import orjson
+
 from prebake.inspect.facts import ABI_FIELDS, SYMBOL_LISTS, Facts, Symbols
 
 Sink = Callable[[str], object]
@@ -25,6 +29,7 @@ MEMBER_ROWS = 60  # archive members listed in the human view before "… N more"
 DEMANGLED_MAX = 1 << 18  # names kept demangled per process (bounds a hostile file)
 
 _ENCODER = json.JSONEncoder(indent=2, sort_keys=True, ensure_ascii=False)
+_ORJSON = orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS
 _demangled: dict[str, str | None] = {}  # name -> demangled form, filled a list at a time
 
 
@@ -46,8 +51,17 @@ def _demangle_all(names: list[str]) -> dict[str, str | None]:
 
 
 def json_value(v: Any, ind: str) -> str:
-    """``json.dumps(v, indent=2, sort_keys=True, ensure_ascii=False)`` nested at ``ind``."""
-    return _ENCODER.encode(v).replace("\n", "\n" + ind)
+    """``json.dumps(v, indent=2, sort_keys=True, ensure_ascii=False)`` nested at ``ind``.
+
+    orjson writes those bytes for every value facts hold (``tests/unit/test_render_json.py``
+    holds the two to each other); what it refuses (an integer beyond 64 bits, a lone
+    surrogate from an undecodable name) is left to ``json``. Facts hold no floats, the one
+    type the two write differently (``1e-05`` against ``0.00001``)."""
+    try:
+        text = orjson.dumps(v, option=_ORJSON).decode()
+    except (TypeError, orjson.JSONEncodeError):
+        text = _ENCODER.encode(v)
+    return text.replace("\n", "\n" + ind)
 
 
 def json_pieces(f: Facts, sink: Sink, *, symbols: bool, ind: str = "    ") -> None:
