@@ -59,17 +59,55 @@ def test_deterministic_serial_from_the_input_hash() -> None:
     assert "timestamp" not in json.loads(a)["metadata"]
 
 
-def test_onnxruntime_recipe_bundles_appear_with_versions() -> None:
-    path = find_recipe("onnxruntime")
-    assert path is not None
-    ort = load_recipe_file(path)
-    assert ort.bundled, "onnxruntime declares its bundled third-party libraries"
-    data = make_sbom(asset_id("onnxruntime", "1.27.0", "wasm"), [ort],
-                     {"onnxruntime": "1.27.0", "emsdk": "5.0.5"}, "a" * 64)
+def _flagship(platform: str, pins: dict[str, str] | None = None) -> bytes:
+    """The SBOM of the flagship workspace's onnxruntime unit on ``platform``, its recipe
+    locked as a build locks it (the workspace's lock and [sources.provided])."""
+    from prebake.sources.lock import locked_recipe, read_source_lock
+    from prebake.workspace.loader import load_workspace
+
+    ws = load_workspace(Path(__file__).parents[2] / "examples" / "onnxruntime")
+    pins = {**ws.pins, **(pins or {})}
+    p = ws.platforms[platform]
+    recipe, _ = locked_recipe(ws.recipes["onnxruntime"], platform, p.os, p.arch, pins,
+                              read_source_lock(ws.root), ws.provided)
+    data = make_sbom(asset_id("onnxruntime", pins["onnxruntime"], platform), [recipe], pins,
+                     "a" * 64)
     _validate(data)
-    names = {c["name"]: c.get("version") for c in json.loads(data)["components"]}
-    for comp in ort.bundled:
-        assert names[comp.name] == comp.version
+    return data
+
+
+def _bundled(data: bytes) -> dict[str, dict[str, object]]:
+    return {c["name"]: c for c in json.loads(data)["components"]
+            if c["bom-ref"].startswith("bundled:")}
+
+
+def test_onnxruntime_repackaged_bundles_upstreams_versions() -> None:
+    """Microsoft's own build compiles deps.txt's versions in: the SBOM says those."""
+    ort = load_recipe_file(find_recipe("onnxruntime"))  # type: ignore[arg-type]
+    comps = _bundled(_flagship("linux-x86_64"))
+    assert {n: c.get("version") for n, c in comps.items()} == {
+        c.name: c.version for c in ort.bundled_for("1.21.0")}
+    assert comps["eigen"]["version"] == "1d8b82b0740839c0de7f1242a3585e3390ff5f33"
+
+
+def test_onnxruntime_from_source_names_the_archives_that_stand_in() -> None:
+    """The wasm build compiles Debian's archives where deps.txt pins other releases (Eigen
+    3.4.0 for a later commit, date 3.0.3 for 3.0.1): no component claims deps.txt's version,
+    each names the archive it was compiled from with the lock's digest."""
+    comps = _bundled(_flagship("wasm"))
+    assert len(comps) == 11
+    for name, comp in comps.items():
+        assert "version" not in comp, name
+    eigen = comps["eigen"]
+    ref = eigen["externalReferences"][0]
+    assert ref["url"].endswith("/eigen3_3.4.0.orig.tar.bz2")
+    assert ref["hashes"][0]["content"].startswith("b4c198460eba")
+    assert "1d8b82b0740839c0de7f1242a3585e3390ff5f33" in eigen["description"]
+
+
+def test_onnxruntime_release_without_a_table_claims_no_bundled_versions() -> None:
+    """1.21.0's deps.txt says nothing of another release's: none is claimed for it."""
+    assert _bundled(_flagship("linux-x86_64", {"onnxruntime": "1.27.0"})) == {}
 
 
 def test_invalid_document_is_caught_by_the_validator() -> None:

@@ -112,3 +112,25 @@ def test_a_templated_url_may_not_carry_a_digest() -> None:
                    platforms={"*": Build(commands=("true",))})
     assert [p.message for p in validate_recipe(wrong)] == [
         "not a sha256 (64 lowercase hex digits): 'nope'"]
+
+
+def test_a_provided_archive_keeps_the_url_it_stands_for(tmp_path: Path) -> None:
+    """The lock swaps in the workspace's archive and keeps the upstream URL it stands for
+    (what the SBOM names); a recipe may not claim that itself."""
+    upstream = "https://x.invalid/dep-2.0.zip"
+    provider = "http://mirror.invalid/dep_2.0.orig.tar.gz"
+    recipe = Recipe(name="z", pin="z", sources=(UrlSource(upstream, sha256=A),),
+                    platforms={"*": Build(commands=("true",))})
+    lock = SourceLock(tmp_path / "prebake.sources.lock",
+                      {provider: Locked(provider, "b" * 64, 10)})
+    locked, problems = locked_recipe(recipe, "linux-x86_64", "linux", "x86_64", {"z": "1"},
+                                     lock, {upstream: provider})
+    assert problems == []
+    src = locked.sources[0]
+    assert isinstance(src, UrlSource)
+    assert (src.url, src.sha256, src.provides) == (provider, "b" * 64, upstream)
+    claimed = Recipe(name="z", pin="z",
+                     sources=(UrlSource(upstream, sha256=A, provides=upstream),),
+                     platforms={"*": Build(commands=("true",))})
+    assert [p.key.rsplit("RECIPE", 1)[-1] for p in validate_recipe(claimed)] == [
+        ".sources[0].provides"]

@@ -201,7 +201,7 @@ def prove(recipe: Recipe, pin_version: str, prefix: Path, files: Iterable[str],
     if recipe.version_check is not None:
         found, problems = header_evidence(prefix, recipe.version_check)
         evidence += found
-    bundled = {c.name.lower(): c.version for c in recipe.bundled}
+    bundled = {c.name.lower(): c.version for c in recipe.bundled_for(pin_version)}
     bad: list[Disagreement] = []
     for e in evidence:
         expected = bundled.get(e.package.lower(), pin_version) if e.package else pin_version

@@ -72,6 +72,9 @@ class UrlSource:
     # Patch files (relative to the recipe's folder, part of the input hash) applied with
     # ``patch -p1`` to the unpacked tree; a patch that does not apply fails the build.
     patches: tuple[str, ...] = ()
+    # Set by the source lock, never in a recipe: the recipe's upstream URL that this archive
+    # stands for when the workspace provides it with another ([sources.provided]).
+    provides: str = ""
 
     def __post_init__(self) -> None:
         _freeze(self, "mirrors", "versions", "patches")
@@ -229,10 +232,21 @@ class VersionCheck:
 
 @dataclass(frozen=True)
 class Component:
-    """A library bundled inside the output (reported in manifests; checked by forbid_exports)."""
+    """A library bundled inside the output, as the SBOM reports it.
+
+    ``version`` is the one upstream's build of ``versions`` (empty: every release of the
+    recipe) compiles in; ``source`` is the URL its code comes from there (a ``deps.txt``
+    entry). A from-source build whose workspace provides that URL with another archive
+    compiles that archive instead, so the SBOM names the archive and leaves the version
+    unknown rather than repeating upstream's."""
 
     name: str
     version: str
+    source: str = ""
+    versions: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        _freeze(self, "versions")
 
 
 @dataclass(frozen=True)
@@ -305,6 +319,10 @@ class Recipe:
         """The sources a build of ``version`` fetches, with their index in ``sources``."""
         return tuple((i, s) for i, s in enumerate(self.sources)
                      if not isinstance(s, UrlSource) or s.used_by(version))
+
+    def bundled_for(self, version: str) -> tuple[Component, ...]:
+        """The components a build of ``version`` bundles."""
+        return tuple(c for c in self.bundled if not c.versions or version in c.versions)
 
     def fetched_sources(self, platform: str, version: str) -> tuple[Source, ...]:
         """What a unit of ``platform`` fetches: a Build every source of the version, a

@@ -86,6 +86,9 @@ def _check_source(src: object, i: int, folder: Path | None, where: str) -> list[
     if isinstance(src, UrlSource):
         out = _sha_problem(src.sha256, src.url, f"{w}.sha256")
         out += _check_template(src.url, _URL_FIELDS, f"{w}.url")
+        if src.provides:
+            out.append(Problem(f"{w}.provides", "is set by the source lock, never by a recipe "
+                               "(a workspace provides a URL in [sources.provided])"))
         return out
     if isinstance(src, GitSource):
         if not src.url or not src.ref:
@@ -241,6 +244,10 @@ def validate_recipe(recipe: Recipe, *, platforms: Collection[str] | None = None,
     for comp in recipe.bundled:
         if not isinstance(comp, Component):
             problems.append(Problem(f"{where}.bundled", f"must hold Components; got {comp!r}"))
+        elif not isinstance(comp.source, str) or not all(
+                isinstance(v, str) and v for v in comp.versions):
+            problems.append(Problem(f"{where}.bundled", f"{comp.name}: source must be a URL "
+                                    "string and versions non-empty release strings"))
     problems += _check_toolchain_min(recipe, where)
     problems += _check_host_tools(recipe, where)
     problems += _check_version_check(recipe.version_check, f"{where}.version_check")

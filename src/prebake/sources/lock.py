@@ -271,7 +271,8 @@ def locked_recipe(recipe: Recipe, platform: str, os_name: str, arch: str,
     for i, src in enumerate(sources):
         ref = refs.get(f"sources[{i}]")
         if ref is not None and isinstance(src, UrlSource):
-            sources[i] = replace(src, url=ref.url, mirrors=ref.mirrors, sha256=sha(ref))
+            sources[i] = replace(src, url=ref.url, mirrors=ref.mirrors, sha256=sha(ref),
+                                 provides=ref.provides)
     platforms = dict(recipe.platforms)
     strat = recipe.strategy_for(platform)
     ref = refs.get(f"platforms[{platform!r}]")

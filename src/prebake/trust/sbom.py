@@ -2,7 +2,9 @@
 
 It lists the asset itself (``metadata.component``), every recipe built into it with its
 version and where its source came from, and the third-party components each recipe declares as
-``bundled`` (for onnxruntime: abseil, protobuf, onnx, re2, …) with the versions the recipe knows.
+``bundled`` (for onnxruntime: abseil, protobuf, onnx, re2, …) with the versions upstream's
+build of that release compiles in, or, where the workspace provided a component's source with
+another archive ([sources.provided]), with that archive and no version.
 Written with ``cyclonedx-python-lib`` (the CycloneDX project's own Python model and serializer)
 so the document stays valid as the spec moves; tests validate it with that library's validator.
 
@@ -65,6 +67,34 @@ def _hashes(sha256: str) -> list[HashType]:
     return [HashType(alg=HashAlgorithm.SHA_256, content=sha256)] if sha256 else []
 
 
+def _bundled(recipe: Recipe, version: str, platform: str) -> list[Component]:
+    """The components ``recipe`` bundles at ``version``: with upstream's version, or, where
+    this unit compiled an archive that stands in for the component's source, with that
+    archive (URL and digest) and no version: which release it holds is not proven here."""
+    standins = {s.provides: s for s in recipe.fetched_sources(platform, version)
+                if isinstance(s, UrlSource) and s.provides}
+    out = []
+    for c in recipe.bundled_for(version):
+        archive = standins.get(c.source) if c.source else None
+        if archive is None:
+            out.append(Component(name=c.name, version=c.version or None,
+                                 type=ComponentType.LIBRARY,
+                                 bom_ref=f"bundled:{recipe.name}/{c.name}@{c.version}",
+                                 purl=_purl(c.name, c.version),
+                                 description=f"bundled into {recipe.name}"))
+            continue
+        out.append(Component(
+            name=c.name, type=ComponentType.LIBRARY,
+            bom_ref=f"bundled:{recipe.name}/{c.name}@{archive.sha256 or archive.url}",
+            purl=_purl(c.name, ""),
+            description=f"bundled into {recipe.name}, compiled from {archive.url}, which "
+                        f"stands in for {c.source} (upstream: {c.version})",
+            external_references=[ExternalReference(
+                type=ExternalReferenceType.SOURCE_DISTRIBUTION, url=XsUri(archive.url),
+                hashes=_hashes(archive.sha256))]))
+    return out
+
+
 def make_sbom(aid: AssetId, recipes: Sequence[Recipe], pins: Mapping[str, str],
               input_hash: str) -> bytes:
     """The SBOM's JSON bytes (CycloneDX 1.6)."""
@@ -82,11 +112,7 @@ def make_sbom(aid: AssetId, recipes: Sequence[Recipe], pins: Mapping[str, str],
                          bom_ref=f"recipe:{r.name}@{version}", purl=_purl(r.name, version),
                          description=r.description or None,
                          external_references=_references(r, version, pins, aid.platform))
-        bundled = [Component(name=c.name, version=c.version or None, type=ComponentType.LIBRARY,
-                             bom_ref=f"bundled:{r.name}/{c.name}@{c.version}",
-                             purl=_purl(c.name, c.version),
-                             description=f"bundled into {r.name}")
-                   for c in r.bundled]
+        bundled = _bundled(r, version, aid.platform)
         bom.components.add(comp)
         for b in bundled:
             bom.components.add(b)
