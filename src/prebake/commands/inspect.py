@@ -236,11 +236,16 @@ def _results(targets: list[Target], mode: Mode, stack: ExitStack) -> Iterator[Re
     from concurrent.futures import ProcessPoolExecutor
 
     folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="prebake-inspect-out-"))
-    if sys.platform == "linux":  # forked workers inherit the readers this process loads
-        _warm(mode.symbols)
-        pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
-    else:  # the platform's default (spawn): each worker loads them
-        pool = ProcessPoolExecutor(workers, initializer=_warm, initargs=(mode.symbols,))
+    # forked on Linux (a worker starts as this process is, nothing re-imported); each worker
+    # loads the readers itself, all of them at once, while this process hands out the work
+    context = None
+    if sys.platform == "linux":
+        import gc
+
+        gc.freeze()  # the workers' collections then leave the pages they share with us alone
+        context = multiprocessing.get_context("fork")
+    pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_warm,
+                               initargs=(mode.symbols,))
     stack.enter_context(pool)
     order = sorted(range(len(targets)), key=lambda i: -targets[i].size)
     futures = {i: pool.submit(job, mode, folder, targets[i], i) for i in order}
