@@ -99,6 +99,9 @@ def main() -> None:
     plat = args.platform
     logfile = WS / ".prebake" / "logs" / f"onnxruntime--{plat}.log"
     env = dict(os.environ)
+    # the host tools the recipe pins (PyPI's CMake for linux-aarch64) are installed beside
+    # this interpreter, as scripts/long-leg puts them on PATH
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     env["PREBAKE_COMPILER_LAUNCHER"] = "ccache"
     if args.cold:
         env["CCACHE_DISABLE"] = "1"
