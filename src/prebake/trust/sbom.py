@@ -56,10 +56,13 @@ def _references(recipe: Recipe, version: str, pins: Mapping[str, str],
             refs.append(ExternalReference(type=ExternalReferenceType.VCS, url=XsUri(s.url),
                                           comment=f"ref {s.ref}"))
         elif isinstance(s, UrlSource):
-            refs.append(ExternalReference(
-                type=ExternalReferenceType.SOURCE_DISTRIBUTION, url=XsUri(s.url),
-                hashes=_hashes(s.sha256)))
+            refs.append(_source_archive(s))
     return refs
+
+
+def _source_archive(src: UrlSource) -> ExternalReference:
+    return ExternalReference(type=ExternalReferenceType.SOURCE_DISTRIBUTION,
+                             url=XsUri(src.url), hashes=_hashes(src.sha256))
 
 
 def _hashes(sha256: str) -> list[HashType]:
@@ -89,9 +92,7 @@ def _bundled(recipe: Recipe, version: str, platform: str) -> list[Component]:
             purl=_purl(c.name, ""),
             description=f"bundled into {recipe.name}, compiled from {archive.url}, which "
                         f"stands in for {c.source} (upstream: {c.version})",
-            external_references=[ExternalReference(
-                type=ExternalReferenceType.SOURCE_DISTRIBUTION, url=XsUri(archive.url),
-                hashes=_hashes(archive.sha256))]))
+            external_references=[_source_archive(archive)]))
     return out
 
 
