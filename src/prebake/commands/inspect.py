@@ -7,10 +7,11 @@ A path that cannot be read gets an ``error`` entry; the exit code is 2 only when
 fails, so one odd file does not hide the facts of the others.
 
 One binary is read here and its output written to stdout as it is made. Several are read by
-a ``concurrent.futures`` process pool (one worker per usable core): each worker writes a
-result's text to a file of its own in a private folder, and this process copies the files to
-stdout in input order as they complete, so the output is the bytes of a serial run and no
-result waits in memory.
+a ``concurrent.futures`` process pool (one worker per usable core), and this process writes
+the results to stdout in input order as they complete, so the output is the bytes of a serial
+run. A result's text comes back with it while it is small (the facts of an archive); a bigger
+one (its symbol lists) is written by the worker to a file of its own in a private folder and
+copied from there, so that no big result waits in this process's memory.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
 
 from prebake.cores import usable_cores
 
@@ -213,14 +214,50 @@ class Mode:
     color: bool
 
 
+# A worker's result text up to this size travels back with the result; a bigger one goes
+# through a file. Creating and removing a file per result costs more than the facts of a
+# whole archive take to send (docs/architecture.md, "The inspect path").
+INLINE_MAX = 1 << 18
+
+
 @dataclass
 class Result:
-    """One target's output: already on stdout (read here), or in ``file`` (a worker's), and
-    the error to print for the human view."""
+    """One target's output: already on stdout (read here), the ``text`` itself or the
+    ``file`` holding it (a worker's), and the error to print for the human view."""
 
+    text: str | None = None
     file: str | None = None
     error: tuple[str, str] | None = None
     failed: bool = False
+
+
+class _Spill:
+    """A worker's sink for one result: the text in memory up to ``INLINE_MAX`` characters,
+    then all of it in the file ``path``."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.parts: list[str] = []
+        self.size = 0
+        self.fh: TextIO | None = None
+
+    def write(self, text: str) -> None:
+        if self.fh is not None:
+            self.fh.write(text)
+            return
+        self.parts.append(text)
+        self.size += len(text)
+        if self.size > INLINE_MAX:
+            self.fh = open(self.path, "w", encoding="utf-8")  # noqa: SIM115 (closed in end)
+            self.fh.write("".join(self.parts))
+            self.parts.clear()
+
+    def end(self, result: Result) -> None:
+        if self.fh is None:
+            result.text = "".join(self.parts)
+        else:
+            self.fh.close()
+            result.file = self.path
 
 
 def _results(targets: list[Target], mode: Mode, stack: ExitStack) -> Iterator[Result]:
@@ -311,17 +348,17 @@ def job(mode: Mode, folder: str | None, target: Target, index: int) -> Result:
     if not mode.json and facts.error is not None:
         result.error = (facts.path, facts.error)
         return result
-    with ExitStack() as stack:
-        if folder is None:
-            sink: Callable[[str], Any] = sys.stdout.write
-        else:
-            result.file = str(Path(folder) / f"{index}.out")
-            sink = stack.enter_context(open(result.file, "w", encoding="utf-8")).write
+    spill = None if folder is None else _Spill(str(Path(folder) / f"{index}.out"))
+    sink: Callable[[str], Any] = sys.stdout.write if spill is None else spill.write
+    try:
         if mode.json:
             sink(",\n    " if index else "\n    ")
             json_pieces(facts, sink, symbols=mode.symbols)
         else:
             text_pieces(facts, sink, symbols=mode.symbols, color=mode.color)
+    finally:
+        if spill is not None:
+            spill.end(result)
     return result
 
 
@@ -351,7 +388,10 @@ def _copy(src: BinaryIO, dest: BinaryIO) -> None:
 
 
 def _write(result: Result) -> None:
-    """A result to stdout (a worker's file copied, then removed) and its error to stderr."""
+    """A result to stdout (a worker's text, or its file copied, then removed) and its error
+    to stderr."""
+    if result.text:
+        sys.stdout.write(result.text)
     if result.file is not None:
         out = sys.stdout
         out.flush()
