@@ -1,8 +1,9 @@
 """A file truncated or replaced while ``inspect`` reads it is a one-line error naming it.
 
 Shared download caches and build trees change underneath readers. The readers parse bytes
-read into memory (a memory map of the file would end the process with SIGBUS at the first
-page past a new end), and the file is checked again when its facts are made. Each test
+got with plain reads, whole or (archives, ELF) part by part as they need them (a memory map
+of the file would end the process with SIGBUS at the first page past a new end), and the
+file is checked again when its facts are made. Each test
 starts a real ``prebake inspect`` on a copy of a real 16 MB archive, waits until a process
 of the run has the copy open, then truncates or replaces it: never a signal, one line naming
 the file, exit 2 where it is the only path, the other paths' results kept and in order.

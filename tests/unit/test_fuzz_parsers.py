@@ -14,17 +14,18 @@ import functools
 import mmap
 import shutil
 import signal
+import tempfile
 import tracemalloc
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from prebake.errors import FormatError
-from prebake.inspect import ParseOptions, inspect, inspect_bytes, readers, sniff
+from prebake.inspect import Facts, ParseOptions, inspect, inspect_bytes, readers, sniff
 from prebake.inspect.demangle import demangle
 from tests import support
 
@@ -186,8 +187,9 @@ def _cached_seeds() -> dict[str, bytes]:
     return _load_seeds()
 
 
-def test_mapped_files_close_cleanly_after_errors(seeds: dict[str, bytes], tmp_path: Path) -> None:
-    """``inspect`` maps the file: an error mid-parse is a FormatError, never a BufferError."""
+def test_files_cut_short_are_errors_naming_them(seeds: dict[str, bytes], tmp_path: Path) -> None:
+    """``inspect`` reads the file, whole or part by part: an error mid-parse is a
+    FormatError naming the file."""
     for i, (name, data) in enumerate(sorted(seeds.items())):
         for cut in (len(data) // 3, len(data) - 1):
             p = tmp_path / f"{i}-{cut}-{name}"
@@ -196,6 +198,33 @@ def test_mapped_files_close_cleanly_after_errors(seeds: dict[str, bytes], tmp_pa
                 inspect(p, ParseOptions(symbols=True))
             except FormatError as exc:
                 assert str(p) in str(exc)
+
+
+WINDOWED_SEEDS = ("elf.o", "libelf.so", "gcclto.o", "libgnu.a", "libbsd.a")
+
+
+def _outcome(parse: Callable[[], Facts]) -> object:
+    try:
+        return parse().to_json(symbols=True)
+    except FormatError as exc:
+        return exc.reason
+
+
+@settings(max_examples=300, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(st.data())
+def test_mutants_read_part_by_part_give_what_the_whole_bytes_give(data: st.DataObject) -> None:
+    """Archives and ELF files on disk are read through a ``FileWindow``, only the parts their
+    reader asks for: the facts, or the error, must be those of the same bytes in memory."""
+    seeds = {k: v for k, v in _cached_seeds().items() if k in WINDOWED_SEEDS}
+    blob, opts = data.draw(mutated(seeds))
+    assume(blob and not blob.startswith(b"!<thin>\n"))  # a thin archive needs its folder
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "fuzz.bin"
+        path.write_bytes(blob)
+        from_file = _outcome(lambda: inspect(path, opts))
+        in_memory = _outcome(lambda: inspect_bytes(memoryview(blob), str(path), opts))
+    assert from_file == in_memory
 
 
 @settings(max_examples=300, deadline=None, derandomize=True)

@@ -1,9 +1,10 @@
 """The binary inspector: ``inspect(path) -> Facts`` for ELF, Mach-O, PE/COFF, wasm, ar, bitcode.
 
 Dispatch is by first bytes (docs/binary-formats.md §0) over a registry of ``FormatReader`` modules,
-one per format (``registry.py``). A file is read into memory with plain reads, then parsed:
-a file truncated or rewritten meanwhile is a one-line error naming it (a memory map of it
-would end the process with SIGBUS at the first page past the new end).
+one per format (``registry.py``). A file is read with plain reads: whole, or, for the readers
+that say ``windowed`` (archives, ELF), only the parts they look at, through a
+``binreader.FileWindow``. A file truncated or rewritten meanwhile is a one-line error naming
+it (a memory map of it would end the process with SIGBUS at the first page past the new end).
 """
 
 from __future__ import annotations
@@ -12,11 +13,12 @@ import os
 import struct
 import threading
 from pathlib import Path
+from typing import cast
 
 from prebake.errors import FormatError
 from prebake.inspect import registry
 from prebake.inspect.base import FormatReader, ParseOptions
-from prebake.inspect.binreader import Buffer, Truncated
+from prebake.inspect.binreader import Buffer, FileWindow, Source, Truncated, whole
 from prebake.inspect.facts import Facts
 
 __all__ = ["Facts", "FormatError", "ParseOptions", "inspect", "inspect_bytes", "own_file",
@@ -62,8 +64,8 @@ def sniff(head: bytes) -> FormatReader | None:
     return registry.sniff(head)
 
 
-def inspect_bytes(data: Buffer, path: str, opts: ParseOptions | None = None) -> Facts:
-    """Facts of an in-memory binary (used for archive members and fat slices too)."""
+def inspect_bytes(data: Source, path: str, opts: ParseOptions | None = None) -> Facts:
+    """Facts of a binary in memory or in a file window (archive members and fat slices too)."""
     opts = opts or ParseOptions()
     head = bytes(data[:64])
     reader = sniff(head)
@@ -75,7 +77,9 @@ def inspect_bytes(data: Buffer, path: str, opts: ParseOptions | None = None) -> 
         raise FormatError(path, f"binaries nested more than {MAX_NESTING} deep")
     _depth.n = level + 1
     try:
-        facts = reader.parse(data, path, opts)
+        # a windowed reader takes a file window as it is; any other, the bytes
+        windowed = getattr(reader, "windowed", False)
+        facts = reader.parse(cast(Buffer, data) if windowed else whole(data), path, opts)
     except Truncated as exc:
         raise FormatError(path, f"truncated or corrupt {reader.name}: {exc}") from None
     except _CORRUPT as exc:
@@ -102,13 +106,13 @@ def inspect(path: str | os.PathLike[str], opts: ParseOptions | None = None) -> F
             before = os.fstat(fh.fileno())
             if before.st_size == 0:
                 raise FormatError(name, "empty file")
-            data = fh.read(before.st_size)
-            if len(data) < before.st_size:
-                raise FormatError(name, _changed(before.st_size, len(data)))
             outer = getattr(_depth, "file", None)
             _depth.file = name if getattr(_depth, "n", 0) == 0 else None
             try:
-                facts = inspect_bytes(memoryview(data), name, opts)
+                facts = inspect_bytes(FileWindow(fh.fileno(), 0, before.st_size), name, opts)
+            except FormatError:
+                _unchanged(fh.fileno(), p, before, name)  # a file cut short says so
+                raise
             finally:
                 _depth.file = outer
             _unchanged(fh.fileno(), p, before, name)

@@ -26,7 +26,7 @@ from pathlib import Path
 from prebake.errors import FormatError
 from prebake.inspect import magic, native
 from prebake.inspect.base import ParseOptions
-from prebake.inspect.binreader import Buffer, Truncated, table
+from prebake.inspect.binreader import Buffer, FileWindow, Source, Truncated, part, table
 from prebake.inspect.facts import Facts, Symbols
 from prebake.inspect.glibc import version_key
 
@@ -97,7 +97,7 @@ def _num(field: bytes, what: str, off: int, base: int = 10) -> int:
     return value
 
 
-def read_archive(data: Buffer, index_names: bool = True) -> Archive:
+def read_archive(data: Source, index_names: bool = True) -> Archive:
     """Walk member headers only (no member data is touched except names and the index).
 
     ``index_names=False`` leaves a GNU index's names undecoded (``index`` stays empty, only
@@ -120,7 +120,8 @@ def read_archive(data: Buffer, index_names: bool = True) -> Archive:
             if bytes(data[off:size]).strip(b"\n") == b"":
                 break  # trailing padding some writers leave
             raise Truncated(f"member header at {off} is cut short ({size - off} bytes left)")
-        raw_name, _mt, _uid, _gid, _mode, raw_size, fmag = HEADER.unpack_from(data, off)
+        raw_name, _mt, _uid, _gid, _mode, raw_size, fmag = HEADER.unpack(
+            data[off : off + HEADER.size])
         if fmag != FMAG:
             raise Truncated(f"member header at {off} has a bad terminator {fmag!r}")
         msize = _num(raw_size, "size", off)
@@ -167,7 +168,7 @@ def read_archive(data: Buffer, index_names: bool = True) -> Archive:
 
 
 def _member_name(
-    name: str, longnames: bytes, data: Buffer, data_off: int, msize: int, off: int
+    name: str, longnames: bytes, data: Source, data_off: int, msize: int, off: int
 ) -> tuple[str, int]:
     """The real member name and how many data bytes it occupies (BSD ``#1/NN``)."""
     if name.startswith("#1/"):
@@ -266,18 +267,15 @@ def read_index(path: str | Path) -> list[tuple[str, str]]:
 
     Empty when the archive has no index (GNU ar writes none for wasm members).
     """
-    import mmap
+    import os
 
     with open(path, "rb") as fh:
         if not is_archive(fh.read(8)):
             raise FormatError(str(path), "not an ar archive")
-        mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
         try:
-            ar = read_archive(mm)
+            ar = read_archive(FileWindow(fh.fileno(), 0, os.fstat(fh.fileno()).st_size))
         except Truncated as exc:
             raise FormatError(str(path), f"truncated or corrupt archive: {exc}") from None
-        finally:
-            mm.close()
     by_off = {m.header_off: m.name for m in ar.members}
     return [(sym, by_off.get(off, f"@{off}")) for sym, off in ar.index]
 
@@ -288,11 +286,12 @@ def read_index(path: str | Path) -> list[tuple[str, str]]:
 
 class ArchiveReader:
     name = "archive"
+    windowed = True  # reads member headers, the index, and each member through its reader
 
     def sniff(self, head: bytes) -> bool:
         return is_archive(head)
 
-    def parse(self, data: Buffer, path: str, opts: ParseOptions) -> Facts:
+    def parse(self, data: Source, path: str, opts: ParseOptions) -> Facts:
         from prebake.inspect import inspect_bytes
 
         lists = opts.symbols and opts.archive_lists
@@ -314,7 +313,7 @@ class ArchiveReader:
                 if ar.thin:
                     mf = _thin_member(files[i], mpath, opts)
                 else:
-                    mf = inspect_bytes(data[m.data_off : m.data_off + m.size], mpath, opts)
+                    mf = inspect_bytes(part(data, m.data_off, m.data_off + m.size), mpath, opts)
             except FormatError as exc:
                 mf = Facts(path=mpath, size=m.size, error=exc.reason)
                 if exc.reason.startswith(NOT_BINARY):

@@ -6,8 +6,12 @@ Contract for readers (the fuzz test holds every registered reader to it):
   checks; a bad file raises ``Truncated``/``FormatError`` (``ValueError``, ``IndexError``,
   ``struct.error`` are converted by ``inspect_bytes`` too, but do not rely on that).
 * Work and memory are bounded by the buffer size, never by counts or sizes a header declares.
-* The returned ``Facts`` must not hold memoryviews into ``data``: ``inspect()`` memory-maps
-  the file and closes the map afterwards. Copy small byte strings with ``bytes(...)``.
+* The returned ``Facts`` must not hold memoryviews into ``data``: copy small byte strings
+  with ``bytes(...)``.
+* A reader whose class says ``windowed = True`` may be given a ``binreader.FileWindow``
+  (``inspect()`` of a file, or a member of such an archive) instead of a buffer: it reads
+  by slices (``data[a:b]``, which reads those bytes) and hands members on with
+  ``binreader.part``. Any other reader gets the whole binary as a buffer.
 * Nested binaries (archive members, fat slices) are parsed with
   ``prebake.inspect.inspect_bytes(view, "lib.a(member.o)", opts)``.
 """

@@ -8,6 +8,7 @@ allocation: lengths taken from headers are checked against the buffer before use
 from __future__ import annotations
 
 import mmap
+import os
 import struct
 from typing import TypeAlias
 
@@ -23,6 +24,57 @@ _U64BE = struct.Struct(">Q")
 
 class Truncated(ValueError):
     """A read ran past the end of the data, or a declared size does not fit in it."""
+
+
+class FileWindow:
+    """``size`` bytes of an open file from ``start``, read when sliced (``window[a:b]`` is
+    ``bytes``), for the readers that need only a few parts of a big file: an archive's
+    member headers, and an ELF object's headers, names and symbols (a third of the bytes of a
+    C++ archive). A file that has become shorter meanwhile is ``Truncated``, never zeros; a
+    memory map would end the process with SIGBUS there instead.
+    """
+
+    __slots__ = ("fd", "size", "start")
+
+    def __init__(self, fd: int, start: int, size: int) -> None:
+        self.fd = fd
+        self.start = start
+        self.size = size
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __getitem__(self, key: slice) -> bytes:
+        start, stop, step = key.indices(self.size)
+        if step != 1:
+            raise ValueError("a file window is read by contiguous slices only")
+        n = max(0, stop - start)
+        got = os.pread(self.fd, n, self.start + start)
+        if len(got) != n:
+            raise Truncated(f"the file ended at {self.start + start + len(got)} bytes "
+                            "while it was read")
+        return got
+
+    def part(self, start: int, end: int) -> FileWindow:
+        """The bytes ``start..end`` of this window, as a window of their own (nothing read)."""
+        start, end, _ = slice(start, end).indices(self.size)
+        return FileWindow(self.fd, self.start + start, max(0, end - start))
+
+
+Source: TypeAlias = Buffer | FileWindow
+
+
+def part(data: Source, start: int, end: int) -> Source:
+    """The bytes ``start..end`` of ``data`` without reading them: a view of a buffer, or a
+    window of a file window."""
+    if isinstance(data, FileWindow):
+        return data.part(start, end)
+    return memoryview(data)[start:end]
+
+
+def whole(data: Source) -> Buffer:
+    """``data`` as a buffer, for readers that walk all of a binary (a window is read)."""
+    return memoryview(data[0 : len(data)]) if isinstance(data, FileWindow) else data
 
 
 class Reader:

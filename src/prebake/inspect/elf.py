@@ -11,8 +11,9 @@ Speed matters here: static archives hold thousands of objects. Without ``--symbo
 costs a header, the section types, one search of its section names and two of its string
 table (the C++ namespaces; a probe for every name a fact depends on): the symbol table is
 decoded only when the probe finds such a name. With ``--symbols``, one pass over the symbol
-table. Those loops are ``native.scan``'s: C where it is built, else their plain Python
-reference (``loops.py``).
+table. From a file (``windowed``), only those parts are read: the code and relocations,
+two thirds of an object's bytes, never are. Those loops are ``native.scan``'s: C where it
+is built, else their plain Python reference (``loops.py``).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from enum import IntEnum
 from prebake.errors import FormatError
 from prebake.inspect import glibc, magic, native
 from prebake.inspect.base import ParseOptions
-from prebake.inspect.binreader import Buffer, Truncated, names_at, table
+from prebake.inspect.binreader import Buffer, Source, Truncated, names_at, table
 from prebake.inspect.facts import Facts, Symbols
 
 MAGIC = magic.ELF
@@ -157,13 +158,14 @@ class Section:
 class ElfFile:
     """One parsed ELF: header, sections, and bounded accessors to their bytes."""
 
-    def __init__(self, data: Buffer, path: str) -> None:
+    def __init__(self, data: Source, path: str) -> None:
         self.data = data
         self.path = path
         size = len(data)
         if size < 52:
             raise Truncated(f"ELF header needs 52 bytes, file has {size}")
-        cls, enc = data[4], data[5]
+        head = bytes(data[:64])
+        cls, enc = head[4], head[5]
         if (cls, enc) not in LAYOUTS:
             raise FormatError(path, f"unknown ELF class/data bytes {cls}/{enc}")
         self.lay = lay = LAYOUTS[(cls, enc)]
@@ -184,10 +186,11 @@ class ElfFile:
             self.shentsize,
             self.shnum,
             self.shstrndx,
-        ) = lay.ehdr.unpack_from(data, 0)
+        ) = lay.ehdr.unpack_from(head, 0)
         self.cls = cls
         self.osabi = ident[7]
         self.little = enc == 1
+        self.headers: Buffer = b""  # the section header table, read once
         self.count = self._section_types()
         # the section name table is checked here, read lazily (``shstrtab``) or searched in
         # place (``has_section_text``): GCC's name tables are as large as its string tables
@@ -221,20 +224,22 @@ class ElfFile:
         count = self.shnum
         if count == 0 or self.shstrndx == SHN_XINDEX:
             # extended numbering: the real values live in section 0
-            first = table(self.data, self.shoff, 1, lay.shdr, "section header 0")[0]
+            zero = self.data[self.shoff : self.shoff + lay.shdr.size]
+            first = table(zero, 0, 1, lay.shdr, "section header 0")[0]
             count = count or first[5]
             if self.shstrndx == SHN_XINDEX:
                 self.shstrndx = first[6]
         end = self.shoff + count * self.shentsize
         if end > len(self.data):
             raise Truncated(f"{count} section headers do not fit in {len(self.data)} bytes")
+        self.headers = self.data[self.shoff : end]
         return int(count)
 
     def section(self, i: int) -> Section:
         if not 0 <= i < self.count:
             raise Truncated(f"section index {i} out of range ({self.count} sections)")
         # every header lies inside the data: ``_section_types`` checked the whole table
-        r = self.lay.shdr.unpack_from(self.data, self.shoff + i * self.shentsize)
+        r = self.lay.shdr.unpack_from(self.headers, i * self.shentsize)
         return Section(r[0], r[1], r[3], r[4], r[5], r[6], r[7], r[9])
 
     def _range(self, sec: Section) -> tuple[int, int]:
@@ -266,8 +271,7 @@ class ElfFile:
     def first(self, sht: int) -> Section | None:
         if not self.count:  # no table (e_shoff 0): nothing to find, on either path
             return None
-        i = native.scan.first_type(self.data, self.shoff, self.count, self.shentsize,
-                                   self.little, sht)
+        i = native.scan.first_type(self.headers, 0, self.count, self.shentsize, self.little, sht)
         return self.section(i) if i >= 0 else None
 
     def segments(self) -> list[tuple[int, ...]]:
@@ -278,11 +282,11 @@ class ElfFile:
             raise FormatError(
                 self.path, f"program header entries of {self.phentsize} bytes are too small"
             )
+        count = min(self.phnum, len(self.data) // self.phentsize)
+        raw = self.data[self.phoff : self.phoff + count * self.phentsize]
         out: list[tuple[int, ...]] = []
-        for i in range(min(self.phnum, len(self.data) // self.phentsize)):
-            out.extend(
-                table(self.data, self.phoff + i * self.phentsize, 1, lay.phdr, "program header")
-            )
+        for i in range(count):
+            out.extend(table(raw, i * self.phentsize, 1, lay.phdr, "program header"))
         # normalise to (type, offset, vaddr, filesz) for both classes
         if lay.is64:
             return [(p[0], p[2], p[3], p[5]) for p in out]
@@ -323,7 +327,10 @@ def _dynamic(elf: ElfFile) -> tuple[list[tuple[int, int]], bytes]:
     if dyn is None:
         return [], b""
     count = dyn[3] // lay.dyn.size
-    rows = _until_null(table(elf.data, dyn[1], count, lay.dyn, "dynamic segment"))
+    seg = elf.data[dyn[1] : dyn[1] + count * lay.dyn.size]
+    if len(seg) != count * lay.dyn.size:
+        raise Truncated(f"dynamic segment at {dyn[1]} runs past the end ({len(elf.data)} bytes)")
+    rows = _until_null(table(seg, 0, count, lay.dyn, "dynamic segment"))
     addr = next((v for t, v in rows if t == DT.STRTAB), None)
     strsz = next((v for t, v in rows if t == DT.STRSZ), 0)
     if addr is None:
@@ -567,11 +574,12 @@ def _object_glibc(facts: Facts, undefined: list[str]) -> None:
 
 class ElfReader:
     name = "elf"
+    windowed = True  # reads headers, name and string tables, symbols: never code
 
     def sniff(self, head: bytes) -> bool:
         return head[:4] == MAGIC
 
-    def parse(self, data: Buffer, path: str, opts: ParseOptions) -> Facts:
+    def parse(self, data: Source, path: str, opts: ParseOptions) -> Facts:
         elf = ElfFile(data, path)
         facts = Facts(path=path, format="elf")
         arch = MACHINES.get(elf.machine)
