@@ -26,6 +26,9 @@ class Truncated(ValueError):
     """A read ran past the end of the data, or a declared size does not fit in it."""
 
 
+HEAD = 64  # bytes at the start of a window kept once read
+
+
 class FileWindow:
     """``size`` bytes of an open file from ``start``, read when sliced (``window[a:b]`` is
     ``bytes``), for the readers that need only a few parts of a big file: an archive's
@@ -34,12 +37,13 @@ class FileWindow:
     memory map would end the process with SIGBUS there instead.
     """
 
-    __slots__ = ("fd", "size", "start")
+    __slots__ = ("fd", "head", "size", "start")
 
     def __init__(self, fd: int, start: int, size: int) -> None:
         self.fd = fd
         self.start = start
         self.size = size
+        self.head = b""  # the first bytes, read once: the sniff and the reader both want them
 
     def __len__(self) -> int:
         return self.size
@@ -48,11 +52,15 @@ class FileWindow:
         start, stop, step = key.indices(self.size)
         if step != 1:
             raise ValueError("a file window is read by contiguous slices only")
+        if stop <= len(self.head):
+            return self.head[start:stop]
         n = max(0, stop - start)
         got = os.pread(self.fd, n, self.start + start)
         if len(got) != n:
             raise Truncated(f"the file ended at {self.start + start + len(got)} bytes "
                             "while it was read")
+        if start == 0 and not self.head:
+            self.head = got[:HEAD]
         return got
 
     def part(self, start: int, end: int) -> FileWindow:
