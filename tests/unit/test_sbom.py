@@ -7,6 +7,7 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
 from cyclonedx.schema import SchemaVersion
 from cyclonedx.validation.json import JsonStrictValidator
 
@@ -59,9 +60,11 @@ def test_deterministic_serial_from_the_input_hash() -> None:
     assert "timestamp" not in json.loads(a)["metadata"]
 
 
-def _flagship(platform: str, pins: dict[str, str] | None = None) -> bytes:
+def _flagship(platform: str, pins: dict[str, str] | None = None,
+              settings: dict[str, str] | None = None) -> bytes:
     """The SBOM of the flagship workspace's onnxruntime unit on ``platform``, its recipe
-    locked as a build locks it (the workspace's lock and [sources.provided])."""
+    locked as a build locks it (the workspace's lock and [sources.provided]), with the
+    CMake cache entries its build recorded (``settings``)."""
     from prebake.sources.lock import locked_recipe, read_source_lock
     from prebake.workspace.loader import load_workspace
 
@@ -71,7 +74,7 @@ def _flagship(platform: str, pins: dict[str, str] | None = None) -> bytes:
     recipe, _ = locked_recipe(ws.recipes["onnxruntime"], platform, p.os, p.arch, pins,
                               read_source_lock(ws.root), ws.provided)
     data = make_sbom(asset_id("onnxruntime", pins["onnxruntime"], platform), [recipe], pins,
-                     "a" * 64)
+                     "a" * 64, {"onnxruntime": settings or {}})
     _validate(data)
     return data
 
@@ -86,8 +89,30 @@ def test_onnxruntime_repackaged_bundles_upstreams_versions() -> None:
     ort = load_recipe_file(find_recipe("onnxruntime"))  # type: ignore[arg-type]
     comps = _bundled(_flagship("linux-x86_64"))
     assert {n: c.get("version") for n, c in comps.items()} == {
-        c.name: c.version for c in ort.bundled_for("1.21.0")}
+        c.name: c.version for c in ort.bundled_for("1.21.0") if not c.when}
     assert comps["eigen"]["version"] == "1d8b82b0740839c0de7f1242a3585e3390ff5f33"
+    # Microsoft's build records no CMake cache: nothing optional (XNNPACK) is claimed for it
+    assert "xnnpack" not in comps and "cpuinfo" not in comps
+
+
+XNNPACK_FAMILY = {"xnnpack", "pthreadpool", "fxdiv"}
+
+
+def test_onnxruntime_lists_xnnpack_where_the_recorded_build_switched_it_on() -> None:
+    """The aarch64 build compiles the XNNPACK provider (its recorded CMake cache says
+    onnxruntime_USE_XNNPACK=ON): XNNPACK, pthreadpool, FXdiv and cpuinfo are in its SBOM,
+    each naming the Debian snapshot it was compiled from; a build that records the option
+    OFF, or records nothing, lists none of them."""
+    on = _bundled(_flagship("linux-aarch64", settings={"onnxruntime_USE_XNNPACK": "ON",
+                                                       "onnxruntime_ENABLE_CPUINFO": "ON"}))
+    assert XNNPACK_FAMILY | {"cpuinfo"} <= set(on)
+    ref = on["xnnpack"]["externalReferences"][0]  # type: ignore[index]
+    assert ref["url"].endswith("/xnnpack_0.0~git20241108.4ea82e5.orig.tar.xz")
+    assert "version" not in on["xnnpack"]
+    off = _bundled(_flagship("linux-aarch64", settings={"onnxruntime_USE_XNNPACK": "OFF",
+                                                        "onnxruntime_ENABLE_CPUINFO": "ON"}))
+    assert not XNNPACK_FAMILY & set(off) and "cpuinfo" in off
+    assert not (XNNPACK_FAMILY | {"cpuinfo"}) & set(_bundled(_flagship("linux-aarch64")))
 
 
 def test_onnxruntime_from_source_names_the_archives_that_stand_in() -> None:
@@ -103,6 +128,35 @@ def test_onnxruntime_from_source_names_the_archives_that_stand_in() -> None:
     assert ref["url"].endswith("/eigen3_3.4.0.orig.tar.bz2")
     assert ref["hashes"][0]["content"].startswith("b4c198460eba")
     assert "1d8b82b0740839c0de7f1242a3585e3390ff5f33" in eigen["description"]
+
+
+def test_the_dependency_table_refuses_a_malformed_component(tmp_path: Path) -> None:
+    from prebake.errors import PrebakeError
+    from prebake.recipes.steps.fetchcontent import load_table
+
+    row = '["1.0".x]\nurl = "https://example.invalid/x.zip"\ntake = "archive"\n'
+    table = tmp_path / "deps.toml"
+    for extra, wrong in (('component = ["x"]\n', "component must be"),
+                         ('when = "USE_X"\n', "when names")):
+        table.write_text(row + extra)
+        with pytest.raises(PrebakeError, match=wrong):
+            load_table(table)
+    table.write_text(row + 'component = ["x", "1.2"]\nwhen = "USE_X"\n')
+    assert load_table(table)["1.0"][0].component == ("x", "1.2")
+
+
+def test_an_optional_component_no_build_records_is_refused() -> None:
+    from prebake.recipes.validate import validate_recipe
+
+    r = replace(_recipe(), bundled=(Component("xxhash", "0.8.2", when="ZSTD_USE_XXHASH"),))
+    def about_when(recipe: Recipe) -> list[str]:
+        return [p.message for p in validate_recipe(recipe) if "ZSTD_USE_XXHASH" in p.message]
+
+    assert about_when(r) == ["xxhash: when = 'ZSTD_USE_XXHASH' is a CMake variable no "
+                             "platform's Build records"]
+    recorded = replace(r, platforms={"*": Build(commands=("true",), cmake_cache="c.txt",
+                                                record=("ZSTD_USE_XXHASH",))})
+    assert about_when(recorded) == []
 
 
 def test_onnxruntime_release_without_a_table_claims_no_bundled_versions() -> None:

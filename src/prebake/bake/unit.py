@@ -563,6 +563,7 @@ def package(run: UnitRun, guarded: Guarded) -> Packaged:
                                                arch=unit.platform.arch, cxx=cxx, requires=req))
         generated.update(pkgconfig.generated_files(aid.name, aid.version, libs, order,
                                                    requires=req, os=unit.platform.os))
+    settings = {r.name: _build_settings(run, r) for r, _o in outcomes}
     manifest = make_manifest(
         aid, input_hash=unit.input_hash,
         toolchain=toolchain_identity(ws, unit.platform),
@@ -570,14 +571,15 @@ def package(run: UnitRun, guarded: Guarded) -> Packaged:
         recipes=[{"name": r.name, "version": ws.pins[r.pin],
                   **({"public_symbols": list(r.outputs.public_symbols)}
                      if r.outputs.public_symbols else {}),
-                  **_build_settings(run, r)} for r, _o in outcomes],
+                  **({"build_settings": settings[r.name]} if settings[r.name] else {})}
+                 for r, _o in outcomes],
         guards={**guards_record(unit.platform, [o for _r, o in outcomes]),
                 "version": summary([(g.recipe.name, g.adopted.proof)
                                     for g in guarded.recipes if g.adopted is not None])},
         inputs=unit.inputs,
     )
     trust = unit_trust(ws, unit, manifest.toolchain.to_json(), dirs.root, run.started_on,
-                       dirs.dist)
+                       dirs.dist, settings)
     manifest = replace(manifest, provenance=trust.definition)  # deterministic: no times, no host
     generated.update(trust.generated)  # share/prebake/sbom.cdx.json
     entries = relocate_files(run, entries, generated, manifest)
@@ -587,8 +589,10 @@ def package(run: UnitRun, guarded: Guarded) -> Packaged:
     return Packaged(path, digest, manifest, trust)
 
 
-def _build_settings(run: UnitRun, recipe: Recipe) -> dict[str, Any]:
-    """The CMake cache entries the recipe records (``Build.record``), read from its build."""
+def _build_settings(run: UnitRun, recipe: Recipe) -> dict[str, str]:
+    """The CMake cache entries the recipe records (``Build.record``), read from its build:
+    the manifest shows them, and the SBOM lists an optional component only where they
+    show its option on."""
     from prebake.package.cmakecache import CacheError, recorded
 
     strategy = _strategy(run, recipe)
@@ -603,7 +607,7 @@ def _build_settings(run: UnitRun, recipe: Recipe) -> dict[str, Any]:
         raise UnitFailed(f"{recipe.name}: {exc}") from None
     run.log.write("# build settings (CMake cache): "
                   + ", ".join(f"{k}={v}" for k, v in settings.items()))
-    return {"build_settings": dict(settings)}
+    return dict(settings)
 
 
 def relocate_files(run: UnitRun, entries: list[Entry], generated: Mapping[str, bytes],

@@ -238,12 +238,15 @@ class Component:
     recipe) compiles in; ``source`` is the URL its code comes from there (a ``deps.txt``
     entry). A from-source build whose workspace provides that URL with another archive
     compiles that archive instead, so the SBOM names the archive and leaves the version
-    unknown rather than repeating upstream's."""
+    unknown rather than repeating upstream's. A component compiled in only when a build
+    option is on (``when``, a CMake cache variable: XNNPACK under ``--use_xnnpack``) is listed
+    only for a build whose recorded CMake cache (``Build.record``) shows that option on."""
 
     name: str
     version: str
     source: str = ""
     versions: tuple[str, ...] = ()
+    when: str = ""
 
     def __post_init__(self) -> None:
         _freeze(self, "versions")

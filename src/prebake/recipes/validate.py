@@ -241,6 +241,7 @@ def validate_recipe(recipe: Recipe, *, platforms: Collection[str] | None = None,
                                 f"must be a tuple of symbol globs (strings); got {globs!r}"))
     if recipe.link_test is not None and not isinstance(recipe.link_test, Snippet):
         problems.append(Problem(f"{where}.link_test", "must be a Snippet or None"))
+    builds = [s for s in recipe.platforms.values() if isinstance(s, Build)]
     for comp in recipe.bundled:
         if not isinstance(comp, Component):
             problems.append(Problem(f"{where}.bundled", f"must hold Components; got {comp!r}"))
@@ -248,6 +249,12 @@ def validate_recipe(recipe: Recipe, *, platforms: Collection[str] | None = None,
                 isinstance(v, str) and v for v in comp.versions):
             problems.append(Problem(f"{where}.bundled", f"{comp.name}: source must be a URL "
                                     "string and versions non-empty release strings"))
+        elif comp.when and builds and not any(comp.when in b.record for b in builds):
+            # the SBOM lists it only where a build records the option: it never would be (a
+            # recipe that only repackages, such as the built-in one cut down to one upstream
+            # archive, claims no optional component anywhere)
+            problems.append(Problem(f"{where}.bundled", f"{comp.name}: when = {comp.when!r} "
+                                    "is a CMake variable no platform's Build records"))
     problems += _check_toolchain_min(recipe, where)
     problems += _check_host_tools(recipe, where)
     problems += _check_version_check(recipe.version_check, f"{where}.version_check")

@@ -4,7 +4,9 @@ It lists the asset itself (``metadata.component``), every recipe built into it w
 version and where its source came from, and the third-party components each recipe declares as
 ``bundled`` (for onnxruntime: abseil, protobuf, onnx, re2, …) with the versions upstream's
 build of that release compiles in, or, where the workspace provided a component's source with
-another archive ([sources.provided]), with that archive and no version.
+another archive ([sources.provided]), with that archive and no version. A component compiled in
+only under a build option (``Component.when``) is listed only where the unit's recorded CMake
+cache shows that option on.
 Written with ``cyclonedx-python-lib`` (the CycloneDX project's own Python model and serializer)
 so the document stays valid as the spec moves; tests validate it with that library's validator.
 
@@ -70,14 +72,22 @@ def _hashes(sha256: str) -> list[HashType]:
     return [HashType(alg=HashAlgorithm.SHA_256, content=sha256)] if sha256 else []
 
 
-def _bundled(recipe: Recipe, version: str, platform: str) -> list[Component]:
+# CMake's true constants (``if(<constant>)``), as a recorded cache value may spell them
+_CMAKE_TRUE = frozenset({"1", "ON", "YES", "TRUE", "Y"})
+
+
+def _bundled(recipe: Recipe, version: str, platform: str,
+             settings: Mapping[str, str]) -> list[Component]:
     """The components ``recipe`` bundles at ``version``: with upstream's version, or, where
     this unit compiled an archive that stands in for the component's source, with that
-    archive (URL and digest) and no version: which release it holds is not proven here."""
+    archive (URL and digest) and no version: which release it holds is not proven here.
+    An optional component needs its option ON in ``settings`` (the recorded CMake cache)."""
     standins = {s.provides: s for s in recipe.fetched_sources(platform, version)
                 if isinstance(s, UrlSource) and s.provides}
     out = []
     for c in recipe.bundled_for(version):
+        if c.when and settings.get(c.when, "").upper() not in _CMAKE_TRUE:
+            continue
         archive = standins.get(c.source) if c.source else None
         if archive is None:
             out.append(Component(name=c.name, version=c.version or None,
@@ -97,8 +107,9 @@ def _bundled(recipe: Recipe, version: str, platform: str) -> list[Component]:
 
 
 def make_sbom(aid: AssetId, recipes: Sequence[Recipe], pins: Mapping[str, str],
-              input_hash: str) -> bytes:
-    """The SBOM's JSON bytes (CycloneDX 1.6)."""
+              input_hash: str, settings: Mapping[str, Mapping[str, str]] | None = None) -> bytes:
+    """The SBOM's JSON bytes (CycloneDX 1.6); ``settings`` holds each recipe's recorded
+    CMake cache entries (``Build.record``), by recipe name."""
     serial = uuid.uuid5(_SERIAL_NAMESPACE, f"{aid.filename}\n{input_hash}")
     bom = Bom(serial_number=serial)
     bom.metadata.timestamp = None  # type: ignore[assignment]  # deterministic: no clock
@@ -113,7 +124,7 @@ def make_sbom(aid: AssetId, recipes: Sequence[Recipe], pins: Mapping[str, str],
                          bom_ref=f"recipe:{r.name}@{version}", purl=_purl(r.name, version),
                          description=r.description or None,
                          external_references=_references(r, version, pins, aid.platform))
-        bundled = _bundled(r, version, aid.platform)
+        bundled = _bundled(r, version, aid.platform, (settings or {}).get(r.name, {}))
         bom.components.add(comp)
         for b in bundled:
             bom.components.add(b)

@@ -59,35 +59,17 @@ def dependency_sources() -> tuple[UrlSource, ...]:
     return tuple(out)
 
 
-# Third-party code compiled into the library, per release, by deps.txt name: the component and
-# the version upstream's deps.txt pins (what Microsoft's own builds compile in). The shared
-# builds must not export it (the platform contracts' forbid_exports). Where the workspace
-# provides a dependency with another archive (Debian's date 3.0.3, Eigen 3.4.0, Boost 1.83
-# here), the SBOM names that archive instead of this version.
-BUNDLED = {
-    "1.21.0": {
-        "abseil_cpp": ("abseil-cpp", "20240722.0"),
-        "protobuf": ("protobuf", "21.12"),
-        "onnx": ("onnx", "1.17.0"),
-        "re2": ("re2", "2024-07-02"),
-        "flatbuffers": ("flatbuffers", "23.5.26"),
-        "date": ("date", "3.0.1"),
-        "microsoft_gsl": ("microsoft-gsl", "4.0.0"),
-        "safeint": ("safeint", "3.0.28"),
-        "mp11": ("boost-mp11", "1.82.0"),
-        "json": ("nlohmann-json", "3.11.3"),
-        "eigen": ("eigen", "1d8b82b0740839c0de7f1242a3585e3390ff5f33"),
-    },
-}
-
-
 def bundled_components() -> tuple[Component, ...]:
-    """``BUNDLED`` with each component's source URL from that release's ``deps.toml`` entry."""
-    urls = {(v, d.name): d.url for v, deps in load_table(HERE / "deps.toml").items()
-            for d in deps}
-    return tuple(Component(name, version, source=urls[(release, dep)], versions=(release,))
-                 for release, comps in BUNDLED.items()
-                 for dep, (name, version) in comps.items())
+    """The third-party code compiled into the library, per release: the ``component`` of
+    each ``deps.toml`` entry (the version upstream's deps.txt pins, what Microsoft's own builds
+    compile in), from that entry's URL. The shared builds must not export it (the platform
+    contracts' forbid_exports). Where the workspace provides a dependency with another
+    archive (Debian's date 3.0.3, Eigen 3.4.0, Boost 1.83 here), the SBOM names that archive
+    instead of this version."""
+    return tuple(Component(d.component[0], d.component[1], source=d.url, versions=(version,),
+                           when=d.when)
+                 for version, deps in load_table(HERE / "deps.toml").items()
+                 for d in deps if d.component is not None)
 
 
 # Native wasm exceptions, threads, SIMD128, a static library. Before the releases that have

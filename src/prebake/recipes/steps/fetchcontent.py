@@ -52,6 +52,9 @@ class Dep:
     patches: tuple[str, ...] = ()
     cache: tuple[tuple[str, str], ...] = ()  # plain CMake cache settings (NAME, value)
     reason: str = ""  # why an "absent" dependency is not built
+    # what the SBOM calls it where it is compiled in: (name, the version this URL holds)
+    component: tuple[str, str] | None = None
+    when: str = ""  # the CMake cache variable that is ON in a build that compiles it
 
     @property
     def fetched(self) -> bool:
@@ -76,7 +79,8 @@ def load_table(path: Path) -> dict[str, tuple[Dep, ...]]:
 
 def _dep(path: Path, version: str, name: str, row: Mapping[str, Any]) -> Dep:
     where = f"{path}: [{version}.{name}]"
-    unknown = set(row) - {"url", "take", "subdir", "variables", "patches", "cache", "reason"}
+    unknown = set(row) - {"url", "take", "subdir", "variables", "patches", "cache", "reason",
+                          "component", "when"}
     if unknown:
         raise PrebakeError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
     take = row.get("take")
@@ -92,10 +96,18 @@ def _dep(path: Path, version: str, name: str, row: Mapping[str, Any]) -> Dep:
     if take == "absent" and not (row.get("reason") and cache):
         raise PrebakeError(f"{where}: take = \"absent\" needs a reason and the cache settings "
                            "that switch the dependency off")
+    component = row.get("component")
+    if component is not None and not (isinstance(component, list) and len(component) == 2
+                                      and all(isinstance(c, str) and c for c in component)):
+        raise PrebakeError(f"{where}: component must be [\"name\", \"version\"]")
+    when = row.get("when", "")
+    if not isinstance(when, str) or (when and component is None):
+        raise PrebakeError(f"{where}: when names the CMake cache variable of a component")
     return Dep(name, row["url"], take, str(row.get("subdir", "")),
                tuple((str(k), str(v)) for k, v in variables.items()),
                tuple(row.get("patches", ())),
-               tuple((str(k), str(v)) for k, v in cache.items()), str(row.get("reason", "")))
+               tuple((str(k), str(v)) for k, v in cache.items()), str(row.get("reason", "")),
+               (component[0], component[1]) if component is not None else None, when)
 
 
 def parse_deps_txt(text: str) -> dict[str, tuple[int, str, str]]:
