@@ -134,12 +134,12 @@ class Reader:
 
 
 def table(
-    buf: Buffer, off: int, count: int, st: struct.Struct, what: str = "table"
+    buf: Source, off: int, count: int, st: struct.Struct, what: str = "table"
 ) -> list[tuple[int, ...]]:
     """``count`` records of ``st`` at ``off``, unpacked in one C loop after one bounds check.
 
-    The declared count is checked against the buffer before anything is allocated, so a header
-    claiming 2**32 entries costs nothing.
+    The declared count is checked against the buffer before anything is allocated (or, from
+    a file window, read), so a header claiming 2**32 entries costs nothing.
     """
     n = count * st.size
     if off < 0 or count < 0 or off + n > len(buf):

@@ -224,8 +224,7 @@ class ElfFile:
         count = self.shnum
         if count == 0 or self.shstrndx == SHN_XINDEX:
             # extended numbering: the real values live in section 0
-            zero = self.data[self.shoff : self.shoff + lay.shdr.size]
-            first = table(zero, 0, 1, lay.shdr, "section header 0")[0]
+            first = table(self.data, self.shoff, 1, lay.shdr, "section header 0")[0]
             count = count or first[5]
             if self.shstrndx == SHN_XINDEX:
                 self.shstrndx = first[6]
@@ -282,11 +281,11 @@ class ElfFile:
             raise FormatError(
                 self.path, f"program header entries of {self.phentsize} bytes are too small"
             )
-        count = min(self.phnum, len(self.data) // self.phentsize)
-        raw = self.data[self.phoff : self.phoff + count * self.phentsize]
         out: list[tuple[int, ...]] = []
-        for i in range(count):
-            out.extend(table(raw, i * self.phentsize, 1, lay.phdr, "program header"))
+        for i in range(min(self.phnum, len(self.data) // self.phentsize)):
+            out.extend(
+                table(self.data, self.phoff + i * self.phentsize, 1, lay.phdr, "program header")
+            )
         # normalise to (type, offset, vaddr, filesz) for both classes
         if lay.is64:
             return [(p[0], p[2], p[3], p[5]) for p in out]
@@ -327,10 +326,7 @@ def _dynamic(elf: ElfFile) -> tuple[list[tuple[int, int]], bytes]:
     if dyn is None:
         return [], b""
     count = dyn[3] // lay.dyn.size
-    seg = elf.data[dyn[1] : dyn[1] + count * lay.dyn.size]
-    if len(seg) != count * lay.dyn.size:
-        raise Truncated(f"dynamic segment at {dyn[1]} runs past the end ({len(elf.data)} bytes)")
-    rows = _until_null(table(seg, 0, count, lay.dyn, "dynamic segment"))
+    rows = _until_null(table(elf.data, dyn[1], count, lay.dyn, "dynamic segment"))
     addr = next((v for t, v in rows if t == DT.STRTAB), None)
     strsz = next((v for t, v in rows if t == DT.STRSZ), 0)
     if addr is None:
