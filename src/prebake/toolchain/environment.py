@@ -53,6 +53,9 @@ class Environment:
     packages: tuple[str, ...]
     tools: tuple[str, ...]
     identity: tuple[str, ...]
+    # False: the suite's Release file may be past its Valid-Until (a frozen snapshot); only
+    # that date check is relaxed, signatures are verified as always
+    check_valid_until: bool = True
 
     @property
     def root(self) -> Path:
@@ -78,7 +81,8 @@ def environments() -> Mapping[str, Environment]:
     for name, row in tomllib.loads(text).items():
         out[name] = Environment(name, str(row.get("description", "")), str(row["suite"]),
                                 tuple(row["packages"]), tuple(row["tools"]),
-                                tuple(row["identity"]))
+                                tuple(row["identity"]),
+                                bool(row.get("check_valid_until", True)))
     return out
 
 
@@ -133,7 +137,8 @@ def identity(env_name: str) -> str:
         if pkg and ver and "install ok installed" in block:
             versions[pkg.group(1)] = ver.group(1)
     parts = [f"{p} {versions.get(p, 'absent')}" for p in env.identity]
-    return f"{env.name} ({env.suite}): " + ", ".join(parts)
+    relaxed = "" if env.check_valid_until else "; Release date check relaxed, signatures verified"
+    return f"{env.name} ({env.suite}{relaxed}): " + ", ".join(parts)
 
 
 def debian_mirror() -> str | None:
@@ -189,8 +194,11 @@ def install(env: Environment) -> tuple[bool, str]:
     tmp = env.root.with_name(env.root.name + f".tmp{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.parent.mkdir(parents=True, exist_ok=True)
-    argv = ["mmdebstrap", "--variant=apt", f"--include={','.join(env.packages)}", env.suite,
-            str(tmp), f"deb {debian_mirror()} {env.suite} main"]
+    argv = ["mmdebstrap", "--variant=apt", f"--include={','.join(env.packages)}"]
+    if not env.check_valid_until:
+        # the date check only: no AllowInsecureRepositories, no --no-check-gpg
+        argv.append('--aptopt=Acquire::Check-Valid-Until "false"')
+    argv += [env.suite, str(tmp), f"deb {debian_mirror()} {env.suite} main"]
     try:
         proc = subprocess.run(argv, capture_output=True, text=True, errors="replace",
                               timeout=MMDEBSTRAP_TIMEOUT, check=False, stdin=subprocess.DEVNULL)
