@@ -39,6 +39,7 @@ def command_context(ws: Workspace, unit: Unit, opts: Options, recipe: Recipe, wo
                            "recipe_dir": str(recipe.folder)},
                           {"jobs": lambda: opts.cores.share(unit.id)}),
         pins=ws.pins,
+        release=recipe.release_argv(ws.pins[recipe.pin]),
         argv={"cc": with_launcher(relocate.compiler_argv(p.toolchain.cc, flags), launcher),
               "cxx": with_launcher(relocate.compiler_argv(p.toolchain.cxx, flags), launcher),
               "ar": p.toolchain.ar},

@@ -20,7 +20,7 @@ from typing import Any, Literal
 PLACEHOLDERS = (
     "src", "build", "prefix", "deps_prefix", "jobs", "version", "pins", "cc", "cxx", "ar",
     "platform", "os", "arch", "cmake_toolchain", "host_tools", "macos_min", "work", "python",
-    "recipe_dir",
+    "recipe_dir", "release",
 )
 # A recipe's ``platforms``/``kind``/``outputs.libs`` key meaning "every platform not named".
 ANY_PLATFORM = "*"
@@ -281,6 +281,25 @@ class HostTool:
 
 
 @dataclass(frozen=True)
+class Since:
+    """The arguments a release of the dependency takes from ``version`` on, in a recipe's
+    ``releases`` table: a command's ``{release[NAME]}`` becomes the ``argv`` of the newest
+    entry not newer than the pinned version (``Since("0", ...)`` covers every older one), so
+    a release's own build options (onnxruntime's ``--enable_wasm_jspi`` from 1.24) are data,
+    printed by ``build --dry-run`` as the build runs them."""
+
+    version: str
+    argv: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        _freeze(self, "argv")
+
+
+def _release_key(version: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in version.split(".") if x.isdigit())
+
+
+@dataclass(frozen=True)
 class Recipe:
     """One dependency. ``pin`` names the pin holding its version; ``pins`` any others it reads.
 
@@ -304,6 +323,8 @@ class Recipe:
     toolchain_min: tuple[MinToolchain, ...] = ()
     version_check: VersionCheck | None = None
     host_tools: tuple[HostTool, ...] = ()
+    # ``{release[NAME]}``: per-release arguments, each table newest entry first
+    releases: Mapping[str, tuple[Since, ...]] = field(default_factory=dict)
     path: Path | None = None
 
     def __post_init__(self) -> None:
@@ -311,6 +332,19 @@ class Recipe:
                 "host_tools")
         object.__setattr__(self, "platforms", dict(self.platforms))
         object.__setattr__(self, "kind", dict(self.kind))
+        object.__setattr__(self, "releases",
+                           {k: _tuple(v) for k, v in dict(self.releases).items()})
+
+    def release_argv(self, version: str) -> dict[str, tuple[str, ...]]:
+        """``{release[NAME]}`` for ``version``: each table's newest entry not newer than it
+        (a table with no such entry is left out; validation requires a ``Since("0")``)."""
+        want = _release_key(version)
+        out = {}
+        for name, table in self.releases.items():
+            hits = [s for s in table if _release_key(s.version) <= want]
+            if hits:
+                out[name] = max(hits, key=lambda s: _release_key(s.version)).argv
+        return out
 
     @property
     def folder(self) -> Path:

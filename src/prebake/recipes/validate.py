@@ -60,8 +60,9 @@ def _check_template(template: str, allowed: Collection[str], where: str) -> list
         base, bracket, rest = name.partition("[")
         if base not in allowed:
             problems.append(Problem(where, f"unknown placeholder {{{name}}}{_hint(base, allowed)}"))
-        elif base == "pins" and not (bracket and rest.endswith("]") and len(rest) > 1):
-            problems.append(Problem(where, f"write pins as {{pins[NAME]}}; got {{{name}}}"))
+        elif base in ("pins", "release") and not (bracket and rest.endswith("]")
+                                                  and len(rest) > 1):
+            problems.append(Problem(where, f"write {base} as {{{base}[NAME]}}; got {{{name}}}"))
     return problems
 
 
@@ -256,6 +257,7 @@ def validate_recipe(recipe: Recipe, *, platforms: Collection[str] | None = None,
             problems.append(Problem(f"{where}.bundled", f"{comp.name}: when = {comp.when!r} "
                                     "is a CMake variable no platform's Build records"))
     problems += _check_toolchain_min(recipe, where)
+    problems += _check_releases(recipe, where)
     problems += _check_host_tools(recipe, where)
     problems += _check_version_check(recipe.version_check, f"{where}.version_check")
     for target in recipe.outputs.cmake_targets:
@@ -303,6 +305,35 @@ def _check_host_tools(recipe: Recipe, where: str) -> list[Problem]:
                                         f"{{{name}}} names no host tool of this recipe "
                                         f"(host_tools=(HostTool(NAME, VERSION),) declares one; "
                                         f"declared: {', '.join(names) or 'none'})"))
+    return problems
+
+
+def _check_releases(recipe: Recipe, where: str) -> list[Problem]:
+    """Every ``{release[NAME]}`` names a table, and every table covers every version (an
+    entry ``Since("0")``), so no pin can leave a command without its arguments."""
+    from prebake.recipes.model import Since
+
+    problems = []
+    for name, table in recipe.releases.items():
+        key = f"{where}.releases[{name!r}]"
+        if not isinstance(table, tuple) or not table or not all(
+                isinstance(s, Since) for s in table):
+            problems.append(Problem(key, "must be a non-empty tuple of Since(VERSION, ARGV)"))
+            continue
+        for s in table:
+            if not re.fullmatch(r"\d+(\.\d+)*", s.version) or not all(
+                    isinstance(a, str) for a in s.argv):
+                problems.append(Problem(key, f"Since({s.version!r}, ...): a version such as "
+                                        "\"1.24\" and a tuple of strings"))
+        if not any(s.version.strip("0.") == "" for s in table):
+            problems.append(Problem(key, "has no Since(\"0\", ...) for the releases before "
+                                    "its first entry"))
+    for key, strat in recipe.platforms.items():
+        for name in template_fields(strategy_templates(strat)):
+            if name.startswith("release[") and name[len("release["):-1] not in recipe.releases:
+                problems.append(Problem(f"{where}.platforms[{key!r}]",
+                                        f"{{{name}}} names no table of this recipe's releases "
+                                        f"(known: {', '.join(recipe.releases) or 'none'})"))
     return problems
 
 

@@ -1,8 +1,10 @@
 """onnxruntime: built from source where the host's ABI demands it, repackaged where upstream fits.
 
-- wasm: a *static* library with native wasm exceptions for a ``-sJSPI -fwasm-exceptions
-  -pthread -msimd128`` consumer; the public wasm prebuilts use Emscripten's legacy EH and leave
-  ``__resumeException`` undefined in such a link. Built by onnxruntime's own ``build.py`` with the
+- wasm: a *static* library with native wasm exceptions in the exnref encoding for a ``-sJSPI
+  -fwasm-exceptions -sWASM_LEGACY_EXCEPTIONS=0 -pthread -msimd128`` consumer; the public wasm
+  prebuilts use Emscripten's JS exceptions and leave ``__resumeException`` undefined in such a
+  link, and a legacy-encoded archive links into a module that engines without the legacy
+  encoding refuse. Built by onnxruntime's own ``build.py`` with the
   platform's pinned Emscripten (a stand-in ``cmake/external/emsdk``, never a downloaded one),
   every third-party dependency from a verified archive (``onnxruntime/deps.toml``), and
   onnxruntime's ``-flto`` for Emscripten release builds cancelled by ``-fno-lto`` (the guards
@@ -25,6 +27,7 @@ from prebake.recipes import (
     Outputs,
     Recipe,
     Repackage,
+    Since,
     Snippet,
     UrlSource,
     VersionCheck,
@@ -72,25 +75,43 @@ def bundled_components() -> tuple[Component, ...]:
                  for d in deps if d.component is not None)
 
 
-# Native wasm exceptions, threads, SIMD128, a static library. Before the releases that have
-# --enable_wasm_jspi, build.py's exception choice is Emscripten's JS one (DISABLE_EXCEPTION_
-# CATCHING=0): it is switched off and -fwasm-exceptions given instead. onnxruntime appends
-# -flto to every non-Debug Emscripten build (cmake/adjust_global_compile_flags.cmake);
-# CMAKE_<LANG>_FLAGS_RELEASE comes after it on each compile line, so -fno-lto there wins.
-# CMake's configure checks (try_compile) take CMAKE_<LANG>_FLAGS but no _RELEASE flags, so each
-# check linked with LTO against Emscripten's bitcode system libraries; -fno-lto in
-# CMAKE_EXE_LINKER_FLAGS comes after it on every link line (no executable is built beyond the
-# checks): the same check results in half the configure time (docs/flagship.md, step 5).
+# Native wasm exceptions in the exnref encoding (try_table/throw_ref), threads, SIMD128, a static
+# library: the ABI of a host that links with -sJSPI -fwasm-exceptions -sWASM_LEGACY_EXCEPTIONS=0.
+# Releases whose build.py has --enable_wasm_jspi (1.24 on, onnxruntime PR #26095) map it to
+# those flags themselves; earlier ones get them explicitly, with build.py's own exception choice
+# (Emscripten's JS one, DISABLE_EXCEPTION_CATCHING=0) switched off (EH_BY_RELEASE below).
+# onnxruntime appends -flto to every non-Debug Emscripten build
+# (cmake/adjust_global_compile_flags.cmake); CMAKE_<LANG>_FLAGS_RELEASE comes after it on each
+# compile line, so -fno-lto there wins. CMake's configure checks (try_compile) take
+# CMAKE_<LANG>_FLAGS but no _RELEASE flags, so each check linked with LTO against Emscripten's
+# bitcode system libraries; -fno-lto in CMAKE_EXE_LINKER_FLAGS comes after it on every link line
+# (no executable is built beyond the checks): the same check results in half the configure time
+# (docs/flagship.md). CMake 4 (the sid environment's) refuses projects that declare a minimum
+# below 3.5 (nlohmann-json 3.11.3 says 3.1): CMAKE_POLICY_VERSION_MINIMUM lets them configure
+# with 3.5's behaviour, and CMake 3.x ignores it.
+EXNREF = "-fwasm-exceptions -sWASM_LEGACY_EXCEPTIONS=0"
+EH_BY_RELEASE = {
+    # directly after --cmake_extra_defines: the compile flags that choose the EH encoding
+    "wasm_eh_defines": (
+        Since("1.24"),
+        Since("0", (f"CMAKE_C_FLAGS={EXNREF}", f"CMAKE_CXX_FLAGS={EXNREF}")),
+    ),
+    "wasm_eh": (
+        Since("1.24", ("--enable_wasm_jspi",)),
+        Since("0", ("--disable_wasm_exception_catching",)),
+    ),
+}
 WASM = Build(
     commands=(
         SUPPLY_DEPS,
         "{python} -m prebake.recipes.steps.emsdk_standin {src}/cmake/external/emsdk",
         BUILD_PY + " CMAKE_PROJECT_INCLUDE_BEFORE={work}/deps/supplied.cmake"
-        " CMAKE_C_FLAGS=-fwasm-exceptions CMAKE_CXX_FLAGS=-fwasm-exceptions"
+        " {release[wasm_eh_defines]}"
         " 'CMAKE_C_FLAGS_RELEASE=-O3 -DNDEBUG -fno-lto'"
         " 'CMAKE_CXX_FLAGS_RELEASE=-O3 -DNDEBUG -fno-lto' CMAKE_EXE_LINKER_FLAGS=-fno-lto"
+        " CMAKE_POLICY_VERSION_MINIMUM=3.5"
         + AS_ROOT + " --build_wasm_static_lib --enable_wasm_simd --enable_wasm_threads"
-        " --disable_wasm_exception_catching --emsdk_version {pins[emsdk]}"
+        " {release[wasm_eh]} --emsdk_version {pins[emsdk]}"
         # the environment's protoc: Debian's protobuf-compiler 3.21.12 = deps.txt's protobuf
         " --path_to_protoc_exe /usr/bin/protoc",
         "cmake -E make_directory {prefix}/lib {prefix}/include {prefix}/share/licenses/onnxruntime",
@@ -195,6 +216,7 @@ RECIPE = Recipe(
     sources=(UrlSource(SOURCE), *dependency_sources()),
     files=(DEPS,),
     host_tools=(PROTOC, CMAKE),
+    releases=EH_BY_RELEASE,
     platforms={
         "wasm": WASM,
         "linux-aarch64": LINUX_AARCH64,
@@ -224,11 +246,12 @@ RECIPE = Recipe(
         license="LICENSE",
     ),
     kind={"wasm": "static", "*": "shared"},
-    # Emscripten 3.1.59 added -sJSPI and 3.1.61 moved it to the browsers' current JSPI API
-    # (Emscripten's ChangeLog); the consumer links with it. An older emcc (Debian 12's 3.1.6)
-    # is refused before the build, not after an hour of it.
-    toolchain_min=(MinToolchain("emscripten", "3.1.61",
-                                "its consumers link with -sJSPI"),),
+    # The exnref encoding is what -sWASM_LEGACY_EXCEPTIONS=0 makes clang emit from Emscripten
+    # 4.0 on; 3.1.x (Debian 13's 3.1.69) emits only the legacy one, and its consumers link with
+    # -sJSPI (3.1.61 on). An older emcc is refused before the build, not after an hour of it.
+    toolchain_min=(MinToolchain("emscripten", "4.0",
+                                "exnref exceptions (-sWASM_LEGACY_EXCEPTIONS=0) for a -sJSPI "
+                                "consumer"),),
     # ORT_API_VERSION is the release's minor number (21 for 1.21.x): a header of another
     # release over this library is refused.
     version_check=VersionCheck("include/onnxruntime_c_api.h", ("ORT_API_VERSION",),
