@@ -31,11 +31,12 @@ def dry_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any
     steps = {}
     for u in data["units"]:
         assert u["state"] == "planned"
-        # the example's emsdk (Debian 12's 3.1.6) lacks -sJSPI: a real run would refuse wasm
+        # the example's emsdk (Debian 12's 3.1.6) cannot emit exnref: a real run would refuse
         if u["unit"] == "onnxruntime/wasm":
             assert u["reason"].startswith("dry run: would refuse: onnxruntime/wasm: needs "
-                                          "Emscripten (emcc/em++) 3.1.61 or newer "
-                                          "(its consumers link with -sJSPI)"), u["reason"]
+                                          "Emscripten (emcc/em++) 4.0 or newer (exnref "
+                                          "exceptions (-sWASM_LEGACY_EXCEPTIONS=0) for a -sJSPI "
+                                          "consumer)"), u["reason"]
         elif u["unit"] == "onnxruntime/macos-arm64":  # AppleClang: only on a macOS runner
             assert u["reason"].startswith("dry run: would refuse: platform macos-arm64: "
                                           "AppleClang (Xcode, via xcrun) runs only on macos"), \
@@ -84,12 +85,16 @@ def test_wasm_uses_onnxruntime_build_py_with_the_pinned_emscripten(
     assert build[0] == "python3"  # the toolchain's own (its environment's, when it has one)
     assert build[1].endswith("/wasm/extra-onnxruntime/onnxruntime/src/tools/ci_build/build.py")
     for flag in ("--build_wasm_static_lib", "--enable_wasm_simd", "--enable_wasm_threads",
-                 "--disable_wasm_exception_catching", "--skip_tests", "--skip_submodule_sync",
-                 "--allow_running_as_root", "--compile_no_warning_as_error"):
+                 "--skip_tests", "--skip_submodule_sync", "--allow_running_as_root",
+                 "--compile_no_warning_as_error"):
         assert flag in build
-    assert "--enable_wasm_jspi" not in build  # 1.21-style explicit flags instead
+    # 1.27's build.py has --enable_wasm_jspi (exnref EH, JSPI): the recipe's release table
+    # gives it instead of 1.21's explicit flags, which would fight it
+    assert "--enable_wasm_jspi" in build
+    assert "--disable_wasm_exception_catching" not in build
+    assert not any(a.startswith(("CMAKE_C_FLAGS=", "CMAKE_CXX_FLAGS=")) for a in build), build
     assert build[build.index("--emsdk_version") + 1] == "3.1.6"
-    for define in ("onnxruntime_BUILD_UNIT_TESTS=OFF", "CMAKE_CXX_FLAGS=-fwasm-exceptions",
+    for define in ("onnxruntime_BUILD_UNIT_TESTS=OFF", "CMAKE_POLICY_VERSION_MINIMUM=3.5",
                    "CMAKE_C_FLAGS_RELEASE=-O3 -DNDEBUG -fno-lto",
                    "CMAKE_CXX_FLAGS_RELEASE=-O3 -DNDEBUG -fno-lto",
                    "CMAKE_EXE_LINKER_FLAGS=-fno-lto"):  # the configure checks' links

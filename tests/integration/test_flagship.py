@@ -376,17 +376,38 @@ def test_wasm_is_refused_while_its_environment_is_not_installed(tmp_path: Path) 
     proc = _prebake(ws, "build", "--platform", "wasm",
                     env={"PREBAKE_TOOLCHAINS": str(tmp_path / "toolchains")})
     assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert ("toolchain environment debian-13-emscripten is not installed: run `prebake "
+    assert ("toolchain environment debian-sid-emscripten is not installed: run `prebake "
             "toolchain install --platform wasm`") in proc.stderr
     assert not (ws / "releases").exists()
 
 
+def test_the_wasm_leg_asks_1_21_for_exnref_explicitly(tmp_path: Path) -> None:
+    """1.21's build.py has no --enable_wasm_jspi: the recipe's release table gives its flags
+    (the dry run shows the commands even while the environment is not installed)."""
+    proc = _prebake(_copy(tmp_path / "ws"), "build", "--platform", "wasm", "--dry-run", "--json",
+                    env={"PREBAKE_TOOLCHAINS": str(tmp_path / "toolchains")})
+    (unit,) = json.loads(proc.stdout)["units"]
+    (build,) = [c for c in unit["steps"][0]["commands"] if any("build.py" in a for a in c)]
+    for flag in ("CMAKE_C_FLAGS=-fwasm-exceptions -sWASM_LEGACY_EXCEPTIONS=0",
+                 "CMAKE_CXX_FLAGS=-fwasm-exceptions -sWASM_LEGACY_EXCEPTIONS=0",
+                 "--disable_wasm_exception_catching", "--enable_wasm_simd",
+                 "--enable_wasm_threads", "CMAKE_POLICY_VERSION_MINIMUM=3.5"):
+        assert flag in build, flag
+    assert "--enable_wasm_jspi" not in build
+    defines = build.index("--cmake_extra_defines")
+    assert build.index("CMAKE_CXX_FLAGS=-fwasm-exceptions -sWASM_LEGACY_EXCEPTIONS=0") > defines
+    assert build[build.index("--emsdk_version") + 1] == "6.0.5"
+
+
 @pytest.fixture(scope="module")
 def environment() -> Path:
-    """prebake's Debian 13 environment (the suite's trixie chroot), with its wrappers."""
+    """prebake's Debian sid environment (Emscripten 6.0.5), made by prebake itself into the
+    suite's toolchains folder (a CI re-run reuses it)."""
     from tests import toolchains
 
-    toolchains.trixie_emscripten()
+    why = toolchains._why_not()
+    if why:
+        pytest.skip(why)
     proc = support.prebake("-C", FLAGSHIP, "toolchain", "install", "--platform", "wasm",
                            "--json", env={"PREBAKE_TOOLCHAINS": str(toolchains.TOOLCHAINS)})
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -397,7 +418,7 @@ def test_the_environment_reports_the_pinned_emscripten(environment: Path) -> Non
     proc = support.prebake("-C", FLAGSHIP, "toolchain", "list", "--json",
                            env={"PREBAKE_TOOLCHAINS": str(environment)})
     wasm = next(p for p in json.loads(proc.stdout)["platforms"] if p["platform"] == "wasm")
-    assert wasm["status"] == "ok" and wasm["version"] == "3.1.69", wasm
+    assert wasm["status"] == "ok" and wasm["version"] == "6.0.5", wasm
     assert wasm["resolved"].startswith(str(environment)), wasm
 
 
@@ -405,9 +426,9 @@ def test_an_emscripten_pin_the_environment_contradicts_refuses_wasm(
         environment: Path, tmp_path: Path) -> None:
     ws = _copy(tmp_path / "ws")
     toml = ws / "prebake.toml"
-    toml.write_text(toml.read_text().replace('emsdk = "3.1.69"', 'emsdk = "3.1.70"'))
+    toml.write_text(toml.read_text().replace('emsdk = "6.0.5"', 'emsdk = "6.0.4"'))
     proc = _prebake(ws, "build", "--platform", "wasm",
                     env={"PREBAKE_TOOLCHAINS": str(environment)})
     assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert "pin emsdk = '3.1.70' but its cc" in proc.stderr and "3.1.69" in proc.stderr
+    assert "pin emsdk = '6.0.4' but its cc" in proc.stderr and "6.0.5" in proc.stderr
     assert not (ws / "releases").exists()
