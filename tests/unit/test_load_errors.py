@@ -181,3 +181,40 @@ def test_a_missing_cmake_toolchain_extra_file_is_a_load_error(
     rc, out = _run(capsys, "-C", str(ws), "plan")
     assert rc == 2 and "platforms.windows-x86_64.toolchain.cmake_toolchain" in out
     assert "no such file" in out and "Traceback" not in out
+
+
+def test_a_recipe_may_be_a_folder(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    ws = _sdk(tmp_path)
+    rc, before = _run(capsys, "-C", str(ws), "plan", "--json")
+    assert rc == 0, before
+    folder = ws / "recipes" / "vecmath"
+    folder.mkdir()
+    text = (ws / "recipes" / "vecmath.py").read_text()
+    (ws / "recipes" / "vecmath.py").unlink()
+    # a local source is found from the recipe's own folder, one level deeper now
+    (folder / "recipe.py").write_text(text.replace('"../src/vecmath"', '"../../src/vecmath"'))
+    rc, after = _run(capsys, "-C", str(ws), "plan", "--json")
+    assert rc == 0, after
+    ids = [u["id"] for u in json.loads(before)["units"]]
+    assert [u["id"] for u in json.loads(after)["units"]] == ids and "core/wasm" in ids
+
+
+def test_a_recipe_in_both_shapes_or_a_misnamed_folder_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ws = _sdk(tmp_path)
+    folder = ws / "recipes" / "vecmath"
+    folder.mkdir()
+    shutil.copy(ws / "recipes" / "vecmath.py", folder / "recipe.py")
+    rc, out = _run(capsys, "-C", str(ws), "plan")
+    assert rc == 2
+    assert "recipe 'vecmath' is both vecmath.py and vecmath/recipe.py: keep one" in out
+    (ws / "recipes" / "vecmath.py").unlink()
+    folder.rename(ws / "recipes" / "vecmath2")
+    text = (ws / "prebake.toml").read_text().replace('"vecmath"', '"vecmath2"')
+    (ws / "prebake.toml").write_text(text.replace("vecmath = ", "vecmath2 = "))
+    rc, out = _run(capsys, "-C", str(ws), "plan")
+    assert rc == 2
+    assert "RECIPE.name: is 'vecmath' but its folder is named 'vecmath2'" in out

@@ -25,7 +25,7 @@ from prebake.errors import ConfigError, PrebakeError, Problem
 from prebake.inspect.facts import ARCHES, OSES
 from prebake.names import name_problem
 from prebake.recipes import builtin_names, find_recipe, try_load_recipe, validate_recipe
-from prebake.recipes.loader import BUILTIN_DIR, workspace_names
+from prebake.recipes.loader import BUILTIN_DIR, FOLDER_RECIPE, workspace_names
 from prebake.recipes.model import Recipe
 from prebake.workspace.lines import LineIndex
 from prebake.workspace.model import (
@@ -548,17 +548,23 @@ def _load_recipes(root: Path, stages: Mapping[str, Stage], platforms: Mapping[st
                 continue
             if st.package == "per-recipe" and name in stages:
                 c.add(where, f"recipe {name!r} has the name of a stage (unit ids would clash)")
-            path = find_recipe(name, root)
+            try:
+                path = find_recipe(name, root)
+            except ConfigError as exc:  # both NAME.py and NAME/recipe.py
+                c.problems.extend(exc.problems)
+                continue
             if path is None:
                 c.add(where, f"unknown recipe {name!r}{_hint(name, known)} "
-                      f"(no recipes/{name}.py in the workspace and no built-in)")
+                      f"(no recipes/{name}.py or recipes/{name}/recipe.py in the workspace "
+                      "and no built-in)")
                 continue
             recipe, problems = try_load_recipe(path)
             c.problems.extend(problems)
             if recipe is None:
                 continue
-            builtin = path.parent == BUILTIN_DIR
-            shown = f"builtin/{path.name}" if builtin else f"recipes/{path.name}"
+            builtin = BUILTIN_DIR in path.parents
+            shown = ("builtin/" if builtin else "recipes/") + (
+                f"{name}/{path.name}" if path.name == FOLDER_RECIPE else path.name)
             c.problems.extend(validate_recipe(recipe, platforms=None if builtin else platforms,
                                               display=shown))
             recipes[name] = recipe
