@@ -3,8 +3,9 @@
 A recipe is a file ``NAME.py``, or a folder ``NAME/`` whose ``recipe.py`` is the recipe and
 which holds whatever else is its own (a deps table, patches, step programs), so one recipe is
 one place; a name with both shapes is refused rather than one picked. A recipe file is
-executed in a fresh namespace (never imported into ``sys.modules``) and must define ``RECIPE``. Failures become ``Problem``s naming the file and line, so the workspace
-loader can report them together with everything else wrong.
+executed in a fresh namespace (never imported into ``sys.modules``) and must define ``RECIPE``.
+Failures become ``Problem``s naming the file and line, so the workspace loader can report them
+together with everything else wrong.
 """
 
 from __future__ import annotations
