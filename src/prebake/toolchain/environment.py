@@ -27,6 +27,7 @@ from importlib import resources
 from pathlib import Path
 
 from prebake.errors import PrebakeError
+from prebake.redact import redact_text
 
 DATA = "environments.toml"
 SOURCES = (Path("/etc/apt/sources.list.d/debian.sources"), Path("/etc/apt/sources.list"))
@@ -141,8 +142,18 @@ def identity(env_name: str) -> str:
     return f"{env.name} ({env.suite}{relaxed}): " + ", ".join(parts)
 
 
+# apt's words for an archive that does not verify against the keyring (unsigned, unknown key,
+# bad signature): provisioning from it is refused as bad input, never retried without checks
+_UNVERIFIED = re.compile(r"^E: .*(?:is not signed|NO_PUBKEY|BADSIG|signatures? (?:were|was) "
+                         r"invalid|couldn't be verified|not valid|clearsigned)", re.M | re.I)
+
+
 def debian_mirror() -> str | None:
-    """The Debian mirror apt uses here (its main archive, not the security one)."""
+    """The Debian mirror to bootstrap from: ``$PREBAKE_DEBIAN_MIRROR`` (a company mirror), else
+    the one apt uses here (its main archive, not the security one). Either way the archive's
+    signatures are verified against the host's Debian keyring."""
+    if env := os.environ.get("PREBAKE_DEBIAN_MIRROR"):
+        return env
     for src in SOURCES:
         try:
             text = src.read_text()
@@ -207,6 +218,12 @@ def install(env: Environment) -> tuple[bool, str]:
         return False, f"mmdebstrap for {env.name} failed: {exc}"
     if proc.returncode != 0 or not (tmp / "usr" / "bin").is_dir():
         shutil.rmtree(tmp, ignore_errors=True)
+        unverified = _UNVERIFIED.search(f"{proc.stderr}\n{proc.stdout}")
+        if unverified:
+            raise PrebakeError(
+                f"toolchain environment {env.name}: {redact_text(unverified.group(0)[3:].strip())}: "
+                f"the {env.suite} archive at {redact_text(str(debian_mirror()))} does not verify "
+                "against Debian's keyring; nothing installed")
         tail = " | ".join((proc.stderr or proc.stdout).strip().splitlines()[-3:])
         return False, f"mmdebstrap for {env.name} failed (exit {proc.returncode}): {tail}"
     tmp.rename(env.root)
