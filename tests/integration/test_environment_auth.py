@@ -54,7 +54,6 @@ def test_the_sid_environment_is_verified_and_says_its_date_check_is_relaxed() ->
     """The real one (the suite's): made by mmdebstrap with signatures checked (no option that
     skips them), and its identity — which the manifest records — says the date was relaxed."""
     from prebake.toolchain.environment import environment_named, identity
-
     from tests import toolchains
 
     why = toolchains._why_not()
