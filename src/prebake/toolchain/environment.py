@@ -220,8 +220,9 @@ def install(env: Environment) -> tuple[bool, str]:
         shutil.rmtree(tmp, ignore_errors=True)
         unverified = _UNVERIFIED.search(f"{proc.stderr}\n{proc.stdout}")
         if unverified:
+            said = redact_text(unverified.group(0)[3:].strip())
             raise PrebakeError(
-                f"toolchain environment {env.name}: {redact_text(unverified.group(0)[3:].strip())}: "
+                f"toolchain environment {env.name}: {said}: "
                 f"the {env.suite} archive at {redact_text(str(debian_mirror()))} does not verify "
                 "against Debian's keyring; nothing installed")
         tail = " | ".join((proc.stderr or proc.stdout).strip().splitlines()[-3:])
