@@ -1,0 +1,108 @@
+"""What a unit's asset holds: the files it ships, the link order across its libraries, the
+build settings and toolchain its manifest records, and the relocation that keeps every build
+folder out of it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from prebake.bake.invocation import command_context
+from prebake.bake.result import GuardReport
+from prebake.bake.unitrun import UnitFailed, UnitRun, strategy_of
+from prebake.manifest import Manifest
+from prebake.package import relocate
+from prebake.package.archive import Entry, collect_tree, with_generated
+from prebake.plan.model import Unit
+from prebake.recipes.model import Build, Recipe
+from prebake.workspace.model import Platform, Workspace
+
+
+def toolchain_identity(ws: Workspace, platform: Platform) -> dict[str, Any]:
+    """What the manifest records about the compiler: its spec, pin, and verified identity."""
+    from prebake.toolchain.verify import record
+
+    return record(platform, ws.pins)
+
+
+def build_settings(run: UnitRun, recipe: Recipe) -> dict[str, str]:
+    """The CMake cache entries the recipe records (``Build.record``), read from its build:
+    the manifest shows them, and the SBOM lists an optional component only where they
+    show its option on."""
+    from prebake.package.cmakecache import CacheError, recorded
+
+    strategy = strategy_of(run, recipe)
+    if not isinstance(strategy, Build) or not strategy.record:
+        return {}
+    ctx = command_context(run.ws, run.unit, run.opts, recipe, run.dirs.recipe(recipe),
+                          run.dirs)
+    path = Path(ctx.fill(strategy.cmake_cache, f"recipe {recipe.name} cmake_cache"))
+    try:
+        settings = recorded(path, strategy.record)
+    except CacheError as exc:
+        raise UnitFailed(f"{recipe.name}: {exc}") from None
+    run.log.write("# build settings (CMake cache): "
+                  + ", ".join(f"{k}={v}" for k, v in settings.items()))
+    return dict(settings)
+
+
+def relocate_files(run: UnitRun, entries: list[Entry], generated: Mapping[str, bytes],
+                   manifest: Manifest) -> list[Entry]:
+    """Rewrite the install files prebake knows to be relative to their own folder, then
+    refuse the asset if any file it would ship still names the workspace, the unit's work
+    folder or its prefix (``prebake.package.relocate``)."""
+    from prebake import jsonio
+
+    dirs = run.dirs
+    paths = relocate.BuildPaths.of(dirs.prefix, dirs.root, run.ws.root)
+    done = relocate.rewrite_install(dirs.prefix, [e.path for e in entries if e.kind == "file"],
+                                    paths)
+    for rel in done.changed:
+        run.log.write(f"# relocated {rel}: build prefix -> relative to the file")
+    for rel in done.dropped:
+        run.log.write(f"# dropped {rel}: a libtool archive names the build machine's libdir")
+    gone = set(done.dropped)
+    kept = [e for e in entries if e.path not in gone]
+    manifest_json = jsonio.dumps(manifest.to_json()).encode()
+    shipped = with_generated(kept, {**generated, "share/prebake/manifest.json": manifest_json})
+    leaks = relocate.scan(shipped, paths)
+    if leaks:
+        raise UnitFailed(relocate.render_leaks(run.unit.id, leaks))
+    return kept
+
+
+def asset_entries(unit: Unit, prefix: Path, added: Sequence[str]) -> list[Entry]:
+    """A recipe unit ships its whole prefix; a stage unit the files it added (and their dirs)."""
+    if unit.per_recipe:
+        return collect_tree(prefix)
+    keep = set(added)
+    return _prune_dirs([e for e in collect_tree(prefix) if e.kind == "dir" or e.path in keep])
+
+
+def _prune_dirs(entries: list[Entry]) -> list[Entry]:
+    """Keep only folders that hold a kept file (a stage ships what it added, not empty dirs)."""
+    keep = {e.path for e in entries if e.kind != "dir"}
+    parents = {p for path in keep for p in _parents(path)}
+    return [e for e in entries if e.kind != "dir" or e.path in parents]
+
+
+def _parents(path: str) -> list[str]:
+    parts = path.split("/")[:-1]
+    return ["/".join(parts[: i + 1]) for i in range(len(parts))]
+
+
+def combined_order(outcomes: Sequence[tuple[Recipe, GuardReport]], prefix: Path
+                    ) -> list[list[str]]:
+    """The link order across every library the unit ships (one recipe: its own order)."""
+    static = [lib for _r, o in outcomes for lib in o.libs if lib.kind == "static"]
+    if len(outcomes) == 1 or len(static) < 2:
+        return [g for _r, o in outcomes for g in o.link_order] or [
+            [lib.path] for _r, o in outcomes for lib in o.libs]
+    from prebake.link.order import compute_link_order
+
+    order = compute_link_order([prefix / lib.path for lib in static])
+    groups = [[Path(p).relative_to(prefix).as_posix() for p in g] for g in order.groups]
+    shared = [[lib.path] for _r, o in outcomes for lib in o.libs if lib.kind != "static"]
+    return groups + shared
+
