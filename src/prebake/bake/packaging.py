@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from prebake.bake.guards import static_link_order
 from prebake.bake.invocation import command_context
 from prebake.bake.result import GuardReport
 from prebake.bake.unitrun import UnitFailed, UnitRun, strategy_of
@@ -93,16 +94,12 @@ def _parents(path: str) -> list[str]:
 
 
 def combined_order(outcomes: Sequence[tuple[Recipe, GuardReport]], prefix: Path
-                    ) -> list[list[str]]:
-    """The link order across every library the unit ships (one recipe: its own order)."""
+                   ) -> list[list[str]]:
+    """The link order across every library the unit ships (one recipe: its own order, as its
+    guard found it; several: their static archives ordered together, then the shared ones)."""
     static = [lib for _r, o in outcomes for lib in o.libs if lib.kind == "static"]
     if len(outcomes) == 1 or len(static) < 2:
         return [g for _r, o in outcomes for g in o.link_order] or [
             [lib.path] for _r, o in outcomes for lib in o.libs]
-    from prebake.link.order import compute_link_order
-
-    order = compute_link_order([prefix / lib.path for lib in static])
-    groups = [[Path(p).relative_to(prefix).as_posix() for p in g] for g in order.groups]
     shared = [[lib.path] for _r, o in outcomes for lib in o.libs if lib.kind != "static"]
-    return groups + shared
-
+    return static_link_order(static, prefix) + shared

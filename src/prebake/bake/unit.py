@@ -29,7 +29,7 @@ from typing import Any
 
 from prebake.bake import stamp
 from prebake.bake.from_source import build_from_source
-from prebake.bake.guards import guards_record, license_dest, run_guards
+from prebake.bake.guards import GuardInput, guards_record, license_dest, run_guards
 from prebake.bake.immutability import Snapshot, compare, snapshot
 from prebake.bake.layout import Layout, WorkDirs, stage_marker, work_dirs
 from prebake.bake.options import Options
@@ -270,11 +270,11 @@ def guard_recipe(run: UnitRun, built: RecipeBuilt) -> RecipeGuarded:
     """Inspect, contract-check and link-test one recipe's outputs; any failure fails the unit."""
     recipe, dirs, p = built.recipe, run.dirs, run.unit.platform
     run.say(f"{recipe.name}: guards (inspect, contract, link test)")
-    recipes = run.ws.recipes
-    dep_libs = dep_libraries(recipes, recipe, p.name, dirs.deps)
-    outcome = run_guards(recipe, p, dirs.prefix, built.work, run.log, dep_libs=dep_libs,
-                         include_dirs=[] if dirs.shared_prefix else [dirs.deps / "include"],
-                         before=built.before)
+    dep_libs = dep_libraries(run.ws.recipes, recipe, p.name, dirs.deps)
+    outcome = run_guards(GuardInput(
+        recipe, p, dirs.prefix, built.work, run.log, dep_libs=tuple(dep_libs),
+        include_dirs=() if dirs.shared_prefix else (dirs.deps / "include",),
+        before=built.before))
     if not outcome.ok:
         raise UnitFailed("\n".join(outcome.failures), outcome.violations)
     return RecipeGuarded(recipe, outcome)
