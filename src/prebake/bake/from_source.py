@@ -8,12 +8,15 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from prebake.bake import commands as cmdline
-from prebake.bake.env import dropped
+from prebake.bake.env import build_env, compiler_launcher, dropped
 from prebake.bake.invocation import command_context, command_env
 from prebake.bake.process import run_logged
 from prebake.bake.unitrun import UnitFailed, UnitRun
 from prebake.recipes.model import Build, Recipe, strategy_templates, template_fields
 from prebake.sources import materialize, render_source
+from prebake.toolchain.cmakefile import ToolchainFileError, for_unit, toolchain_folder
+from prebake.toolchain.families import family_of_argv
+from prebake.toolchain.zigwarm import warm
 
 
 def fetch_sources(run: UnitRun, recipe: Recipe, work: Path) -> None:
@@ -48,9 +51,6 @@ def build_from_source(run: UnitRun, recipe: Recipe, strategy: Build, work: Path)
 def _warm_zig(run: UnitRun, env: Mapping[str, str]) -> None:
     """zig builds its C runtime in the folder of the first link that needs it and records
     that folder in debug info (``prebake.toolchain.zigwarm``): build it from ``/`` first."""
-    from prebake.toolchain.families import family_of_argv
-    from prebake.toolchain.zigwarm import warm
-
     tc = run.unit.platform.toolchain
     fam = family_of_argv(tc.cc)
     if fam is None or fam.name != "zig":
@@ -63,9 +63,6 @@ def _warm_zig(run: UnitRun, env: Mapping[str, str]) -> None:
 def write_cmake_toolchain(run: UnitRun) -> Path:
     """Write the platform's CMake toolchain file (and its wrappers) into the unit's work
     folder, before any source is fetched: a table that cannot make one fails here."""
-    from prebake.bake.env import build_env, compiler_launcher
-    from prebake.toolchain.cmakefile import ToolchainFileError, for_unit, toolchain_folder
-
     p, dirs = run.unit.platform, run.dirs
     env = build_env(run.opts.caller_env, platform_env=p.env, unset=p.env_unset)
     try:

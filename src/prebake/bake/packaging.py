@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from prebake import jsonio
 from prebake.bake.guards import static_link_order
 from prebake.bake.invocation import command_context
 from prebake.bake.result import GuardReport
@@ -15,15 +16,15 @@ from prebake.bake.unitrun import UnitFailed, UnitRun, strategy_of
 from prebake.manifest import Manifest
 from prebake.package import relocate
 from prebake.package.archive import Entry, collect_tree, with_generated
+from prebake.package.cmakecache import CacheError, recorded
 from prebake.plan.model import Unit
 from prebake.recipes.model import Build, Recipe
+from prebake.toolchain.verify import record
 from prebake.workspace.model import Platform, Workspace
 
 
 def toolchain_identity(ws: Workspace, platform: Platform) -> dict[str, Any]:
     """What the manifest records about the compiler: its spec, pin, and verified identity."""
-    from prebake.toolchain.verify import record
-
     return record(platform, ws.pins)
 
 
@@ -31,8 +32,6 @@ def build_settings(run: UnitRun, recipe: Recipe) -> dict[str, str]:
     """The CMake cache entries the recipe records (``Build.record``), read from its build:
     the manifest shows them, and the SBOM lists an optional component only where they
     show its option on."""
-    from prebake.package.cmakecache import CacheError, recorded
-
     strategy = strategy_of(run, recipe)
     if not isinstance(strategy, Build) or not strategy.record:
         return {}
@@ -53,8 +52,6 @@ def relocate_files(run: UnitRun, entries: list[Entry], generated: Mapping[str, b
     """Rewrite the install files prebake knows to be relative to their own folder, then
     refuse the asset if any file it would ship still names the workspace, the unit's work
     folder or its prefix (``prebake.package.relocate``)."""
-    from prebake import jsonio
-
     dirs = run.dirs
     paths = relocate.BuildPaths.of(dirs.prefix, dirs.root, run.ws.root)
     done = relocate.rewrite_install(dirs.prefix, [e.path for e in entries if e.kind == "file"],

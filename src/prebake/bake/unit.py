@@ -28,9 +28,11 @@ from pathlib import Path
 from typing import Any
 
 from prebake.bake import stamp
+from prebake.bake.dryrun import dry_run_steps, dry_run_verdict
 from prebake.bake.from_source import build_from_source
 from prebake.bake.guards import GuardInput, guards_record, license_dest, run_guards
 from prebake.bake.immutability import Snapshot, compare, snapshot
+from prebake.bake.invocation import host_tool_env
 from prebake.bake.layout import Layout, WorkDirs, stage_marker, work_dirs
 from prebake.bake.options import Options
 from prebake.bake.packaging import (
@@ -46,6 +48,7 @@ from prebake.bake.result import GuardReport, UnitResult, UnitState
 from prebake.bake.shipped import dep_libraries, prefix_files
 from prebake.bake.stage_files import restore_stage, save_stage_files
 from prebake.bake.unitrun import Event, UnitFailed, UnitRun, strategy_of, unbuildable
+from prebake.diff import build_summary
 from prebake.errors import PrebakeError
 from prebake.manifest import Manifest
 from prebake.package import cmake, pkgconfig
@@ -55,9 +58,11 @@ from prebake.package.libs import Library
 from prebake.package.manifest import make_manifest
 from prebake.package.version_proof import files_below, summary
 from prebake.plan.model import Unit
-from prebake.recipes.model import Build, Recipe, Repackage
+from prebake.recipes.model import Build, Recipe, Repackage, host_tools_used
 from prebake.sources import SourceCache
 from prebake.store.base import Store, read_manifest
+from prebake.toolchain.hosttools import HOST_TOOLS
+from prebake.toolchain.verify import with_toolchain_prefix
 from prebake.trust.hooks import UnitTrust, unit_trust
 from prebake.workspace.model import Workspace
 
@@ -163,10 +168,6 @@ def preflight(run: UnitRun) -> None:
 def check_host_tools(run: UnitRun) -> None:
     """Every host tool a recipe's commands name is on the build's PATH, runs on this machine
     and reports the release the recipe demands (``prebake.toolchain.hosttools``)."""
-    from prebake.bake.invocation import host_tool_env
-    from prebake.recipes.model import host_tools_used
-    from prebake.toolchain.hosttools import HOST_TOOLS
-
     env = host_tool_env(run.unit, run.opts)
     for recipe in run.unit.recipes:
         for tool in host_tools_used(recipe, run.unit.platform.name):
@@ -406,8 +407,6 @@ def publish(run: UnitRun, attested: Attested) -> Published:
     diff: Mapping[str, Any] | None = None
     markdown = ""
     if run.opts.diff:
-        from prebake.diff import build_summary
-
         run.say(f"diffing {name} against {store.url}")
         result, markdown = build_summary(path, store)
         diff = result.to_json() if result is not None else None
@@ -467,8 +466,6 @@ def run_platform(unit: Unit, dirs: WorkDirs) -> Unit:
     """The unit as its commands run: a compiler a stage installs is in this unit's deps."""
     if not unit.platform.toolchain.from_stage:
         return unit
-    from prebake.toolchain.verify import with_toolchain_prefix
-
     return replace(unit, platform=with_toolchain_prefix(unit.platform, str(dirs.deps)))
 
 
@@ -486,8 +483,6 @@ def run_unit(ws: Workspace, unit: Unit, opts: Options, store: Store, emit: Event
                      input_hash=unit.input_hash, want_diff=opts.diff)
     cache = opts.cache or SourceCache()
     if opts.dry_run:
-        from prebake.bake.dryrun import dry_run_steps, dry_run_verdict
-
         return replace(res, state=UnitState.PLANNED,
                         dry_run=dry_run_steps(ws, unit, opts, cache),
                         reason=dry_run_verdict(store, unit, opts.force))
