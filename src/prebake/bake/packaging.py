@@ -1,31 +1,70 @@
-"""What a unit's asset holds: the files it ships, the link order across its libraries, the
-build settings and toolchain its manifest records, and the relocation that keeps every build
+"""What a unit's asset holds, for the ``package`` step: the files it ships, the link order
+across its libraries, its own CMake and pkg-config files, the manifest (what the guards proved,
+the toolchain, the build settings, the inputs), and the relocation that keeps every build
 folder out of it."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from prebake import jsonio
-from prebake.bake.guards import static_link_order
+from prebake.bake.guards import guards_record, static_link_order
 from prebake.bake.invocation import command_context
 from prebake.bake.result import GuardReport
 from prebake.bake.unitrun import UnitFailed, UnitRun, strategy_of
 from prebake.manifest import Manifest
-from prebake.package import relocate
+from prebake.package import cmake, pkgconfig, relocate
 from prebake.package.archive import Entry, collect_tree, with_generated
 from prebake.package.cmakecache import CacheError, recorded
+from prebake.package.libs import Library
+from prebake.package.manifest import make_manifest
+from prebake.package.version_proof import Proof, summary
 from prebake.plan.model import Unit
 from prebake.recipes.model import Build, Recipe
 from prebake.toolchain.verify import record
-from prebake.workspace.model import Platform, Workspace
+
+Outcomes = Sequence[tuple[Recipe, GuardReport]]  # each recipe of the unit, as its guards found it
 
 
-def toolchain_identity(ws: Workspace, platform: Platform) -> dict[str, Any]:
-    """What the manifest records about the compiler: its spec, pin, and verified identity."""
-    return record(platform, ws.pins)
+def generated_configs(run: UnitRun, outcomes: Outcomes, order: Sequence[Sequence[str]]
+                      ) -> dict[str, bytes]:
+    """The unit's own CMake package and ``.pc`` file, named like the asset and linking every
+    library it ships in ``order``; none when a recipe named like the asset made its own."""
+    unit, aid = run.unit, run.unit.asset
+    libs: list[Library] = [lib for _r, o in outcomes for lib in o.libs]
+    cxx = any(o.cxx for _r, o in outcomes)
+    names = {r.name for r, _o in outcomes}
+    req = sorted({d for r, _o in outcomes for d in r.deps if d not in names
+                  and d in run.ws.recipes})
+    if aid.name in names:
+        return {}
+    return {**cmake.generated_files(aid.name, aid.version, libs, order,
+                                    arch=unit.platform.arch, cxx=cxx, requires=req),
+            **pkgconfig.generated_files(aid.name, aid.version, libs, order,
+                                        requires=req, os=unit.platform.os)}
+
+
+def unit_manifest(run: UnitRun, outcomes: Outcomes, order: Sequence[Sequence[str]],
+                  settings: Mapping[str, Mapping[str, str]],
+                  proofs: Sequence[tuple[str, Proof]]) -> Manifest:
+    """The manifest before provenance: what the guards proved (contract, link tests, the
+    version evidence in ``proofs``), the toolchain, the recipes and their build settings, the
+    inputs."""
+    unit, ws = run.unit, run.ws
+    return make_manifest(
+        unit.asset, input_hash=unit.input_hash,
+        toolchain=record(unit.platform, ws.pins),  # the spec, pin and verified identity
+        facts=[f for _r, o in outcomes for f in o.facts], link_order=order,
+        recipes=[{"name": r.name, "version": ws.pins[r.pin],
+                  **({"public_symbols": list(r.outputs.public_symbols)}
+                     if r.outputs.public_symbols else {}),
+                  **({"build_settings": settings[r.name]} if settings[r.name] else {})}
+                 for r, _o in outcomes],
+        guards={**guards_record(unit.platform, [o for _r, o in outcomes]),
+                "version": summary(proofs)},
+        inputs=unit.inputs,
+    )
 
 
 def build_settings(run: UnitRun, recipe: Recipe) -> dict[str, str]:
@@ -90,8 +129,7 @@ def _parents(path: str) -> list[str]:
     return ["/".join(parts[: i + 1]) for i in range(len(parts))]
 
 
-def combined_order(outcomes: Sequence[tuple[Recipe, GuardReport]], prefix: Path
-                   ) -> list[list[str]]:
+def combined_order(outcomes: Outcomes, prefix: Path) -> list[list[str]]:
     """The link order across every library the unit ships (one recipe: its own order, as its
     guard found it; several: their static archives ordered together, then the shared ones)."""
     static = [lib for _r, o in outcomes for lib in o.libs if lib.kind == "static"]

@@ -1,11 +1,18 @@
 """Building one unit, as step functions: compose → build → guard → package → attest → publish.
 
-Each step takes the unit's fixed :class:`UnitRun` (workspace, resolved :class:`Unit`, options,
-store, log, folders) plus the typed value the previous step returned, and returns its own
-frozen value; a step refuses by raising :class:`UnitFailed` with a message that says what.
-:func:`run_unit` chains them and turns the outcome into a :class:`UnitResult`. To add a step
-(a toolchain check before ``build_recipe``, another proof in ``guard_recipe``, a pass over
-the files in ``package``), insert a function that takes and returns these values.
+Each step takes the unit's fixed :class:`~prebake.bake.unitrun.UnitRun` (workspace, resolved
+:class:`Unit`, options, store, log, folders) plus the typed value the previous step returned, and
+returns its own frozen value; a step refuses by raising ``UnitFailed`` with a message that says
+what. :func:`build_unit` is the chain; :func:`run_unit` runs it and turns the outcome into a
+:class:`UnitResult`. To add a step (a toolchain check before ``build_recipe``, a pass over the
+files in ``package``), insert a function that takes and returns these values; another proof
+per recipe is a guard in ``prebake.bake.guards.GUARDS``.
+
+This module is the chain only; what a step hands off lives beside it: ``from_source`` and
+``repackage`` (the two strategies of ``build_recipe``), ``guards`` (the guards of
+``guard_recipe``), ``packaging`` (what ``package`` puts into the asset and its manifest, and the
+relocation check) and ``stage_files`` (a stage's files saved for later stages, or restored from
+its asset by ``compose``).
 
 A *stage unit* (``core/wasm``) builds every recipe of a ``prefix`` stage into one install prefix
 that starts as the union of the earlier stages' files, checks that none of those files changed,
@@ -30,7 +37,7 @@ from typing import Any
 from prebake.bake import stamp
 from prebake.bake.dryrun import dry_run_steps, dry_run_verdict
 from prebake.bake.from_source import build_from_source
-from prebake.bake.guards import GuardInput, guards_record, license_dest, run_guards
+from prebake.bake.guards import GuardInput, license_dest, run_guards
 from prebake.bake.immutability import Snapshot, compare, snapshot
 from prebake.bake.invocation import host_tool_env
 from prebake.bake.layout import Layout, WorkDirs, stage_marker, work_dirs
@@ -39,8 +46,9 @@ from prebake.bake.packaging import (
     asset_entries,
     build_settings,
     combined_order,
+    generated_configs,
     relocate_files,
-    toolchain_identity,
+    unit_manifest,
 )
 from prebake.bake.process import BuildLog
 from prebake.bake.repackage import repackage
@@ -54,9 +62,7 @@ from prebake.manifest import Manifest
 from prebake.package import cmake, pkgconfig
 from prebake.package.adopt import Adopted, AdoptFailed, adopt_install
 from prebake.package.archive import write_asset
-from prebake.package.libs import Library
-from prebake.package.manifest import make_manifest
-from prebake.package.version_proof import files_below, summary
+from prebake.package.version_proof import files_below
 from prebake.plan.model import Unit
 from prebake.recipes.model import Build, Recipe, Repackage, host_tools_used
 from prebake.sources import SourceCache
@@ -145,12 +151,6 @@ class BreakingDiff(UnitFailed):
         self.markdown = markdown
 
 
-
-
-
-
-
-
 # ---- step 0: preflight ------------------------------------------------------------------------
 
 def preflight(run: UnitRun) -> None:
@@ -207,8 +207,6 @@ def compose(run: UnitRun) -> Composed:
     return Composed(before=before)
 
 
-
-
 # ---- step 2: build (one recipe) --------------------------------------------------------------
 
 def build_recipe(run: UnitRun, recipe: Recipe) -> RecipeBuilt:
@@ -238,18 +236,6 @@ def reuse_recipe(run: UnitRun, recipe: Recipe) -> RecipeBuilt:
     run.say(f"{recipe.name}: --guards-only, reusing the build tree in {run.dirs.root}")
     before, installed = stamp.built_files(run.dirs, recipe)
     return RecipeBuilt(recipe, strategy, run.dirs.recipe(recipe), before, installed)
-
-
-
-
-
-
-
-
-
-
-
-
 
 
 def _install_license(recipe: Recipe, work: Path, prefix: Path) -> None:
@@ -342,33 +328,12 @@ def package(run: UnitRun, guarded: Guarded) -> Packaged:
     prefix, aid = dirs.prefix, unit.asset
     outcomes = [(g.recipe, g.outcome) for g in guarded.recipes]
     entries = asset_entries(unit, prefix, guarded.added)
-    libs: list[Library] = [lib for _r, o in outcomes for lib in o.libs]
     order = combined_order(outcomes, prefix)
-    cxx = any(o.cxx for _r, o in outcomes)
-    generated: dict[str, bytes] = {}
-    names = {r.name for r, _o in outcomes}
-    req = sorted({d for r, _o in outcomes for d in r.deps if d not in names
-                  and d in ws.recipes})
-    if aid.name not in names:
-        generated.update(cmake.generated_files(aid.name, aid.version, libs, order,
-                                               arch=unit.platform.arch, cxx=cxx, requires=req))
-        generated.update(pkgconfig.generated_files(aid.name, aid.version, libs, order,
-                                                   requires=req, os=unit.platform.os))
+    generated = generated_configs(run, outcomes, order)
     settings = {r.name: build_settings(run, r) for r, _o in outcomes}
-    manifest = make_manifest(
-        aid, input_hash=unit.input_hash,
-        toolchain=toolchain_identity(ws, unit.platform),
-        facts=[f for _r, o in outcomes for f in o.facts], link_order=order,
-        recipes=[{"name": r.name, "version": ws.pins[r.pin],
-                  **({"public_symbols": list(r.outputs.public_symbols)}
-                     if r.outputs.public_symbols else {}),
-                  **({"build_settings": settings[r.name]} if settings[r.name] else {})}
-                 for r, _o in outcomes],
-        guards={**guards_record(unit.platform, [o for _r, o in outcomes]),
-                "version": summary([(g.recipe.name, g.adopted.proof)
-                                    for g in guarded.recipes if g.adopted is not None])},
-        inputs=unit.inputs,
-    )
+    manifest = unit_manifest(run, outcomes, order, settings,
+                             [(g.recipe.name, g.adopted.proof) for g in guarded.recipes
+                              if g.adopted is not None])
     trust = unit_trust(ws, unit, manifest.toolchain.to_json(), dirs.root, run.started_on,
                        dirs.dist, settings)
     manifest = replace(manifest, provenance=trust.definition)  # deterministic: no times, no host
@@ -378,12 +343,6 @@ def package(run: UnitRun, guarded: Guarded) -> Packaged:
     path = write_asset(prefix, aid, manifest, dirs.dist, generated=generated, entries=entries)
     digest = (dirs.dist / aid.sha256_name).read_text().split()[0]
     return Packaged(path, digest, manifest, trust)
-
-
-
-
-
-
 
 
 # ---- step 5: attest ---------------------------------------------------------------------------
@@ -421,8 +380,6 @@ def publish(run: UnitRun, attested: Attested) -> Published:
         run.say(f"publishing {name} to {store.url}")
         store.publish(path)
     return Published(path, digest, diff, markdown)
-
-
 
 
 # ---- the chain ----------------------------------------------------------------------------
