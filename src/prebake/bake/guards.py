@@ -24,7 +24,7 @@ from prebake.bake.shipped import LIBRARY_NAME, expand, unlisted_binaries
 from prebake.contract.check import check_paths, wants_deep
 from prebake.errors import PrebakeError
 from prebake.inspect import ParseOptions, inspect
-from prebake.link.order import compute_link_order
+from prebake.link.order import relative_order
 from prebake.link.test import link_test
 from prebake.link.whole import prove_whole_archive
 from prebake.package.libs import Library
@@ -203,8 +203,8 @@ def whole_archive_linked(g: GuardInput, out: GuardReport) -> bool:
 
 def link_order_found(g: GuardInput, out: GuardReport) -> bool:
     """The order of the recipe's static archives, for its CMake and pkg-config files."""
-    out.link_order = static_link_order([lib for lib in out.libs if lib.kind == "static"],
-                                       g.prefix)
+    out.link_order = relative_order(g.prefix,
+                                    [lib.path for lib in out.libs if lib.kind == "static"])
     return True
 
 
@@ -221,15 +221,6 @@ def run_guards(g: GuardInput) -> GuardReport:
         if not guard(g, out):
             break
     return out
-
-
-def static_link_order(static: Sequence[Library], prefix: Path) -> list[list[str]]:
-    """The one-pass link order of static archives in ``prefix`` (``prebake.link.order``),
-    relative to it: a recipe's own (a guard) and, in a stage of several recipes, the unit's."""
-    if len(static) < 2:
-        return [[lib.path] for lib in static]
-    order = compute_link_order([prefix / lib.path for lib in static])
-    return [[Path(p).relative_to(prefix).as_posix() for p in g] for g in order.groups]
 
 
 def guards_record(platform: Platform, outcomes: Sequence[GuardReport]) -> dict[str, Any]:

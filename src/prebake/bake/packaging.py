@@ -9,10 +9,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from prebake import jsonio
-from prebake.bake.guards import guards_record, static_link_order
+from prebake.bake.guards import guards_record
 from prebake.bake.invocation import command_context
 from prebake.bake.result import GuardReport
 from prebake.bake.unitrun import UnitFailed, UnitRun, strategy_of
+from prebake.link.order import relative_order
 from prebake.manifest import Manifest
 from prebake.package import cmake, pkgconfig, relocate
 from prebake.package.archive import Entry, collect_tree, with_generated
@@ -137,4 +138,4 @@ def combined_order(outcomes: Outcomes, prefix: Path) -> list[list[str]]:
         return [g for _r, o in outcomes for g in o.link_order] or [
             [lib.path] for _r, o in outcomes for lib in o.libs]
     shared = [[lib.path] for _r, o in outcomes for lib in o.libs if lib.kind != "static"]
-    return static_link_order(static, prefix) + shared
+    return relative_order(prefix, [lib.path for lib in static]) + shared
