@@ -6,7 +6,7 @@ of real ELF objects (both classes and byte orders: x86-64, i686, aarch64, big-en
 PowerPC64), a shared library and ar archives (GNU, ``/SYM64/``, BSD, thin), each in a buffer
 that ends at its last byte. Every mutant must give the same facts, symbols or error through
 the C path and the Python path, and the sanitizers must report nothing (they abort the child
-at the first report). This is the same command as the long run in docs/architecture.md,
+at the first report). This is the same command as the long run in docs/measurements.md,
 bounded to about two minutes.
 """
 

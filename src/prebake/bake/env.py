@@ -8,7 +8,10 @@ recipe, and both ``env_unset`` lists remove names even from those.
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterable, Mapping
+
+from prebake.toolchain.families import family_of_argv
 
 # Variables that locate things (tools, home, temp, caches, proxies for downloads), never flags.
 ALLOWLIST = (
@@ -53,8 +56,6 @@ def dropped(caller: Mapping[str, str], env: Mapping[str, str]) -> list[str]:
 
 def compiler_launcher(caller: Mapping[str, str]) -> str | None:
     """The launcher executable the caller asked for (``ccache``), resolved on its PATH."""
-    import shutil
-
     name = caller.get(LAUNCHER_VARIABLE, "").strip()
     if not name:
         return None
@@ -68,8 +69,6 @@ def with_launcher(argv: tuple[str, ...], launcher: str | None) -> tuple[str, ...
     as ``EM_COMPILER_WRAPPER``, see ``launcher_env``); ``python -m ziglang cc`` is an
     interpreter, not a compiler ccache knows (zig caches its own work in its cache folders).
     """
-    from prebake.toolchain.families import family_of_argv
-
     if launcher is None or not argv:
         return argv
     fam = family_of_argv(argv)
@@ -80,8 +79,6 @@ def with_launcher(argv: tuple[str, ...], launcher: str | None) -> tuple[str, ...
 
 
 def launcher_env(cc: tuple[str, ...], launcher: str | None) -> dict[str, str]:
-    from prebake.toolchain.families import family_of_argv
-
     fam = family_of_argv(cc)
     if launcher and fam is not None and fam.launcher.startswith("env:"):
         return {fam.launcher[4:]: launcher}

@@ -1,19 +1,64 @@
-"""The guards every unit passes before anything is packaged: outputs present, facts inspected,
-contract checked, link test linked. Each failure becomes one message; any message fails the unit.
-There is deliberately no switch to downgrade a failure to a warning."""
+"""The guards every recipe's outputs pass before anything is packaged, as a list of steps.
+
+Each guard is a small function of the recipe's frozen :class:`GuardInput` and the
+:class:`GuardReport` it records into; it returns whether the next guard runs. :data:`GUARDS`
+holds them in order — outputs present, libraries found, links inside the prefix, facts read,
+contract checked, snippet linked, every archive member linked, link order — and
+:func:`run_guards` runs them until one stops. Each failure becomes one message; any message fails
+the unit. There is deliberately no switch to downgrade a failure to a warning. To add a guard,
+write one function of that shape and put it where it belongs in :data:`GUARDS`.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+import shutil
+import subprocess
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from prebake.bake.process import BuildLog
 from prebake.bake.result import GuardReport
+from prebake.bake.shipped import LIBRARY_NAME, expand, unlisted_binaries
+from prebake.contract.check import check_paths, wants_deep
 from prebake.errors import PrebakeError
+from prebake.inspect import ParseOptions, inspect
+from prebake.link.order import relative_order
+from prebake.link.test import link_test
+from prebake.link.whole import prove_whole_archive
 from prebake.package.libs import Library
 from prebake.package.manifest import facts_summary
 from prebake.recipes.model import Recipe
 from prebake.workspace.model import Platform
+
+
+@dataclass(frozen=True)
+class GuardInput:
+    """What one recipe's guards read. ``dep_libs`` are the libraries of the recipes it builds
+    on (earlier stages), which the link tests link too; ``include_dirs`` add their headers.
+    ``before`` are the prefix's files before the recipe built: every other binary in it is the
+    recipe's, listed or not. ``workdir`` is the recipe's work folder (link tests write there)."""
+
+    recipe: Recipe
+    platform: Platform
+    prefix: Path
+    workdir: Path
+    log: BuildLog
+    dep_libs: tuple[Path, ...] = ()
+    include_dirs: tuple[Path, ...] = ()
+    before: frozenset[str] = frozenset()
+
+    def libraries(self, out: GuardReport) -> list[Path]:
+        """The recipe's declared libraries (found by :func:`libraries_found`), as paths."""
+        return [self.prefix / lib.path for lib in out.libs]
+
+    def binaries(self, out: GuardReport) -> list[Path]:
+        """Every binary the recipe ships: its libraries, then what its outputs do not list."""
+        return [*self.libraries(out), *(self.prefix / rel for rel in out.unlisted)]
+
+
+Guard = Callable[[GuardInput, GuardReport], bool]  # records into the report; False: stop here
 
 
 def license_dest(recipe: Recipe) -> str | None:
@@ -22,162 +67,159 @@ def license_dest(recipe: Recipe) -> str | None:
     return f"share/licenses/{recipe.name}/{Path(lic).name}" if lic else None
 
 
-def _missing_outputs(recipe: Recipe, platform: str, prefix: Path) -> list[str]:
-    """Declared outputs absent from the prefix (a glob that matches nothing is absent too)."""
-    from prebake.bake.shipped import expand
+# ---- the guards, in the order they run ------------------------------------------------------
 
-    wanted = [*recipe.outputs.libs_for(platform), *recipe.outputs.headers]
+def outputs_present(g: GuardInput, out: GuardReport) -> bool:
+    """Every declared output is in the prefix (a glob that matches nothing is absent too)."""
+    recipe = g.recipe
+    wanted = [*recipe.outputs.libs_for(g.platform.name), *recipe.outputs.headers]
     lic = license_dest(recipe)
     if lic:
         wanted.append(lic)
-    return expand(wanted, prefix)[1]
-
-
-def _kind_of(rel: str, declared: str) -> str:
-    name = rel.rsplit("/", 1)[-1]
-    if name.endswith((".so", ".dylib", ".dll")) or ".so." in name:
-        return "shared"
-    if name.endswith(".a"):
-        return "static"
-    return declared
-
-
-def _libraries(recipe: Recipe, platform: Platform, prefix: Path) -> list[Library]:
-    """The recipe's libraries; a Windows import library rides on its DLL, not on its own."""
-    from prebake.bake.shipped import expand
-
-    declared = recipe.kind_for(platform.name)
-    outputs = expand(recipe.outputs.libs_for(platform.name), prefix)[0]  # globs expanded
-    implibs: dict[str, str] = {}
-    for rel in outputs:
-        if rel.endswith(".dll"):
-            stem = rel.rsplit("/", 1)[-1][: -len(".dll")]
-            cands = [o for o in outputs if o.endswith(f"/{stem}.lib")] + [f"lib/{stem}.lib"]
-            found = next((c for c in cands if (prefix / c).exists()), None)
-            if found:
-                implibs[rel] = found
-    libs = []
-    for rel in outputs:
-        if rel in implibs.values():
-            continue
-        libs.append(Library(rel, _kind_of(rel, declared), implibs.get(rel)))
-    return libs
-
-
-def _link_input(paths: list[Path], libs: list[Library], dep_libs: list[Path], workdir: Path,
-                log: Any) -> Path:
-    """The one library the link test links: the recipe's library, or — when it has several
-    static archives or builds on static libraries of earlier stages — one archive holding all
-    their members (``llvm-ar qL`` copies members, for ELF, Mach-O and wasm alike), so the
-    consumer resolves across them like a real link of the whole set would."""
-    static = [p for p, lib in zip(paths, libs, strict=True) if lib.kind == "static"]
-    dep_static = [p for p in dep_libs if p.suffix == ".a"]
-    if not static or len(static) + len(dep_static) < 2:
-        return paths[0]
-    import shutil
-    import subprocess
-
-    combined = workdir / "link-test-input" / static[0].name
-    combined.parent.mkdir(parents=True, exist_ok=True)
-    combined.unlink(missing_ok=True)
-    ar = shutil.which("llvm-ar") or "llvm-ar"
-    members = [str(p) for p in static + dep_static]
-    for cmd in ([ar, "qcL", str(combined), *members], [ar, "s", str(combined)]):
-        log.write("$ " + " ".join(cmd))
-        proc = subprocess.run(cmd, capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise PrebakeError(f"combining archives for the link test failed: {proc.stderr}")
-    return combined
-
-
-def run_guards(recipe: Recipe, platform: Platform, prefix: Path, workdir: Path,
-               log: Any, *, dep_libs: Sequence[Path] = (),
-               include_dirs: Sequence[Path] = (), before: Collection[str] = ()) -> GuardReport:
-    """Run every guard for ``recipe``'s outputs in ``prefix``; ``log`` gets the details.
-
-    ``dep_libs`` are the libraries of the recipes it builds on (earlier stages), which the
-    link test links too; ``include_dirs`` add their headers. ``before`` are the prefix's files
-    before the recipe built: every other binary in it is the recipe's, listed or not.
-    """
-    from prebake.contract.check import check_paths
-    from prebake.inspect import ParseOptions, inspect
-    from prebake.link.test import link_test
-
-    out = GuardReport(recipe=recipe.name, prefix=prefix)
-    missing = _missing_outputs(recipe, platform.name, prefix)
+    missing = expand(wanted, g.prefix)[1]
     if missing:
         out.failures.append(f"{recipe.name}: declared outputs missing from the prefix: "
                             + ", ".join(missing))
-        return out
-    out.libs = _libraries(recipe, platform, prefix)
-    paths = [prefix / lib.path for lib in out.libs]
-    if not paths:
-        out.failures.append(f"{recipe.name}: declares no libraries for {platform.name}")
-        return out
-    from prebake.bake.shipped import LIBRARY_NAME, unlisted_binaries
+        return False
+    return True
 
+
+def libraries_found(g: GuardInput, out: GuardReport) -> bool:
+    """The recipe's libraries, globs expanded; a recipe with none for the platform fails."""
+    out.libs = _libraries(g.recipe, g.platform, g.prefix)
+    if not out.libs:
+        out.failures.append(f"{g.recipe.name}: declares no libraries for {g.platform.name}")
+        return False
+    return True
+
+
+def links_stay_inside(g: GuardInput, out: GuardReport) -> bool:
+    """No symlink the build added leaves the prefix (a consumer's copy would dangle); the
+    binaries it added that the outputs do not list are found here, to be guarded the same."""
     declared = [lib.path for lib in out.libs] + [lib.implib for lib in out.libs if lib.implib]
-    unlisted, escapes = unlisted_binaries(prefix, declared, before)
+    unlisted, escapes = unlisted_binaries(g.prefix, declared, g.before)
     if escapes:
-        out.failures.append(f"{recipe.name}: symlinks leave the prefix (a consumer's copy "
+        out.failures.append(f"{g.recipe.name}: symlinks leave the prefix (a consumer's copy "
                             "would dangle): " + ", ".join(escapes))
-        return out
+        return False
     out.unlisted = unlisted
     if unlisted:
-        log.write(f"# {recipe.name} also ships binaries its outputs do not list (guarded the "
-                  f"same): {', '.join(unlisted)}")
-    for rel in [lib.path for lib in out.libs] + unlisted:
+        g.log.write(f"# {g.recipe.name} also ships binaries its outputs do not list (guarded "
+                    f"the same): {', '.join(unlisted)}")
+    return True
+
+
+def facts_read(g: GuardInput, out: GuardReport) -> bool:
+    """Each binary's facts, for the manifest; one that cannot be read fails, and the contract
+    check still runs (it names the same file with its own rule)."""
+    for rel in [lib.path for lib in out.libs] + out.unlisted:
         try:
-            facts = inspect(prefix / rel, ParseOptions(symbols=False))
+            facts = inspect(g.prefix / rel, ParseOptions(symbols=False))
         except PrebakeError as exc:
-            out.failures.append(f"{recipe.name}: inspect {rel}: {exc}")
+            out.failures.append(f"{g.recipe.name}: inspect {rel}: {exc}")
             continue
         out.facts.append(facts_summary(facts, rel))
         out.cxx = out.cxx or facts.abi.cxx_stdlib not in (None, "none")
-    checked = [*paths, *(prefix / rel for rel in unlisted)]
-    log.write(f"# guards for {recipe.name}: check "
-              f"{', '.join(p.relative_to(prefix).as_posix() for p in checked)} "
-              f"against the {platform.name} contract")
-    from prebake.contract.check import wants_deep
+    return True
 
+
+def contract_checked(g: GuardInput, out: GuardReport) -> bool:
+    """Every binary against the platform's contract; a rule without evidence is recorded as
+    undecided (the manifest says so), a violation fails."""
+    prefix, platform = g.prefix, g.platform
+    checked = g.binaries(out)
+    g.log.write(f"# guards for {g.recipe.name}: check "
+                f"{', '.join(p.relative_to(prefix).as_posix() for p in checked)} "
+                f"against the {platform.name} contract")
     # the guard's own deep read: a feature rule is judged on the whole list
     report = check_paths(checked, platform.contract, deep=wants_deep(platform.contract))
     out.check = report
-    log.write(report.render())
+    g.log.write(report.render())
     for u in report.unknown:
         where = Path(u.path)
         rel = where.relative_to(prefix).as_posix() if where.is_relative_to(prefix) else where.name
         out.undecided.append(f"{u.rule}: {rel}")
     if not report.ok:
-        out.failures.append(f"{recipe.name}: contract check failed for {platform.name}:\n"
+        out.failures.append(f"{g.recipe.name}: contract check failed for {platform.name}:\n"
                             + report.render())
-        return out
-    snippet = recipe.link_test
-    if snippet is not None and (snippet.code or snippet.symbols):
-        lib_in = _link_input(paths, out.libs, list(dep_libs), workdir, log)
-        result = link_test(lib_in, platform,
-                           include_dirs=[prefix / "include", *include_dirs],
-                           snippet=snippet.code or None, symbols=snippet.symbols,
-                           lang=snippet.lang, flags=snippet.flags,
-                           workdir=workdir / "link-test" / recipe.name)
-        for cmd in result.commands:
-            log.write("$ " + " ".join(cmd))
-        log.write(result.output or "")
-        if not result.ok:
-            detail = "\n".join(result.errors) or result.output
-            out.failures.append(f"{recipe.name}: link test failed for {platform.name}:\n{detail}")
-            return out
-        out.linked = (["snippet"] if snippet.code else []) + [
-            f"symbol {sym}" for sym in snippet.symbols]
-    from prebake.bake.whole import whole_archive_guard
+        return False
+    return True
 
-    whole = [*paths, *(prefix / rel for rel in unlisted if LIBRARY_NAME.search(rel))]
-    failure = whole_archive_guard(recipe, platform, prefix, whole, list(dep_libs), workdir, log,
-                                  out)
-    if failure:
-        out.failures.append(failure)
-        return out
-    out.link_order = _link_order([lib for lib in out.libs if lib.kind == "static"], prefix)
+
+def snippet_linked(g: GuardInput, out: GuardReport) -> bool:
+    """The recipe's link-test snippet (or symbols) links with the consumer's flags."""
+    recipe, prefix, platform = g.recipe, g.prefix, g.platform
+    snippet = recipe.link_test
+    if snippet is None or not (snippet.code or snippet.symbols):
+        return True
+    lib_in = _link_input(g.libraries(out), out.libs, list(g.dep_libs), g.workdir, g.log)
+    result = link_test(lib_in, platform,
+                       include_dirs=[prefix / "include", *g.include_dirs],
+                       snippet=snippet.code or None, symbols=snippet.symbols,
+                       lang=snippet.lang, flags=snippet.flags,
+                       workdir=g.workdir / "link-test" / recipe.name)
+    for cmd in result.commands:
+        g.log.write("$ " + " ".join(cmd))
+    g.log.write(result.output or "")
+    if not result.ok:
+        detail = "\n".join(result.errors) or result.output
+        out.failures.append(f"{recipe.name}: link test failed for {platform.name}:\n{detail}")
+        return False
+    out.linked = (["snippet"] if snippet.code else []) + [
+        f"symbol {sym}" for sym in snippet.symbols]
+    return True
+
+
+def whole_archive_linked(g: GuardInput, out: GuardReport) -> bool:
+    """Every member of every library the recipe ships links with the consumer's flags
+    (``prebake.link.whole``); what the consumer provides is the recipe's
+    ``link_test.allow_undefined``, and what it let through is recorded."""
+    recipe, prefix, platform, log = g.recipe, g.prefix, g.platform, g.log
+    paths = [*g.libraries(out),
+             *(prefix / rel for rel in out.unlisted if LIBRARY_NAME.search(rel))]
+    allow = recipe.link_test.allow_undefined if recipe.link_test else ()
+    libs = [(p, p.relative_to(prefix).as_posix() if p.is_relative_to(prefix) else p.name)
+            for p in paths]
+    log.write(f"# whole-archive proof for {recipe.name}: every member of "
+              f"{', '.join(s for _p, s in libs)} links with the {platform.name} consumer flags"
+              + (f"; the consumer provides {', '.join(allow)}" if allow else ""))
+    proof = prove_whole_archive(libs, platform, g.workdir / "whole-archive" / recipe.name,
+                                deps=list(g.dep_libs), allow_undefined=allow)
+    for cmd in proof.commands:
+        log.write("$ " + " ".join(cmd))
+    log.write(proof.output or "")
+    for pattern, names in proof.allowed.items():
+        log.write(f"# allow_undefined {pattern}: " + (", ".join(names) or "matched nothing"))
+    if not proof.ok:
+        out.failures.append(
+            f"{recipe.name}: whole-archive link failed for {platform.name} (every member "
+            "must link; list what the consumer provides in link_test.allow_undefined):\n"
+            + "\n".join(proof.failures()))
+        return False
+    out.linked.extend(f"whole archive {s}" for _p, s in libs)
+    out.allowed.update(proof.allowed)
+    return True
+
+
+def link_order_found(g: GuardInput, out: GuardReport) -> bool:
+    """The order of the recipe's static archives, for its CMake and pkg-config files."""
+    out.link_order = relative_order(g.prefix,
+                                    [lib.path for lib in out.libs if lib.kind == "static"])
+    return True
+
+
+GUARDS: tuple[Guard, ...] = (outputs_present, libraries_found, links_stay_inside, facts_read,
+                             contract_checked, snippet_linked, whole_archive_linked,
+                             link_order_found)
+
+
+def run_guards(g: GuardInput) -> GuardReport:
+    """Run :data:`GUARDS` on ``g.recipe``'s outputs in ``g.prefix`` until one stops; the log
+    gets the details, the report what they found (``ok`` when nothing failed)."""
+    out = GuardReport(recipe=g.recipe.name, prefix=g.prefix)
+    for guard in GUARDS:
+        if not guard(g, out):
+            break
     return out
 
 
@@ -199,10 +241,55 @@ def guards_record(platform: Platform, outcomes: Sequence[GuardReport]) -> dict[s
     }
 
 
-def _link_order(static: list[Library], prefix: Path) -> list[list[str]]:
-    if len(static) < 2:
-        return [[lib.path] for lib in static]
-    from prebake.link.order import compute_link_order
+# ---- helpers ----------------------------------------------------------------------------------
 
-    order = compute_link_order([prefix / lib.path for lib in static])
-    return [[Path(p).relative_to(prefix).as_posix() for p in g] for g in order.groups]
+def _kind_of(rel: str, declared: str) -> str:
+    name = rel.rsplit("/", 1)[-1]
+    if name.endswith((".so", ".dylib", ".dll")) or ".so." in name:
+        return "shared"
+    if name.endswith(".a"):
+        return "static"
+    return declared
+
+
+def _libraries(recipe: Recipe, platform: Platform, prefix: Path) -> list[Library]:
+    """The recipe's libraries; a Windows import library rides on its DLL, not on its own."""
+    declared = recipe.kind_for(platform.name)
+    outputs = expand(recipe.outputs.libs_for(platform.name), prefix)[0]  # globs expanded
+    implibs: dict[str, str] = {}
+    for rel in outputs:
+        if rel.endswith(".dll"):
+            stem = rel.rsplit("/", 1)[-1][: -len(".dll")]
+            cands = [o for o in outputs if o.endswith(f"/{stem}.lib")] + [f"lib/{stem}.lib"]
+            found = next((c for c in cands if (prefix / c).exists()), None)
+            if found:
+                implibs[rel] = found
+    libs = []
+    for rel in outputs:
+        if rel in implibs.values():
+            continue
+        libs.append(Library(rel, _kind_of(rel, declared), implibs.get(rel)))
+    return libs
+
+
+def _link_input(paths: list[Path], libs: list[Library], dep_libs: list[Path], workdir: Path,
+                log: BuildLog) -> Path:
+    """The one library the link test links: the recipe's library, or — when it has several
+    static archives or builds on static libraries of earlier stages — one archive holding all
+    their members (``llvm-ar qL`` copies members, for ELF, Mach-O and wasm alike), so the
+    consumer resolves across them like a real link of the whole set would."""
+    static = [p for p, lib in zip(paths, libs, strict=True) if lib.kind == "static"]
+    dep_static = [p for p in dep_libs if p.suffix == ".a"]
+    if not static or len(static) + len(dep_static) < 2:
+        return paths[0]
+    combined = workdir / "link-test-input" / static[0].name
+    combined.parent.mkdir(parents=True, exist_ok=True)
+    combined.unlink(missing_ok=True)
+    ar = shutil.which("llvm-ar") or "llvm-ar"
+    members = [str(p) for p in static + dep_static]
+    for cmd in ([ar, "qcL", str(combined), *members], [ar, "s", str(combined)]):
+        log.write("$ " + " ".join(cmd))
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise PrebakeError(f"combining archives for the link test failed: {proc.stderr}")
+    return combined

@@ -13,10 +13,11 @@ from prebake.bake.layout import WorkDirs
 from prebake.bake.options import Options
 from prebake.package import relocate
 from prebake.plan.model import Unit
-from prebake.recipes.model import Build, Recipe
+from prebake.recipes.model import Build, Recipe, host_tools_used
 from prebake.toolchain.cmakefile import file_path
 from prebake.toolchain.environment import path_with
-from prebake.toolchain.probe import DEFAULT_PATH
+from prebake.toolchain.hosttools import HOST_TOOLS
+from prebake.toolchain.probe import DEFAULT_PATH, probe_env
 from prebake.workspace.model import Workspace
 
 
@@ -48,17 +49,12 @@ def command_context(ws: Workspace, unit: Unit, opts: Options, recipe: Recipe, wo
 
 def host_tool_env(unit: Unit, opts: Options) -> dict[str, str]:
     """The variables a host tool is looked up with: the build's ``PATH``."""
-    from prebake.toolchain.probe import probe_env
-
     return probe_env(unit.platform.env, unit.platform.env_unset, opts.caller_env or None)
 
 
 def host_tool_paths(unit: Unit, opts: Options, recipe: Recipe) -> dict[str, str]:
     """``{host_tools[NAME]}``: each tool's verified path (its name where it was not found,
     so a dry run still shows the command; the build refuses it in preflight)."""
-    from prebake.recipes.model import host_tools_used
-    from prebake.toolchain.hosttools import HOST_TOOLS
-
     env = host_tool_env(unit, opts)
     out = {}
     for tool in host_tools_used(recipe, unit.platform.name):

@@ -7,6 +7,7 @@ and ``build --diff``'s publish-after-diffs at the end.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -21,6 +22,12 @@ from prebake.plan import planner
 from prebake.plan.model import Unit
 from prebake.store import open_store
 from prebake.store.base import Store
+from prebake.toolchain.verify import (
+    ToolchainRefused,
+    refusals,
+    resolved_toolchain,
+    verify_platforms,
+)
 from prebake.workspace.model import Workspace
 
 Emit = Callable[[str, str, str], None]
@@ -66,8 +73,6 @@ def build(ws: Workspace, units: Sequence[Unit], opts: Options,
         check_guards_only(ws, units)
     units, refused = _verified(ws, units, opts)
     if opts.dry_run:  # a dry run says what a real run would refuse, and why
-        import dataclasses
-
         return [dataclasses.replace(r, reason=f"dry run: would refuse: {refused[r.unit]}")
                 if r.unit in refused else r for r in _build(ws, units, opts, emit)]
     with _workspace_lock(ws):
@@ -91,15 +96,6 @@ def check_toolchains(ws: Workspace, units: Sequence[Unit], opts: Options) -> Non
 
 def _verified(ws: Workspace, units: Sequence[Unit], opts: Options
               ) -> tuple[list[Unit], dict[str, str]]:
-    import dataclasses
-
-    from prebake.toolchain.verify import (
-        ToolchainRefused,
-        refusals,
-        resolved_toolchain,
-        verify_platforms,
-    )
-
     platforms = {u.platform.name: u.platform for u in units}
     caller = opts.caller_env or None
     verdicts = verify_platforms(platforms.values(), ws.pins, caller_env=caller)

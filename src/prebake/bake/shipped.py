@@ -16,6 +16,7 @@ import tempfile
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
+from prebake.inspect.resolve import resolve
 from prebake.recipes.model import Recipe
 
 _GLOB = re.compile(r"[*?\[]")
@@ -72,8 +73,6 @@ def unlisted_binaries(prefix: Path, declared: Collection[str], before: Collectio
     """``(binaries, escapes)``: binaries the recipe's build added to ``prefix`` that
     ``declared`` does not name (relative paths, each real file once: a symlink to a declared
     library is that library), and the symlinks it added that leave the prefix."""
-    from prebake.inspect.resolve import resolve
-
     declared_real = {(prefix / d).resolve() for d in declared}
     base = str(prefix) + "/"
     with tempfile.TemporaryDirectory(prefix="prebake-shipped-") as tmp:

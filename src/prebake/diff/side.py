@@ -215,13 +215,12 @@ def exports_of(facts: Facts) -> set[str]:
 
 def _computed_order(root: Path, libs: Mapping[str, Library]) -> list[list[str]] | None:
     """Without a manifest: the order ``prebake link-order`` would compute for the archives."""
-    static = [lib for lib in libs.values() if lib.static and (root / lib.path).is_file()]
-    if len(static) < 2:
-        return [[lib.path] for lib in static] or None
-    from prebake.link.order import compute_link_order
+    static = [lib.path for lib in libs.values() if lib.static and (root / lib.path).is_file()]
+    if not static:
+        return None
+    from prebake.link.order import relative_order
 
     try:
-        order = compute_link_order([root / lib.path for lib in static])
+        return relative_order(root, static)
     except PrebakeError:
         return None
-    return [[Path(p).relative_to(root).as_posix() for p in g] for g in order.groups]

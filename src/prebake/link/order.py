@@ -492,3 +492,14 @@ def compute_link_order(archives: Sequence[Path], for_objects: Sequence[Path] = (
         seqs = _worst_sequence(ix, comps)
     result.sequences = {gi: [paths[a] for a in seq] for gi, seq in seqs.items()}
     return result
+
+
+def relative_order(root: Path, archives: Sequence[str]) -> list[list[str]]:
+    """The groups of :func:`compute_link_order` for ``archives`` named relative to ``root``,
+    named the same way; fewer than two archives need no computation (one group each). The one
+    place an install's order is computed: a recipe's guard, a stage's asset, a diff without a
+    manifest."""
+    if len(archives) < 2:
+        return [[a] for a in archives]
+    order = compute_link_order([root / a for a in archives])
+    return [[Path(p).relative_to(root).as_posix() for p in g] for g in order.groups]

@@ -1,0 +1,141 @@
+"""What a unit's asset holds, for the ``package`` step: the files it ships, the link order
+across its libraries, its own CMake and pkg-config files, the manifest (what the guards proved,
+the toolchain, the build settings, the inputs), and the relocation that keeps every build
+folder out of it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from prebake import jsonio
+from prebake.bake.guards import guards_record
+from prebake.bake.invocation import command_context
+from prebake.bake.result import GuardReport
+from prebake.bake.unitrun import UnitFailed, UnitRun, strategy_of
+from prebake.link.order import relative_order
+from prebake.manifest import Manifest
+from prebake.package import cmake, pkgconfig, relocate
+from prebake.package.archive import Entry, collect_tree, with_generated
+from prebake.package.cmakecache import CacheError, recorded
+from prebake.package.libs import Library
+from prebake.package.manifest import make_manifest
+from prebake.package.version_proof import Proof, summary
+from prebake.plan.model import Unit
+from prebake.recipes.model import Build, Recipe
+from prebake.toolchain.verify import record
+
+Outcomes = Sequence[tuple[Recipe, GuardReport]]  # each recipe of the unit, as its guards found it
+
+
+def generated_configs(run: UnitRun, outcomes: Outcomes, order: Sequence[Sequence[str]]
+                      ) -> dict[str, bytes]:
+    """The unit's own CMake package and ``.pc`` file, named like the asset and linking every
+    library it ships in ``order``; none when a recipe named like the asset made its own."""
+    unit, aid = run.unit, run.unit.asset
+    libs: list[Library] = [lib for _r, o in outcomes for lib in o.libs]
+    cxx = any(o.cxx for _r, o in outcomes)
+    names = {r.name for r, _o in outcomes}
+    req = sorted({d for r, _o in outcomes for d in r.deps if d not in names
+                  and d in run.ws.recipes})
+    if aid.name in names:
+        return {}
+    return {**cmake.generated_files(aid.name, aid.version, libs, order,
+                                    arch=unit.platform.arch, cxx=cxx, requires=req),
+            **pkgconfig.generated_files(aid.name, aid.version, libs, order,
+                                        requires=req, os=unit.platform.os)}
+
+
+def unit_manifest(run: UnitRun, outcomes: Outcomes, order: Sequence[Sequence[str]],
+                  settings: Mapping[str, Mapping[str, str]],
+                  proofs: Sequence[tuple[str, Proof]]) -> Manifest:
+    """The manifest before provenance: what the guards proved (contract, link tests, the
+    version evidence in ``proofs``), the toolchain, the recipes and their build settings, the
+    inputs."""
+    unit, ws = run.unit, run.ws
+    return make_manifest(
+        unit.asset, input_hash=unit.input_hash,
+        toolchain=record(unit.platform, ws.pins),  # the spec, pin and verified identity
+        facts=[f for _r, o in outcomes for f in o.facts], link_order=order,
+        recipes=[{"name": r.name, "version": ws.pins[r.pin],
+                  **({"public_symbols": list(r.outputs.public_symbols)}
+                     if r.outputs.public_symbols else {}),
+                  **({"build_settings": settings[r.name]} if settings[r.name] else {})}
+                 for r, _o in outcomes],
+        guards={**guards_record(unit.platform, [o for _r, o in outcomes]),
+                "version": summary(proofs)},
+        inputs=unit.inputs,
+    )
+
+
+def build_settings(run: UnitRun, recipe: Recipe) -> dict[str, str]:
+    """The CMake cache entries the recipe records (``Build.record``), read from its build:
+    the manifest shows them, and the SBOM lists an optional component only where they
+    show its option on."""
+    strategy = strategy_of(run, recipe)
+    if not isinstance(strategy, Build) or not strategy.record:
+        return {}
+    ctx = command_context(run.ws, run.unit, run.opts, recipe, run.dirs.recipe(recipe),
+                          run.dirs)
+    path = Path(ctx.fill(strategy.cmake_cache, f"recipe {recipe.name} cmake_cache"))
+    try:
+        settings = recorded(path, strategy.record)
+    except CacheError as exc:
+        raise UnitFailed(f"{recipe.name}: {exc}") from None
+    run.log.write("# build settings (CMake cache): "
+                  + ", ".join(f"{k}={v}" for k, v in settings.items()))
+    return dict(settings)
+
+
+def relocate_files(run: UnitRun, entries: list[Entry], generated: Mapping[str, bytes],
+                   manifest: Manifest) -> list[Entry]:
+    """Rewrite the install files prebake knows to be relative to their own folder, then
+    refuse the asset if any file it would ship still names the workspace, the unit's work
+    folder or its prefix (``prebake.package.relocate``)."""
+    dirs = run.dirs
+    paths = relocate.BuildPaths.of(dirs.prefix, dirs.root, run.ws.root)
+    done = relocate.rewrite_install(dirs.prefix, [e.path for e in entries if e.kind == "file"],
+                                    paths)
+    for rel in done.changed:
+        run.log.write(f"# relocated {rel}: build prefix -> relative to the file")
+    for rel in done.dropped:
+        run.log.write(f"# dropped {rel}: a libtool archive names the build machine's libdir")
+    gone = set(done.dropped)
+    kept = [e for e in entries if e.path not in gone]
+    manifest_json = jsonio.dumps(manifest.to_json()).encode()
+    shipped = with_generated(kept, {**generated, "share/prebake/manifest.json": manifest_json})
+    leaks = relocate.scan(shipped, paths)
+    if leaks:
+        raise UnitFailed(relocate.render_leaks(run.unit.id, leaks))
+    return kept
+
+
+def asset_entries(unit: Unit, prefix: Path, added: Sequence[str]) -> list[Entry]:
+    """A recipe unit ships its whole prefix; a stage unit the files it added (and their dirs)."""
+    if unit.per_recipe:
+        return collect_tree(prefix)
+    keep = set(added)
+    return _prune_dirs([e for e in collect_tree(prefix) if e.kind == "dir" or e.path in keep])
+
+
+def _prune_dirs(entries: list[Entry]) -> list[Entry]:
+    """Keep only folders that hold a kept file (a stage ships what it added, not empty dirs)."""
+    keep = {e.path for e in entries if e.kind != "dir"}
+    parents = {p for path in keep for p in _parents(path)}
+    return [e for e in entries if e.kind != "dir" or e.path in parents]
+
+
+def _parents(path: str) -> list[str]:
+    parts = path.split("/")[:-1]
+    return ["/".join(parts[: i + 1]) for i in range(len(parts))]
+
+
+def combined_order(outcomes: Outcomes, prefix: Path) -> list[list[str]]:
+    """The link order across every library the unit ships (one recipe: its own order, as its
+    guard found it; several: their static archives ordered together, then the shared ones)."""
+    static = [lib for _r, o in outcomes for lib in o.libs if lib.kind == "static"]
+    if len(outcomes) == 1 or len(static) < 2:
+        return [g for _r, o in outcomes for g in o.link_order] or [
+            [lib.path] for _r, o in outcomes for lib in o.libs]
+    shared = [[lib.path] for _r, o in outcomes for lib in o.libs if lib.kind != "static"]
+    return relative_order(prefix, [lib.path for lib in static]) + shared
