@@ -42,7 +42,7 @@ from prebake.bake.result import GuardReport, UnitResult, UnitState
 from prebake.bake.shipped import dep_libraries, prefix_files
 from prebake.digest import file_sha256
 from prebake.errors import PrebakeError
-from prebake.manifest import Manifest
+from prebake.manifest import Manifest, Provenance
 from prebake.package import cmake, pkgconfig, relocate
 from prebake.package.adopt import Adopted, AdoptFailed, adopt_install
 from prebake.package.archive import Entry, collect_tree, with_generated, write_asset
@@ -580,7 +580,8 @@ def package(run: UnitRun, guarded: Guarded) -> Packaged:
     )
     trust = unit_trust(ws, unit, manifest.toolchain.to_json(), dirs.root, run.started_on,
                        dirs.dist, settings)
-    manifest = replace(manifest, provenance=trust.definition)  # deterministic: no times, no host
+    # deterministic: no times, no host
+    manifest = replace(manifest, provenance=Provenance.from_json(trust.definition, aid.filename))
     generated.update(trust.generated)  # share/prebake/sbom.cdx.json
     entries = relocate_files(run, entries, generated, manifest)
     run.say(f"packaging {aid.filename}")
