@@ -8,9 +8,10 @@ truncated manifest is one error naming the file, never a ``KeyError`` three modu
 The dataclasses below are the one statement of the format (``prebake.records``): the committed
 ``schemas/manifest.schema.json`` is generated from them (:func:`schema_text`, written by
 ``python -m prebake.reference``; a test fails when it is stale), and a manifest read from a store
-or an asset is checked with jsonschema against that same schema before it is typed. Parts the
-schema leaves open (a toolchain's identity, a fact's ABI, a contract, the provenance) keep their
-JSON as it was read, so ``Manifest.from_json(d).to_json() == d`` for every manifest prebake writes.
+or an asset is checked against that same schema (``prebake.records.checker``) before it is
+typed. Parts the schema leaves open (a toolchain's identity, a fact's ABI, a contract, the
+provenance) keep their JSON as it was read, so ``Manifest.from_json(d).to_json() == d`` for every
+manifest prebake writes.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal, Self
 
 from prebake.errors import PrebakeError
-from prebake.records import Record, checker, load, problem, rule, schema_of
+from prebake.records import DRAFT, Record, checker, load, problem, rule, schema_of
 
 MANIFEST_SCHEMA_VERSION = 1
 #: a manifest lists files and facts; 100 000 files fit easily
@@ -58,11 +59,13 @@ class _Part(Record):
 class FileEntry(_Part):
     """One archived file (``sha256`` and ``size``) or symlink (``link``), relative to the prefix."""
 
-    # not oneOf: jsonschema checks if/else in a third of the time, on every file of the asset
+    # anyOf whose first branch holds for a regular file, and `false` for a key that must be
+    # absent: a validator then raises nothing on the common path (a 2 000-file manifest is
+    # checked in 15 ms; with oneOf, not or if/else it takes twenty times that)
     SCHEMA: ClassVar[Mapping[str, Any]] = {
         "description": "a file (sha256 and size) or a symlink (link, without sha256)",
-        "not": {"required": ["sha256", "link"]},
-        "if": {"required": ["link"]}, "else": {"required": ["sha256", "size"]}}
+        "anyOf": [{"required": ["sha256", "size"], "properties": {"link": False}},
+                  {"required": ["link"], "properties": {"sha256": False}}]}
 
     # not absolute, no `..` segment (`[\s\S]`: across newlines too)
     path: str = field(metadata=rule(
@@ -258,7 +261,7 @@ class Manifest(_Part):
 
 def manifest_schema() -> dict[str, Any]:
     """The JSON Schema of a manifest, from the dataclasses above."""
-    return {"$schema": "https://json-schema.org/draft/2020-12/schema",
+    return {"$schema": DRAFT,
             "$id": "https://prebake.invalid/schemas/manifest.schema.json",
             "title": "prebake asset manifest (share/prebake/manifest.json and the .json sidecar)",
             **schema_of(Manifest)}

@@ -51,7 +51,8 @@ def test_the_committed_schema_is_what_the_dataclasses_generate() -> None:
 
 
 def _schema_ok(d: Any) -> bool:
-    return jsonschema.Draft202012Validator(SCHEMA).is_valid(d)
+    # jsonschema, another implementation than the loader's fastjsonschema, by the $schema draft
+    return bool(jsonschema.validators.validator_for(SCHEMA)(SCHEMA).is_valid(d))
 
 
 def _model_ok(d: Any) -> bool:
@@ -119,12 +120,15 @@ def test_the_validator_refuses_what_the_schema_refuses(label: str, data: dict[st
     assert not _model_ok(data), label
 
 
-@pytest.mark.parametrize("size", [10.0, True, "10"])
-def test_a_size_is_an_integer_not_a_float_or_a_boolean(size: Any) -> None:
+@pytest.mark.parametrize("size", [True, "10", 10.5])
+def test_a_size_is_an_integer(size: Any) -> None:
     d = copy.deepcopy(FULL)
     d["files"][0]["size"] = size
     with pytest.raises(ManifestError, match=r"\$\.files\[0\]\.size: .* \(type\)"):
         Manifest.from_json(d, "m.json")
+    d["files"][0]["size"] = 10.0  # an integer to JSON Schema, and an int once loaded
+    size = Manifest.from_json(d, "m.json").files[0].size
+    assert size == 10 and type(size) is int
 
 
 def test_the_error_says_where_and_which_rule_in_one_short_line() -> None:
@@ -132,15 +136,14 @@ def test_the_error_says_where_and_which_rule_in_one_short_line() -> None:
     d["guards"]["link_test"]["flags"] = ["-O2", 7]
     with pytest.raises(ManifestError) as exc:
         Manifest.from_json(d, "m.json")
-    assert str(exc.value) == ("m.json: invalid manifest: $.guards.link_test.flags[1]: 7 is not "
-                              "of type 'string' (type)")
+    assert str(exc.value) == ("m.json: invalid manifest: $.guards.link_test.flags[1]: must be "
+                              "string (type)")
     d = copy.deepcopy(FULL)
     d["toolchain"]["cc"] = {f"k{i}": "x" * 1000 for i in range(1000)}  # a megabyte, quoted short
     with pytest.raises(ManifestError) as exc:
         Manifest.from_json(d, "m.json")
     msg = str(exc.value)
-    assert msg.startswith("m.json: invalid manifest: $.toolchain.cc: {")
-    assert msg.endswith("is not of type 'array' (type)") and len(msg) < 200 and "\n" not in msg
+    assert msg == "m.json: invalid manifest: $.toolchain.cc: must be array (type)"
     d = copy.deepcopy(FULL)
     d["inputs"]["x\n" * 5000] = 1  # a hostile key: long, with newlines
     with pytest.raises(ManifestError) as exc:
