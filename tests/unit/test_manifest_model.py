@@ -11,6 +11,8 @@ from typing import Any
 
 import jsonschema
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from prebake.manifest import (
     SCHEMA_FILE,
@@ -182,3 +184,46 @@ def test_an_invalid_manifest_is_one_line_naming_the_file(tmp_path: Path) -> None
         read_manifest_file(p)
     with pytest.raises(ManifestError, match="more than the 10"):
         parse_manifest(b"{" + b" " * 20 + b"}", "sidecar", limit=10)
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 2**70) | st.floats(allow_nan=True)
+    | st.text(max_size=8) | st.sampled_from(["ab" * 32, "lib/x.a", "../x", "ok"]),
+    lambda kids: st.lists(kids, max_size=3) | st.dictionaries(st.text(max_size=6), kids,
+                                                              max_size=3),
+    max_leaves=8)
+
+
+def _places(d: Any, at: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every key path in ``d`` (objects and arrays), its root included."""
+    out = [at]
+    if isinstance(d, dict):
+        for k, v in d.items():
+            out += _places(v, (*at, k))
+    elif isinstance(d, list):
+        for i, v in enumerate(d):
+            out += _places(v, (*at, i))
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_a_mutated_manifest_loads_whole_or_is_one_error_line(data: st.DataObject) -> None:
+    """Whatever the schema lets through the loader types without a crash, and writes back."""
+    d = copy.deepcopy(FULL)
+    at = data.draw(st.sampled_from(_places(d)[1:]))
+    value = data.draw(_JSON)
+    parent = d
+    for k in at[:-1]:
+        parent = parent[k]
+    if data.draw(st.booleans()) and isinstance(parent, dict):
+        del parent[at[-1]]
+    else:
+        parent[at[-1]] = value
+    try:
+        m = Manifest.from_json(d, "m.json")
+    except ManifestError as exc:
+        assert "\n" not in str(exc) and str(exc).startswith("m.json: invalid manifest: $")
+        assert len(str(exc)) < 200
+        return
+    assert m.to_json() == d
