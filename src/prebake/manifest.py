@@ -264,6 +264,8 @@ def manifest_schema() -> dict[str, Any]:
     return {"$schema": DRAFT,
             "$id": "https://prebake.invalid/schemas/manifest.schema.json",
             "title": "prebake asset manifest (share/prebake/manifest.json and the .json sidecar)",
+            "description": "Generated from the dataclasses of prebake.manifest by `python -m "
+                           "prebake.reference`; do not edit by hand.",
             **schema_of(Manifest)}
 
 
