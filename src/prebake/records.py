@@ -15,7 +15,7 @@ The conventions, kept few on purpose:
 - A record with a ``raw`` field is open: keys it does not declare are allowed, and ``raw`` keeps
   the object exactly as it was read, so writing it back gives the same JSON (``dump``); a record
   without one is closed (``additionalProperties: false``).
-- A class-level ``SCHEMA`` (a ``ClassVar``) adds rules that span fields (``oneOf``) or a
+- A class-level ``SCHEMA`` (a ``ClassVar``) adds rules that span fields (``anyOf``) or a
   description.
 """
 
@@ -32,6 +32,7 @@ T = TypeVar("T")
 
 #: the name of the field that makes a record open (it keeps the object as read)
 RAW = "raw"
+#: the longest JSON path an error line gives (a key is text from the file, of any length)
 _MAX_PATH = 80
 #: the longest reason an error line gives (after the file's name)
 _MAX_REASON = 160
