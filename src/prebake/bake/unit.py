@@ -58,7 +58,7 @@ from prebake.bake.stage_files import restore_stage, save_stage_files
 from prebake.bake.unitrun import Event, UnitFailed, UnitRun, strategy_of, unbuildable
 from prebake.diff import build_summary
 from prebake.errors import PrebakeError
-from prebake.manifest import Manifest
+from prebake.manifest import Manifest, Provenance
 from prebake.package import cmake, pkgconfig
 from prebake.package.adopt import Adopted, AdoptFailed, adopt_install
 from prebake.package.archive import write_asset
@@ -336,7 +336,8 @@ def package(run: UnitRun, guarded: Guarded) -> Packaged:
                               if g.adopted is not None])
     trust = unit_trust(ws, unit, manifest.toolchain.to_json(), dirs.root, run.started_on,
                        dirs.dist, settings)
-    manifest = replace(manifest, provenance=trust.definition)  # deterministic: no times, no host
+    # deterministic: no times, no host
+    manifest = replace(manifest, provenance=Provenance.from_json(trust.definition, aid.filename))
     generated.update(trust.generated)  # share/prebake/sbom.cdx.json
     entries = relocate_files(run, entries, generated, manifest)
     run.say(f"packaging {aid.filename}")

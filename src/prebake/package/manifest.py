@@ -2,8 +2,9 @@
 
 Stored as ``share/prebake/manifest.json`` inside the asset and as the ``.json`` sidecar next to
 it (same bytes), so a store can answer "is this unit already built?" from the sidecar alone (its
-``input_hash``) and a consumer can re-check facts before unpacking. The committed JSON schema is
-``schemas/manifest.schema.json``; ``schema_version`` changes when a field changes meaning.
+``input_hash``) and a consumer can re-check facts before unpacking. The format is the dataclasses
+of ``prebake.manifest``; ``schemas/manifest.schema.json`` is generated from them, and
+``schema_version`` changes when a field changes meaning.
 """
 
 from __future__ import annotations
@@ -72,5 +73,6 @@ def make_manifest(aid: AssetId, *, input_hash: str, toolchain: Mapping[str, Any]
 
 
 def schema_path() -> Path:
-    """The committed schema (a checkout file; tests validate every manifest against it)."""
+    """The committed schema (a checkout file generated from ``prebake.manifest``; tests validate
+    every manifest a build writes against it)."""
     return Path(__file__).resolve().parents[3] / "schemas" / "manifest.schema.json"

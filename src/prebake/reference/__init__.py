@@ -4,8 +4,9 @@ Keys of ``prebake.toml`` come from the loader's ``SCHEMA``/``SECTIONS``/``FREE_T
 keys from the ``Contract`` dataclass and its validation tables, recipe classes and fields from
 the dataclasses ``prebake.recipes`` exports, placeholders from ``PLACEHOLDERS``, presets from
 the shipped preset files. ``descriptions.toml`` beside this module adds one line of meaning per
-entry. ``python -m prebake.reference`` writes ``docs/reference.md`` and
-``schemas/prebake-toml.schema.json``; ``prebake help`` prints the same text.
+entry. ``python -m prebake.reference`` writes ``docs/reference.md``,
+``schemas/prebake-toml.schema.json`` and ``schemas/manifest.schema.json`` (from the manifest's
+dataclasses, ``prebake.manifest``); ``prebake help`` prints the same text.
 """
 
 from __future__ import annotations
@@ -438,8 +439,11 @@ def toml_schema_text() -> str:
 
 def write(root: Path) -> list[Path]:
     """Write the generated files under ``root`` (the repository); return the ones changed."""
+    from prebake import manifest
+
     changed = []
-    for rel, text in ((REFERENCE_MD, render()), (TOML_SCHEMA, toml_schema_text())):
+    for rel, text in ((REFERENCE_MD, render()), (TOML_SCHEMA, toml_schema_text()),
+                      (manifest.SCHEMA_FILE, manifest.schema_text())):
         path = root / rel
         if not path.is_file() or path.read_text(encoding="utf-8") != text:
             path.write_text(text, encoding="utf-8")

@@ -1,4 +1,5 @@
-"""``python -m prebake.reference``: rewrite docs/reference.md and the prebake.toml schema."""
+"""``python -m prebake.reference``: rewrite docs/reference.md and the generated schemas
+(prebake.toml's, the manifest's)."""
 
 from __future__ import annotations
 

@@ -35,7 +35,7 @@ import httpx
 
 from prebake.errors import PrebakeError
 from prebake.package.naming import AssetId
-from prebake.store import _http
+from prebake.store import transport
 from prebake.store.base import (
     DEFAULT_RELEASE,
     AuthError,
@@ -98,7 +98,7 @@ class GitHubStore:
     @property
     def client(self) -> httpx.Client:
         if self._client is None:
-            self._client = _http.make_client()
+            self._client = transport.make_client()
             self._client.headers["Accept"] = "application/vnd.github+json"
             self._client.headers["X-GitHub-Api-Version"] = "2022-11-28"
             if self._token:
@@ -118,10 +118,10 @@ class GitHubStore:
         try:
             resp = self.client.request(method, url, **kw)
         except httpx.TransportError as exc:
-            raise _http.transport_error(exc, f"{self.url}: {what}", self._token) from None
+            raise transport.transport_error(exc, f"{self.url}: {what}", self._token) from None
         if resp.status_code == 422:
             return resp  # callers interpret validation failures (already_exists)
-        return _http.check(resp, f"{self.url}: {what}", self._token)
+        return transport.check(resp, f"{self.url}: {what}", self._token)
 
     def _retrying(self, method: str, url: str, what: str, **kw: Any) -> httpx.Response:
         return with_retries(lambda: self._call(method, url, what, **kw), f"{self.url}: {what}")
@@ -135,7 +135,7 @@ class GitHubStore:
         try:
             resp = self._retrying("GET", self._repo_url(f"/releases/tags/{quote(tag, safe='')}"),
                                   f"read release {tag}")
-        except _http.NotFound:
+        except transport.NotFound:
             return None
         data: dict[str, Any] = resp.json()
         return data
@@ -169,7 +169,7 @@ class GitHubStore:
         while True:
             try:
                 resp = self._retrying("GET", url, what, params={"per_page": 100, "page": page})
-            except _http.NotFound:
+            except transport.NotFound:
                 return
             items = resp.json()
             yield from items
@@ -203,10 +203,10 @@ class GitHubStore:
         if asset.filename not in assets or asset.filename + suffix not in assets:
             return None
         side = assets[asset.filename + suffix]
-        return _http.get_bytes(self.client, self._asset_download_url(side),
-                               what=f"{self.url}: download {asset.filename}{suffix}",
-                               headers={"Accept": "application/octet-stream"}, secret=self._token,
-                               limit=sidecar_limit(suffix))
+        return transport.get_bytes(self.client, self._asset_download_url(side),
+                                   what=f"{self.url}: download {asset.filename}{suffix}",
+                                   headers={"Accept": "application/octet-stream"},
+                                   secret=self._token, limit=sidecar_limit(suffix))
 
     def download(self, asset: AssetId, dest: Path, release: str | None = None, *,
                  progress: ProgressFn | None = None) -> Path:
@@ -214,10 +214,11 @@ class GitHubStore:
         if asset.filename not in assets:
             raise StoreError(f"{self.url}: no {asset.filename} in release "
                              f"{release or DEFAULT_RELEASE}")
-        return _http.download(self.client, self._asset_download_url(assets[asset.filename]), dest,
-                              what=f"{self.url}: download {asset.filename}",
-                              headers={"Accept": "application/octet-stream"},
-                              progress=progress, secret=self._token)
+        url = self._asset_download_url(assets[asset.filename])
+        return transport.download(self.client, url, dest,
+                                  what=f"{self.url}: download {asset.filename}",
+                                  headers={"Accept": "application/octet-stream"},
+                                  progress=progress, secret=self._token)
 
     def asset_url(self, asset: AssetId, release: str | None = None) -> str:
         tag = quote(release or DEFAULT_RELEASE, safe="")
@@ -252,7 +253,7 @@ class GitHubStore:
                 continue
             created = _timestamp(a.get("created_at"))
             if created is not None and now - created > PARTIAL_MAX_AGE:
-                with contextlib.suppress(_http.NotFound):
+                with contextlib.suppress(transport.NotFound):
                     self._retrying("DELETE", self._repo_url(f"/releases/assets/{a['id']}"),
                                    f"delete stale {name}")
 
@@ -292,7 +293,7 @@ class GitHubStore:
     def _delete_named(self, rel: dict[str, Any], name: str) -> None:
         for a in self._assets(rel):
             if a["name"] == name:
-                with contextlib.suppress(_http.NotFound):  # someone else deleted it first
+                with contextlib.suppress(transport.NotFound):  # someone else deleted it first
                     self._retrying("DELETE", self._repo_url(f"/releases/assets/{a['id']}"),
                                    f"delete {name}")
 

@@ -19,7 +19,7 @@ import httpx
 
 from prebake.errors import PrebakeError
 from prebake.package.naming import AssetId
-from prebake.store import _http
+from prebake.store import transport
 from prebake.store.base import DEFAULT_RELEASE, ProgressFn, StoreError, sidecar_limit
 
 T = TypeVar("T")
@@ -43,7 +43,7 @@ class MirrorStore:
     @property
     def client(self) -> httpx.Client:
         if self._client is None:
-            self._client = _http.make_client()
+            self._client = transport.make_client()
         return self._client
 
     def _file_url(self, base: str, release: str | None, name: str) -> str:
@@ -63,7 +63,7 @@ class MirrorStore:
                 continue
             try:
                 return fn(base)
-            except _http.NotFound as exc:
+            except transport.NotFound as exc:
                 answered = True
                 failures.append(str(exc))
             except StoreError as exc:
@@ -82,9 +82,9 @@ class MirrorStore:
         tag = release or DEFAULT_RELEASE
 
         def one(base: str) -> bytes:
-            data = _http.get_bytes(self.client, self._file_url(base, tag, asset.filename + suffix),
-                                   what=f"{base}: {asset.filename}{suffix}",
-                                   attempts=_PER_MIRROR_ATTEMPTS, limit=sidecar_limit(suffix))
+            url = self._file_url(base, tag, asset.filename + suffix)
+            data = transport.get_bytes(self.client, url, what=f"{base}: {asset.filename}{suffix}",
+                                       attempts=_PER_MIRROR_ATTEMPTS, limit=sidecar_limit(suffix))
             self._source.setdefault((asset, tag), base)
             return data
 
@@ -104,9 +104,9 @@ class MirrorStore:
             else self.mirrors
 
         def one(base: str) -> Path:
-            return _http.download(self.client, self._file_url(base, tag, asset.filename), dest,
-                                  what=f"{base}: {asset.filename}", progress=progress,
-                                  attempts=_PER_MIRROR_ATTEMPTS)
+            return transport.download(self.client, self._file_url(base, tag, asset.filename), dest,
+                                      what=f"{base}: {asset.filename}", progress=progress,
+                                      attempts=_PER_MIRROR_ATTEMPTS)
 
         return self._each(order, one, f"{self.url}: download {asset.filename}")
 

@@ -1,5 +1,6 @@
-"""HTTP plumbing shared by the GitHub and mirror backends: error classes by status, resumable
-downloads (``Range``) with retries, and a client that never logs or echoes credentials."""
+"""The HTTP transport under the GitHub (``store/github.py``) and mirror (``store/http.py``)
+backends: one client that never logs or echoes credentials, statuses mapped to prebake's error
+classes, resumable downloads (``Range``) with retries and bounded small GETs. Not a store itself."""
 
 from __future__ import annotations
 
