@@ -78,13 +78,16 @@ def _table(results: Sequence[UnitResult]) -> Any:
     from rich.markup import escape
     from rich.table import Table
 
+    from prebake.redact import env_secrets, redact_text
+
+    secrets = env_secrets(os.environ)
     t = Table(title="prebake build")
     for col in ("unit", "state", "asset", "seconds", "detail"):
         t.add_column(col)
     colour = {"built": "green", "skipped": "cyan", "failed": "red", "blocked": "yellow"}
     for r in results:
         t.add_row(r.unit, f"[{colour.get(r.state, 'white')}]{r.state}[/]", r.asset or "",
-                  f"{r.seconds:.2f}", escape(r.detail[:100]))
+                  f"{r.seconds:.2f}", escape(redact_text(r.detail, *secrets)[:100]))
     return t
 
 
@@ -168,14 +171,17 @@ def _with_progress(ws: Any, units: Sequence[Unit], opts: Any) -> list[Any]:
 
     from prebake.bake import build
     from prebake.commands._common import err_console
+    from prebake.redact import env_secrets, redact_text
 
+    secrets = env_secrets(os.environ)
     with Progress(SpinnerColumn(), TextColumn("{task.fields[unit]:<28}"),
                   TextColumn("{task.description}"), TimeElapsedColumn(),
                   console=err_console(), transient=False) as progress:
         tasks = {u.id: progress.add_task("waiting", unit=u.id, total=None) for u in units}
 
         def emit(unit: str, state: str, message: str) -> None:
-            line = message.splitlines()[0] if message else state
+            # redacted whole before it is cut: a cut URL would no longer look like one
+            line = redact_text(message, *secrets).splitlines()[0] if message else state
             if state == "running":
                 progress.update(tasks[unit], description=line[:80])
             else:

@@ -21,7 +21,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from prebake.commands._common import err_console, find_workspace, print_json
+    from prebake.commands._common import err_console, find_workspace, print_json, say
     from prebake.errors import PrebakeError
     from prebake.plan import make_plan, plan_statuses
     from prebake.plan.render import explain_json, explain_markdown, markdown_table, plan_json
@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
         if args.json:
             print_json(explain_json(unit, status, changes, previous))
         else:
-            print(explain_markdown(unit, status, changes, previous), end="")
+            say(explain_markdown(unit, status, changes, previous), end="")
         return 0
     plan = make_plan(ws, args.stage, args.platform)
     problems: list[str] = []
@@ -66,5 +66,5 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(plan_json(ws, plan, statuses, store))
     else:
-        print(markdown_table(plan, statuses), end="")
+        say(markdown_table(plan, statuses), end="")
     return 0
