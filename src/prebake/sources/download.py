@@ -20,11 +20,7 @@ from urllib.parse import urlsplit
 
 from prebake.digest import file_sha256
 from prebake.errors import PrebakeError
-from prebake.sources.cache import CHUNK, TIMEOUT, SourceCache
-
-# A source archive larger than this is refused rather than filling the disk (onnxruntime's
-# biggest release archive is ~300 MB).
-MAX_DOWNLOAD_BYTES = 8 << 30
+from prebake.sources.cache import CHUNK, MAX_DOWNLOAD_BYTES, TIMEOUT, SourceCache
 
 
 @dataclass(frozen=True)
