@@ -15,6 +15,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from prebake.digest import file_sha256
 from prebake.errors import PrebakeError
@@ -37,6 +38,24 @@ def default_cache_dir() -> Path:
 MAX_DOWNLOAD_BYTES = 8 << 30
 
 
+def open_url(url: str, headers: dict[str, str] | None = None) -> Any:
+    """``urlopen`` for a source URL that may carry credentials (``https://user:token@host/…``,
+    what a private GitHub or GitLab archive takes): urllib would read the userinfo as part of
+    the host name, so it goes in a Basic ``Authorization`` header, as curl and git send it."""
+    import base64
+    from urllib.parse import unquote, urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    head = {"User-Agent": "prebake", **(headers or {})}
+    if "@" in parts.netloc:
+        userinfo, _, host = parts.netloc.rpartition("@")
+        user, _, password = userinfo.partition(":")
+        token = base64.b64encode(f"{unquote(user)}:{unquote(password)}".encode()).decode()
+        head["Authorization"] = f"Basic {token}"
+        url = urlunsplit(parts._replace(netloc=host))
+    return urllib.request.urlopen(urllib.request.Request(url, headers=head), timeout=TIMEOUT)
+
+
 class TooBig(Exception):
     """A mirror sent (or announced) more bytes than the file can have."""
 
@@ -46,8 +65,7 @@ def _download(url: str, tmp: Path, limit: int) -> str:
     file cannot be longer, so the first byte past it ends the download); return the sha256
     of what was received."""
     h = hashlib.sha256()
-    req = urllib.request.Request(url, headers={"User-Agent": "prebake"})
-    with urllib.request.urlopen(req, timeout=TIMEOUT) as resp, open(tmp, "wb") as out:
+    with open_url(url) as resp, open(tmp, "wb") as out:
         announced = resp.headers.get("Content-Length")
         if announced is not None and announced.isdigit() and int(announced) > limit:
             raise TooBig(f"the server announces {int(announced)} bytes")
