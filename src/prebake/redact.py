@@ -27,9 +27,13 @@ MASK = "***"
 # urlsplit calls the netloc), never across white space
 _USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<info>[^/\s?#]*@)")
 # user:password@host without a scheme, as a word of its own (after a space, '=', a quote, a
-# bracket or a comma): a colon before the last '@', a host after it
-_BARE_USERINFO = re.compile(r"(?:^|(?<=[\s=\"'(\[,<;]))(?P<info>[^\s/?#@:\"'=]+:[^\s/?#]*@)"
-                            r"(?=[A-Za-z0-9\[])", re.MULTILINE)
+# bracket or a comma): a colon before the last '@', and after it a host name (or an IPv6
+# address) with an optional port, then the end of the word — so a C++ name (``ns::f@plt``,
+# ``std::terminate()@GLIBCXX_3.4``) is not taken for one. (A proxy variable's value is masked
+# whole by its name, whatever its host looks like.)
+_BARE_USERINFO = re.compile(r"(?:^|(?<=[\s=\"'(\[,<;]))(?P<info>[^\s/?#@:\"'=]+:(?!:)[^\s/?#]*@)"
+                            r"(?=(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]+)?"
+                            r"(?:$|[\s/?#\"',;)\]>]))", re.MULTILINE)
 # a URL parameter: ?name=value, &name=value, #name=value, ;name=value
 _PARAM = re.compile(r"(?P<lead>[?&#;](?P<name>[A-Za-z0-9_.\-\[\]]+)=)(?P<value>[^&#;\s\"'<>]*)")
 _SECRET_NAME = re.compile(r"(TOKEN|SECRET|PASSW(OR)?D|PASS\b|KEY|CREDENTIAL|AUTH|COOKIE"

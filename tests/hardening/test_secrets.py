@@ -181,6 +181,9 @@ def test_fetch_json_and_lock_record_no_mirror_credentials(tmp_path: Path) -> Non
     ("mail a@b.example about it", "mail a@b.example about it"),
     ("https://h/x?version=1.2&arch=x86_64", "https://h/x?version=1.2&arch=x86_64"),
     ("cmake -DX=1 && make", "cmake -DX=1 && make"),
+    ("call std::foo@plt; std::terminate()@GLIBCXX_3.4 and f@@GLIBC_2.2.5",
+     "call std::foo@plt; std::terminate()@GLIBCXX_3.4 and f@@GLIBC_2.2.5"),
+    ("?f@@YAXXZ ??4Foo@@QEAAAEAV0@AEBV0@@Z", "?f@@YAXXZ ??4Foo@@QEAAAEAV0@AEBV0@@Z"),
 ])
 def test_one_redaction_for_every_url_shape(text: str, shown: str) -> None:
     from prebake.redact import redact_text
