@@ -3,7 +3,7 @@ names today.
 
 A real repository made here, served over ``file://``: ``prebake pin`` locks the tag's commit in
 ``prebake.sources.lock`` (the input hash reads it), the build checks that commit out; then the
-tag is moved upstream to other code. ``pin --check`` asks the remote and names both commits,
+tag is moved upstream to other code. ``plan`` warns and ``pin --check`` fails, naming both commits,
 ``build --force`` refuses naming both and publishes nothing (so no other code ever ships under
 the same input hash), and ``prebake pin`` again accepts the new commit, which changes the hash.
 """
@@ -121,8 +121,14 @@ def test_a_moved_tag_is_refused_by_build_and_seen_by_pin_check(world: tuple[Path
     git(up, "tag", "-f", "-a", "-m", "moved", "v2.3.1")
     assert second != first
 
-    # the plan's hash reads the lock, not the remote: it cannot change; build and check refuse
+    # the plan's hash reads the lock, not the remote: it cannot change; the plan warns (it asks
+    # the remote), pin --check fails, build refuses
     assert _hash(ws) == locked_hash
+    plan = support.prebake("-C", ws, "plan")
+    assert plan.returncode == 0, plan.stderr
+    assert "warning" in plan.stderr and first in plan.stderr and second in plan.stderr
+    dry = support.prebake("-C", ws, "build", "--dry-run", "--force")
+    assert f"check that FETCH_HEAD is {first}" in dry.stdout, dry.stdout
     check = support.prebake("-C", ws, "pin", "--check")
     assert check.returncode == 1, check.stdout
     assert first in check.stdout and second in check.stdout and "moved" in check.stdout

@@ -153,10 +153,11 @@ def run(args: argparse.Namespace) -> int:
 def _write_summary(parts: list[str]) -> None:
     """Append the diffs to the GitHub step summary when there is one (else print them)."""
     from prebake.commands._common import err_console
+    from prebake.redact import env_secrets, redact_text
 
     if not parts:
         return
-    text = "\n".join(parts)
+    text = redact_text("\n".join(parts), *env_secrets(os.environ))  # a CI page: published
     path = os.environ.get("GITHUB_STEP_SUMMARY")
     if path:
         with open(path, "a", encoding="utf-8") as fh:

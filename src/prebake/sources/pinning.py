@@ -91,7 +91,33 @@ def workspace_git_refs(ws: Workspace, pins: Mapping[str, str]) -> list[GitRef]:
     return out
 
 
-def resolve_git_ref(url: str, ref: str) -> str:
+def git_ref_problems(lock: SourceLock, refs: Sequence[tuple[str, GitRef]],
+                     timeout: float | None = None) -> list[tuple[str, GitRef, str]]:
+    """``(unit, ref, status)`` for each git ref with no locked commit (``missing``), one that
+    names another commit upstream now (``moved: …``, both commits), or whose remote does not
+    answer (``unverified: …``); each remote is asked once."""
+    out: list[tuple[str, GitRef, str]] = []
+    now: dict[tuple[str, str], str] = {}
+    for unit, gref in refs:
+        locked = git_commit_of(gref, lock)
+        if locked is None:
+            out.append((unit, gref, "missing"))
+            continue
+        key = (gref.url, gref.ref)
+        if key not in now:
+            try:
+                now[key] = resolve_git_ref(gref.url, gref.ref, timeout)
+            except PrebakeError as exc:
+                now[key] = f"unverified: {exc}"
+        if now[key].startswith("unverified"):
+            out.append((unit, gref, now[key]))
+        elif now[key] != locked:
+            out.append((unit, gref, f"moved: {gref.ref} now names {now[key]}, locked at "
+                                    f"{locked}"))
+    return out
+
+
+def resolve_git_ref(url: str, ref: str, timeout: float | None = None) -> str:
     """The commit ``ref`` names in the repository at ``url`` now (an annotated tag peeled),
     asked with ``git ls-remote``; an unreachable remote or unknown ref raises."""
     import subprocess
@@ -100,7 +126,7 @@ def resolve_git_ref(url: str, ref: str) -> str:
 
     try:
         proc = subprocess.run(["git", "ls-remote", "--", url], capture_output=True,
-                              timeout=GIT_TIMEOUT, stdin=subprocess.DEVNULL,
+                              timeout=timeout or GIT_TIMEOUT, stdin=subprocess.DEVNULL,
                               env={**os.environ, "GIT_TERMINAL_PROMPT": "0"})
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise PrebakeError(redact_text(f"git ls-remote {url}: {exc}")) from None
@@ -268,21 +294,5 @@ def check(ws: Workspace) -> list[tuple[str, UrlRef | GitRef, str]]:
         st = status_of(ref, lock)
         if st in ("missing", "pending"):
             out.append((unit_of(ws, ref), ref, st))
-    now: dict[tuple[str, str], str] = {}
-    for gref in workspace_git_refs(ws, ws.pins):
-        locked = git_commit_of(gref, lock)
-        if locked is None:
-            out.append((unit_of(ws, gref), gref, "missing"))
-            continue
-        key = (gref.url, gref.ref)
-        if key not in now:
-            try:
-                now[key] = resolve_git_ref(gref.url, gref.ref)
-            except PrebakeError as exc:
-                now[key] = f"unverified: {exc}"
-        if now[key].startswith("unverified"):
-            out.append((unit_of(ws, gref), gref, now[key]))
-        elif now[key] != locked:
-            out.append((unit_of(ws, gref), gref,
-                        f"moved: {gref.ref} now names {now[key]}, locked at {locked}"))
+    out += git_ref_problems(lock, [(unit_of(ws, g), g) for g in workspace_git_refs(ws, ws.pins)])
     return out
