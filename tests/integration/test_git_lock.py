@@ -115,6 +115,7 @@ def test_a_moved_tag_is_refused_by_build_and_seen_by_pin_check(world: tuple[Path
     assert _header_of_asset(ws) == locked_hash
     src = ws / ".prebake" / "work" / PLATFORM / "core-mini" / "mini" / "src"
     assert git(src, "rev-parse", "HEAD") == first
+    assert git(src, "describe") == "v2.3.1"  # the tag is there, as a clone would have it
 
     # upstream moves the tag to other code
     second = _commit(up, 2, "not the release")

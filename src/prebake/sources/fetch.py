@@ -67,6 +67,19 @@ def fetched_commit(dest: Path) -> str:
     return proc.stdout.strip() if proc.returncode == 0 else ""
 
 
+_FETCHED_TAG = re.compile(r"([0-9a-f]{40})\t[^\t]*\ttag '([^'\n]+)' of ")
+
+
+def _keep_tag(dest: Path) -> None:
+    """The tag just fetched as a tag of the checkout too, as a clone would have it (a build
+    that runs ``git describe`` finds its release); a branch or a commit makes none."""
+    head = dest / ".git" / "FETCH_HEAD"
+    m = _FETCHED_TAG.match(head.read_text("utf-8", "replace")) if head.is_file() else None
+    if m is not None:
+        subprocess.run(["git", "-C", str(dest), "update-ref", f"refs/tags/{m[2]}", m[1]],
+                       capture_output=True, check=False)
+
+
 def moved_ref_message(src: GitSource, now: str) -> str:
     """A locked ref that names another commit today: both commits, and the way out."""
     return redact_text(f"{src.url}: {src.ref} now names commit {now or '(none)'}, but "
@@ -153,6 +166,7 @@ def materialize(src: Source, workdir: Path, recipe_dir: Path, cache: SourceCache
                 run(cmd, workdir)
             if src.commit and fetched_commit(dest) != src.commit:
                 raise PrebakeError(moved_ref_message(src, fetched_commit(dest)))
+            _keep_tag(dest)
             for cmd in cmds[3:]:
                 run(cmd, workdir)
         finally:
