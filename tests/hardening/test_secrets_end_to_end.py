@@ -10,8 +10,8 @@ command prints its whole environment into the log.
 
 ``pin``, ``plan``, ``build --dry-run`` (text and ``--json``), ``build`` (publishing to a
 ``file://`` store), ``plan --explain`` and ``pin --check`` run; then every line they printed,
-and every file they wrote — the build's work trees and logs, the source cache, the store, and
-each member inside the tar.xz asset — is searched for each secret.
+and every file they wrote — the source lock, the build's work trees and logs, the source
+cache, the store, and each member inside the tar.xz asset — is searched for each secret.
 """
 
 from __future__ import annotations
@@ -186,6 +186,10 @@ def test_no_written_file_holds_a_secret(run: tuple[Path, list[Path], str]) -> No
                             leaks.setdefault(s, []).append(f"{path.name}:{member.name}")
     assert seen > 20
     assert leaks == {}
+    # the source lock `pin` wrote is committed: it names each URL with its credentials masked
+    lock = (ws / "prebake.sources.lock").read_text()
+    assert "***@127.0.0.1" in lock and "token=***" in lock, lock
+    assert _leaks(lock) == []
 
 
 def test_the_checkout_keeps_the_code_but_not_the_token(run: tuple[Path, list[Path], str]

@@ -28,7 +28,7 @@ def run(args: argparse.Namespace) -> int:
     from prebake.errors import PrebakeError
     from prebake.jsonio import SCHEMA_VERSION
     from prebake.redact import redact_text
-    from prebake.sources.lock import GitRef
+    from prebake.sources.lock import GitRef, lock_key
     from prebake.sources.pinning import check, pin
     from prebake.workspace import load_workspace
 
@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         say(f"pinned {result.name} = {result.new} (was {result.old}) in prebake.toml")
         for url in sorted({r.url for r in result.locked}):
-            e = result.lock.entries[url]
+            e = result.lock.entries[lock_key(url)]
             say(f"✓ locked {url}  sha256 {e.sha256}  {e.size} bytes")
         for gref, commit, was in {(g.url, g.ref): (g, c, w) for g, c, w in result.git}.values():
             moved = f" (was {was})" if was and was != commit else ""

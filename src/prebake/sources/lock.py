@@ -15,7 +15,10 @@ a ref that now names another one (naming both commits), and ``prebake pin --chec
 remote (``git ls-remote``) whether each locked ref still names its commit.
 
 The file is TOML (reviewable in a pull request, one table per URL), written sorted and
-atomically, and read with a size bound like every other input.
+atomically, and read with a size bound like every other input. It is keyed by each URL as
+``prebake.redact`` shows it (a token in the URL's userinfo or query is masked): the lock is
+committed and shown in reviews, and two spellings of one URL that differ only by a credential
+name the same bytes.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from typing import Literal
 from prebake.errors import PrebakeError
 from prebake.jsonio import atomic_write_text
 from prebake.recipes.model import GitSource, Recipe, Repackage, UrlSource, template_pins
+from prebake.redact import redact_text
 
 LOCK_NAME = "prebake.sources.lock"
 LOCK_VERSION = 1
@@ -86,7 +90,7 @@ class SourceLock:
         for url in sorted(self.pending):
             p = self.pending[url]
             lines.append(f"\n[[pending]]\nurl = {_q(p.url)}\ncommand = {_q(p.command)}\n"
-                         f"reason = {_q(p.reason)}\n")
+                         f"reason = {_q(redact_text(p.reason))}\n")
         for key in sorted(self.git):
             g = self.git[key]
             lines.append(f"\n[[git]]\nurl = {_q(g.url)}\nref = {_q(g.ref)}\n"
@@ -99,9 +103,15 @@ class SourceLock:
         atomic_write_text(self.path, self.render(), mode)
 
     def status(self, url: str) -> Status:
-        if url in self.entries:
+        key = lock_key(url)
+        if key in self.entries:
             return "locked"
-        return "pending" if url in self.pending else "missing"
+        return "pending" if key in self.pending else "missing"
+
+
+def lock_key(url: str) -> str:
+    """The key of ``url`` in the lock: the URL with any credential masked."""
+    return redact_text(url)
 
 
 def _q(text: str) -> str:
@@ -145,6 +155,7 @@ def read_source_lock(root: Path) -> SourceLock:
             raise PrebakeError(f"{where}: sha256 {sha!r} is not 64 lowercase hex digits")
         if not isinstance(size, int) or isinstance(size, bool) or size < 0:
             raise PrebakeError(f"{where}: size {size!r} is not a byte count")
+        url = lock_key(url)
         if url in lock.entries:
             raise PrebakeError(f"{where}: {url} is locked twice")
         lock.entries[url] = Locked(url, sha, size)
@@ -153,7 +164,7 @@ def read_source_lock(root: Path) -> SourceLock:
         if not all(isinstance(v, str) for v in values):
             raise PrebakeError(f"{path}: pending[{i}]: url, command and reason must be strings")
         url, command, reason = (str(v) for v in values)
-        lock.pending[url] = Pending(url, command, reason)
+        lock.pending[lock_key(url)] = Pending(lock_key(url), command, reason)
     for i, item in enumerate(_tables(path, data, "git")):
         url, ref, commit = (item.get(k) for k in ("url", "ref", "commit"))
         where = f"{path}: git[{i}]"
@@ -162,6 +173,7 @@ def read_source_lock(root: Path) -> SourceLock:
         if not isinstance(commit, str) or not _COMMIT.fullmatch(commit):
             raise PrebakeError(f"{where}: commit {commit!r} is not a full commit id (40 "
                                "lowercase hex digits)")
+        url = lock_key(url)
         if (url, ref) in lock.git:
             raise PrebakeError(f"{where}: {ref} of {url} is locked twice")
         lock.git[url, ref] = LockedGit(url, ref, commit)
@@ -286,7 +298,7 @@ def git_refs(recipe: Recipe, platform: str, pins: Mapping[str, str]) -> list[Git
 
 
 def git_commit_of(ref: GitRef, lock: SourceLock) -> str | None:
-    e = lock.git.get((ref.url, ref.ref))
+    e = lock.git.get((lock_key(ref.url), ref.ref))
     return e.commit if e else None
 
 
@@ -315,7 +327,7 @@ def status_of(ref: UrlRef, lock: SourceLock) -> Status:
 def digest_of(ref: UrlRef, lock: SourceLock) -> str | None:
     if ref.literal_sha256:
         return ref.literal_sha256
-    e = lock.entries.get(ref.url)
+    e = lock.entries.get(lock_key(ref.url))
     return e.sha256 if e else None
 
 
@@ -326,7 +338,7 @@ def unlocked_message(ref: UrlRef, lock: SourceLock) -> str:
     pins = ", ".join(f"{n} = {v}" for n, v in ref.pins)
     if ref.provides:
         pins += f"; it provides {ref.provides}"
-    pending = lock.pending.get(ref.url)
+    pending = lock.pending.get(lock_key(ref.url))
     if pending is not None:
         return redact_text(f"{ref.recipe} on {ref.platform}: {ref.url} has no digest in "
                            f"{lock.path.name} ({pending.reason}); run `{pending.command}` "
@@ -356,7 +368,7 @@ def locked_recipe(recipe: Recipe, platform: str, os_name: str, arch: str,
     for i, src in enumerate(sources):
         ref = refs.get(f"sources[{i}]")
         if ref is not None and isinstance(src, UrlSource):
-            entry = lock.entries.get(ref.url)
+            entry = lock.entries.get(lock_key(ref.url))
             sources[i] = replace(src, url=ref.url, mirrors=ref.mirrors, sha256=sha(ref),
                                  provides=ref.provides,
                                  size=entry.size if entry is not None and not ref.literal_sha256
@@ -371,7 +383,7 @@ def locked_recipe(recipe: Recipe, platform: str, os_name: str, arch: str,
     strat = recipe.strategy_for(platform)
     ref = refs.get(f"platforms[{platform!r}]")
     if ref is not None and isinstance(strat, Repackage):
-        entry = lock.entries.get(ref.url)
+        entry = lock.entries.get(lock_key(ref.url))
         platforms[platform] = replace(strat, url=ref.url, mirrors=ref.mirrors, sha256=sha(ref),
                                       size=entry.size if entry is not None
                                       and not ref.literal_sha256 else -1)

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from prebake.errors import PrebakeError
 from prebake.jsonio import atomic_write_text
+from prebake.redact import redact_text
 from prebake.sources.cache import SourceCache
 from prebake.sources.download import download_new
 from prebake.sources.lock import (
@@ -34,6 +35,7 @@ from prebake.sources.lock import (
     UrlRef,
     git_commit_of,
     git_refs,
+    lock_key,
     read_source_lock,
     status_of,
     url_refs,
@@ -121,8 +123,6 @@ def resolve_git_ref(url: str, ref: str, timeout: float | None = None) -> str:
     """The commit ``ref`` names in the repository at ``url`` now (an annotated tag peeled),
     asked with ``git ls-remote``; an unreachable remote or unknown ref raises."""
     import subprocess
-
-    from prebake.redact import redact_text
 
     try:
         proc = subprocess.run(["git", "ls-remote", "--", url], capture_output=True,
@@ -220,25 +220,26 @@ def pin(ws: Workspace, name: str, version: str, *, platforms: Sequence[str] = ()
     for ref in reads:
         if ref.literal_sha256:
             continue
+        key = lock_key(ref.url)  # the lock keeps no credential
         if platforms and ref.platform not in platforms:
             if lock.status(ref.url) != "locked":
-                lock.pending[ref.url] = Pending(
-                    ref.url, f"{command} --platform {ref.platform}",
+                lock.pending[key] = Pending(
+                    key, f"{command} --platform {ref.platform}",
                     f"not pinned for {ref.platform} (--platform "
                     f"{' '.join(platforms)})")
-                result.pending.append((ref, lock.pending[ref.url].reason))
+                result.pending.append((ref, lock.pending[key].reason))
             continue
-        if ref.url in lock.entries:
-            fetched.setdefault(ref.url, lock.entries[ref.url])
-        if ref.url not in fetched:
-            fetched[ref.url] = _fetch(ref, cache, say, result)
-        got = fetched[ref.url]
+        if key in lock.entries:
+            fetched.setdefault(key, lock.entries[key])
+        if key not in fetched:
+            fetched[key] = _fetch(ref, cache, say, result)
+        got = fetched[key]
         if isinstance(got, Locked):
-            lock.entries[ref.url] = got
-            lock.pending.pop(ref.url, None)
+            lock.entries[key] = got
+            lock.pending.pop(key, None)
             result.locked.append(ref)
         else:
-            lock.pending[ref.url] = Pending(ref.url, command, got)
+            lock.pending[key] = Pending(key, command, redact_text(got))
             result.pending.append((ref, got))
     # a git ref reading the pin is resolved again: pinning is what accepts a commit
     resolved: dict[tuple[str, str], str] = {}
@@ -248,18 +249,18 @@ def pin(ws: Workspace, name: str, version: str, *, platforms: Sequence[str] = ()
             continue
         if platforms and gref.platform not in platforms:
             continue
-        key = (gref.url, gref.ref)
-        if key not in resolved:
-            resolved[key] = resolve_git_ref(gref.url, gref.ref)
-            say(f"{gref.url} {gref.ref} -> {resolved[key]}")
-        was = lock.git.get(key)
-        lock.git[key] = LockedGit(gref.url, gref.ref, resolved[key])
-        result.git.append((gref, resolved[key], was.commit if was else None))
+        gkey = (lock_key(gref.url), gref.ref)
+        if gkey not in resolved:
+            resolved[gkey] = resolve_git_ref(gref.url, gref.ref)
+            say(f"{gref.url} {gref.ref} -> {resolved[gkey]}")
+        was = lock.git.get(gkey)
+        lock.git[gkey] = LockedGit(gkey[0], gref.ref, resolved[gkey])
+        result.git.append((gref, resolved[gkey], was.commit if was else None))
     # keep only what some recipe still resolves to under the new pins
-    live = {r.url for r in workspace_refs(ws, new_pins)}
+    live = {lock_key(r.url) for r in workspace_refs(ws, new_pins)}
     lock.entries = {u: e for u, e in lock.entries.items() if u in live}
     lock.pending = {u: p for u, p in lock.pending.items() if u in live}
-    live_git = {(r.url, r.ref) for r in workspace_git_refs(ws, new_pins)}
+    live_git = {(lock_key(r.url), r.ref) for r in workspace_git_refs(ws, new_pins)}
     lock.git = {k: e for k, e in lock.git.items() if k in live_git}
     toml = ws.root / "prebake.toml"
     text = set_pin_text(toml.read_text("utf-8"), name, version, toml)
@@ -280,7 +281,7 @@ def _fetch(ref: UrlRef, cache: SourceCache, say: Callable[[str], None],
         got.path.unlink(missing_ok=True)
         raise PrebakeError(f"{ref.url}: downloaded sha256 {got.sha256} (from {got.url}) but "
                            f"GitHub publishes {expected}; nothing written")
-    return Locked(ref.url, got.sha256, got.size)
+    return Locked(lock_key(ref.url), got.sha256, got.size)
 
 
 def check(ws: Workspace) -> list[tuple[str, UrlRef | GitRef, str]]:
