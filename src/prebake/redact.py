@@ -70,11 +70,6 @@ def redact_text(text: str, *secrets: str | None) -> str:
     return text
 
 
-def redact_url(url: str) -> str:
-    """One URL (or a proxy setting without a scheme) as it may be shown."""
-    return redact_text(url)
-
-
 def redact_value(name: str, value: str) -> str:
     """The value of variable ``name`` as it may be shown: a secret variable's is masked whole,
     a proxy's keeps its host (``user:pass@proxy:3128`` shows as ``***@proxy:3128``)."""
