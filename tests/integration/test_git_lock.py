@@ -116,6 +116,11 @@ def test_a_moved_tag_is_refused_by_build_and_seen_by_pin_check(world: tuple[Path
     src = ws / ".prebake" / "work" / PLATFORM / "core-mini" / "mini" / "src"
     assert git(src, "rev-parse", "HEAD") == first
     assert git(src, "describe") == "v2.3.1"  # the tag is there, as a clone would have it
+    (asset,) = (ws / "releases").rglob(ASSET)
+    with tarfile.open(asset) as tf:
+        sbom = tf.extractfile("share/prebake/sbom.cdx.json")
+        assert sbom is not None
+        assert f"ref v2.3.1 at commit {first}" in sbom.read().decode()
 
     # upstream moves the tag to other code
     second = _commit(up, 2, "not the release")

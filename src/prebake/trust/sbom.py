@@ -58,8 +58,9 @@ def _references(recipe: Recipe, version: str, pins: Mapping[str, str],
     for src in recipe.fetched_sources(platform, version):
         s = render_source(src, version, pins)
         if isinstance(s, GitSource):
+            at = f" at commit {s.commit} (prebake.sources.lock)" if s.commit else ""
             refs.append(ExternalReference(type=ExternalReferenceType.VCS, url=XsUri(s.url),
-                                          comment=f"ref {s.ref}"))
+                                          comment=f"ref {s.ref}{at}"))
         elif isinstance(s, UrlSource):
             refs.append(_source_archive(s))
     return refs
