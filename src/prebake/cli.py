@@ -135,6 +135,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         where = f"{_short(str(exc.filename))}: " if exc.filename else ""
         _err(f"{where}{exc.strerror or exc}")
         return 2
+    except MemoryError:  # a memory limit (ulimit -v, a container) met: the machine's, no bug
+        if debug:
+            raise
+        _err("out of memory: this input needs more than the process may use (a memory limit?)")
+        return 2
     except Exception as exc:  # the one place that turns surprises into one line
         if debug:
             raise

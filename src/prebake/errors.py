@@ -6,8 +6,18 @@ failed, 2 bad usage or input.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def one_line(text: str) -> str:
+    """``text`` with its control characters escaped (``\\n``, ``\\x1b``): a key or value
+    echoed from a file (a TOML quoted key may hold a newline) can neither break the line nor
+    colour the terminal."""
+    return _CONTROL.sub(lambda m: repr(m[0])[1:-1], text)
 
 
 class PrebakeError(Exception):
@@ -48,8 +58,8 @@ class ConfigError(PrebakeError):
     def __init__(self, file: str, problems: Sequence[Problem]) -> None:
         self.file = file
         self.problems = list(problems)
-        located = [f"{file}:{p.line}: {p.key}: {p.message}" if p.line
-                   else f"{file}: {p.key}: {p.message}" for p in self.problems]
+        located = [one_line(f"{file}:{p.line}: {p.key}: {p.message}" if p.line
+                            else f"{file}: {p.key}: {p.message}") for p in self.problems]
         if len(located) == 1:
             text = located[0]
         else:

@@ -1,10 +1,20 @@
 """Secrets out of everything prebake prints, logs or writes: the one place that knows what a
 secret looks like.
 
-Two shapes: the userinfo of a URL (``http://user:password@proxy``, ``https://token@host``) and
-the value of a variable whose name says it holds one (``GH_TOKEN``, ``AWS_SECRET_ACCESS_KEY``,
-``NPM_PASSWORD``, ``SIGNING_KEY``). Build logs, ``build --dry-run`` and ``--json``, error lines,
-manifests and provenance all pass what they show through here.
+Three shapes:
+
+- the userinfo of a URL, as Python's urllib reads it: everything up to the *last* ``@`` of the
+  authority (``http://user:Secret@77@proxy`` has the password ``Secret@77``), with a scheme or
+  without one (``user:pass@proxy:3128`` in ``https_proxy`` is a proxy with credentials to
+  urllib, curl and git);
+- a query or fragment parameter whose name says it is a credential (``?token=``,
+  ``access_token=``, ``X-Amz-Signature=``, ``X-Amz-Credential=``, ``sig=``);
+- the value of a variable whose name says it holds one (``GH_TOKEN``, ``AWS_SECRET_ACCESS_KEY``,
+  ``NPM_PASSWORD``, ``SIGNING_KEY``), and the whole value of a proxy variable.
+
+Build logs (prebake's lines and the commands' output), ``build --dry-run`` and ``--json``, the
+build's progress lines, error lines, manifests, provenance, the SBOM and reports all pass what
+they show through here.
 """
 
 from __future__ import annotations
@@ -13,12 +23,27 @@ import re
 from collections.abc import Mapping
 
 MASK = "***"
-# scheme://userinfo@ — userinfo is everything up to the last '@' before the host part
-_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<info>[^/\s@?#]*@)")
+# scheme://userinfo@ — userinfo runs to the last '@' before the path, query or fragment (what
+# urlsplit calls the netloc), never across white space
+_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<info>[^/\s?#]*@)")
+# user:password@host without a scheme, as a word of its own (after a space, '=', a quote, a
+# bracket or a comma): a colon before the last '@', and after it a host name (or an IPv6
+# address) with an optional port, then the end of the word — so a C++ name (``ns::f@plt``,
+# ``std::terminate()@GLIBCXX_3.4``) is not taken for one. (A proxy variable's value is masked
+# whole by its name, whatever its host looks like.)
+_BARE_USERINFO = re.compile(r"(?:^|(?<=[\s=\"'(\[,<;]))(?P<info>[^\s/?#@:\"'=]+:(?!:)[^\s/?#]*@)"
+                            r"(?=(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]+)?"
+                            r"(?:$|[\s/?#\"',;)\]>]))", re.MULTILINE)
+# a URL parameter: ?name=value, &name=value, #name=value, ;name=value
+_PARAM = re.compile(r"(?P<lead>[?&#;](?P<name>[A-Za-z0-9_.\-\[\]]+)=)(?P<value>[^&#;\s\"'<>]*)")
 _SECRET_NAME = re.compile(r"(TOKEN|SECRET|PASSW(OR)?D|PASS\b|KEY|CREDENTIAL|AUTH|COOKIE"
                           r"|SESSION)", re.IGNORECASE)
+# URL parameters that carry a signature or a credential under another name
+_SECRET_PARAM = re.compile(r"(SIGNATURE|^SIG$|CREDENTIAL|^CODE$|PASS)", re.IGNORECASE)
 # names that say KEY but locate things, not secrets
 _NOT_SECRET = frozenset({"KEYBOARD", "SSH_AUTH_SOCK"})
+# http_proxy, HTTPS_PROXY, ALL_PROXY, ftp_proxy…: a URL, with or without a scheme
+_PROXY_NAME = re.compile(r"[A-Za-z]*_PROXY", re.IGNORECASE)
 
 
 def is_secret_name(name: str) -> bool:
@@ -27,18 +52,31 @@ def is_secret_name(name: str) -> bool:
     return upper not in _NOT_SECRET and bool(_SECRET_NAME.search(upper))
 
 
+def _secret_param(name: str) -> bool:
+    return is_secret_name(name) or bool(_SECRET_PARAM.search(name))
+
+
 def redact_text(text: str, *secrets: str | None) -> str:
-    """``text`` with URL userinfo masked and each of ``secrets`` (exact strings) removed."""
-    for s in secrets:
-        if s and len(s) >= 4:
-            text = text.replace(s, MASK)
-    return _USERINFO.sub(lambda m: f"{m['scheme']}{MASK}@", text)
+    """``text`` with URL credentials (userinfo with or without a scheme, secret parameters)
+    masked and each of ``secrets`` (exact strings of 4 characters or more) removed."""
+    for s in sorted((s for s in secrets if s and len(s) >= 4), key=len, reverse=True):
+        text = text.replace(s, MASK)
+    if "@" in text:
+        text = _USERINFO.sub(lambda m: f"{m['scheme']}{MASK}@", text)
+        text = _BARE_USERINFO.sub(f"{MASK}@", text)
+    if "=" in text:
+        text = _PARAM.sub(lambda m: m["lead"] + MASK if m["value"] and _secret_param(m["name"])
+                          else m[0], text)
+    return text
 
 
 def redact_value(name: str, value: str) -> str:
-    """The value of variable ``name`` as it may be shown."""
+    """The value of variable ``name`` as it may be shown: a secret variable's is masked whole,
+    a proxy's keeps its host (``user:pass@proxy:3128`` shows as ``***@proxy:3128``)."""
     if is_secret_name(name):
         return MASK if value else value
+    if _PROXY_NAME.fullmatch(name) and "@" in value and "://" not in value:
+        return MASK + "@" + value.rpartition("@")[2]
     return redact_text(value)
 
 
@@ -48,24 +86,45 @@ def redact_env(env: Mapping[str, str]) -> dict[str, str]:
 
 
 def env_secrets(env: Mapping[str, str]) -> list[str]:
-    """The secret values held in ``env`` (to scrub them from free text such as errors)."""
-    return [v for k, v in env.items() if is_secret_name(k) and len(v) >= 4]
+    """The secret values held in ``env`` (to scrub them from free text such as errors): every
+    value of a secret variable, and the userinfo and password of any URL or proxy setting in
+    the others (so a command that prints ``user:pass`` apart from its URL is caught too)."""
+    out = [v for k, v in env.items() if is_secret_name(k) and len(v) >= 4]
+    for k, v in env.items():
+        if "@" not in v or is_secret_name(k):
+            continue
+        for m in _USERINFO.finditer(v):
+            out += _credentials(m["info"][:-1])
+        if _PROXY_NAME.fullmatch(k) and "://" not in v:
+            out += _credentials(v.rpartition("@")[0])
+    return [s for s in dict.fromkeys(out) if len(s) >= 4]
+
+
+def _credentials(userinfo: str) -> list[str]:
+    """``user:password`` and ``password`` (a bare token as the user is the credential)."""
+    _user, colon, password = userinfo.partition(":")
+    return [userinfo, password] if colon else [userinfo]
 
 
 _ENV_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
 
 
-def redact_json(value: object) -> object:
-    """A JSON-like document (manifest, provenance, ``--json`` output) fit to write: every string
-    has URL credentials masked; values under an environment-style key (``GH_TOKEN``) that names
-    a secret are masked too."""
+def redact_json(value: object, *secrets: str | None) -> object:
+    """A JSON-like document (manifest, provenance, SBOM, ``--json`` output) fit to write: every
+    string has URL credentials and ``secrets`` masked; values under an environment-style key
+    (``GH_TOKEN``) that names a secret are masked too, and a proxy variable's userinfo."""
     if isinstance(value, str):
-        return redact_text(value)
+        return redact_text(value, *secrets)
     if isinstance(value, dict):
-        return {k: (MASK if isinstance(k, str) and _ENV_NAME.fullmatch(k)
-                    and is_secret_name(k) and isinstance(v, str) and v
-                    else redact_json(v))
-                for k, v in value.items()}
+        out: dict[object, object] = {}
+        for k, v in value.items():
+            key = redact_text(k, *secrets) if isinstance(k, str) else k
+            if isinstance(k, str) and isinstance(v, str) and (
+                    _ENV_NAME.fullmatch(k) or _PROXY_NAME.fullmatch(k)):
+                out[key] = redact_text(redact_value(k, v), *secrets)
+            else:
+                out[key] = redact_json(v, *secrets)
+        return out
     if isinstance(value, list | tuple):
-        return [redact_json(v) for v in value]
+        return [redact_json(v, *secrets) for v in value]
     return value

@@ -157,3 +157,50 @@ def test_fetch_json_and_lock_record_no_mirror_credentials(tmp_path: Path) -> Non
     assert json.loads(proc.stdout)["url"].startswith("http://***@127.0.0.1")
     _clean(proc.stdout + proc.stderr, "fetch --json")
     _clean((tmp_path / "prebake.lock").read_text(), "prebake.lock")
+
+
+@pytest.mark.parametrize(("text", "shown"), [
+    # urllib reads a proxy without a scheme as user:password@host
+    ("https_proxy=user:pass@proxy.invalid:3128", "https_proxy=***@proxy.invalid:3128"),
+    ("user:pass@proxy.invalid:3128", "***@proxy.invalid:3128"),
+    # the password holds '@': the whole userinfo, up to the last '@' before the host
+    ("http://user:Secret@77@proxy.invalid/x", "http://***@proxy.invalid/x"),
+    ("GET user:Sec@ret@77@h:1 failed", "GET ***@h:1 failed"),
+    # tokens in git URLs and query strings
+    ("git clone https://x-access-token:ghs_abc1234@github.com/o/r.git",
+     "git clone https://***@github.com/o/r.git"),
+    ("https://h/a.tgz?token=abcd&v=1", "https://h/a.tgz?token=***&v=1"),
+    ("https://b.s3.amazonaws.com/k?X-Amz-Credential=AKIA/x&X-Amz-Signature=ff00&X-Amz-Date=1",
+     "https://b.s3.amazonaws.com/k?X-Amz-Credential=***&X-Amz-Signature=***&X-Amz-Date=1"),
+    ("https://h/x?access_token=zz99&private_token=yy88#frag",
+     "https://h/x?access_token=***&private_token=***#frag"),
+    ("https://acct.blob.core.windows.net/c/b?sv=2020&sig=abc%2Bdef",
+     "https://acct.blob.core.windows.net/c/b?sv=2020&sig=***"),
+    # what is not a credential stays as it is
+    ("git@github.com:org/repo.git", "git@github.com:org/repo.git"),
+    ("mail a@b.example about it", "mail a@b.example about it"),
+    ("https://h/x?version=1.2&arch=x86_64", "https://h/x?version=1.2&arch=x86_64"),
+    ("cmake -DX=1 && make", "cmake -DX=1 && make"),
+    ("call std::foo@plt; std::terminate()@GLIBCXX_3.4 and f@@GLIBC_2.2.5",
+     "call std::foo@plt; std::terminate()@GLIBCXX_3.4 and f@@GLIBC_2.2.5"),
+    ("?f@@YAXXZ ??4Foo@@QEAAAEAV0@AEBV0@@Z", "?f@@YAXXZ ??4Foo@@QEAAAEAV0@AEBV0@@Z"),
+])
+def test_one_redaction_for_every_url_shape(text: str, shown: str) -> None:
+    from prebake.redact import redact_text
+
+    assert redact_text(text) == shown
+
+
+def test_proxy_variables_and_their_credentials_as_free_text() -> None:
+    from prebake.redact import env_secrets, redact_env, redact_json, redact_text
+
+    env = {"https_proxy": "user:Pa55word@proxy:3128", "HTTP_PROXY": "http://u:Sec@77@p:1",
+           "PIP_INDEX_URL": f"https://ci:{PASSWORD}@pypi.invalid/simple", "PATH": "/bin"}
+    assert redact_env(env) == {"https_proxy": "***@proxy:3128", "HTTP_PROXY": "http://***@p:1",
+                               "PIP_INDEX_URL": "https://***@pypi.invalid/simple",
+                               "PATH": "/bin"}
+    # a command printing the password apart from its URL is caught by the exact value
+    secrets = env_secrets(env)
+    assert redact_text(f"password is {PASSWORD}; Pa55word; Sec@77", *secrets) == \
+        "password is ***; ***; ***"
+    assert redact_json({"env": env}) == {"env": redact_env(env)}

@@ -309,15 +309,24 @@ def test_repackage_with_a_wrong_pin_fails_and_caches_nothing(
     (ws / "prebake.toml").write_text(WORKSPACE.format(version=VERSION))
     down = closed_port_url()
     (ws / "recipes" / "onnxruntime.py").write_text(RECIPE.format(down=down, base=base))
+    (archive,) = (root / f"v{VERSION}").glob("*.tgz")
     (ws / "prebake.sources.lock").write_text(  # a lock whose digest is not the archive's
         f'version = 1\n[[source]]\nurl = "{down}/down/onnxruntime-linux-x64-{VERSION}.tgz"\n'
-        f'sha256 = "{"0" * 64}"\nsize = 1\n')
+        f'sha256 = "{"0" * 64}"\nsize = {archive.stat().st_size}\n')
     cache = tmp_path / "cache"
     rc, data = build_json(ws, "--platform", "linux-x86_64", env={"PREBAKE_CACHE": str(cache)})
     assert rc == 1
     assert "does not match the pin" in data["units"][0]["message"]
     assert not any(p.is_file() for p in (cache / "sources").rglob("*"))
     assert not (ws / "releases").exists() or not list((ws / "releases").rglob("*.tar.xz"))
+    # a lock that says 1 byte: the download stops there, in one line, and keeps nothing
+    lock = ws / "prebake.sources.lock"
+    lock.write_text(lock.read_text().replace(f"size = {archive.stat().st_size}", "size = 1"))
+    rc, data = build_json(ws, "--platform", "linux-x86_64", env={"PREBAKE_CACHE": str(cache)})
+    message = data["units"][0]["message"]
+    assert rc == 1 and "\n" not in message
+    assert "longer than the 1 bytes prebake.sources.lock records" in message, message
+    assert not any(p.is_file() for p in (cache / "sources").rglob("*"))
 
 
 def test_example_workspace_is_untouched() -> None:

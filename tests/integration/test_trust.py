@@ -109,6 +109,8 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> World:
     (ws / "recipes").mkdir(parents=True)
     (ws / "prebake.toml").write_text(WORKSPACE)
     (ws / "recipes" / "mini.py").write_text(RECIPE.format(url=str(up)))
+    pin = support.prebake("-C", ws, "pin", "mini", "2.3.1")  # locks the tag's commit
+    assert pin.returncode == 0, pin.stderr
     proc = support.prebake("-C", ws, "build", "--platform", PLATFORM, "--json", timeout=300)
     data = json.loads(proc.stdout)
     assert proc.returncode == 0, json.dumps(data, indent=2)

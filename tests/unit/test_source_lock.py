@@ -134,3 +134,21 @@ def test_a_provided_archive_keeps_the_url_it_stands_for(tmp_path: Path) -> None:
                      platforms={"*": Build(commands=("true",))})
     assert [p.key.rsplit("RECIPE", 1)[-1] for p in validate_recipe(claimed)] == [
         ".sources[0].provides"]
+
+
+def test_the_lock_keys_urls_without_their_credentials(tmp_path: Path) -> None:
+    """A token in a source URL never reaches the committed lock; the URL still finds its
+    entry, and a lock written with the raw URL (before this rule) is read the same way."""
+    from prebake.sources.lock import lock_key
+
+    url = "https://x-access-token:ghs_T0ken99@h.example/a.tar.gz?X-Amz-Signature=ff00&v=1"
+    lock = SourceLock(tmp_path / "prebake.sources.lock")
+    lock.entries[lock_key(url)] = Locked(lock_key(url), "a" * 64, 294)
+    lock.write()
+    text = lock.path.read_text()
+    assert "ghs_T0ken99" not in text and "ff00" not in text
+    assert read_source_lock(tmp_path).status(url) == "locked"
+    lock.path.write_text(text.replace(lock_key(url), url))
+    assert url in lock.path.read_text()
+    again = read_source_lock(tmp_path)
+    assert again.status(url) == "locked" and list(again.entries) == [lock_key(url)]

@@ -83,8 +83,8 @@ def test_interrupted_download_leaves_no_entry(www: tuple[str, Path], tmp_path: P
     sha = make_tgz(root / "lib-1.0.tar.gz")
     real = cache_mod._download
 
-    def interrupted(url: str, tmp: Path) -> str:
-        real(url, tmp)
+    def interrupted(url: str, tmp: Path, limit: int) -> str:
+        real(url, tmp, limit)
         raise KeyboardInterrupt
 
     monkeypatch.setattr(cache_mod, "_download", interrupted)
@@ -236,3 +236,80 @@ def test_two_units_fetching_at_once_each_log_only_their_own_lines(
         assert f"{base}/{name}-bad.tar.gz: sha256 mismatch" in text
         assert f"downloaded {base}/{name}.tar.gz" in text
         assert f"/{other}" not in text, text
+
+
+class _Endless:
+    """A loopback server whose one file never ends (no Content-Length, or a false one): a
+    hostile mirror. ``sent`` counts the bytes it managed to write."""
+
+    def __init__(self, announce: int | None) -> None:
+        from http.server import BaseHTTPRequestHandler
+
+        from tests.servers.static_http import LoopbackServer, Running
+
+        outer = self
+        self.sent = 0
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.0"  # the body ends when the connection does
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                self.send_response(200)
+                if announce is not None:
+                    self.send_header("Content-Length", str(announce))
+                self.end_headers()
+                block = b"\0" * 65536
+                try:
+                    for _ in range(1 << 14):  # 1 GiB at most, never reached
+                        self.wfile.write(block)
+                        outer.sent += len(block)
+                except OSError:
+                    pass
+
+        self.running = Running(LoopbackServer(("127.0.0.1", 0), Handler))
+
+    def __enter__(self) -> str:
+        self.running.__enter__()
+        return self.running.url
+
+    def __exit__(self, *exc: object) -> None:
+        self.running.__exit__()
+
+
+@pytest.mark.parametrize("announce", [None, 294, 1 << 30])
+def test_a_download_stops_at_the_locked_size(tmp_path: Path, announce: int | None) -> None:
+    """The lock says 294 bytes: a mirror that sends more (announced or not, honestly or not)
+    is cut at byte 295, nothing is kept, and the error is one line."""
+    import time
+
+    cache = SourceCache(tmp_path / "cache")
+    endless = _Endless(announce)
+    with endless as url:
+        t0 = time.monotonic()
+        with pytest.raises(PrebakeError) as err:
+            cache.fetch([f"{url}/x.tar.gz"], "0" * 64, size=294)
+        took = time.monotonic() - t0
+    message = str(err.value)
+    assert "\n" not in message
+    # announced honestly as 294: the client reads those (no byte more) and the digest decides
+    assert ("does not match the pin" if announce == 294
+            else "294 bytes prebake.sources.lock records") in message, message
+    assert took < 10 and endless.sent < 64 << 20, (took, endless.sent)
+    assert list((tmp_path / "cache" / "sources").iterdir()) == []
+
+
+def test_the_locked_size_reaches_the_source(tmp_path: Path) -> None:
+    from prebake.recipes.model import Build, Recipe
+    from prebake.sources.lock import Locked, SourceLock, locked_recipe
+
+    url = "http://127.0.0.1:1/lib-1.0.tar.gz"
+    recipe = Recipe(name="lib", pin="lib", sources=(UrlSource("http://127.0.0.1:1/lib-{version}"
+                                                              ".tar.gz"),),
+                    platforms={"*": Build(commands=("true",))})
+    lock = SourceLock(tmp_path / "prebake.sources.lock", {url: Locked(url, "a" * 64, 294)})
+    got, problems = locked_recipe(recipe, "p", "linux", "x86_64", {"lib": "1.0"}, lock)
+    (src,) = got.sources
+    assert not problems and isinstance(src, UrlSource) and src.size == 294

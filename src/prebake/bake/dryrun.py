@@ -11,7 +11,7 @@ from prebake.bake.options import Options
 from prebake.errors import PrebakeError
 from prebake.plan.model import Unit
 from prebake.recipes.model import Build, Repackage
-from prebake.redact import redact_env
+from prebake.redact import env_secrets, redact_env, redact_json
 from prebake.sources import SourceCache, describe, render_source
 from prebake.store.base import Store, read_manifest
 from prebake.workspace.model import Workspace
@@ -63,4 +63,7 @@ def dry_run_steps(ws: Workspace, unit: Unit, opts: Options, cache: SourceCache
         else:
             step["strategy"] = None
         steps.append(step)
-    return steps
+    # printed: URLs (sources, git commands) and commands may carry credentials
+    shown = redact_json(steps, *env_secrets(opts.caller_env))
+    assert isinstance(shown, list)
+    return shown

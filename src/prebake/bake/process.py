@@ -1,7 +1,10 @@
 """Run one build command with its output going to the unit's log file, killable as a group.
 
 Each command starts in its own session so that Ctrl-C or a cancelled build kills the whole
-process tree (make, ninja and every compiler under them), not just the direct child.
+process tree (make, ninja and every compiler under them), not just the direct child. Its output
+reaches the log through a pipe, line by line through ``prebake.redact`` like every line prebake
+writes there itself: a command that echoes a proxy setting or a token from its environment
+does not put it in the log.
 """
 
 from __future__ import annotations
@@ -14,12 +17,16 @@ import subprocess
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import IO, TextIO
 
 from prebake.bake.env import FLAG_VARIABLES
-from prebake.redact import redact_env
+from prebake.redact import env_secrets, redact_env, redact_text
 
 TAIL_LINES = 30
+# after the command exits, how long its output may still drain (a daemon it started may hold
+# the pipe open for ever: its later output is not the command's)
+DRAIN_SECONDS = 5.0
+MAX_LINE = 1 << 20  # a longer line is written in pieces of this size
 
 
 class BuildLog:
@@ -31,13 +38,19 @@ class BuildLog:
         # open for the unit's whole life (closed by ``close``), shared by its commands
         self._fh: TextIO = open(path, "w", encoding="utf-8", errors="replace")  # noqa: SIM115
         self._lock = threading.Lock()
+        # the secret values of the environments the log has seen (scrubbed from every line)
+        self._secrets: set[str] = set(env_secrets(os.environ))
 
     def write(self, text: str) -> None:
+        text = redact_text(text, *self._secrets)
         with self._lock:
+            if self._fh.closed:  # a late line of a command's daemon, after the unit ended
+                return
             self._fh.write(text if text.endswith("\n") else text + "\n")
             self._fh.flush()
 
     def env(self, env: Mapping[str, str], dropped: Sequence[str]) -> None:
+        self._secrets.update(env_secrets(env))
         lines = ["# environment (allowlist + platform + recipe):"]
         shown = redact_env(env)  # proxy credentials and tokens never reach a log
         lines += [f"#   {k}={shown[k]}" for k in sorted(shown)]
@@ -47,11 +60,9 @@ class BuildLog:
         lines.append(f"# not set for the build: {', '.join(absent)}")
         self.write("\n".join(lines))
 
-    def fileno(self) -> int:
-        return self._fh.fileno()
-
     def close(self) -> None:
-        self._fh.close()
+        with self._lock:
+            self._fh.close()
 
     def tail(self, n: int = TAIL_LINES) -> str:
         with contextlib.suppress(OSError):
@@ -66,12 +77,15 @@ def run_logged(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], log: B
     log.write(f"$ cd {shlex.quote(str(cwd))} && {shlex.join(argv)}")
     cwd.mkdir(parents=True, exist_ok=True)
     try:
-        proc = subprocess.Popen(list(argv), cwd=cwd, env=dict(env), stdout=log.fileno(),
+        proc = subprocess.Popen(list(argv), cwd=cwd, env=dict(env), stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=True)
     except OSError as exc:
         log.write(f"prebake: cannot run {argv[0]}: {exc.strerror or exc}")
         return 127
+    assert proc.stdout is not None
+    pump = threading.Thread(target=_pump, args=(proc.stdout, log), daemon=True)
+    pump.start()
     try:
         while True:
             try:
@@ -80,13 +94,22 @@ def run_logged(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], log: B
             except subprocess.TimeoutExpired:
                 if cancel is not None and cancel.is_set():
                     _kill(proc)
+                    pump.join(DRAIN_SECONDS)
                     log.write("prebake: cancelled")
                     return -1
     except BaseException:  # Ctrl-C: take the whole process group down with us
         _kill(proc)
         raise
+    pump.join(DRAIN_SECONDS)
     log.write(f"# exit status {rc}")
     return rc
+
+
+def _pump(out: IO[bytes], log: BuildLog) -> None:
+    """Copy a command's output into ``log`` line by line (each line redacted)."""
+    with out:
+        for raw in iter(lambda: out.readline(MAX_LINE), b""):
+            log.write(raw.decode("utf-8", "replace").rstrip("\r\n"))
 
 
 def _kill(proc: subprocess.Popen[bytes]) -> None:

@@ -21,7 +21,7 @@ def repackage(run: UnitRun, recipe: Recipe, strategy: Repackage, work: Path) -> 
     prefix = run.dirs.prefix
     urls = [u.format(version=ver) for u in (strategy.url, *strategy.mirrors)]
     run.say(f"{recipe.name}: downloading {urls[0]}")
-    archive = run.cache.fetch(urls, strategy.sha256, run.log.write)
+    archive = run.cache.fetch(urls, strategy.sha256, run.log.write, size=strategy.size)
     run.log.write(f"# {urls[0]}: sha256 {strategy.sha256} verified")
     upstream = extract(archive, work / "upstream")
     filled = _place(run, upstream, strategy.layout)

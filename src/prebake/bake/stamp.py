@@ -27,6 +27,7 @@ from prebake.bake.layout import WorkDirs
 from prebake.plan.hashing import canonical_digest, platform_profile
 from prebake.plan.model import Unit
 from prebake.recipes.model import Recipe
+from prebake.redact import redact_text
 
 _GUARD_INPUTS = {"recipe-file", "platform-profile"}  # re-stated below without their guard parts
 _MAX = 64 << 20  # a stamp is small; a huge one is not ours
@@ -52,7 +53,9 @@ def build_inputs(unit: Unit, recipe: Recipe) -> dict[str, str]:
     out["sources"] = canonical_digest(json.loads(json.dumps(
         [_plain(s) for s in recipe.sources], default=str)))
     out["license"] = recipe.outputs.license or ""
-    return out
+    # the stamp stays in the work tree: a source URL's token is not kept there (a token that
+    # changes is not another build)
+    return {k: redact_text(v) for k, v in out.items()}
 
 
 def stamps_dir(dirs: WorkDirs) -> Path:

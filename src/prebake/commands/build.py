@@ -78,13 +78,16 @@ def _table(results: Sequence[UnitResult]) -> Any:
     from rich.markup import escape
     from rich.table import Table
 
+    from prebake.redact import env_secrets, redact_text
+
+    secrets = env_secrets(os.environ)
     t = Table(title="prebake build")
     for col in ("unit", "state", "asset", "seconds", "detail"):
         t.add_column(col)
     colour = {"built": "green", "skipped": "cyan", "failed": "red", "blocked": "yellow"}
     for r in results:
         t.add_row(r.unit, f"[{colour.get(r.state, 'white')}]{r.state}[/]", r.asset or "",
-                  f"{r.seconds:.2f}", escape(r.detail[:100]))
+                  f"{r.seconds:.2f}", escape(redact_text(r.detail, *secrets)[:100]))
     return t
 
 
@@ -150,10 +153,11 @@ def run(args: argparse.Namespace) -> int:
 def _write_summary(parts: list[str]) -> None:
     """Append the diffs to the GitHub step summary when there is one (else print them)."""
     from prebake.commands._common import err_console
+    from prebake.redact import env_secrets, redact_text
 
     if not parts:
         return
-    text = "\n".join(parts)
+    text = redact_text("\n".join(parts), *env_secrets(os.environ))  # a CI page: published
     path = os.environ.get("GITHUB_STEP_SUMMARY")
     if path:
         with open(path, "a", encoding="utf-8") as fh:
@@ -168,14 +172,17 @@ def _with_progress(ws: Any, units: Sequence[Unit], opts: Any) -> list[Any]:
 
     from prebake.bake import build
     from prebake.commands._common import err_console
+    from prebake.redact import env_secrets, redact_text
 
+    secrets = env_secrets(os.environ)
     with Progress(SpinnerColumn(), TextColumn("{task.fields[unit]:<28}"),
                   TextColumn("{task.description}"), TimeElapsedColumn(),
                   console=err_console(), transient=False) as progress:
         tasks = {u.id: progress.add_task("waiting", unit=u.id, total=None) for u in units}
 
         def emit(unit: str, state: str, message: str) -> None:
-            line = message.splitlines()[0] if message else state
+            # redacted whole before it is cut: a cut URL would no longer look like one
+            line = redact_text(message, *secrets).splitlines()[0] if message else state
             if state == "running":
                 progress.update(tasks[unit], description=line[:80])
             else:

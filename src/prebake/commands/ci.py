@@ -91,6 +91,7 @@ def _decide(args: argparse.Namespace, ws: Any) -> int:
     from prebake.jsonio import SCHEMA_VERSION
     from prebake.plan import make_plan, plan_statuses
     from prebake.plan.render import markdown_table
+    from prebake.redact import env_secrets, redact_text
 
     store = args.store or publish_store(ws)
     decision = decide_from_env(os.environ, ws.ci.default_branch)
@@ -111,6 +112,7 @@ def _decide(args: argparse.Namespace, ws: Any) -> int:
         f"- already built: {built} of {len(statuses)} units\n\n"
         + markdown_table(plan, statuses)
     )
+    text = redact_text(text, *env_secrets(os.environ))  # the store URL may carry credentials
     print(text, end="")
     _step_summary(text)
     return 0
@@ -122,6 +124,7 @@ def _leg(args: argparse.Namespace, ws: Any) -> int:
     from prebake.commands._common import print_json
     from prebake.jsonio import SCHEMA_VERSION
     from prebake.names import check_name
+    from prebake.redact import redact_text
 
     if args.release is not None:
         check_name(args.release, "--release")
@@ -138,7 +141,7 @@ def _leg(args: argparse.Namespace, ws: Any) -> int:
     for unit, status in result.statuses.items():
         print(f"{unit}: {status}")
     for name in result.fetched:
-        print(f"fetched {name} from {store} (built by an earlier run)")
+        print(redact_text(f"fetched {name} from {store} (built by an earlier run)"))
     print("skip: every unit is in the store" if result.skip else "build: some units are missing")
     return 0
 

@@ -6,7 +6,8 @@ import argparse
 
 NAME = "pin"
 HELP = ("set a pin in prebake.toml and lock the sha256 of every source URL it resolves to "
-        "(prebake.sources.lock); --check lists units whose URLs are not locked")
+        "and the commit of every git ref (prebake.sources.lock); --check lists units whose "
+        "URLs or git refs are not locked, or whose git refs moved upstream")
 ORDER = 8
 
 
@@ -17,7 +18,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="lock only this platform's URLs (repeatable; default: every platform)")
     p.add_argument("--check", action="store_true",
                    help="change nothing: exit 1 listing units whose URLs have no digest in "
-                        "prebake.sources.lock (for CI)")
+                        "prebake.sources.lock, or whose git refs have no locked commit or "
+                        "name another one upstream now (asks each remote; for CI)")
     p.add_argument("--json", action="store_true", help="machine-readable result")
 
 
@@ -26,6 +28,7 @@ def run(args: argparse.Namespace) -> int:
     from prebake.errors import PrebakeError
     from prebake.jsonio import SCHEMA_VERSION
     from prebake.redact import redact_text
+    from prebake.sources.lock import GitRef, lock_key
     from prebake.sources.pinning import check, pin
     from prebake.workspace import load_workspace
 
@@ -45,10 +48,14 @@ def run(args: argparse.Namespace) -> int:
                                       "command": r.command} for u, r, st in problems]})
         else:
             for unit, ref, st in problems:
-                say(f"✗ {unit}: {ref.url} is {st} in prebake.sources.lock "
-                    f"(run `{ref.command}`)")
+                what = f"git {ref.url} at {ref.ref}" if isinstance(ref, GitRef) else ref.url
+                if st in ("missing", "pending"):
+                    say(f"✗ {unit}: {what} is {st} in prebake.sources.lock "
+                        f"(run `{ref.command}`)")
+                else:
+                    say(f"✗ {unit}: {what}: {st} (run `{ref.command}` if that is intended)")
             if not problems:
-                say("✓ every source URL is locked")
+                say("✓ every source URL and git ref is locked")
         return 1 if problems else 0
     if not args.name or not args.version:
         raise PrebakeError("pin needs NAME and VERSION (or --check)")
@@ -65,8 +72,11 @@ def run(args: argparse.Namespace) -> int:
     else:
         say(f"pinned {result.name} = {result.new} (was {result.old}) in prebake.toml")
         for url in sorted({r.url for r in result.locked}):
-            e = result.lock.entries[url]
+            e = result.lock.entries[lock_key(url)]
             say(f"✓ locked {url}  sha256 {e.sha256}  {e.size} bytes")
+        for gref, commit, was in {(g.url, g.ref): (g, c, w) for g, c, w in result.git}.values():
+            moved = f" (was {was})" if was and was != commit else ""
+            say(f"✓ locked git {gref.url} at {gref.ref}  commit {commit}{moved}")
         for note in result.notes:
             say(f"  {note}")
         for ref, why in result.pending:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+from typing import Any
 
 NAME = "plan"
 HELP = "list the units (stage or recipe × platform) in build order with input hashes and status"
@@ -21,7 +22,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from prebake.commands._common import err_console, find_workspace, print_json
+    from prebake.commands._common import err_console, find_workspace, print_json, say
     from prebake.errors import PrebakeError
     from prebake.plan import make_plan, plan_statuses
     from prebake.plan.render import explain_json, explain_markdown, markdown_table, plan_json
@@ -56,15 +57,40 @@ def run(args: argparse.Namespace) -> int:
         if args.json:
             print_json(explain_json(unit, status, changes, previous))
         else:
-            print(explain_markdown(unit, status, changes, previous), end="")
+            say(explain_markdown(unit, status, changes, previous), end="")
         return 0
     plan = make_plan(ws, args.stage, args.platform)
     problems: list[str] = []
     statuses = plan_statuses(plan, store, ws.root, problems=problems)
+    problems += _moved_git_refs(ws, plan.units)
     for line in problems:
         err_console().print(f"prebake: warning: {line}", markup=False, highlight=False)
     if args.json:
         print_json(plan_json(ws, plan, statuses, store))
     else:
-        print(markdown_table(plan, statuses), end="")
+        say(markdown_table(plan, statuses), end="")
     return 0
+
+
+# ``git ls-remote`` per repository at plan time: short, since a plan must not hang on a remote
+PLAN_GIT_TIMEOUT = 20.0
+
+
+def _moved_git_refs(ws: Any, units: Any) -> list[str]:
+    """A warning per git ref of the plan's units that names another commit upstream than the
+    lock (or whose remote cannot be asked). The input hash reads the locked commit, so the
+    status stays what the store says; the build refuses such a ref, and ``pin --check`` fails."""
+    from prebake.sources.lock import git_refs, read_source_lock
+    from prebake.sources.pinning import git_ref_problems
+
+    refs = [(u.id, g) for u in units for r in u.recipes
+            for g in git_refs(ws.recipes[r.name], u.platform.name, ws.pins)]
+    if not refs:
+        return []
+    out = []
+    for unit, gref, status in git_ref_problems(read_source_lock(ws.root), refs,
+                                               PLAN_GIT_TIMEOUT):
+        if status != "missing":  # a missing commit stopped the plan already
+            out.append(f"{unit}: git {gref.url} at {gref.ref}: {status}; a build refuses it "
+                       f"until `{gref.command}` locks the new commit")
+    return out

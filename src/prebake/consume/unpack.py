@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import bz2
 import contextlib
+import errno
 import gzip
 import io
 import lzma
@@ -50,6 +51,8 @@ from typing import IO, Any
 from prebake.errors import PrebakeError
 from prebake.names import shown
 from prebake.walk import MAX_DEPTH
+
+NAME_MAX = 255  # bytes in one path component: Linux, macOS and Windows file systems alike
 
 DEFAULT_MAX_BYTES = 4 * 1024**3
 DEFAULT_MAX_MEMBERS = 100_000
@@ -101,6 +104,9 @@ def _normalise(archive: Path, raw: str, strip: int) -> str | None:
     parts = [p for p in raw.split("/") if p not in ("", ".")]
     if ".." in parts:
         raise UnsafeArchive(archive, raw, "'..' path traversal")
+    if any(len(p.encode("utf-8", "surrogateescape")) > NAME_MAX for p in parts):
+        raise UnsafeArchive(archive, raw, f"a name longer than {NAME_MAX} bytes (no file "
+                            "system takes it)")
     if len(parts) > MAX_DEPTH:
         raise UnsafeArchive(archive, raw, f"more than {MAX_DEPTH} nested folders")
     parts = parts[strip:]
@@ -307,6 +313,12 @@ def _open_members(archive: Path, strip: int) -> Iterator[Iterator[_Member]]:
             raise
         # lzma/zlib errors are OSError subclasses without a filename: a corrupt stream
         raise PrebakeError(f"{archive}: not a readable archive ({exc})") from None
+    except MemoryError:
+        # the decompressor's own allocation (an xz header asking for a 4 GiB dictionary)
+        # under a memory limit: the archive asks too much, said in one line
+        raise PrebakeError(f"{archive}: decompressing it needs more memory than this process "
+                           "may use (a compressor dictionary too large for the memory limit?); "
+                           "nothing was extracted") from None
 
 
 class _WriteFailed(Exception):
@@ -331,7 +343,11 @@ class DestinationError(PrebakeError):
     """The destination cannot take the files (full, read-only, gone); the archive is fine."""
 
 
-def _destination_error(dest: Path, archive: Path, err: OSError) -> DestinationError:
+def _destination_error(dest: Path, archive: Path, err: OSError) -> PrebakeError:
+    if err.errno == errno.ENAMETOOLONG:  # the member's path, not the destination, is too long
+        member = str(err.filename or "?")
+        return PrebakeError(f"{archive}: member path {shown(member, 120)} is longer than the "
+                            f"file system takes under {dest}; nothing was installed")
     why = err.strerror or str(err)
     return DestinationError(f"{dest}: {why.lower() if why[:1].isupper() else why} while "
                             f"unpacking {archive.name} there; nothing was installed (the "

@@ -27,7 +27,7 @@ from prebake.recipes.model import (
     strategy_templates,
     template_fields,
 )
-from prebake.sources.lock import SourceLock, digest_of, url_refs
+from prebake.sources.lock import SourceLock, digest_of, git_commit_of, git_refs, url_refs
 from prebake.toolchain.probe import PROBER, Prober
 from prebake.toolchain.verify import Verdict, verify_platform, verify_platforms
 from prebake.workspace.model import PYTHON_TOKEN, Platform
@@ -170,6 +170,9 @@ def recipe_inputs(recipe: Recipe, platform: Platform, pins: Mapping[str, str],
     for ref in url_refs(recipe, platform.name, platform.os, platform.arch, pins, provided):
         digest = digest_of(ref, lock) if lock is not None else ref.literal_sha256 or None
         inputs[f"url:{ref.where}"] = f"{ref.url} sha256={digest or 'unlocked'}"
+    for gref in git_refs(recipe, platform.name, pins):  # a tag that moves is other code
+        commit = git_commit_of(gref, lock) if lock is not None else None
+        inputs[f"git:{gref.where}"] = f"{gref.url} {gref.ref} commit={commit or 'unlocked'}"
     for name in recipe.pins_read(platform.name, platform.toolchain.pin):
         inputs[f"pin:{name}"] = pins.get(name, "")
     inputs["platform-profile"] = canonical_digest(platform_profile(platform))

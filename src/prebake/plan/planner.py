@@ -24,6 +24,8 @@ from prebake.plan.hashing import (
 from prebake.plan.model import Plan, Unit
 from prebake.sources.lock import (
     SourceLock,
+    git_commit_of,
+    git_refs,
     locked_recipe,
     read_source_lock,
     status_of,
@@ -160,11 +162,15 @@ def refuse_unlocked(ws: Workspace, units: tuple[Unit, ...], lock: SourceLock) ->
                                 ws.provided):
                 if status_of(ref, lock) == "missing":
                     missing.setdefault(ref.command, []).append(f"{ref.url} ({u.id})")
+            for gref in git_refs(ws.recipes[r.name], p.name, ws.pins):
+                if git_commit_of(gref, lock) is None:
+                    missing.setdefault(gref.command, []).append(
+                        f"git {gref.url} at {gref.ref} ({u.id})")
     if missing:
         fixes = "; ".join(f"run `{cmd}` (it downloads and locks {', '.join(dict.fromkeys(urls))})"
                           for cmd, urls in missing.items())
         from prebake.redact import redact_text
 
         raise PrebakeError(redact_text(
-            f"{lock.path}: no digest for the source URLs the pins resolve to (a pin or recipe "
-            f"changed without `prebake pin`): {fixes}"))
+            f"{lock.path}: no digest for the source URLs (or commit for the git refs) the pins "
+            f"resolve to (a pin or recipe changed without `prebake pin`): {fixes}"))

@@ -98,7 +98,10 @@ def changed_inputs(unit: Unit, manifest: Manifest | ManifestError | None
     """
     if not isinstance(manifest, Manifest) or manifest.inputs is None:
         return None
+    from prebake.redact import redact_text
+
     stored = manifest.inputs
-    names = sorted(set(stored) | set(unit.inputs))
-    return [(n, stored.get(n), unit.inputs.get(n)) for n in names
-            if stored.get(n) != unit.inputs.get(n)]
+    # the manifest records its inputs redacted (a source URL's token): compared the same way
+    now = {n: redact_text(v) for n, v in unit.inputs.items()}
+    names = sorted(set(stored) | set(now))
+    return [(n, stored.get(n), now.get(n)) for n in names if stored.get(n) != now.get(n)]

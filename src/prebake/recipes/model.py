@@ -50,6 +50,9 @@ class GitSource:
     submodules: bool = True
     shallow: bool = False
     dest: str = "src"
+    # Set by the source lock, never in a recipe: the commit ``ref`` resolved to when
+    # ``prebake pin`` locked it; the build checks that commit out, and refuses a moved tag.
+    commit: str = ""
 
 
 @dataclass(frozen=True)
@@ -75,6 +78,9 @@ class UrlSource:
     # Set by the source lock, never in a recipe: the recipe's upstream URL that this archive
     # stands for when the workspace provides it with another ([sources.provided]).
     provides: str = ""
+    # Set by the source lock, never in a recipe: the locked size in bytes; a download stops
+    # there (-1: not known, the digest alone decides).
+    size: int = -1
 
     def __post_init__(self) -> None:
         _freeze(self, "mirrors", "versions", "patches")
@@ -144,6 +150,9 @@ class Repackage:
     # Import libraries generated from a DLL's own export table: ``{"lib/x.dll":
     # ("lib/x.lib", "lib/libx.dll.a")}`` (``.lib``: MSVC, llvm-dlltool; ``.dll.a``: MinGW).
     import_libs: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # Set by the source lock, never in a recipe: the archive's locked size in bytes; the
+    # download stops there (-1: not known, the digest alone decides).
+    size: int = -1
 
     def __post_init__(self) -> None:
         _freeze(self, "mirrors")

@@ -90,10 +90,15 @@ def _check_source(src: object, i: int, folder: Path | None, where: str) -> list[
         if src.provides:
             out.append(Problem(f"{w}.provides", "is set by the source lock, never by a recipe "
                                "(a workspace provides a URL in [sources.provided])"))
+        if src.size != -1:
+            out.append(Problem(f"{w}.size", "is set by the source lock, never by a recipe"))
         return out
     if isinstance(src, GitSource):
         if not src.url or not src.ref:
             return [Problem(w, "a git source needs url and ref (a tag or commit)")]
+        if src.commit:
+            return [Problem(f"{w}.commit", "is set by the source lock, never by a recipe (a "
+                            "recipe names a commit as its ref)")]
         return _check_template(src.ref, _URL_FIELDS, f"{w}.ref")
     if isinstance(src, LocalSource):
         if folder is not None and not (folder / src.path).is_dir():

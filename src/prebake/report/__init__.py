@@ -27,8 +27,9 @@ def collect(store: Store, *, download: bool = True,
     """Every asset's manifest, and the diff of each release to the previous version of the same
     dependency on the same platform (exports too when ``download``; else manifests only)."""
     from prebake.diff import assets_in_store
+    from prebake.redact import redact_text
 
-    data = ReportData(store.url, [])
+    data = ReportData(redact_text(store.url), [])  # the page is published: no credentials
     for aid, tag in sorted(assets_in_store(store), key=lambda at: at[0]):
         m = read_manifest(store, aid, tag)
         if m is None:

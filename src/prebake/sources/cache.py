@@ -15,9 +15,11 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from prebake.digest import file_sha256
 from prebake.errors import PrebakeError
+from prebake.redact import redact_text
 
 CHUNK = 1 << 20
 TIMEOUT = 60.0
@@ -31,12 +33,47 @@ def default_cache_dir() -> Path:
     return (Path(xdg) if xdg else Path.home() / ".cache") / "prebake"
 
 
-def _download(url: str, tmp: Path) -> str:
-    """Stream ``url`` into ``tmp``; return the sha256 of what was received."""
+# With no locked size (a digest written in a recipe), the bound ``prebake pin`` downloads under
+# (onnxruntime's biggest release archive is ~300 MB).
+MAX_DOWNLOAD_BYTES = 8 << 30
+
+
+def open_url(url: str, headers: dict[str, str] | None = None) -> Any:
+    """``urlopen`` for a source URL that may carry credentials (``https://user:token@host/…``,
+    what a private GitHub or GitLab archive takes): urllib would read the userinfo as part of
+    the host name, so it goes in a Basic ``Authorization`` header, as curl and git send it."""
+    import base64
+    from urllib.parse import unquote, urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    head = {"User-Agent": "prebake", **(headers or {})}
+    if "@" in parts.netloc:
+        userinfo, _, host = parts.netloc.rpartition("@")
+        user, _, password = userinfo.partition(":")
+        token = base64.b64encode(f"{unquote(user)}:{unquote(password)}".encode()).decode()
+        head["Authorization"] = f"Basic {token}"
+        url = urlunsplit(parts._replace(netloc=host))
+    return urllib.request.urlopen(urllib.request.Request(url, headers=head), timeout=TIMEOUT)
+
+
+class TooBig(Exception):
+    """A mirror sent (or announced) more bytes than the file can have."""
+
+
+def _download(url: str, tmp: Path, limit: int) -> str:
+    """Stream ``url`` into ``tmp``, never more than ``limit`` bytes (the lock's size: the
+    file cannot be longer, so the first byte past it ends the download); return the sha256
+    of what was received."""
     h = hashlib.sha256()
-    req = urllib.request.Request(url, headers={"User-Agent": "prebake"})
-    with urllib.request.urlopen(req, timeout=TIMEOUT) as resp, open(tmp, "wb") as out:
-        while chunk := resp.read(CHUNK):
+    with open_url(url) as resp, open(tmp, "wb") as out:
+        announced = resp.headers.get("Content-Length")
+        if announced is not None and announced.isdigit() and int(announced) > limit:
+            raise TooBig(f"the server announces {int(announced)} bytes")
+        received = 0
+        while chunk := resp.read(min(CHUNK, limit + 1 - received)):
+            received += len(chunk)
+            if received > limit:
+                raise TooBig(f"more than {limit} bytes sent; stopped there")
             h.update(chunk)
             out.write(chunk)
         out.flush()
@@ -80,8 +117,10 @@ class SourceCache:
         p.unlink(missing_ok=True)
         return None
 
-    def fetch(self, urls: Sequence[str], sha256: str, log: Log = _quiet) -> Path:
-        """The file with this sha256, from the cache or the first mirror that serves it."""
+    def fetch(self, urls: Sequence[str], sha256: str, log: Log = _quiet, size: int = -1
+              ) -> Path:
+        """The file with this sha256, from the cache or the first mirror that serves it;
+        ``size`` is the lock's byte count (-1: not known), past which no mirror is read."""
         if not re.fullmatch(r"[0-9a-f]{64}", sha256 or ""):
             raise PrebakeError(f"{urls[0] if urls else '?'}: sha256 pin {sha256!r} is not "
                                "64 lowercase hex digits")
@@ -89,10 +128,18 @@ class SourceCache:
             return hit
         self.root.mkdir(parents=True, exist_ok=True)
         failures: list[str] = []
+        limit = size if size >= 0 else MAX_DOWNLOAD_BYTES
+        what = (f"the {size} bytes prebake.sources.lock records" if size >= 0
+                else f"the {MAX_DOWNLOAD_BYTES}-byte download bound")
         for url in urls:
             tmp = self._tmp(sha256)
             try:
-                got = _download(url, tmp)
+                got = _download(url, tmp, limit)
+            except TooBig as exc:
+                tmp.unlink(missing_ok=True)
+                failures.append(f"{url}: longer than {what} ({exc})")
+                log(f"{url}: longer than {what} ({exc}); trying the next mirror")
+                continue
             except (urllib.error.URLError, OSError, ValueError) as exc:
                 tmp.unlink(missing_ok=True)
                 reason = (f"HTTP {exc.code} {exc.reason}" if isinstance(exc, urllib.error.HTTPError)
@@ -112,5 +159,5 @@ class SourceCache:
             tmp.replace(final)
             log(f"downloaded {url} ({final.stat().st_size} bytes, sha256 verified)")
             return final
-        raise PrebakeError("could not fetch a file with sha256 " + sha256 + ":\n  "
-                           + "\n  ".join(failures))
+        raise PrebakeError(redact_text(f"could not fetch a file with sha256 {sha256}: "
+                                       + "; ".join(failures)))

@@ -20,11 +20,7 @@ from urllib.parse import urlsplit
 
 from prebake.digest import file_sha256
 from prebake.errors import PrebakeError
-from prebake.sources.cache import CHUNK, TIMEOUT, SourceCache
-
-# A source archive larger than this is refused rather than filling the disk (onnxruntime's
-# biggest release archive is ~300 MB).
-MAX_DOWNLOAD_BYTES = 8 << 30
+from prebake.sources.cache import CHUNK, MAX_DOWNLOAD_BYTES, SourceCache, open_url
 
 
 @dataclass(frozen=True)
@@ -44,12 +40,9 @@ def _partial(cache: SourceCache, url: str) -> Path:
 def _get(url: str, part: Path) -> None:
     """Append the rest of ``url`` to ``part`` (from its current size), or restart it."""
     have = part.stat().st_size if part.exists() else 0
-    headers = {"User-Agent": "prebake"}
-    if have:
-        headers["Range"] = f"bytes={have}-"
-    req = urllib.request.Request(url, headers=headers)
+    headers = {"Range": f"bytes={have}-"} if have else {}
     try:
-        resp = urllib.request.urlopen(req, timeout=TIMEOUT)
+        resp = open_url(url, headers)
     except urllib.error.HTTPError as exc:
         if exc.code == 416 and have:  # already complete
             return

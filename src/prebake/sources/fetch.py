@@ -11,6 +11,7 @@ from pathlib import Path
 
 from prebake.errors import PrebakeError
 from prebake.recipes.model import GitSource, LocalSource, Source, UrlSource
+from prebake.redact import redact_text
 from prebake.sources.cache import SourceCache
 from prebake.sources.unpack import extract
 
@@ -42,31 +43,74 @@ def _safe_dest(workdir: Path, dest: str) -> Path:
 def git_commands(src: GitSource, dest: Path) -> list[list[str]]:
     """The git command lines that check ``src`` out at exactly its ref into ``dest``.
 
-    A full commit is fetched by id (``git fetch`` of a sha works on GitHub and any server with
-    ``uploadpack.allowReachableSHA1InWant``); a tag or branch is cloned with ``--branch``.
+    The ref (a tag, a branch or a full commit) is fetched by name into ``FETCH_HEAD``; a full
+    commit is fetched by id (GitHub and any server with ``uploadpack.allowReachableSHA1InWant``
+    serve one). The fourth command checks out the commit the lock names (``src.commit``),
+    which ``materialize`` compares with ``FETCH_HEAD`` first, else ``FETCH_HEAD`` itself.
     """
     depth = ["--depth", "1"] if src.shallow else []
     d = str(dest)
-    if FULL_COMMIT.fullmatch(src.ref):
-        cmds = [["git", "init", "-q", d],
-                ["git", "-C", d, "remote", "add", "origin", src.url],
-                ["git", "-C", d, "fetch", "-q", *depth, "origin", src.ref],
-                ["git", "-C", d, "checkout", "-q", "--detach", "FETCH_HEAD"]]
-    else:
-        cmds = [["git", "clone", "-q", "--branch", src.ref, *depth,
-                 *(["--shallow-submodules"] if src.shallow and src.submodules else []),
-                 src.url, d]]
+    cmds = [["git", "init", "-q", d],
+            ["git", "-C", d, "remote", "add", "origin", src.url],
+            ["git", "-C", d, "fetch", "-q", *depth, "origin", src.ref],
+            ["git", "-C", d, "checkout", "-q", "--detach", src.commit or "FETCH_HEAD"]]
     if src.submodules:
         cmds.append(["git", "-C", d, "submodule", "update", "--init", "--recursive",
                      *depth])
     return cmds
 
 
+def fetched_commit(dest: Path) -> str:
+    """The commit ``FETCH_HEAD`` names (an annotated tag peeled), or ``""``."""
+    proc = subprocess.run(["git", "-C", str(dest), "rev-parse", "--verify", "-q",
+                           "FETCH_HEAD^{commit}"], capture_output=True, text=True)
+    return proc.stdout.strip() if proc.returncode == 0 else ""
+
+
+_FETCHED_TAG = re.compile(r"([0-9a-f]{40})\t[^\t]*\ttag '([^'\n]+)' of ")
+
+
+def _keep_tag(dest: Path) -> None:
+    """The tag just fetched as a tag of the checkout too, as a clone would have it (a build
+    that runs ``git describe`` finds its release); a branch or a commit makes none."""
+    head = dest / ".git" / "FETCH_HEAD"
+    m = _FETCHED_TAG.match(head.read_text("utf-8", "replace")) if head.is_file() else None
+    if m is not None:
+        subprocess.run(["git", "-C", str(dest), "update-ref", f"refs/tags/{m[2]}", m[1]],
+                       capture_output=True, check=False)
+
+
+def moved_ref_message(src: GitSource, now: str) -> str:
+    """A locked ref that names another commit today: both commits, and the way out."""
+    return redact_text(f"{src.url}: {src.ref} now names commit {now or '(none)'}, but "
+                       f"prebake.sources.lock locked it at {src.commit}: the ref moved "
+                       "upstream; nothing is built from it (if the move is intended, run "
+                       "`prebake pin` for its pin to lock the new commit)")
+
+
+def scrub_git_config(dest: Path) -> None:
+    """Credentials in a remote's URL (``https://x-access-token:TOKEN@host/…``) out of the
+    checkout's git configs (its own and its submodules'): git keeps the URL it was given, and
+    the work tree is read by the build and kept after it."""
+    git = dest / ".git"
+    configs = [git / "config", *git.glob("modules/**/config")] if git.is_dir() else []
+    for cfg in configs:
+        if not cfg.is_file():
+            continue
+        text = cfg.read_text("utf-8", "replace")
+        clean = redact_text(text)
+        if clean != text:
+            cfg.write_text(clean, "utf-8")
+
+
 def describe(src: Source, workdir: Path, recipe_dir: Path, cache: SourceCache) -> list[str]:
     """What fetching ``src`` would do, one line per step (for ``--dry-run``)."""
     dest = workdir / src.dest
     if isinstance(src, GitSource):
-        return [" ".join(c) for c in git_commands(src, dest)]
+        lines = [" ".join(c) for c in git_commands(src, dest)]
+        if src.commit:
+            lines.insert(3, f"check that FETCH_HEAD is {src.commit} (prebake.sources.lock)")
+        return lines
     if isinstance(src, UrlSource):
         urls = ", ".join([src.url, *src.mirrors])
         if not src.sha256:
@@ -104,7 +148,8 @@ def _run(cmd: Sequence[str], cwd: Path) -> None:
     proc = subprocess.run(list(cmd), cwd=cwd, capture_output=True, text=True)
     if proc.returncode != 0:
         tail = (proc.stderr or proc.stdout).strip().splitlines()[-5:]
-        raise PrebakeError(f"{' '.join(cmd)} failed ({proc.returncode}):\n  " + "\n  ".join(tail))
+        raise PrebakeError(redact_text(f"{' '.join(cmd)} failed ({proc.returncode}):\n  "
+                                       + "\n  ".join(tail)))
 
 
 def materialize(src: Source, workdir: Path, recipe_dir: Path, cache: SourceCache,
@@ -115,16 +160,26 @@ def materialize(src: Source, workdir: Path, recipe_dir: Path, cache: SourceCache
         shutil.rmtree(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
     if isinstance(src, GitSource):
-        for cmd in git_commands(src, dest):
-            run(cmd, workdir)
-        if FULL_COMMIT.fullmatch(src.ref):
+        cmds = git_commands(src, dest)
+        try:
+            for cmd in cmds[:3]:
+                run(cmd, workdir)
+            if src.commit and fetched_commit(dest) != src.commit:
+                raise PrebakeError(moved_ref_message(src, fetched_commit(dest)))
+            _keep_tag(dest)
+            for cmd in cmds[3:]:
+                run(cmd, workdir)
+        finally:
+            scrub_git_config(dest)
+        want = src.commit or (src.ref if FULL_COMMIT.fullmatch(src.ref) else "")
+        if want:
             head = subprocess.run(["git", "-C", str(dest), "rev-parse", "HEAD"],
                                   capture_output=True, text=True).stdout.strip()
-            if head != src.ref:
-                raise PrebakeError(f"{src.url}: checked out {head}, expected {src.ref}")
+            if head != want:
+                raise PrebakeError(f"{redact_text(src.url)}: checked out {head}, expected {want}")
         return dest
     if isinstance(src, UrlSource):
-        archive = cache.fetch([src.url, *src.mirrors], src.sha256)
+        archive = cache.fetch([src.url, *src.mirrors], src.sha256, size=src.size)
         if not src.unpack:  # the build unpacks it itself (FetchContent): the verified bytes,
             placed = dest.with_name(dest.name + archive_suffix(src.url))  # named by kind
             shutil.copyfile(archive, placed)

@@ -23,13 +23,19 @@ from pathlib import Path
 
 from prebake.errors import PrebakeError
 from prebake.jsonio import atomic_write_text
+from prebake.redact import redact_text
 from prebake.sources.cache import SourceCache
 from prebake.sources.download import download_new
 from prebake.sources.lock import (
+    GitRef,
     Locked,
+    LockedGit,
     Pending,
     SourceLock,
     UrlRef,
+    git_commit_of,
+    git_refs,
+    lock_key,
     read_source_lock,
     status_of,
     url_refs,
@@ -42,6 +48,12 @@ API_DEFAULT = "https://api.github.com"
 PIN_VERSION = re.compile(r"[0-9][A-Za-z0-9_.+~]*")
 API_TIMEOUT = 15.0
 MAX_API_BYTES = 8 << 20
+GIT_TIMEOUT = 120.0
+MAX_LS_REMOTE_BYTES = 64 << 20
+# the order git itself tries a short ref name in (``git help revisions``), as the build's
+# ``git fetch origin REF`` resolves it
+_REF_RULES = ("{}", "refs/{}", "refs/tags/{}", "refs/heads/{}", "refs/remotes/{}",
+              "refs/remotes/{}/HEAD")
 
 
 @dataclass
@@ -51,6 +63,7 @@ class PinResult:
     new: str
     lock: SourceLock
     locked: list[UrlRef] = field(default_factory=list)  # resolved URLs now with a digest
+    git: list[tuple[GitRef, str, str | None]] = field(default_factory=list)  # (ref, commit, was)
     pending: list[tuple[UrlRef, str]] = field(default_factory=list)  # (url, why not)
     notes: list[str] = field(default_factory=list)  # GitHub comparisons and the like
 
@@ -70,7 +83,70 @@ def workspace_refs(ws: Workspace, pins: Mapping[str, str]) -> list[UrlRef]:
     return out
 
 
-def unit_of(ws: Workspace, ref: UrlRef) -> str:
+def workspace_git_refs(ws: Workspace, pins: Mapping[str, str]) -> list[GitRef]:
+    """Every git source at a tag or branch of every recipe on every platform it covers."""
+    out = []
+    for recipe in ws.recipes.values():
+        for p in ws.platforms.values():
+            if recipe.strategy_for(p.name) is not None:
+                out += git_refs(recipe, p.name, pins)
+    return out
+
+
+def git_ref_problems(lock: SourceLock, refs: Sequence[tuple[str, GitRef]],
+                     timeout: float | None = None) -> list[tuple[str, GitRef, str]]:
+    """``(unit, ref, status)`` for each git ref with no locked commit (``missing``), one that
+    names another commit upstream now (``moved: …``, both commits), or whose remote does not
+    answer (``unverified: …``); each remote is asked once."""
+    out: list[tuple[str, GitRef, str]] = []
+    now: dict[tuple[str, str], str] = {}
+    for unit, gref in refs:
+        locked = git_commit_of(gref, lock)
+        if locked is None:
+            out.append((unit, gref, "missing"))
+            continue
+        key = (gref.url, gref.ref)
+        if key not in now:
+            try:
+                now[key] = resolve_git_ref(gref.url, gref.ref, timeout)
+            except PrebakeError as exc:
+                now[key] = f"unverified: {exc}"
+        if now[key].startswith("unverified"):
+            out.append((unit, gref, now[key]))
+        elif now[key] != locked:
+            out.append((unit, gref, f"moved: {gref.ref} now names {now[key]}, locked at "
+                                    f"{locked}"))
+    return out
+
+
+def resolve_git_ref(url: str, ref: str, timeout: float | None = None) -> str:
+    """The commit ``ref`` names in the repository at ``url`` now (an annotated tag peeled),
+    asked with ``git ls-remote``; an unreachable remote or unknown ref raises."""
+    import subprocess
+
+    try:
+        proc = subprocess.run(["git", "ls-remote", "--", url], capture_output=True,
+                              timeout=timeout or GIT_TIMEOUT, stdin=subprocess.DEVNULL,
+                              env={**os.environ, "GIT_TERMINAL_PROMPT": "0"})
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise PrebakeError(redact_text(f"git ls-remote {url}: {exc}")) from None
+    if proc.returncode != 0:
+        why = proc.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or ["failed"]
+        raise PrebakeError(redact_text(f"git ls-remote {url}: {why[0]}"))
+    refs: dict[str, str] = {}
+    for line in proc.stdout[:MAX_LS_REMOTE_BYTES].decode("utf-8", "replace").splitlines():
+        sha, _, name = line.partition("\t")
+        if re.fullmatch(r"[0-9a-f]{40}", sha) and name:
+            refs[name] = sha
+    for rule in _REF_RULES:
+        name = rule.format(ref)
+        if name in refs:
+            return refs.get(name + "^{}", refs[name])  # the commit an annotated tag names
+    raise PrebakeError(redact_text(f"{url}: no ref {ref!r} (git ls-remote lists no such tag "
+                                   "or branch)"))
+
+
+def unit_of(ws: Workspace, ref: UrlRef | GitRef) -> str:
     stage = ws.stage_of(ref.recipe)
     if stage is not None and ws.stages[stage].package == "prefix":
         return f"{stage}/{ref.platform}"
@@ -144,30 +220,48 @@ def pin(ws: Workspace, name: str, version: str, *, platforms: Sequence[str] = ()
     for ref in reads:
         if ref.literal_sha256:
             continue
+        key = lock_key(ref.url)  # the lock keeps no credential
         if platforms and ref.platform not in platforms:
             if lock.status(ref.url) != "locked":
-                lock.pending[ref.url] = Pending(
-                    ref.url, f"{command} --platform {ref.platform}",
+                lock.pending[key] = Pending(
+                    key, f"{command} --platform {ref.platform}",
                     f"not pinned for {ref.platform} (--platform "
                     f"{' '.join(platforms)})")
-                result.pending.append((ref, lock.pending[ref.url].reason))
+                result.pending.append((ref, lock.pending[key].reason))
             continue
-        if ref.url in lock.entries:
-            fetched.setdefault(ref.url, lock.entries[ref.url])
-        if ref.url not in fetched:
-            fetched[ref.url] = _fetch(ref, cache, say, result)
-        got = fetched[ref.url]
+        if key in lock.entries:
+            fetched.setdefault(key, lock.entries[key])
+        if key not in fetched:
+            fetched[key] = _fetch(ref, cache, say, result)
+        got = fetched[key]
         if isinstance(got, Locked):
-            lock.entries[ref.url] = got
-            lock.pending.pop(ref.url, None)
+            lock.entries[key] = got
+            lock.pending.pop(key, None)
             result.locked.append(ref)
         else:
-            lock.pending[ref.url] = Pending(ref.url, command, got)
+            lock.pending[key] = Pending(key, command, redact_text(got))
             result.pending.append((ref, got))
+    # a git ref reading the pin is resolved again: pinning is what accepts a commit
+    resolved: dict[tuple[str, str], str] = {}
+    for gref in workspace_git_refs(ws, new_pins):
+        if not (any(n == name for n, _v in gref.pins)
+                or name in ws.recipes[gref.recipe].pins_read(gref.platform)):
+            continue
+        if platforms and gref.platform not in platforms:
+            continue
+        gkey = (lock_key(gref.url), gref.ref)
+        if gkey not in resolved:
+            resolved[gkey] = resolve_git_ref(gref.url, gref.ref)
+            say(f"{gref.url} {gref.ref} -> {resolved[gkey]}")
+        was = lock.git.get(gkey)
+        lock.git[gkey] = LockedGit(gkey[0], gref.ref, resolved[gkey])
+        result.git.append((gref, resolved[gkey], was.commit if was else None))
     # keep only what some recipe still resolves to under the new pins
-    live = {r.url for r in workspace_refs(ws, new_pins)}
+    live = {lock_key(r.url) for r in workspace_refs(ws, new_pins)}
     lock.entries = {u: e for u, e in lock.entries.items() if u in live}
     lock.pending = {u: p for u, p in lock.pending.items() if u in live}
+    live_git = {(lock_key(r.url), r.ref) for r in workspace_git_refs(ws, new_pins)}
+    lock.git = {k: e for k, e in lock.git.items() if k in live_git}
     toml = ws.root / "prebake.toml"
     text = set_pin_text(toml.read_text("utf-8"), name, version, toml)
     lock.write()
@@ -187,15 +281,19 @@ def _fetch(ref: UrlRef, cache: SourceCache, say: Callable[[str], None],
         got.path.unlink(missing_ok=True)
         raise PrebakeError(f"{ref.url}: downloaded sha256 {got.sha256} (from {got.url}) but "
                            f"GitHub publishes {expected}; nothing written")
-    return Locked(ref.url, got.sha256, got.size)
+    return Locked(lock_key(ref.url), got.sha256, got.size)
 
 
-def check(ws: Workspace) -> list[tuple[str, UrlRef, str]]:
-    """``(unit, url, status)`` for every URL of the workspace with no digest."""
+def check(ws: Workspace) -> list[tuple[str, UrlRef | GitRef, str]]:
+    """``(unit, ref, status)`` for every URL of the workspace with no digest and every git ref
+    with no locked commit (``missing``), that names another commit upstream now (``moved:
+    …``, both commits) or whose remote does not answer (``unverified: …``: a check that cannot
+    decide fails)."""
     lock = read_source_lock(ws.root)
-    out: list[tuple[str, UrlRef, str]] = []
+    out: list[tuple[str, UrlRef | GitRef, str]] = []
     for ref in workspace_refs(ws, ws.pins):
         st = status_of(ref, lock)
         if st in ("missing", "pending"):
             out.append((unit_of(ws, ref), ref, st))
+    out += git_ref_problems(lock, [(unit_of(ws, g), g) for g in workspace_git_refs(ws, ws.pins)])
     return out

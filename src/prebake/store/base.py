@@ -179,11 +179,15 @@ def with_retries(fn: Callable[[], T], what: str, attempts: int | None = None) ->
 
 
 def redact(text: str, *secrets: str | None) -> str:
-    """Remove every secret from ``text`` (error messages must never carry a token)."""
+    """Remove every secret from ``text`` (error messages must never carry a token): the
+    store's own ``secrets`` (any length: a store knows its token) and whatever
+    ``prebake.redact`` recognises (URL credentials, signed-URL parameters)."""
+    from prebake.redact import redact_text
+
     for s in secrets:
         if s:
             text = text.replace(s, "***")
-    return text
+    return redact_text(text)
 
 
 def read_manifest(store: Store, aid: AssetId, release: str | None = None) -> Manifest | None:

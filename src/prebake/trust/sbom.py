@@ -9,6 +9,7 @@ only under a build option (``Component.when``) is listed only where the unit's r
 cache shows that option on.
 Written with ``cyclonedx-python-lib`` (the CycloneDX project's own Python model and serializer)
 so the document stays valid as the spec moves; tests validate it with that library's validator.
+Every URL in it goes through ``prebake.redact`` (a source URL with a token ships masked).
 
 The file is inside the tar.xz, so it must be deterministic: no timestamp, and the serial number
 is a UUIDv5 of the asset name and its input hash (same inputs, same serial, same bytes).
@@ -16,6 +17,7 @@ is a UUIDv5 of the asset name and its input hash (same inputs, same serial, same
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Mapping, Sequence
 
@@ -33,6 +35,7 @@ from packageurl import PackageURL
 
 from prebake.package.naming import AssetId
 from prebake.recipes.model import GitSource, Recipe, Repackage, UrlSource
+from prebake.redact import redact_json
 from prebake.sources.fetch import render_source
 
 SBOM_PATH = "share/prebake/sbom.cdx.json"
@@ -55,8 +58,9 @@ def _references(recipe: Recipe, version: str, pins: Mapping[str, str],
     for src in recipe.fetched_sources(platform, version):
         s = render_source(src, version, pins)
         if isinstance(s, GitSource):
+            at = f" at commit {s.commit} (prebake.sources.lock)" if s.commit else ""
             refs.append(ExternalReference(type=ExternalReferenceType.VCS, url=XsUri(s.url),
-                                          comment=f"ref {s.ref}"))
+                                          comment=f"ref {s.ref}{at}"))
         elif isinstance(s, UrlSource):
             refs.append(_source_archive(s))
     return refs
@@ -132,4 +136,10 @@ def make_sbom(aid: AssetId, recipes: Sequence[Recipe], pins: Mapping[str, str],
         built.append(comp)
     bom.register_dependency(root, built)
     text: str = JsonV1Dot6(bom).output_as_string(indent=2)
+    # a source URL may carry a token: the SBOM ships in the asset, so it is redacted like the
+    # manifest (the serializer is json.dumps(indent=2): the same call writes it back)
+    doc = json.loads(text)
+    shown = redact_json(doc)
+    if shown != doc:
+        text = json.dumps(shown, indent=2)
     return (text + "\n").encode()

@@ -212,7 +212,7 @@ class _Collector:
         specs = SCHEMA[schema]
         ok: dict[str, Any] = {}
         for key, value in data.items():
-            path = f"{where}.{key}" if where else key
+            path = f"{where}.{_key(key)}" if where else _key(key)
             spec = specs.get(key)
             if spec is None:
                 self.add(path, f"unknown key{_hint(key, specs)}")

@@ -17,12 +17,18 @@ places it under ``{work}/deps``. This step, run as a build command, then:
   ``cache`` settings that switch its use off), points FetchContent at an empty project of one
   INTERFACE target of that name, so the build links nothing for it and downloads nothing.
 
+The table's values reach CMake code, so they are data there, never code: a dependency's name
+and a cache variable's name must be plain identifiers, a ``reason`` one line, a folder a
+relative path that stays inside its archive, and every value is written as a quoted argument
+with CMake's escapes (``${…}`` stays literal, a quote or a newline cannot end it).
+
 ``python -m prebake.recipes.steps.fetchcontent TABLE VERSION DEPS_TXT DEPS_DIR OUT_CMAKE``
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 import sys
 import tomllib
 from collections.abc import Mapping, Sequence
@@ -32,8 +38,14 @@ from typing import Any
 
 from prebake.errors import PrebakeError
 from prebake.jsonio import atomic_write_text
+from prebake.package.cmake import cmake_quote
 
 TAKES = ("archive", "source-dir", "variables", "absent")
+# what CMake reads unquoted: a dependency's name (a target, a FETCHCONTENT_SOURCE_DIR_ suffix)
+# and a variable's name
+_DEP_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")
+_VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 MAX_DEPS_TXT = 1 << 20
 EMPTY_PROJECT = """# Written by prebake.recipes.steps.fetchcontent: {name} is not built ({reason})
 cmake_minimum_required(VERSION 3.16)
@@ -96,6 +108,7 @@ def _dep(path: Path, version: str, name: str, row: Mapping[str, Any]) -> Dep:
     if take == "absent" and not (row.get("reason") and cache):
         raise PrebakeError(f"{where}: take = \"absent\" needs a reason and the cache settings "
                            "that switch the dependency off")
+    _check_cmake_values(where, name, variables, cache, row)
     component = row.get("component")
     if component is not None and not (isinstance(component, list) and len(component) == 2
                                       and all(isinstance(c, str) and c for c in component)):
@@ -108,6 +121,33 @@ def _dep(path: Path, version: str, name: str, row: Mapping[str, Any]) -> Dep:
                tuple(row.get("patches", ())),
                tuple((str(k), str(v)) for k, v in cache.items()), str(row.get("reason", "")),
                (component[0], component[1]) if component is not None else None, when)
+
+
+def _check_cmake_values(where: str, name: str, variables: Mapping[str, Any],
+                        cache: Mapping[str, Any], row: Mapping[str, Any]) -> None:
+    """What of the entry becomes CMake code: names CMake reads unquoted, values of one line
+    or (folders) relative paths inside the archive."""
+    from prebake.names import shown
+
+    if not _DEP_NAME.fullmatch(name):
+        raise PrebakeError(f"{where}: the dependency name {shown(name)} is not a CMake name "
+                           "(letters, digits, _ . + -)")
+    for key in (*variables, *cache):
+        if not _VARIABLE.fullmatch(str(key)):
+            raise PrebakeError(f"{where}: {shown(str(key))} is not a CMake variable name "
+                               "(letters, digits, _)")
+    for key, value in cache.items():
+        if not isinstance(value, str | int | bool) or _CONTROL.search(str(value)):
+            raise PrebakeError(f"{where}: cache.{key} must be one line of text")
+    reason = row.get("reason", "")
+    if not isinstance(reason, str) or _CONTROL.search(reason):
+        raise PrebakeError(f"{where}: reason must be one line of text")
+    for key, sub in (("subdir", row.get("subdir", "")),
+                     *((f"variables.{k}", v) for k, v in variables.items())):
+        if not isinstance(sub, str) or _CONTROL.search(sub) or sub.startswith("/") \
+                or ".." in sub.split("/") or "\\" in sub:
+            raise PrebakeError(f"{where}: {key} must be a relative folder inside the archive "
+                               f"(no '..'), not {shown(str(sub))}")
 
 
 def parse_deps_txt(text: str) -> dict[str, tuple[int, str, str]]:
@@ -130,10 +170,6 @@ def _sha1(path: Path) -> str:
     return h.hexdigest()
 
 
-def _cmake_quote(value: str) -> str:
-    return '"' + value.replace("\\", "/").replace('"', '\\"') + '"'
-
-
 def supply(deps: Sequence[Dep], deps_txt: Path, deps_dir: Path) -> tuple[str, list[str]]:
     """Rewrite ``deps_txt``; return the CMake cache script and one line per dependency."""
     try:
@@ -154,7 +190,7 @@ def supply(deps: Sequence[Dep], deps_txt: Path, deps_dir: Path) -> tuple[str, li
             raise PrebakeError(f"{deps_txt}: {dep.name} is {url}, the recipe's table says "
                                f"{dep.url}: the table was written for another release")
         for var, value in dep.cache:
-            script.append(f"set({var} {_cmake_quote(value)} CACHE STRING \"prebake\" FORCE)")
+            script.append(f"set({var} {cmake_quote(value)} CACHE STRING \"prebake\" FORCE)")
             said.append(f"{dep.name}: {var} = {value}")
         if dep.take == "absent":
             folder = deps_dir / dep.name
@@ -162,7 +198,7 @@ def supply(deps: Sequence[Dep], deps_txt: Path, deps_dir: Path) -> tuple[str, li
             atomic_write_text(folder / "CMakeLists.txt", EMPTY_PROJECT.format(name=dep.name,
                                                                               reason=dep.reason))
             script.append(f"set(FETCHCONTENT_SOURCE_DIR_{dep.name.upper()} "
-                          f"{_cmake_quote(str(folder))} CACHE PATH \"prebake\" FORCE)")
+                          f"{cmake_quote(folder.as_posix())} CACHE PATH \"prebake\" FORCE)")
             said.append(f"{dep.name}: absent, an empty INTERFACE target ({dep.reason})")
             continue
         if dep.take == "archive":
@@ -179,7 +215,7 @@ def supply(deps: Sequence[Dep], deps_txt: Path, deps_dir: Path) -> tuple[str, li
             folder = deps_dir / dep.name / sub if sub else deps_dir / dep.name
             if not folder.is_dir():
                 raise PrebakeError(f"{folder}: {dep.name}'s folder is missing from its archive")
-            script.append(f"set({var} {_cmake_quote(str(folder))} CACHE PATH \"prebake\" "
+            script.append(f"set({var} {cmake_quote(folder.as_posix())} CACHE PATH \"prebake\" "
                           "FORCE)")
             said.append(f"{dep.name}: {var} = {folder}")
     atomic_write_text(deps_txt, "\n".join(lines) + "\n")
