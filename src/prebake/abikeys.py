@@ -37,6 +37,11 @@ LTO_KINDS = ("none", "llvm-bitcode", "gcc-lto", "msvc-ltcg", "mixed")
 CXX_STDLIBS = ("libstdc++", "libc++", "msvc", "none")
 MSVC_RUNTIMES = ("MD", "MT", "MDd", "MTd")
 ASYNC_KINDS = ("jspi", "asyncify", "none")
+# The two encodings of native wasm exceptions (docs/binary-formats.md §3.6): what a binary
+# holds ("both": mixed in one file; "none": no instruction or type of either) and what a
+# contract may ask for.
+WASM_EH_ENCODINGS = ("legacy", "exnref", "both", "none")
+WASM_EH_WANTED = ("legacy", "exnref")
 KNOWN_WASM_FEATURES = (
     "atomics", "bulk-memory", "exception-handling", "extended-const", "memory64",
     "multimemory", "multivalue", "mutable-globals", "nontrapping-fptoint", "reference-types",
@@ -83,6 +88,7 @@ class AbiKey:
     attr: str | None = None  # the ``Abi`` attribute when it differs from the name (a keyword)
     # the contract key: the name of its ``Rule`` in ``prebake.contract.rules`` (None: no key)
     rule: str | None = None
+    wanted: tuple[str, ...] = ()  # what a contract may ask for, when not every one of choices
     setting: bool = False  # a contract key that changes how rules judge, not a rule itself
     reads: tuple[str, ...] = ()  # the facts the rule reads (the reference's column)
     oses: tuple[str, ...] = ()  # the contract key applies only to binaries of these oses
@@ -94,6 +100,10 @@ class AbiKey:
     @property
     def attribute(self) -> str:
         return self.attr or self.name
+
+    @property
+    def contract_choices(self) -> tuple[str, ...]:
+        return self.wanted or self.choices
 
     @property
     def contract(self) -> bool:
@@ -116,6 +126,17 @@ KEYS: tuple[AbiKey, ...] = (
     AbiKey("eh", "exception-handling model; an object that throws nothing passes any model",
            Value.CHOICE, EH_MODELS, fact="abi", rule="EH", reads=("abi.eh",), report=True,
            diff=Diff("changed", "mixing exception-handling models fails at link or run time")),
+    AbiKey("wasm_eh_encoding", "wasm: the encoding of native exceptions the code holds: "
+           "`legacy` (try/catch/delegate), `exnref` (try_table/throw_ref, the exnref type), "
+           "`both`, `none` (neither); read from the instructions of every function. As a "
+           "contract key: the encoding every wasm binary must use; one without EH code passes",
+           Value.CHOICE, WASM_EH_ENCODINGS, fact="abi", rule="WASM_EH_ENCODING",
+           wanted=WASM_EH_WANTED, reads=("abi.wasm_eh_encoding",), oses=WASM_OSES,
+           describe="wasm: which encoding of native exceptions the code holds, read from every "
+                    "function's instructions (docs/binary-formats.md §3.6); null: a body could "
+                    "not be decoded (evidence says why) or not wasm",
+           diff=Diff("changed", "an engine without exnref (or without legacy EH) refuses the "
+                                "module")),
     AbiKey("lto", "LTO kind: `none` refuses bitcode/GIMPLE objects tied to one compiler",
            Value.CHOICE, LTO_KINDS, fact="abi", rule="LTO", reads=("abi.lto", "format"),
            report=True, diff=Diff("changed", "LTO objects are tied to one compiler version")),

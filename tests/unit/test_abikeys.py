@@ -110,7 +110,7 @@ def test_toml_schema_contract_agrees_with_the_table() -> None:
     assert list(contract) == ["extends", *(k.name for k in abikeys.contract_keys())]
     for k in abikeys.contract_keys():
         if k.value is Value.CHOICE:
-            assert contract[k.name]["enum"] == list(k.choices), k.name
+            assert contract[k.name]["enum"] == list(k.contract_choices), k.name
 
 
 def test_parsing_follows_the_value_kind() -> None:

@@ -35,6 +35,7 @@ class Contract:
     os: str | None = None
     arch: str | None = None
     eh: str | None = None
+    wasm_eh_encoding: str | None = None
     lto: str | None = None
     glibc_max: str | None = None
     glibcxx_max: str | None = None
@@ -92,8 +93,9 @@ def _parse_value(key: abikeys.AbiKey, value: Any, path: str) -> tuple[Any, list[
     """One key's value as the table's ``Value`` kind says, or the problems with it."""
     kind = key.value
     if kind is Value.CHOICE:
-        if not isinstance(value, str) or value not in key.choices:
-            return None, [Problem(path, f"must be one of {', '.join(key.choices)}; got {value!r}")]
+        choices = key.contract_choices
+        if not isinstance(value, str) or value not in choices:
+            return None, [Problem(path, f"must be one of {', '.join(choices)}; got {value!r}")]
         return value, []
     if kind is Value.VERSION:
         if not isinstance(value, str) or not _is_version(value):

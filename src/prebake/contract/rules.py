@@ -141,6 +141,18 @@ def _rule_eh(expected: str, leaf: Facts) -> Finding | None:
     return Finding(found, _ev(leaf, "eh"))
 
 
+def _rule_wasm_eh_encoding(expected: str, leaf: Facts) -> Finding | None:
+    """A wasm binary holding the other encoding (or both) is refused: an engine that lacks it
+    refuses the module at instantiation, and no linker says a word (docs/binary-formats.md
+    §3.6). A binary without EH code (``none``) links into either."""
+    if leaf.format not in WASM_FORMATS:
+        return None
+    found = leaf.abi.wasm_eh_encoding
+    if found is None or found in (expected, "none"):
+        return None
+    return Finding(found, _ev(leaf, "wasm_eh_encoding"))
+
+
 def _rule_lto(expected: str, leaf: Facts) -> Finding | None:
     found = leaf.abi.lto
     if found is None and leaf.format in LTO_FORMATS:
@@ -336,6 +348,9 @@ def _wasm_features_partial(f: Facts) -> bool:
 OS = Rule(_rule_equal("os"), _is, unknown=lambda f: f.os is None)
 ARCH = Rule(_rule_equal("arch"), _is, any_slice=True, unknown=lambda f: f.arch is None)
 EH = Rule(_rule_eh, _is, unknown=lambda f: f.abi.eh is None)
+WASM_EH_ENCODING = Rule(
+    _rule_wasm_eh_encoding, _is,
+    unknown=lambda f: f.format in WASM_FORMATS and f.abi.wasm_eh_encoding is None)
 LTO = Rule(_rule_lto, _is, unknown=lambda f: f.abi.lto is None and f.format not in LTO_FORMATS)
 THREADS = Rule(_rule_threads, _is,
                unknown=lambda f: is_wasm(f) and f.abi.threads is None and _features(f) is None)

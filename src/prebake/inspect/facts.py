@@ -29,6 +29,8 @@ class Abi:
     values and meaning; ``tests/unit/test_abikeys.py`` holds the two to each other)."""
 
     eh: str | None = None
+    # which encoding of native wasm exceptions the code holds (legacy, exnref, both, none)
+    wasm_eh_encoding: str | None = None
     lto: str | None = None
     wasm_features: list[str] | None = None
     # whether ``wasm_features`` is the whole list: False when it was read without decoding

@@ -138,7 +138,8 @@ def contract_keys() -> list[ContractKey]:
         kind = _TYPES[k.value.value]
         if k.value is abikeys.Value.VERSION and k.name.startswith("macos"):
             kind = 'a version string ("13.3")'
-        choices = abikeys.KNOWN_WASM_FEATURES if k.value is abikeys.Value.FEATURES else k.choices
+        choices = (abikeys.KNOWN_WASM_FEATURES if k.value is abikeys.Value.FEATURES
+                   else k.contract_choices)
         out.append(ContractKey(k.name, kind, k.oses, ", ".join(k.reads), k.text, choices,
                                k.default))
     return out
