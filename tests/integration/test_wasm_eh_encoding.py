@@ -227,3 +227,34 @@ def test_fetch_refuses_the_asset_and_installs_nothing(built: Path, tmp_path: Pat
     exnref = _contract(tmp_path, "exnref", 'allow_unknown = ["os"]\n')
     assert main([*args, str(exnref)]) == 0
     assert (into / "lib" / "libthrower.a").read_bytes() == lib
+
+
+ORT = {"ort-wasm-simd-threaded.jspi.wasm": "exnref", "ort-wasm-simd-threaded.wasm": "none"}
+
+
+@pytest.mark.slow  # LLVM's disassembly of 15 MB modules: minutes on a shared machine
+@pytest.mark.parametrize(("name", "encoding"), list(ORT.items()))
+def test_check_judges_upstream_onnxruntime_web(ort_web: Path, sid_bin: Path, tmp_path: Path,
+                                               name: str, encoding: str,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """Microsoft's own JSPI build is exnref (a legacy consumer's contract refuses it); the
+    plain build throws with JS exceptions and holds no native EH instruction at all, as LLVM
+    21's disassembler says too."""
+    path = ort_web / "dist" / name
+    ops = _llvm_objdump_ops(sid_bin, path)
+    assert _encoding_of(ops) == encoding, ops
+    f = inspect(path)
+    assert f.abi.wasm_eh_encoding == encoding
+    if ops:
+        said = " ".join(f.evidence["wasm_eh_encoding"])
+        assert f"{sum(ops[o] for o in EXNREF_OPS)} exnref instructions" in said
+    legacy = _contract(tmp_path, "legacy")
+    rc = main(["check", str(path), "--contract", str(legacy), "--json"])
+    report = json.loads(capsys.readouterr().out)
+    if encoding == "exnref":
+        assert rc == 1
+        (v,) = report["violations"]
+        assert (v["rule"], v["found"]) == ("wasm_eh_encoding", "exnref")
+    else:
+        assert rc == 0, report
+    assert main(["check", str(path), "--contract", str(_contract(tmp_path, "exnref"))]) == 0

@@ -212,6 +212,57 @@ def test_decoder_refuses_inexact_bodies(code: bytes) -> None:
         wasm_code.decode_bodies(buf, scan.bodies)
 
 
+def test_eh_scan_counts_what_the_deep_decode_counts() -> None:
+    """The default path's scan against the reference decoder, on every family at once."""
+    buf = vec([body(EVERY_FAMILY, vec([b"\x01\x7b", b"\x02\x69"]))])
+    scan = wasm_code.scan_locals(buf, 0, len(buf), keep_bodies=True)
+    deep = wasm_code.decode_bodies(buf, scan.bodies)
+    eh = wasm_code.eh_scan(buf, scan.bodies)
+    assert (eh.legacy, eh.exnref, eh.throw) == (
+        deep.counts["eh_legacy"], deep.counts["eh_exnref"], deep.counts["eh_throw"])
+
+
+@pytest.mark.parametrize("code", [
+    b"\x41\x00",  # no final end
+    b"\x0b\x01",  # a byte after the final end
+    b"\xfd\xff\x0f\x0b",  # SIMD sub-opcode out of range
+    b"\xff\x0b",  # unknown opcode
+    b"\x44\x00\x0b",  # f64.const runs past the body
+    b"\x06\x40\x41",  # try whose block runs past the body
+])
+def test_eh_scan_refuses_inexact_bodies(code: bytes) -> None:
+    buf = vec([body(code)])
+    scan = wasm_code.scan_locals(buf, 0, len(buf), keep_bodies=True)
+    with pytest.raises(Truncated):
+        wasm_code.eh_scan(buf, scan.bodies)
+
+
+LEGACY_BODY = b"\x06\x40\x10\x00\x19\x0b\x0b"  # try; call 0; catch_all; end; end
+EXNREF_BODY = b"\x02\x69\x1f\x40\x01\x03\x00\x10\x00\x0b\x0f\x0b\x0a\x0b"  # block(exnref)
+# try_table (catch_all_ref 0) call 0 end return end throw_ref end
+
+
+@pytest.mark.parametrize(("bodies", "encoding"), [
+    ([LEGACY_BODY], "legacy"), ([EXNREF_BODY], "exnref"), ([LEGACY_BODY, EXNREF_BODY], "both"),
+    ([b"\x10\x00\x0b"], "none"),
+])
+def test_module_encoding_from_its_code(bodies: list[bytes], encoding: str) -> None:
+    data = module(section(1, vec([FUNC_VOID])), section(3, vec([b"\x00"] * len(bodies))),
+                  section(10, vec([body(b) for b in bodies])))
+    f = parse(data)
+    assert f.abi.wasm_eh_encoding == encoding, f.evidence
+    assert parse(data, deep=True).abi.wasm_eh_encoding == encoding
+
+
+def test_a_body_that_does_not_decode_leaves_the_encoding_unknown_with_the_reason() -> None:
+    data = module(section(1, vec([FUNC_VOID])), section(3, vec([b"\x00"])),
+                  section(10, vec([body(b"\x06\x40\xff\x0b\x0b")])))
+    f = parse(data)
+    assert f.error is None and f.abi.wasm_eh_encoding is None
+    assert "could not be decoded" in " ".join(f.evidence["wasm_eh_encoding"])
+    assert "unknown opcode 0xff" in " ".join(f.evidence["wasm_eh_encoding"])
+
+
 # --- linked modules ----------------------------------------------------------------------------
 
 STOP = b"\x41\x00\x24\x00\x23\x01\x28\x02\x00\x23\x01\x28\x02\x04\x4b\x04\x40\x00\x0b\x0b"
