@@ -130,7 +130,7 @@ KEYS: tuple[AbiKey, ...] = (
            "`legacy` (try/catch/delegate), `exnref` (try_table/throw_ref, the exnref type), "
            "`both`, `none` (neither); read from the instructions of every function. As a "
            "contract key: the encoding every wasm binary must use; one without EH code passes",
-           Value.CHOICE, WASM_EH_ENCODINGS, fact="abi", rule="WASM_EH_ENCODING",
+           Value.CHOICE, WASM_EH_ENCODINGS, fact="abi", rule="WASM_EH_ENCODING", report=True,
            wanted=WASM_EH_WANTED, reads=("abi.wasm_eh_encoding",), oses=WASM_OSES,
            describe="wasm: which encoding of native exceptions the code holds, read from every "
                     "function's instructions (docs/binary-formats.md §3.6); null: a body could "

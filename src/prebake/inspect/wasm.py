@@ -11,7 +11,8 @@ Relocatable objects (they carry a ``linking`` section) get symbols from its symb
 features from ``target_features``. Linked modules (Emscripten output has no custom sections at
 all) get threads from shared memory, EH from tags/imports/the JS glue, Asyncify from the
 runtime's byte patterns, and SIMD from ``v128`` in types/locals, or from a full decode
-(``ParseOptions.deep``).
+(``ParseOptions.deep``). Objects and modules alike get the EH encoding (legacy, exnref, both,
+none) from their instructions (``wasm_code.eh_scan``).
 """
 
 from __future__ import annotations

@@ -7,11 +7,14 @@ function references, legacy exception handling (try/catch/delegate) and the exnr
 (``try_table``/``throw_ref``). docs/binary-formats.md §3.6 lists the families and how they were
 verified.
 
-Why two passes: Emscripten release modules carry no ``target_features`` section, so SIMD,
+Why three passes: Emscripten release modules carry no ``target_features`` section, so SIMD,
 atomics and the EH encoding are only visible in the instructions. The cheap pass reads only each
 body's local declarations (``v128``/``exnref`` locals are conclusive hits, < 0.1 s on 28 MB); the
 deep pass decodes every instruction (a few MB/s in Python) and is opt-in (``ParseOptions.deep``).
-Both verify that every body is consumed exactly, so a wrong immediate table cannot go unnoticed.
+The EH encoding cannot wait for it (both encodings declare the same feature), so ``eh_scan``
+decodes every instruction on the default path too, letting a regular expression consume the
+instructions that say nothing about exceptions (tens of MB/s). All verify that every body is
+consumed exactly, so a wrong immediate table cannot go unnoticed.
 """
 
 from __future__ import annotations
