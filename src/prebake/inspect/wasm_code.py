@@ -394,12 +394,15 @@ def decode_bodies(buf: bytes, bodies: list[tuple[int, int]]) -> DeepScan:
 _RX_LEB = rb"[\x80-\xff]{0,9}[\x00-\x7f]"
 _RX_MEMARG = (rb"(?:(?:[\x00-\x3f]|[\x80-\xbf]" + _RX_LEB + rb")" + _RX_LEB
            + rb"|(?:[\x40-\x7f]|[\xc0-\xff]" + _RX_LEB + rb")" + _RX_LEB + _RX_LEB + rb")")
+# a block type that is not exnref: a value type, (ref null? ht) of another heap type, an index
+_RX_BLOCKTYPE = (rb"(?:[\x40-\x62\x65-\x68\x6a-\x7f]|[\x63\x64](?!\x69)" + _RX_LEB
+                 + rb"|[\x00-\x3f]|[\x80-\xff]{1,9}[\x00-\x7f])")
+_RX_CATCH = rb"(?:[\x00\x01]" + _RX_LEB + _RX_LEB + rb"|[\x02\x03]" + _RX_LEB + rb")"
 _PLAIN_ONE = b"|".join((
     rb"[\x00\x01\x05\x0f\x1a\x1b\x45-\xc4\xd1\xd3]",  # no immediates (not EH 0A/19)
     rb"[\x0c\x0d\x10\x12\x14\x15\x20-\x26\x3f-\x42\xd2\xd4\xd6]" + _RX_LEB,  # one LEB
     rb"\xd0(?!\x69)" + _RX_LEB,  # ref.null of any heap type but exn
-    rb"[\x02-\x04](?:[\x40-\x62\x65-\x68\x6a-\x7f]|[\x63\x64](?!\x69)" + _RX_LEB
-    + rb"|[\x00-\x3f]|[\x80-\xff]{1,9}[\x00-\x7f])",  # block, loop, if: not of exnref
+    rb"[\x02-\x04]" + _RX_BLOCKTYPE,  # block, loop, if: not of exnref
     rb"\x0b",  # end
     rb"[\x28-\x3e]" + _RX_MEMARG,  # loads and stores
     rb"\x43.{4}|\x44.{8}",  # f32.const, f64.const
@@ -410,8 +413,17 @@ _PLAIN_ONE = b"|".join((
     + _RX_MEMARG + rb".|[\x0e-\x14\x23-\x53\x5e-\x7f]|[\x80-\xff]\x01|[\x80-\x93]\x02)",  # SIMD
     rb"\xfe(?:\x03.|[\x00-\x02\x04-\x4e]" + _RX_MEMARG + rb")",  # atomics
 ))
-_PLAIN = re.compile(rb"(?:" + _PLAIN_ONE + rb")*+", re.DOTALL)
-_EH_FAMILIES = ("eh_legacy", "eh_exnref", "eh_throw")
+# A run of plain instructions, then at most one EH instruction, its family the group that
+# matched: the EH instructions of a body cost one match each, not a call of ``_step``.
+_EH_GROUPS = (None, "eh_legacy", "eh_exnref", "exnref_type", "eh_throw")
+_RUN = re.compile(
+    rb"(?:" + _PLAIN_ONE + rb")*+(?:"
+    + rb"(\x06" + _RX_BLOCKTYPE + rb"|[\x07\x09\x18]" + _RX_LEB + rb"|\x19)"  # legacy
+    + rb"|(\x0a|\x1f" + _RX_BLOCKTYPE + rb"(?:\x00|\x01" + _RX_CATCH + rb"|\x02" + _RX_CATCH
+    + rb"{2}|\x03" + _RX_CATCH + rb"{3}))"  # exnref: throw_ref, try_table with 0..3 catches
+    + rb"|([\x02-\x04][\x63\x64]?\x69)"  # a block of type exnref
+    + rb"|(\x08" + _RX_LEB + rb"))?",  # throw
+    re.DOTALL)
 
 
 @dataclass
@@ -512,19 +524,20 @@ def eh_body(buf: bytes, pos: int, end: int, counts: Counter[str]) -> None:
         pos = skip_leb(buf, pos, end)
         pos = skip_valtype(buf, pos, end)
     last = end - 1
-    plain = _PLAIN.match
-    while True:
-        m = plain(buf, pos, last)
-        if m is not None:
+    run = _RUN.match
+    groups = _EH_GROUPS
+    while pos < last:
+        m = run(buf, pos, last)
+        if m is not None and m.end() > pos:
             pos = m.end()
-        if pos == last:
-            if buf[last] != 0x0B:
-                break
-            return
-        if pos > last:
-            break
-        pos = _step(buf, pos, end, counts)
-    raise Bounds(f"function body ending at {end} has no final `end` (or an immediate overran it)")
+            family = groups[m.lastindex or 0]
+            if family is not None:
+                counts[family] += 1
+            continue
+        pos = _step(buf, pos, end, counts)  # what the expressions do not spell
+    if pos != last or buf[last] != 0x0B:
+        raise Bounds(f"function body ending at {end} has no final `end` (or an immediate "
+                     "overran it)")
 
 
 def eh_scan(buf: bytes, bodies: list[tuple[int, int]]) -> EhScan:
