@@ -31,7 +31,6 @@ TRIXIE = TOOLCHAINS / f"env-{ENVIRONMENT}"
 SID_ENVIRONMENT = "debian-sid-emscripten"
 SID = TOOLCHAINS / f"env-{SID_ENVIRONMENT}"
 TOOLS = ("emcc", "em++", "emar", "emranlib", "node")
-SID_TOOLS = (*TOOLS, "wasm-dis")
 
 
 def _why_not() -> str | None:
@@ -89,9 +88,10 @@ def trixie_emscripten() -> Path:
 
 
 def sid_emscripten() -> Path:
-    """The folder of wrappers for Debian sid's Emscripten 6.0.5, its Node 24 and binaryen's
-    ``wasm-dis`` (made and cached on first use, like the Debian 13 one)."""
-    return _emscripten(SID, SID_ENVIRONMENT, SID_TOOLS)
+    """The folder of wrappers for Debian sid's Emscripten 6.0.5 and its Node 24 (made and cached
+    on first use, like the Debian 13 one; its llvm-21, an emscripten dependency, brings
+    ``llvm-objdump-21``, which tests run with ``chroot`` directly)."""
+    return _emscripten(SID, SID_ENVIRONMENT, TOOLS)
 
 
 def _emscripten(root: Path, environment: str, tools: tuple[str, ...]) -> Path:
