@@ -258,3 +258,9 @@ def test_check_judges_upstream_onnxruntime_web(ort_web: Path, sid_bin: Path, tmp
     else:
         assert rc == 0, report
     assert main(["check", str(path), "--contract", str(_contract(tmp_path, "exnref"))]) == 0
+    if encoding == "exnref":  # Microsoft's JSPI build is the ABI the JSPI preset describes
+        for preset, rc in (("emscripten-jspi-exnref-pthread-simd", 0),
+                           ("emscripten-wasm-eh-legacy-pthread-simd", 1)):
+            c = tmp_path / f"{preset}.toml"
+            c.write_text(f'extends = "{preset}"\n')
+            assert main(["check", "--deep", str(path), "--contract", str(c)]) == rc, preset

@@ -817,8 +817,10 @@ def _eh_encoding(f: Facts, r: Reader, m: Module, scan: wasm_code.LocalScan | Non
         parts.append(f"{legacy} legacy instructions (try/catch/catch_all/delegate/rethrow)")
     if eh.exnref:
         parts.append(f"{eh.exnref} exnref instructions (try_table/throw_ref)")
-    if types:
-        parts.append(f"{types} exnref types (locals, block and function types)")
+    if types:  # the deep decode counts no block types: its evidence says where it looked
+        where = "locals and function types" if deep is not None else \
+            "locals, block and function types"
+        parts.append(f"{types} exnref types ({where})")
     if eh.throw:
         parts.append(f"{eh.throw} throw (the same instruction in both encodings)")
     f.abi.wasm_eh_encoding = ("both" if legacy and exnref else "legacy" if legacy
