@@ -1,4 +1,5 @@
-"""Real second toolchains for the tests: Debian 13's Emscripten 3.1.69 in a chroot.
+"""Real second toolchains for the tests: Debian 13's Emscripten 3.1.69 and Debian sid's
+Emscripten 6.0.5 (clang 21, binaryen, Node 24: the exnref exception encoding), each in a chroot.
 
 The chroot is prebake's own toolchain environment ``debian-13-emscripten``
 (``prebake.toolchain.environment``: mmdebstrap from the Debian mirror apt already uses, ~220 s,
@@ -27,6 +28,8 @@ from tests import support
 TOOLCHAINS = Path(os.environ.get("PREBAKE_TOOLCHAINS", "/var/cache/prebake-tests/toolchains"))
 ENVIRONMENT = "debian-13-emscripten"
 TRIXIE = TOOLCHAINS / f"env-{ENVIRONMENT}"
+SID_ENVIRONMENT = "debian-sid-emscripten"
+SID = TOOLCHAINS / f"env-{SID_ENVIRONMENT}"
 TOOLS = ("emcc", "em++", "emar", "emranlib", "node")
 
 
@@ -42,34 +45,34 @@ def _why_not() -> str | None:
     return None
 
 
-def _make_chroot() -> None:
+def _make_chroot(environment: str = ENVIRONMENT) -> None:
     """prebake's own provisioning, into the tests' toolchains folder."""
     from prebake.toolchain.environment import environment_named, install
 
     old = os.environ.get("PREBAKE_TOOLCHAINS")
     os.environ["PREBAKE_TOOLCHAINS"] = str(TOOLCHAINS)
     try:
-        ok, message = install(environment_named(ENVIRONMENT))
+        ok, message = install(environment_named(environment))
     finally:
         if old is None:
             del os.environ["PREBAKE_TOOLCHAINS"]
         else:
             os.environ["PREBAKE_TOOLCHAINS"] = old
     if not ok:
-        pytest.skip(f"the Debian 13 chroot could not be made: {message}")
+        pytest.skip(f"the {environment} chroot could not be made: {message}")
 
 
-def _wrappers() -> Path:
+def _wrappers(root: Path = TRIXIE, tools: tuple[str, ...] = TOOLS) -> Path:
     """``emcc``/``em++``/``emar``/``emranlib``/``node`` that run inside the chroot."""
-    bin_dir = TRIXIE.with_name(TRIXIE.name + "-bin")
+    bin_dir = root.with_name(root.name + "-bin")
     bin_dir.mkdir(exist_ok=True)
-    for tool in TOOLS:
+    for tool in tools:
         script = bin_dir / tool
         # The host's EM_CACHE/EM_CONFIG/NODE_PATH point at Debian 12's emscripten: unset them
         # (Debian 13's ships its own frozen cache and config). A folder the chroot cannot see
         # (a probe's scratch folder) runs in / : only `-v`-like calls work there.
         text = ("#!/bin/sh\n"
-                f"exec chroot {TRIXIE} /usr/bin/env -u EM_CACHE -u EM_CONFIG -u NODE_PATH "
+                f"exec chroot {root} /usr/bin/env -u EM_CACHE -u EM_CONFIG -u NODE_PATH "
                 "PATH=/usr/local/bin:/usr/bin:/bin /bin/sh -c "
                 f"'{{ cd \"$0\" 2>/dev/null || cd /; }} && exec {tool} \"$@\"' "
                 "\"$PWD\" \"$@\"\n")
@@ -81,17 +84,28 @@ def _wrappers() -> Path:
 
 def trixie_emscripten() -> Path:
     """The folder of wrappers for Debian 13's Emscripten 3.1.69 (made and cached on first use)."""
+    return _emscripten(TRIXIE, ENVIRONMENT, TOOLS)
+
+
+def sid_emscripten() -> Path:
+    """The folder of wrappers for Debian sid's Emscripten 6.0.5 and its Node 24 (made and cached
+    on first use, like the Debian 13 one; its llvm-21, an emscripten dependency, brings
+    ``llvm-objdump-21``, which tests run with ``chroot`` directly)."""
+    return _emscripten(SID, SID_ENVIRONMENT, TOOLS)
+
+
+def _emscripten(root: Path, environment: str, tools: tuple[str, ...]) -> Path:
     why = _why_not()
     if why:
         pytest.skip(why)
-    with support.locked(TRIXIE.with_name(TRIXIE.name + ".lock")):
-        if not (TRIXIE / "usr" / "bin" / "emcc").is_file():
-            _make_chroot()
-        link = TRIXIE / str(TRIXIE).lstrip("/")
+    with support.locked(root.with_name(root.name + ".lock")):
+        if not (root / "usr" / "bin" / "emcc").is_file():
+            _make_chroot(environment)
+        link = root / str(root).lstrip("/")
         if not link.is_symlink():
             link.parent.mkdir(parents=True, exist_ok=True)
             link.symlink_to("/")
-        return _wrappers()
+        return _wrappers(root, tools)
 
 
 def trixie_path(bin_dir: Path) -> str:
@@ -100,9 +114,10 @@ def trixie_path(bin_dir: Path) -> str:
 
 
 @contextlib.contextmanager
-def trixie_workdir(name: str) -> Iterator[Path]:
-    """A fresh folder with the same path inside and outside the chroot (removed after)."""
-    base = TRIXIE / "srv" / "prebake-tests"
+def trixie_workdir(name: str, root: Path = TRIXIE) -> Iterator[Path]:
+    """A fresh folder with the same path inside and outside the chroot (removed after);
+    ``root=SID`` for the sid chroot."""
+    base = root / "srv" / "prebake-tests"
     base.mkdir(parents=True, exist_ok=True)
     folder = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=base))
     try:

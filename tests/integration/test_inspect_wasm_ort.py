@@ -50,6 +50,9 @@ def test_cheap_facts(cheap: dict[str, Facts], name: str) -> None:
     assert f.abi.simd128 is True  # v128 locals: conclusive without the decode
     assert f.abi.relaxed_simd is None  # unknown without the decode, never guessed
     assert f.abi.eh == eh, f.evidence.get("eh")
+    # JS exceptions hold no native EH instruction; the JSPI build is all exnref (§3.6)
+    want = "exnref" if name.endswith("jspi.wasm") else "none"
+    assert f.abi.wasm_eh_encoding == want, f.evidence.get("wasm_eh_encoding")
     assert f.abi.async_ == async_, f.evidence.get("async")
     assert (f.details["functions"], f.details["imports"], f.details["exports"]) == (
         functions, imports, exports)
@@ -69,7 +72,7 @@ def test_legacy_builds_read_from_glue(cheap: dict[str, Facts]) -> None:
 
 def test_jspi_build(cheap: dict[str, Facts]) -> None:
     f = cheap["ort-wasm-simd-threaded.jspi.wasm"]
-    assert f.details["tags"] == 1 and f.details["eh_encoding"] == "exnref"
+    assert f.details["tags"] == 1 and f.abi.wasm_eh_encoding == "exnref"
     assert f.details["glue"]["jspi"] == ["WebAssembly.Suspending", "WebAssembly.promising"]
     assert f.details["import_names_minified"] is False
 
@@ -114,8 +117,7 @@ def test_deep_decode(deep: dict[str, Facts], name: str) -> None:
     assert ops.get("relaxed_simd", 0) == 0 and ops.get("eh_legacy", 0) == 0
     assert {"atomics", "bulk-memory", "nontrapping-fptoint", "sign-ext", "simd128"} <= set(
         f.abi.wasm_features or [])
-    if name.endswith("jspi.wasm"):
-        assert f.details["eh_encoding"] == "exnref"
+    assert f.abi.wasm_eh_encoding == ("exnref" if name.endswith("jspi.wasm") else "none")
     if BUILDS[name][1] == "asyncify":  # §3.7: `23 0b 41 02 46` occurs 91k–99k times
         assert 90_000 < f.details["asyncify"]["state_checks"] < 100_000
 

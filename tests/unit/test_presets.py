@@ -120,3 +120,17 @@ def test_ci_defaults_are_one_data_file() -> None:
     for py in ("ci/github.py", "workspace/model.py", "workspace/loader.py"):
         text = (src / py).read_text()
         assert '"3.12"' not in text and "240" not in text, py
+
+
+def test_the_exnref_and_legacy_presets_ask_for_their_encoding() -> None:
+    from prebake.contract.model import parse_contract
+
+    for preset, encoding in (("emscripten-jspi-exnref-pthread-simd", "exnref"),
+                             ("emscripten-wasm-eh-legacy-pthread-simd", "legacy")):
+        contract, problems = parse_contract({"extends": preset})
+        assert problems == []
+        assert contract.wasm_eh_encoding == encoding
+        assert contract.eh == "wasm" and contract.threads is True  # what they extend
+        assert "relaxed-simd" in contract.features_forbidden
+    _, problems = parse_contract({"wasm_eh_encoding": "both"})
+    assert "must be one of legacy, exnref" in problems[0].message

@@ -221,3 +221,29 @@ def test_allow_unknown_names_contract_keys_only() -> None:
     assert c.allow_unknown == ("eh", "lt0")
     assert [(p.key, p.message) for p in problems] == [
         ("contract.allow_unknown", "'lt0' is not a contract key (did you mean 'lto'?)")]
+
+
+def test_wasm_eh_encoding_names_members_passes_none_and_fails_closed_on_unknown(
+        tmp_path: Path) -> None:
+    exn = wasm_obj("session.o", wasm_eh_encoding="exnref")
+    exn.note("wasm_eh_encoding", "11 exnref instructions (try_table/throw_ref)")
+    members = [exn, wasm_obj("a.o", wasm_eh_encoding="legacy"),
+               wasm_obj("b.o", wasm_eh_encoding="none")]
+    (v,) = check_facts(archive(*members), Contract(wasm_eh_encoding="legacy"))
+    assert (v.rule, v.expected, v.found, v.members) == (
+        "wasm_eh_encoding", "legacy", "exnref", ["session.o"])
+    both = wasm_obj("m.o", wasm_eh_encoding="both")
+    (v,) = check_facts(archive(both), Contract(wasm_eh_encoding="exnref"))
+    assert v.found == "both"
+    blind = wasm_obj("u.o")
+    blind.evidence["wasm_eh_encoding"] = ["a function body could not be decoded: …"]
+    unknown = archive(blind)
+    f = tmp_path / "libx.a"
+    f.write_bytes(b"!<arch>\n")
+    r = check_paths([f], Contract(wasm_eh_encoding="legacy"), inspect_fn=lambda _p: unknown)
+    assert not r.ok and [(u.rule, u.members) for u in r.unknown] == [
+        ("wasm_eh_encoding", ["u.o"])]
+    assert "could not be decoded" in r.unknown[0].message()
+    r = check_paths([f], Contract(wasm_eh_encoding="legacy", allow_unknown=("wasm_eh_encoding",)),
+                    inspect_fn=lambda _p: unknown)
+    assert r.ok

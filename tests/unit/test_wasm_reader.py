@@ -212,6 +212,90 @@ def test_decoder_refuses_inexact_bodies(code: bytes) -> None:
         wasm_code.decode_bodies(buf, scan.bodies)
 
 
+def test_eh_scan_counts_what_the_deep_decode_counts() -> None:
+    """The default path's scan against the reference decoder, on every family at once."""
+    buf = vec([body(EVERY_FAMILY, vec([b"\x01\x7b", b"\x02\x69"]))])
+    scan = wasm_code.scan_locals(buf, 0, len(buf), keep_bodies=True)
+    deep = wasm_code.decode_bodies(buf, scan.bodies)
+    eh = wasm_code.eh_scan(buf, scan.bodies)
+    assert (eh.legacy, eh.exnref, eh.throw) == (
+        deep.counts["eh_legacy"], deep.counts["eh_exnref"], deep.counts["eh_throw"])
+
+
+@pytest.mark.parametrize("code", [
+    b"\x41\x00",  # no final end
+    b"\x0b\x01",  # a byte after the final end
+    b"\xfd\xff\x0f\x0b",  # SIMD sub-opcode out of range
+    b"\xff\x0b",  # unknown opcode
+    b"\x44\x00\x0b",  # f64.const runs past the body
+    b"\x06\x40\x41",  # try whose block runs past the body
+])
+def test_eh_scan_refuses_inexact_bodies(code: bytes) -> None:
+    buf = vec([body(code)])
+    scan = wasm_code.scan_locals(buf, 0, len(buf), keep_bodies=True)
+    with pytest.raises(Truncated):
+        wasm_code.eh_scan(buf, scan.bodies)
+
+
+# Single instructions (each balanced, so any sequence of them is a body), for the property below:
+# every shape the expressions spell and some they leave to the Python step (4 catches, a
+# non-minimal LEB, exnref block types, a typed select of exnref).
+PIECES = [
+    b"\x41\x05\x1a", b"\x41\x80\x01\x1a", b"\x42\x80\x80\x80\x80\x80\x80\x80\x80\x01\x1a",
+    b"\x20\x00\x1a", b"\x41\x00\x28\x02\x08\x1a", b"\x41\x00\x28\x42\x00\x08\x1a",
+    b"\x02\x40\x0b", b"\x03\x40\x0b", b"\x02\x7f\x41\x00\x0b\x1a", b"\x02\x69\x00\x0b\x1a",
+    b"\x02\x63\x69\x00\x0b\x1a", b"\x02\x63\x70\x00\x0b\x1a", b"\x02\x80\x00\x0b",
+    b"\x06\x40\x08\x00\x07\x00\x19\x09\x00\x0b", b"\x06\x40\x18\x00",
+    b"\x1f\x40\x00\x0b", b"\x1f\x40\x01\x02\x00\x0b",
+    b"\x1f\x40\x04\x00\x00\x00\x01\x00\x00\x02\x00\x03\x00\x0b",  # 4 catches
+    b"\x1f\x69\x00\x00\x0b\x1a", b"\xd0\x69\x1a", b"\x0a",
+    b"\x41\x00\x41\x00\x41\x00\x1c\x01\x69\x1a", b"\x41\x00\x0e\x01\x00\x00\x00",
+    b"\xfd\x0c" + bytes(16) + b"\x1a", b"\xfd\x0c" + bytes(16) + b"\xfd\x80\x02\x1a",
+    b"\xfe\x03\x00", b"\x41\x00\x41\x00\x41\x00\xfc\x0b\x00", b"\x44" + bytes(8) + b"\x1a",
+    b"\x08\x00", b"\x10\x80\x00",  # throw; call with a 2-byte index
+]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(PIECES), max_size=12))
+def test_eh_scan_agrees_with_the_deep_decode_on_any_sequence(pieces: list[bytes]) -> None:
+    buf = vec([body(b"".join(pieces) + b"\x0b", vec([b"\x01\x69"]))])
+    scan = wasm_code.scan_locals(buf, 0, len(buf), keep_bodies=True)
+    deep = wasm_code.decode_bodies(buf, scan.bodies)
+    eh = wasm_code.eh_scan(buf, scan.bodies)
+    assert (eh.legacy, eh.exnref, eh.throw) == (
+        deep.counts["eh_legacy"], deep.counts["eh_exnref"], deep.counts["eh_throw"])
+    types = sum(p.count(t) for p in pieces for t in (
+        b"\x02\x69", b"\x02\x63\x69", b"\x1f\x69", b"\xd0\x69", b"\x1c\x01\x69"))
+    assert eh.exnref_types == types
+
+
+LEGACY_BODY = b"\x06\x40\x10\x00\x19\x0b\x0b"  # try; call 0; catch_all; end; end
+EXNREF_BODY = b"\x02\x69\x1f\x40\x01\x03\x00\x10\x00\x0b\x0f\x0b\x0a\x0b"  # block(exnref)
+# try_table (catch_all_ref 0) call 0 end return end throw_ref end
+
+
+@pytest.mark.parametrize(("bodies", "encoding"), [
+    ([LEGACY_BODY], "legacy"), ([EXNREF_BODY], "exnref"), ([LEGACY_BODY, EXNREF_BODY], "both"),
+    ([b"\x10\x00\x0b"], "none"),
+])
+def test_module_encoding_from_its_code(bodies: list[bytes], encoding: str) -> None:
+    data = module(section(1, vec([FUNC_VOID])), section(3, vec([b"\x00"] * len(bodies))),
+                  section(10, vec([body(b) for b in bodies])))
+    f = parse(data)
+    assert f.abi.wasm_eh_encoding == encoding, f.evidence
+    assert parse(data, deep=True).abi.wasm_eh_encoding == encoding
+
+
+def test_a_body_that_does_not_decode_leaves_the_encoding_unknown_with_the_reason() -> None:
+    data = module(section(1, vec([FUNC_VOID])), section(3, vec([b"\x00"])),
+                  section(10, vec([body(b"\x06\x40\xff\x0b\x0b")])))
+    f = parse(data)
+    assert f.error is None and f.abi.wasm_eh_encoding is None
+    assert "could not be decoded" in " ".join(f.evidence["wasm_eh_encoding"])
+    assert "unknown opcode 0xff" in " ".join(f.evidence["wasm_eh_encoding"])
+
+
 # --- linked modules ----------------------------------------------------------------------------
 
 STOP = b"\x41\x00\x24\x00\x23\x01\x28\x02\x00\x23\x01\x28\x02\x04\x4b\x04\x40\x00\x0b\x0b"

@@ -13,38 +13,38 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from prebake import abikeys
+from prebake.abikeys import KNOWN_WASM_FEATURES, Value
 from prebake.errors import Problem
-from prebake.inspect.facts import ARCHES, EH_MODELS, LTO_KINDS, OSES
 
-CXX_STDLIBS = ("libstdc++", "libc++", "msvc", "none")
-MSVC_RUNTIMES = ("MD", "MT", "MDd", "MTd")
-KNOWN_WASM_FEATURES = (
-    "atomics", "bulk-memory", "exception-handling", "extended-const", "memory64",
-    "multimemory", "multivalue", "mutable-globals", "nontrapping-fptoint", "reference-types",
-    "relaxed-simd", "sign-ext", "simd128", "tail-call", "gc",
-)
+__all__ = ["KNOWN_WASM_FEATURES", "ONLY_FOR_OS", "SETTINGS", "Contract", "load_contract_file",
+           "os_problems", "parse_contract"]
 
 
 @dataclass(frozen=True)
 class Contract:
     """Every field is optional: ``None`` / empty means "no rule".
 
-    A rule whose fact cannot be read fails (fail closed); ``allow_unknown`` names the keys for
-    which the consumer accepts that instead, and the report still lists each one.
+    One field per contract key of ``prebake.abikeys.KEYS``, in its order (the table says how
+    each is parsed, which oses it applies to and which rule judges it;
+    ``tests/unit/test_abikeys.py`` holds the two to each other). A rule whose fact cannot be
+    read fails (fail closed); ``allow_unknown`` names the keys for which the consumer accepts
+    that instead, and the report still lists each one.
     """
 
     os: str | None = None
     arch: str | None = None
     eh: str | None = None
+    wasm_eh_encoding: str | None = None
     lto: str | None = None
-    threads: bool | None = None
-    features_required: tuple[str, ...] = ()
-    features_forbidden: tuple[str, ...] = ()
     glibc_max: str | None = None
     glibcxx_max: str | None = None
     cxx_stdlib: str | None = None
     macos_min: str | None = None
     msvc_runtime: str | None = None
+    threads: bool | None = None
+    features_required: tuple[str, ...] = ()
+    features_forbidden: tuple[str, ...] = ()
     allowed_needed: tuple[str, ...] | None = None
     forbid_exports: tuple[str, ...] = ()
     # keys whose fact may be unreadable (a minified module's EH): listed, not failed
@@ -58,28 +58,12 @@ class Contract:
         return out
 
 
-_CHOICES: dict[str, tuple[str, ...]] = {
-    "os": OSES,
-    "arch": ARCHES,
-    "eh": EH_MODELS,
-    "lto": LTO_KINDS,
-    "cxx_stdlib": CXX_STDLIBS,
-    "msvc_runtime": MSVC_RUNTIMES,
-}
 # keys that change how the rules are judged, not rules themselves
-SETTINGS = ("allow_unknown",)
-_VERSIONS = ("glibc_max", "glibcxx_max", "macos_min")
+SETTINGS = tuple(k.name for k in abikeys.contract_keys() if k.setting)
 # Keys whose facts only binaries of some oses have: on another os the key can never be checked,
 # so a contract naming it is an error (a wasm asset has no glibc floor). Other keys apply to all.
 ONLY_FOR_OS: Mapping[str, tuple[str, ...]] = {
-    "glibc_max": ("linux",),
-    "glibcxx_max": ("linux",),
-    "macos_min": ("macos",),
-    "msvc_runtime": ("windows",),
-    "threads": ("emscripten", "wasi"),
-    "features_required": ("emscripten", "wasi"),
-    "features_forbidden": ("emscripten", "wasi"),
-}
+    k.name: k.oses for k in abikeys.contract_keys() if k.oses}
 
 
 def os_problems(contract: Contract, os: str, platform: str | None, where: str
@@ -95,13 +79,43 @@ def os_problems(contract: Contract, os: str, platform: str | None, where: str
     return out
 
 
-_LISTS = ("features_required", "features_forbidden", "allowed_needed", "forbid_exports",
-          "allow_unknown")
-
-
 def _is_version(s: str) -> bool:
     parts = s.split(".")
     return 1 <= len(parts) <= 4 and all(p.isdigit() for p in parts)
+
+
+def _hint(value: str, names: tuple[str, ...] | list[str]) -> str:
+    hint = difflib.get_close_matches(value, names, n=1)
+    return f" (did you mean '{hint[0]}'?)" if hint else ""
+
+
+def _parse_value(key: abikeys.AbiKey, value: Any, path: str) -> tuple[Any, list[Problem]]:
+    """One key's value as the table's ``Value`` kind says, or the problems with it."""
+    kind = key.value
+    if kind is Value.CHOICE:
+        choices = key.contract_choices
+        if not isinstance(value, str) or value not in choices:
+            return None, [Problem(path, f"must be one of {', '.join(choices)}; got {value!r}")]
+        return value, []
+    if kind is Value.VERSION:
+        if not isinstance(value, str) or not _is_version(value):
+            return None, [Problem(path, f"must be a version string like \"2.28\"; got {value!r}")]
+        return value, []
+    if kind is Value.BOOL:
+        if not isinstance(value, bool):
+            return None, [Problem(path, f"must be true or false; got {value!r}")]
+        return value, []
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        return None, [Problem(path, "must be a list of strings")]
+    problems = []
+    if kind is Value.FEATURES:
+        problems = [Problem(path, f"unknown wasm feature {v!r}{_hint(v, KNOWN_WASM_FEATURES)}")
+                    for v in value if v not in KNOWN_WASM_FEATURES]
+    elif kind is Value.KEYS:
+        rules = [k.name for k in abikeys.contract_keys() if not k.setting]
+        problems = [Problem(path, f"{v!r} is not a contract key{_hint(v, rules)}")
+                    for v in value if v not in rules]
+    return tuple(value), problems
 
 
 def parse_contract(
@@ -114,52 +128,17 @@ def parse_contract(
     """
     problems: list[Problem] = []
     data = _with_preset(data, where, problems)
-    names = [f.name for f in fields(Contract)]
+    names = [k.name for k in abikeys.contract_keys()]
     kwargs: dict[str, Any] = {}
     for key, value in data.items():
         path = f"{where}.{key}"
         if key not in names:
-            hint = difflib.get_close_matches(key, names, n=1)
-            extra = f" (did you mean '{hint[0]}'?)" if hint else ""
-            problems.append(Problem(path, f"unknown contract key{extra}"))
+            problems.append(Problem(path, f"unknown contract key{_hint(key, names)}"))
             continue
-        if key in _CHOICES:
-            if not isinstance(value, str) or value not in _CHOICES[key]:
-                problems.append(
-                    Problem(path, f"must be one of {', '.join(_CHOICES[key])}; got {value!r}")
-                )
-                continue
-            kwargs[key] = value
-        elif key in _VERSIONS:
-            if not isinstance(value, str) or not _is_version(value):
-                problems.append(
-                    Problem(path, f"must be a version string like \"2.28\"; got {value!r}")
-                )
-                continue
-            kwargs[key] = value
-        elif key == "threads":
-            if not isinstance(value, bool):
-                problems.append(Problem(path, f"must be true or false; got {value!r}"))
-                continue
-            kwargs[key] = value
-        elif key in _LISTS:
-            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-                problems.append(Problem(path, "must be a list of strings"))
-                continue
-            if key.startswith("features_"):
-                unknown = [v for v in value if v not in KNOWN_WASM_FEATURES]
-                for v in unknown:
-                    hint = difflib.get_close_matches(v, KNOWN_WASM_FEATURES, n=1)
-                    extra = f" (did you mean '{hint[0]}'?)" if hint else ""
-                    problems.append(Problem(path, f"unknown wasm feature {v!r}{extra}"))
-            if key == "allow_unknown":
-                rules = [n for n in names if n not in SETTINGS]
-                for v in value:
-                    if v not in rules:
-                        hint = difflib.get_close_matches(v, rules, n=1)
-                        extra = f" (did you mean '{hint[0]}'?)" if hint else ""
-                        problems.append(Problem(path, f"{v!r} is not a contract key{extra}"))
-            kwargs[key] = tuple(value)
+        parsed, bad = _parse_value(abikeys.BY_NAME[key], value, path)
+        problems += bad
+        if parsed is not None:
+            kwargs[key] = parsed
     both = set(kwargs.get("features_required", ())) & set(kwargs.get("features_forbidden", ()))
     if both:
         problems.append(

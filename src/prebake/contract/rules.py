@@ -11,8 +11,9 @@ the contract names the key in ``allow_unknown``. A leaf that uses no exceptions
 (``eh = "none"``) is compatible with every EH model, and a leaf that needs no C++ runtime is
 compatible with every ``cxx_stdlib``.
 
-Adding a rule: write ``def _rule_x(expected, leaf) -> Finding | None`` and add one ``Rule`` line
-to ``RULES`` (the key must exist in ``prebake.contract.model.Contract``).
+Adding a rule: write ``def _rule_x(expected, leaf) -> Finding | None``, one ``Rule`` value
+below (``X = Rule(_rule_x, …)``) and name it in the key's entry of ``prebake.abikeys.KEYS``
+(``rule="X"``); ``RULES`` is derived from that table.
 """
 
 from __future__ import annotations
@@ -20,10 +21,11 @@ from __future__ import annotations
 import fnmatch
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath, PureWindowsPath
 from typing import Any
 
+from prebake import abikeys
 from prebake.inspect.facts import Facts
 
 IMAGE_KINDS = ("shared-library", "executable", "module")
@@ -45,9 +47,9 @@ LeafCheck = Callable[[Any, Facts], "Finding | None"]
 
 @dataclass(frozen=True)
 class Rule:
-    """A contract key, its per-leaf check, and how to phrase the expected value."""
+    """A contract key's per-leaf check and how to phrase the expected value (``key`` is filled
+    in from the table entry that names the rule)."""
 
-    key: str
     check: LeafCheck
     expected: Callable[[Any], str]
     # a fat Mach-O passes when *any* slice passes (it carries the wanted arch among others)
@@ -57,6 +59,7 @@ class Rule:
     unknown: Callable[[Facts], bool] | None = None
     # the fact whose evidence explains an unknown (defaults to the key)
     fact: str | None = None
+    key: str = ""
 
 
 # --- helpers -------------------------------------------------------------------------------
@@ -136,6 +139,18 @@ def _rule_eh(expected: str, leaf: Facts) -> Finding | None:
     if found is None or found == expected or (found == "none" and expected != "mixed"):
         return None
     return Finding(found, _ev(leaf, "eh"))
+
+
+def _rule_wasm_eh_encoding(expected: str, leaf: Facts) -> Finding | None:
+    """A wasm binary holding the other encoding (or both) is refused: an engine that lacks it
+    refuses the module at instantiation, and no linker says a word (docs/binary-formats.md
+    §3.6). A binary without EH code (``none``) links into either."""
+    if leaf.format not in WASM_FORMATS:
+        return None
+    found = leaf.abi.wasm_eh_encoding
+    if found is None or found in (expected, "none"):
+        return None
+    return Finding(found, _ev(leaf, "wasm_eh_encoding"))
 
 
 def _rule_lto(expected: str, leaf: Facts) -> Finding | None:
@@ -330,30 +345,38 @@ def _wasm_features_partial(f: Facts) -> bool:
     return _wasm_features_unknown(f) or (is_wasm(f) and f.abi.wasm_features_complete is False)
 
 
-RULES: tuple[Rule, ...] = (
-    Rule("os", _rule_equal("os"), _is, unknown=lambda f: f.os is None),
-    Rule("arch", _rule_equal("arch"), _is, any_slice=True, unknown=lambda f: f.arch is None),
-    Rule("eh", _rule_eh, _is, unknown=lambda f: f.abi.eh is None),
-    Rule("lto", _rule_lto, _is,
-         unknown=lambda f: f.abi.lto is None and f.format not in LTO_FORMATS),
-    Rule("threads", _rule_threads, _is,
-         unknown=lambda f: is_wasm(f) and f.abi.threads is None and _features(f) is None),
-    Rule("features_required", _rule_features_required, lambda v: ", ".join(v),
-         unknown=_wasm_features_unknown, fact="wasm_features"),
-    Rule("features_forbidden", _rule_features_forbidden, lambda v: "none of " + ", ".join(v),
-         unknown=_wasm_features_partial, fact="wasm_features"),
-    Rule("glibc_max", _rule_version_max("glibc_max", "GLIBC"), lambda v: f"glibc <= {v}"),
-    Rule(
-        "glibcxx_max", _rule_version_max("glibcxx_max", "GLIBCXX"), lambda v: f"GLIBCXX <= {v}"
-    ),
-    Rule("cxx_stdlib", _rule_cxx_stdlib, _is),
-    Rule("macos_min", _rule_macos_min, lambda v: f"macOS minimum <= {v}",
-         unknown=lambda f: f.format == "macho" and f.abi.macos_min is None),
-    Rule("msvc_runtime", _rule_equal("msvc_runtime"), lambda v: f"/{v}"),
-    Rule("allowed_needed", _rule_allowed_needed, lambda v: "only " + ", ".join(v),
-         unknown=lambda f: f.kind in IMAGE_KINDS and f.needed is None, fact="needed"),
-    Rule("forbid_exports", _rule_forbid_exports, lambda v: "no exports matching " + ", ".join(v),
-         unknown=lambda f: f.kind in IMAGE_KINDS and f.symbols is None, fact="symbols"),
-)
+OS = Rule(_rule_equal("os"), _is, unknown=lambda f: f.os is None)
+ARCH = Rule(_rule_equal("arch"), _is, any_slice=True, unknown=lambda f: f.arch is None)
+EH = Rule(_rule_eh, _is, unknown=lambda f: f.abi.eh is None)
+WASM_EH_ENCODING = Rule(
+    _rule_wasm_eh_encoding, _is,
+    unknown=lambda f: f.format in WASM_FORMATS and f.abi.wasm_eh_encoding is None)
+LTO = Rule(_rule_lto, _is, unknown=lambda f: f.abi.lto is None and f.format not in LTO_FORMATS)
+THREADS = Rule(_rule_threads, _is,
+               unknown=lambda f: is_wasm(f) and f.abi.threads is None and _features(f) is None)
+FEATURES_REQUIRED = Rule(_rule_features_required, lambda v: ", ".join(v),
+                         unknown=_wasm_features_unknown, fact="wasm_features")
+FEATURES_FORBIDDEN = Rule(_rule_features_forbidden, lambda v: "none of " + ", ".join(v),
+                          unknown=_wasm_features_partial, fact="wasm_features")
+GLIBC_MAX = Rule(_rule_version_max("glibc_max", "GLIBC"), lambda v: f"glibc <= {v}")
+GLIBCXX_MAX = Rule(_rule_version_max("glibcxx_max", "GLIBCXX"), lambda v: f"GLIBCXX <= {v}")
+CXX_STDLIB = Rule(_rule_cxx_stdlib, _is)
+MACOS_MIN = Rule(_rule_macos_min, lambda v: f"macOS minimum <= {v}",
+                 unknown=lambda f: f.format == "macho" and f.abi.macos_min is None)
+MSVC_RUNTIME = Rule(_rule_equal("msvc_runtime"), lambda v: f"/{v}")
+ALLOWED_NEEDED = Rule(_rule_allowed_needed, lambda v: "only " + ", ".join(v),
+                      unknown=lambda f: f.kind in IMAGE_KINDS and f.needed is None, fact="needed")
+FORBID_EXPORTS = Rule(_rule_forbid_exports, lambda v: "no exports matching " + ", ".join(v),
+                      unknown=lambda f: f.kind in IMAGE_KINDS and f.symbols is None,
+                      fact="symbols")
 
+
+def _registry() -> tuple[Rule, ...]:
+    """Every contract key's rule, in the table's order, with its key filled in."""
+    named = globals()
+    return tuple(replace(named[k.rule], key=k.name)
+                 for k in abikeys.contract_keys() if k.rule is not None)
+
+
+RULES: tuple[Rule, ...] = _registry()
 RULES_BY_KEY = {r.key: r for r in RULES}

@@ -16,33 +16,16 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from prebake import abikeys
 from prebake.diff.model import Change, DiffResult, LibraryRow, pct
 from prebake.diff.public import PublicApi, public_api
 from prebake.diff.side import Library, Side, library_key
 
-# fact -> (how a change breaks, why it matters to a consumer)
-#   "changed": any difference between two known values breaks
-#   "raised":  a higher version (or a floor appearing) breaks; a lower one is compatible
-#   "added":   list items appearing break; items disappearing are compatible
+# fact -> (how a change breaks, why it matters to a consumer), from the table of ABI keys
+# (``prebake.abikeys.Diff`` says what "changed", "raised" and "added" mean)
 FACT_RULES: dict[str, tuple[str, str]] = {
-    "format": ("changed", "consumers built for the old format cannot link it"),
-    "kind": ("changed", "static vs shared changes how consumers link and ship it"),
-    "arch": ("changed", "consumers built for the old architecture cannot link it"),
-    "eh": ("changed", "mixing exception-handling models fails at link or run time"),
-    "lto": ("changed", "LTO objects are tied to one compiler version"),
-    "threads": ("changed", "consumers must match the thread model (wasm shared memory)"),
-    "async": ("changed", "JSPI vs Asyncify must match the consumer's link flags"),
-    "cxx_stdlib": ("changed", "libstdc++ and libc++ objects do not mix"),
-    "msvc_runtime": ("changed", "MD vs MT runtimes do not mix in one link"),
-    "soname": ("changed", "consumers linked against the old soname do not load the new one"),
-    "glibc_max": ("raised", "needs a newer glibc than systems the old one ran on"),
-    "glibcxx_max": ("raised", "needs a newer libstdc++ than systems the old one ran on"),
-    "macos_min": ("raised", "needs a newer macOS than the old deployment target"),
-    "wasm_features": ("added", "consumers must enable the new wasm features"),
-    "needed": ("added", "a new library must be present at load time"),
-    "delay_needed": ("added", "a new delay-loaded DLL must be present on first call"),
-}
-TOP_LEVEL_FACTS = ("format", "kind", "arch", "needed", "delay_needed", "soname")
+    k.name: (k.diff.how, k.diff.why) for k in abikeys.KEYS if k.diff is not None}
+TOP_LEVEL_FACTS = tuple(k.name for k in abikeys.KEYS if k.fact == "top")
 
 
 def fact_value(facts: Mapping[str, Any], name: str) -> Any:

@@ -467,6 +467,12 @@ def summarise(facts: Facts, members: list[Facts]) -> None:
         # cannot use the bitcode members of a half-bitcode archive.
         ignore = ("none",) if fact == "eh" else ()
         setattr(abi, fact, _common(facts, fact, vals, mixed="mixed", ignore=ignore))
+    if "wasm" in fmts:
+        # members in one encoding and members in the other make an archive whose link holds
+        # both; members without EH code link with either (their counts are still recorded)
+        vals = [(m, m.abi.wasm_eh_encoding) for m in good if m.format == "wasm"]
+        abi.wasm_eh_encoding = _common(facts, "wasm_eh_encoding", vals, mixed="both",
+                                       ignore=("none",))
     for fact in ("cxx_stdlib", "msvc_runtime", "async_"):
         setattr(
             abi,

@@ -11,23 +11,26 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from prebake import abikeys
+from prebake.abikeys import ARCHES, EH_MODELS, FORMATS, KINDS, LTO_KINDS, OSES
+
+__all__ = ["ABI_FIELDS", "ARCHES", "EH_MODELS", "FACT_FIELDS", "FORMATS", "KINDS", "LTO_KINDS",
+           "OSES", "SYMBOL_LISTS", "Abi", "Facts", "Symbols"]
+
 Format = str  # elf | macho | macho-fat | pe | coff | wasm | llvm-bitcode | gcc-lto | archive
 Kind = str  # object | static-library | shared-library | executable | module | import-library
-
-FORMATS = ("elf", "macho", "macho-fat", "pe", "coff", "wasm", "llvm-bitcode", "gcc-lto", "archive")
-KINDS = ("object", "static-library", "shared-library", "executable", "module", "import-library")
-OSES = ("linux", "macos", "windows", "emscripten", "wasi", "none")
-ARCHES = ("x86_64", "aarch64", "arm", "i686", "wasm32", "wasm64")
-EH_MODELS = ("wasm", "emscripten-legacy", "none", "native", "mixed")
-# "msvc-ltcg": a cl /GL anonymous object (MSVC link-time code generation), not LLVM bitcode.
-LTO_KINDS = ("none", "llvm-bitcode", "gcc-lto", "msvc-ltcg", "mixed")
 
 
 @dataclass(slots=True)  # slots: an archive of 100 000 members holds 100 000 of these
 class Abi:
-    """ABI facts; every field is ``None`` until a parser has evidence for it."""
+    """ABI facts; every field is ``None`` until a parser has evidence for it.
+
+    One attribute per ``abi`` entry of ``prebake.abikeys.KEYS`` (the table says its JSON name,
+    values and meaning; ``tests/unit/test_abikeys.py`` holds the two to each other)."""
 
     eh: str | None = None
+    # which encoding of native wasm exceptions the code holds (legacy, exnref, both, none)
+    wasm_eh_encoding: str | None = None
     lto: str | None = None
     wasm_features: list[str] | None = None
     # whether ``wasm_features`` is the whole list: False when it was read without decoding
@@ -49,22 +52,7 @@ class Abi:
 
 
 # The ABI facts: (JSON name, attribute), in the order the human view lists them.
-ABI_FIELDS = (
-    ("eh", "eh"),
-    ("lto", "lto"),
-    ("glibc_max", "glibc_max"),
-    ("glibcxx_max", "glibcxx_max"),
-    ("cxx_stdlib", "cxx_stdlib"),
-    ("macos_min", "macos_min"),
-    ("macos_sdk", "macos_sdk"),
-    ("msvc_runtime", "msvc_runtime"),
-    ("threads", "threads"),
-    ("simd128", "simd128"),
-    ("relaxed_simd", "relaxed_simd"),
-    ("async", "async_"),
-    ("wasm_features", "wasm_features"),
-    ("wasm_features_complete", "wasm_features_complete"),
-)
+ABI_FIELDS = tuple((k.name, k.attribute) for k in abikeys.abi_facts())
 # The facts every result has, in ``inspect --json`` (``abi`` is ``ABI_FIELDS``); the human
 # view's title is the first four after the path.
 FACT_FIELDS = ("path", "format", "kind", "os", "arch", "abi", "needed", "delay_needed", "soname",

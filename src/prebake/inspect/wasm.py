@@ -11,7 +11,8 @@ Relocatable objects (they carry a ``linking`` section) get symbols from its symb
 features from ``target_features``. Linked modules (Emscripten output has no custom sections at
 all) get threads from shared memory, EH from tags/imports/the JS glue, Asyncify from the
 runtime's byte patterns, and SIMD from ``v128`` in types/locals, or from a full decode
-(``ParseOptions.deep``).
+(``ParseOptions.deep``). Objects and modules alike get the EH encoding (legacy, exnref, both,
+none) from their instructions (``wasm_code.eh_scan``).
 """
 
 from __future__ import annotations
@@ -541,12 +542,26 @@ def _object_eh(f: Facts, m: Module, syms: list[Symbol] | None, enabled: list[str
              for n in _WASM_EH_SYMBOLS if n in names]
     if m.tags:
         wasm.append(f"tag section ({m.tags})")
-    if opts.deep and m.code:
-        deep = _deep(r, m)
+    deep = _deep(r, m) if (opts.deep and m.code) else None
+    if deep is not None:
         f.details["opcodes"] = dict(deep.counts)
         n = sum(deep.counts[k] for k in ("eh_legacy", "eh_exnref", "eh_throw"))
         if n:
             wasm.append(f"{n} EH instructions")
+    if "exception-handling" not in enabled:
+        f.abi.wasm_eh_encoding = "none"
+        f.note("wasm_eh_encoding", "target_features lacks exception-handling: the compiler "
+               "could emit no EH instruction")
+    else:
+        scan = None
+        if m.code and deep is None:
+            start, end = m.code
+            try:
+                scan = wasm_code.scan_locals(r.buf, start, end, keep_bodies=True)
+            except Truncated as exc:
+                f.note("wasm_eh_encoding", f"the code section could not be read: {exc}")
+        if m.code is None or scan is not None or deep is not None:
+            _eh_encoding(f, r, m, scan, deep)
     if legacy:
         f.note("eh", "references " + _list(legacy + invokes))
     if wasm:
@@ -683,7 +698,7 @@ def _module_facts(r: Reader, m: Module, f: Facts, path: str, opts: ParseOptions)
         f.details["decoded_functions"] = deep.functions
     _module_threads(f, m)
     _module_simd(f, m, scan, deep)
-    _module_eh(f, m, glue, readable, scan, deep)
+    _module_eh(f, r, m, glue, readable, scan, deep)
     _module_async(f, r, m, glue, scan, deep is not None)
     _module_features(f, m, scan, deep)
 
@@ -740,7 +755,7 @@ def _module_simd(f: Facts, m: Module, scan: wasm_code.LocalScan | None,
     f.note("relaxed_simd", "needs an instruction decode (deep)")
 
 
-def _module_eh(f: Facts, m: Module, glue: emscripten.Glue | None, readable: bool,
+def _module_eh(f: Facts, r: Reader, m: Module, glue: emscripten.Glue | None, readable: bool,
                scan: wasm_code.LocalScan | None, deep: wasm_code.DeepScan | None) -> None:
     native: list[str] = []
     if m.tags:
@@ -748,18 +763,8 @@ def _module_eh(f: Facts, m: Module, glue: emscripten.Glue | None, readable: bool
     itags = m.imports_of(Ext.TAG)
     if itags:
         native.append("imports tag " + _list([f"{i.module}.{i.field}" for i in itags], 3))
-    encoding = None  # which EH encoding: "legacy" (try/delegate), "exnref" (try_table), "both"
-    exnrefs = (scan.exnref_locals if scan else 0) + m.exnref_in_types
-    if deep is not None:
-        legacy_ops, exn_ops = deep.counts["eh_legacy"], deep.counts["eh_exnref"]
-        if legacy_ops or exn_ops:
-            native.append(f"{legacy_ops} legacy (try/catch/delegate) and {exn_ops} exnref "
-                          "(try_table/throw_ref) instructions")
-            encoding = "both" if legacy_ops and exn_ops else ("legacy" if legacy_ops else "exnref")
-    elif exnrefs:  # the exnref type exists only in the new EH encoding
-        native.append(f"{exnrefs} exnref local declarations / type slots")
-        encoding = "exnref"
-    f.details["eh_encoding"] = encoding
+    if scan is not None or deep is not None or m.code is None:
+        _eh_encoding(f, r, m, scan, deep)
     legacy: list[str] = []
     names = [i.field for i in m.imports]
     markers = sorted({n for n in names if _LEGACY_EH.match(n)})
@@ -783,6 +788,46 @@ def _module_eh(f: Facts, m: Module, glue: emscripten.Glue | None, readable: bool
         f.note("eh", f"no tags, no C++ EH markers in the {src}")
     else:
         f.note("eh", "import names are minified and there is no JS glue next to the module")
+
+
+def _eh_encoding(f: Facts, r: Reader, m: Module, scan: wasm_code.LocalScan | None,
+                 deep: wasm_code.DeepScan | None) -> None:
+    """``abi.wasm_eh_encoding`` from the instructions themselves (docs/binary-formats.md §3.6):
+    the deep decode's counts when it ran, else ``wasm_code.eh_scan`` over every body. A body
+    that does not decode leaves the fact unknown, with the reason."""
+    if m.code is None:
+        f.abi.wasm_eh_encoding = "none"
+        f.note("wasm_eh_encoding", "no code section")
+        return
+    if deep is not None:
+        c = deep.counts
+        eh = wasm_code.EhScan(c["eh_legacy"], c["eh_exnref"], c["eh_throw"])
+    else:
+        assert scan is not None
+        try:
+            eh = wasm_code.eh_scan(r.buf, scan.bodies)  # type: ignore[arg-type]
+        except Truncated as exc:
+            f.note("wasm_eh_encoding", f"a function body could not be decoded: {exc}")
+            return
+    types = m.exnref_in_types + (scan.exnref_locals if scan is not None else 0) \
+        + eh.exnref_types
+    legacy, exnref = eh.legacy, eh.exnref + types
+    parts = []
+    if legacy:
+        parts.append(f"{legacy} legacy instructions (try/catch/catch_all/delegate/rethrow)")
+    if eh.exnref:
+        parts.append(f"{eh.exnref} exnref instructions (try_table/throw_ref)")
+    if types:  # the deep decode counts no block types: its evidence says where it looked
+        where = "locals and function types" if deep is not None else \
+            "locals, block and function types"
+        parts.append(f"{types} exnref types ({where})")
+    if eh.throw:
+        parts.append(f"{eh.throw} throw (the same instruction in both encodings)")
+    f.abi.wasm_eh_encoding = ("both" if legacy and exnref else "legacy" if legacy
+                              else "exnref" if exnref else "none")
+    if not legacy and not exnref:
+        parts.insert(0, "no instruction or type of either encoding")
+    f.note("wasm_eh_encoding", "; ".join(parts))
 
 
 def _module_async(f: Facts, r: Reader, m: Module, glue: emscripten.Glue | None,

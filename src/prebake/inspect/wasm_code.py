@@ -7,15 +7,19 @@ function references, legacy exception handling (try/catch/delegate) and the exnr
 (``try_table``/``throw_ref``). docs/binary-formats.md §3.6 lists the families and how they were
 verified.
 
-Why two passes: Emscripten release modules carry no ``target_features`` section, so SIMD,
+Why three passes: Emscripten release modules carry no ``target_features`` section, so SIMD,
 atomics and the EH encoding are only visible in the instructions. The cheap pass reads only each
 body's local declarations (``v128``/``exnref`` locals are conclusive hits, < 0.1 s on 28 MB); the
 deep pass decodes every instruction (a few MB/s in Python) and is opt-in (``ParseOptions.deep``).
-Both verify that every body is consumed exactly, so a wrong immediate table cannot go unnoticed.
+The EH encoding cannot wait for it (both encodings declare the same feature), so ``eh_scan``
+decodes every instruction on the default path too, letting a regular expression consume the
+instructions that say nothing about exceptions (tens of MB/s). All verify that every body is
+consumed exactly, so a wrong immediate table cannot go unnoticed.
 """
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -375,3 +379,174 @@ def decode_bodies(buf: bytes, bodies: list[tuple[int, int]]) -> DeepScan:
         out.functions += 1
         out.bytes_decoded += end - start
     return out
+
+
+# --- the EH encoding on the default path -------------------------------------------------------
+#
+# Which encoding of native exceptions a body holds is a fact of every wasm file (docs/
+# binary-formats.md §3.6), so it cannot wait for the deep decode. ``eh_scan`` decodes every
+# instruction as exactly as ``decode_body`` does, but lets one regular expression (C speed in
+# ``re``) consume runs of the instructions that say nothing about exceptions; every other
+# instruction (blocks and ``end``, the EH opcodes, br_table, typed select, anything the
+# expression does not spell) goes through ``_step``, the decoder's own Python.
+# ``tests/unit/test_wasm_reader.py`` holds its counts to ``decode_bodies`` on real modules.
+
+_RX_LEB = rb"[\x80-\xff]{0,9}[\x00-\x7f]"
+_RX_MEMARG = (rb"(?:(?:[\x00-\x3f]|[\x80-\xbf]" + _RX_LEB + rb")" + _RX_LEB
+           + rb"|(?:[\x40-\x7f]|[\xc0-\xff]" + _RX_LEB + rb")" + _RX_LEB + _RX_LEB + rb")")
+# a block type that is not exnref: a value type, (ref null? ht) of another heap type, an index
+_RX_BLOCKTYPE = (rb"(?:[\x40-\x62\x65-\x68\x6a-\x7f]|[\x63\x64](?!\x69)" + _RX_LEB
+                 + rb"|[\x00-\x3f]|[\x80-\xff]{1,9}[\x00-\x7f])")
+_RX_CATCH = rb"(?:[\x00\x01]" + _RX_LEB + _RX_LEB + rb"|[\x02\x03]" + _RX_LEB + rb")"
+_PLAIN_ONE = b"|".join((
+    rb"[\x00\x01\x05\x0f\x1a\x1b\x45-\xc4\xd1\xd3]",  # no immediates (not EH 0A/19)
+    rb"[\x0c\x0d\x10\x12\x14\x15\x20-\x26\x3f-\x42\xd2\xd4\xd6]" + _RX_LEB,  # one LEB
+    rb"\xd0(?!\x69)" + _RX_LEB,  # ref.null of any heap type but exn
+    rb"[\x02-\x04]" + _RX_BLOCKTYPE,  # block, loop, if: not of exnref
+    rb"\x0b",  # end
+    rb"[\x28-\x3e]" + _RX_MEMARG,  # loads and stores
+    rb"\x43.{4}|\x44.{8}",  # f32.const, f64.const
+    rb"[\x11\x13]" + _RX_LEB + _RX_LEB,  # call_indirect, return_call_indirect
+    rb"\xfc(?:[\x00-\x07]|[\x09\x0b\x0d\x0f\x10\x11]" + _RX_LEB + rb"|[\x08\x0a\x0c\x0e]" + _RX_LEB
+    + _RX_LEB + rb")",  # saturating truncation, bulk memory, table ops
+    rb"\xfd(?:[\x00-\x0b\x5c\x5d]" + _RX_MEMARG + rb"|[\x0c\x0d].{16}|[\x15-\x22].|[\x54-\x5b]"
+    + _RX_MEMARG + rb".|[\x0e-\x14\x23-\x53\x5e-\x7f]|[\x80-\xff]\x01|[\x80-\x93]\x02)",  # SIMD
+    rb"\xfe(?:\x03.|[\x00-\x02\x04-\x4e]" + _RX_MEMARG + rb")",  # atomics
+))
+# A run of plain instructions, then at most one EH instruction, its family the group that
+# matched: the EH instructions of a body cost one match each, not a call of ``_step``.
+_EH_GROUPS = (None, "eh_legacy", "eh_exnref", "exnref_type", "eh_throw")
+_RUN = re.compile(
+    rb"(?:" + _PLAIN_ONE + rb")*+(?:"
+    + rb"(\x06" + _RX_BLOCKTYPE + rb"|[\x07\x09\x18]" + _RX_LEB + rb"|\x19)"  # legacy
+    + rb"|(\x0a|\x1f" + _RX_BLOCKTYPE + rb"(?:\x00|\x01" + _RX_CATCH + rb"|\x02" + _RX_CATCH
+    + rb"{2}|\x03" + _RX_CATCH + rb"{3}))"  # exnref: throw_ref, try_table with 0..3 catches
+    + rb"|([\x02-\x04][\x63\x64]?\x69)"  # a block of type exnref
+    + rb"|(\x08" + _RX_LEB + rb"))?",  # throw
+    re.DOTALL)
+
+
+@dataclass
+class EhScan:
+    """Instructions of each EH family in every body, and the exnref types seen among them."""
+
+    legacy: int = 0  # try, catch, catch_all, delegate, rethrow
+    exnref: int = 0  # try_table, throw_ref
+    throw: int = 0  # throw: the same instruction in both encodings
+    exnref_types: int = 0  # exnref block types and ref.null exn (locals: ``LocalScan``)
+
+
+def _step(buf: bytes, pos: int, end: int, counts: Counter[str]) -> int:
+    """Decode the instruction at ``pos``; the position after it."""
+    op = buf[pos]
+    pos += 1
+    if op == 0x0B:
+        return pos
+    entry = OPS.get(op)
+    if entry is not None:
+        if _names_exnref(entry.shape, op, buf, pos, end):
+            counts["exnref_type"] += 1
+        pos = _immediates(entry.shape, buf, pos, end)
+        for family in entry.families:
+            counts[family] += 1
+        return pos
+    if op in (0xFD, 0xFC, 0xFE):
+        return _prefixed(op, buf, pos, end, counts)
+    raise Bounds(f"unknown opcode 0x{op:02x} at offset {pos - 1}")
+
+
+def _names_exnref(shape: int, op: int, buf: Buffer, pos: int, end: int) -> bool:
+    """Whether the immediates at ``pos`` name the exnref type: a block type, ``ref.null exn``
+    or a typed ``select`` of it (bounds are ``_immediates``' to check; this only looks)."""
+    if shape in (_BLOCK, _TRY_TABLE):
+        return _exnref_at(buf, pos, end)
+    if op == 0xD0:
+        return pos < end and buf[pos] == EXNREF
+    if shape == _SELECT_T:
+        n, pos = uleb(buf, pos, end)
+        for _ in range(min(n, end - pos)):
+            if _exnref_at(buf, pos, end):
+                return True
+            pos = skip_valtype(buf, pos, end)
+    return False
+
+
+def _exnref_at(buf: Buffer, pos: int, end: int) -> bool:
+    """A block type of exnref (0x69) or (ref null? exn) at ``pos``."""
+    if pos >= end:
+        return False
+    b = buf[pos]
+    return b == EXNREF or (b in (REF_NULL_HT, REF_HT) and pos + 1 < end
+                           and buf[pos + 1] == EXNREF)
+
+
+def _prefixed(op: int, buf: bytes, pos: int, end: int, counts: Counter[str]) -> int:
+    """The 0xFD (SIMD), 0xFC and 0xFE (atomics) instructions, as ``decode_body`` reads them."""
+    sub, pos = uleb(buf, pos, end)
+    if op == 0xFD:
+        if sub <= 0x0B or sub in (0x5C, 0x5D):
+            pos = _memarg(buf, pos, end)
+        elif sub in (0x0C, 0x0D):
+            pos += 16
+        elif 0x15 <= sub <= 0x22:
+            pos += 1
+        elif 0x54 <= sub <= 0x5B:
+            pos = _memarg(buf, pos, end) + 1
+        elif sub > 0x113:
+            raise Bounds(f"unknown SIMD sub-opcode 0x{sub:x} at offset {pos}")
+        counts[_simd_family(sub)] += 1
+    elif op == 0xFC:
+        if sub <= 7:
+            counts["sat_trunc"] += 1
+        elif sub <= 17:
+            for _ in range(_FC_IMM[sub]):
+                pos = skip_leb(buf, pos, end)
+            counts["bulk_memory" if sub <= 11 else "reference_types"] += 1
+        else:
+            raise Bounds(f"unknown 0xFC sub-opcode {sub} at offset {pos}")
+    else:
+        if sub == 0x03:  # atomic.fence takes one reserved byte
+            pos += 1
+        elif sub <= 0x4E:
+            pos = _memarg(buf, pos, end)
+        else:
+            raise Bounds(f"unknown atomic sub-opcode 0x{sub:x} at offset {pos}")
+        counts["atomics"] += 1
+    return pos
+
+
+def eh_body(buf: bytes, pos: int, end: int, counts: Counter[str]) -> None:
+    """Decode one body (locals first) for its EH instructions; ``Bounds`` unless its
+    instructions end exactly at its last byte, an ``end``. (The block nesting is the deep
+    decode's to check: a miscount there cannot change which instructions the body holds.)"""
+    ndecl, pos = uleb(buf, pos, end)
+    for _ in range(ndecl):
+        pos = skip_leb(buf, pos, end)
+        pos = skip_valtype(buf, pos, end)
+    last = end - 1
+    run = _RUN.match
+    groups = _EH_GROUPS
+    while pos < last:
+        m = run(buf, pos, last)
+        if m is not None and m.end() > pos:
+            pos = m.end()
+            family = groups[m.lastindex or 0]
+            if family is not None:
+                counts[family] += 1
+            continue
+        pos = _step(buf, pos, end, counts)  # what the expressions do not spell
+    if pos != last or buf[last] != 0x0B:
+        raise Bounds(f"function body ending at {end} has no final `end` (or an immediate "
+                     "overran it)")
+
+
+def eh_scan(buf: bytes, bodies: list[tuple[int, int]]) -> EhScan:
+    """The EH instructions of every body; a body that does not decode raises ``Bounds``."""
+    counts: Counter[str] = Counter()
+    for start, end in bodies:
+        try:
+            eh_body(buf, start, end, counts)
+        except IndexError:
+            raise Truncated(f"function body at offset {start} runs past the data") from None
+    return EhScan(counts["eh_legacy"], counts["eh_exnref"], counts["eh_throw"],
+                  counts["exnref_type"])

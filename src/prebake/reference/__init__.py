@@ -1,12 +1,12 @@
 """The reference, generated from the code's own tables so it cannot drift.
 
 Keys of ``prebake.toml`` come from the loader's ``SCHEMA``/``SECTIONS``/``FREE_TABLES``, contract
-keys from the ``Contract`` dataclass and its validation tables, recipe classes and fields from
-the dataclasses ``prebake.recipes`` exports, placeholders from ``PLACEHOLDERS``, presets from
-the shipped preset files. ``descriptions.toml`` beside this module adds one line of meaning per
-entry. ``python -m prebake.reference`` writes ``docs/reference.md``,
-``schemas/prebake-toml.schema.json`` and ``schemas/manifest.schema.json`` (from the manifest's
-dataclasses, ``prebake.manifest``); ``prebake help`` prints the same text.
+keys from the table of ABI keys (``prebake.abikeys``, which holds their meaning too), recipe
+classes and fields from the dataclasses ``prebake.recipes`` exports, placeholders from
+``PLACEHOLDERS``, presets from the shipped preset files. ``descriptions.toml`` beside this
+module adds one line of meaning per entry. ``python -m prebake.reference`` writes
+``docs/reference.md``, ``schemas/prebake-toml.schema.json`` and ``schemas/manifest.schema.json``
+(from the manifest's dataclasses, ``prebake.manifest``); ``prebake help`` prints the same text.
 """
 
 from __future__ import annotations
@@ -122,39 +122,27 @@ class ContractKey:
     default: str = ""
 
 
+_TYPES = {"choice": "a string", "text": "a string", "version": 'a version string ("2.28")',
+          "bool": "true or false", "strings": "a list of strings",
+          "features": "a list of strings", "keys": "a list of strings"}
+
+
 def contract_keys() -> list[ContractKey]:
-    from prebake.contract import model
+    """``extends``, then every contract key of the table of ABI keys (``prebake.abikeys``)."""
+    from prebake import abikeys
     from prebake.contract.presets import preset_names
 
-    hints = typing.get_type_hints(model.Contract)
     out = [ContractKey("extends", "a string", (), "", _entry("contract", "extends")["text"],
                        tuple(preset_names()))]
-    for f in dataclasses.fields(model.Contract):
-        entry = _entry("contract", f.name)
-        if "reads" not in entry:
-            raise MissingDescription(f"contract key {f.name!r} has no `reads` (the facts it "
-                                     "checks) in src/prebake/reference/descriptions.toml")
-        choices = tuple(model._CHOICES.get(f.name, ()))
-        if f.name.startswith("features_"):
-            choices = tuple(model.KNOWN_WASM_FEATURES)
-        out.append(ContractKey(f.name, _contract_type(f.name, hints[f.name]),
-                               tuple(model.ONLY_FOR_OS.get(f.name, ())), entry["reads"],
-                               entry["text"], choices, entry.get("default", "")))
+    for k in abikeys.contract_keys():
+        kind = _TYPES[k.value.value]
+        if k.value is abikeys.Value.VERSION and k.name.startswith("macos"):
+            kind = 'a version string ("13.3")'
+        choices = (abikeys.KNOWN_WASM_FEATURES if k.value is abikeys.Value.FEATURES
+                   else k.contract_choices)
+        out.append(ContractKey(k.name, kind, k.oses, ", ".join(k.reads), k.text, choices,
+                               k.default))
     return out
-
-
-def _contract_type(key: str, hint: Any) -> str:
-    from prebake.contract import model
-
-    if key in model._VERSIONS:
-        return 'a version string ("13.3")' if key.startswith("macos") else \
-            'a version string ("2.28")'
-    args = set(typing.get_args(hint)) - {type(None)}
-    if hint is bool or args == {bool}:
-        return "true or false"
-    if typing.get_origin(hint) is tuple or any(typing.get_origin(a) is tuple for a in args):
-        return "a list of strings"
-    return "a string"
 
 
 # ---- recipes and placeholders ---------------------------------------------------------------
@@ -364,11 +352,9 @@ def _json_for_check(check: Callable[[Any], bool]) -> dict[str, Any]:
 
 
 def _contract_schema() -> dict[str, Any]:
-    from prebake.contract import model
-
     props: dict[str, Any] = {}
     for k in contract_keys():
-        if k.key in model._VERSIONS:
+        if k.type.startswith("a version string"):
             frag: dict[str, Any] = {"type": "string", "pattern": "^[0-9]+(\\.[0-9]+){0,3}$"}
         elif k.type == "true or false":
             frag = {"type": "boolean"}

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from prebake import abikeys
 from prebake.diff.model import DiffResult
 from prebake.manifest import Manifest
 from prebake.package.naming import AssetId
 
-# The facts a matrix cell shows (manifest ``facts`` -> abi / top level), in this order.
-CELL_FACTS = ("arch", "eh", "lto", "glibc_max", "glibcxx_max", "cxx_stdlib", "macos_min",
-              "msvc_runtime", "threads", "wasm_features")
+# The facts a matrix cell shows (manifest ``facts`` -> abi / top level), in the table's order.
+CELL_FACTS = tuple(k.name for k in abikeys.KEYS if k.report)
 
 
 @dataclass

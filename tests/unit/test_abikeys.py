@@ -1,0 +1,132 @@
+"""The table of ABI keys and every view derived from it agree, with each other and with the
+committed schemas: a key added to one place and not the others fails here, naming it."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+from prebake import abikeys
+from prebake.abikeys import Value
+from prebake.contract import rules
+from prebake.contract.model import ONLY_FOR_OS, SETTINGS, Contract, parse_contract
+from prebake.diff.compare import FACT_RULES, TOP_LEVEL_FACTS
+from prebake.inspect.facts import ABI_FIELDS, FACT_FIELDS, Abi, Facts
+from prebake.report.model import CELL_FACTS
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _schema(name: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((ROOT / "schemas" / name).read_text(encoding="utf-8"))
+    return data
+
+
+def fact_schema(key: abikeys.AbiKey) -> dict[str, Any]:
+    """The JSON Schema fragment of a fact's value in ``inspect --json`` (null: unknown)."""
+    frag: dict[str, Any]
+    if key.value is Value.CHOICE:
+        frag = {"enum": [*key.choices, None]}
+    elif key.value is Value.VERSION:
+        frag = {"type": ["string", "null"], "pattern": "^[0-9]+(\\.[0-9]+)*$"}
+    elif key.value is Value.BOOL:
+        frag = {"type": ["boolean", "null"]}
+    elif key.value is Value.TEXT:
+        frag = {"type": ["string", "null"]}
+    else:
+        frag = {"type": ["array", "null"], "items": {"type": "string"}}
+    if key.describe:
+        frag = {"description": key.describe, **frag}
+    return frag
+
+
+def test_abi_dataclass_has_one_attribute_per_abi_fact() -> None:
+    attrs = [f.name for f in dataclasses.fields(Abi)]
+    assert sorted(attrs) == sorted(k.attribute for k in abikeys.abi_facts())
+    assert set(Facts(path="x").abi.to_json()) == {k.name for k in abikeys.abi_facts()}
+
+
+def test_top_level_facts_are_fields_of_every_result() -> None:
+    assert set(TOP_LEVEL_FACTS) <= set(FACT_FIELDS)
+    assert all(k.fact in (None, "abi", "top") for k in abikeys.KEYS)
+
+
+def test_contract_fields_are_the_tables_contract_keys_in_order() -> None:
+    assert [f.name for f in dataclasses.fields(Contract)] == [
+        k.name for k in abikeys.contract_keys()]
+
+
+def test_every_rule_named_by_the_table_exists_and_every_rule_is_named() -> None:
+    named = {k.rule for k in abikeys.KEYS if k.rule}
+    defined = {n for n, v in vars(rules).items() if isinstance(v, rules.Rule)}
+    assert named == defined
+    assert [r.key for r in rules.RULES] == [
+        k.name for k in abikeys.contract_keys() if not k.setting]
+    assert tuple(k.name for k in abikeys.contract_keys() if k.setting) == SETTINGS
+
+
+def test_derived_views() -> None:
+    assert ABI_FIELDS[0] == ("eh", "eh") and ("async", "async_") in ABI_FIELDS
+    assert ONLY_FOR_OS["glibc_max"] == ("linux",)
+    assert set(ONLY_FOR_OS) == {k.name for k in abikeys.contract_keys() if k.oses}
+    assert FACT_RULES["glibc_max"][0] == "raised" and FACT_RULES["needed"][0] == "added"
+    for name in list(FACT_RULES) + list(CELL_FACTS):
+        assert abikeys.BY_NAME[name].fact is not None, f"{name} is no fact"
+
+
+def test_a_fact_entry_has_its_choices_and_a_contract_key_its_reads() -> None:
+    for k in abikeys.KEYS:
+        assert (k.value is Value.CHOICE) == bool(k.choices), k.name
+        assert k.text, k.name
+        if k.rule:
+            assert k.reads, f"{k.name}: a rule names the facts it reads"
+            for fact in k.reads:
+                top = fact.removeprefix("abi.")
+                assert top in abikeys.BY_NAME or top == "symbols", f"{k.name} reads {fact}"
+
+
+def test_inspect_schema_agrees_with_the_table() -> None:
+    """Every ``abi`` property of schemas/inspect.schema.json is the table's fragment, and the
+    top-level choices are the table's choices."""
+    defs = _schema("inspect.schema.json")["$defs"]
+    abi = defs["abi"]
+    names = [k.name for k in abikeys.abi_facts()]
+    assert sorted(abi["required"]) == sorted(names)
+    assert sorted(abi["properties"]) == sorted(names)
+    for k in abikeys.abi_facts():
+        assert abi["properties"][k.name] == fact_schema(k), k.name
+    facts = defs["facts"]["properties"]
+    for k in abikeys.KEYS:
+        if k.fact == "top" and k.value is Value.CHOICE:
+            assert facts[k.name]["enum"] == [*k.choices, None], k.name
+
+
+def test_toml_schema_contract_agrees_with_the_table() -> None:
+    """The generated prebake.toml schema's contract (test_reference keeps it current)."""
+    platforms = _schema("prebake-toml.schema.json")["properties"]["platforms"]
+    contract = platforms["additionalProperties"]["properties"]["contract"]["properties"]
+    assert list(contract) == ["extends", *(k.name for k in abikeys.contract_keys())]
+    for k in abikeys.contract_keys():
+        if k.value is Value.CHOICE:
+            assert contract[k.name]["enum"] == list(k.contract_choices), k.name
+
+
+def test_parsing_follows_the_value_kind() -> None:
+    c, problems = parse_contract({"eh": "wasm", "glibc_max": "2.28", "threads": True,
+                                  "features_forbidden": ["relaxed-simd"],
+                                  "allow_unknown": ["eh"]})
+    assert problems == []
+    assert (c.eh, c.glibc_max, c.threads, c.features_forbidden, c.allow_unknown) == (
+        "wasm", "2.28", True, ("relaxed-simd",), ("eh",))
+    _, problems = parse_contract({"eh": "wsam", "glibc_max": "new", "threads": "yes",
+                                  "features_forbidden": ["relaxed-smd"],
+                                  "allow_unknown": ["ehh"], "glibc": "2.28"})
+    said = {p.key: p.message for p in problems}
+    assert "must be one of wasm" in said["contract.eh"]
+    assert "version string" in said["contract.glibc_max"]
+    assert "true or false" in said["contract.threads"]
+    assert "did you mean 'relaxed-simd'" in said["contract.features_forbidden"]
+    assert "did you mean 'eh'" in said["contract.allow_unknown"]
+    assert "did you mean 'glibc_max'" in said["contract.glibc"]
