@@ -1,4 +1,4 @@
-"""Issue 36's smaller findings on the fetch and config paths, each as a user meets it.
+"""The smaller findings on the fetch and config paths, each as a user meets it.
 
 - an asset member whose name no file system takes (a 300-byte component) is the asset's fault,
   named with its member, never blamed on ``--into``;
