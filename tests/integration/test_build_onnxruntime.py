@@ -101,12 +101,13 @@ def test_wasm_uses_onnxruntime_build_py_with_the_pinned_emscripten(
         assert define in build, define
     # no emsdk download: a stand-in that is the platform's emcc, made before build.py runs
     assert not any("emscripten-core/emsdk" in " ".join(c) for c in step["commands"])
-    standin = _cmd(step, "prebake.recipes.steps.emsdk_standin")
-    supply = _cmd(step, "prebake.recipes.steps.fetchcontent")
+    standin = _cmd(step, "prebake.recipes.builtin.onnxruntime.emsdk_standin")
+    supply = _cmd(step, "prebake.recipes.builtin.onnxruntime.fetchcontent")
     assert standin[-1].endswith("/src/cmake/external/emsdk")
     order = step["commands"].index
     assert order(supply) < order(standin) < order(build)
-    bundle = _cmd(step, "prebake.recipes.steps.bundle")  # upstream's ar script, each lib once
+    # upstream's ar script, each lib once
+    bundle = _cmd(step, "prebake.recipes.builtin.onnxruntime.bundle")
     assert bundle[-3].endswith("/Release/onnxruntime_webassembly.ar")
     assert bundle[-2].endswith("/prefix/lib/libonnxruntime.a") and bundle[-1] == "emar"
     assert order(build) < order(bundle)
@@ -227,7 +228,7 @@ import dataclasses
 from prebake.recipes import Outputs, Repackage
 from prebake.recipes.loader import BUILTIN_DIR, load_recipe_file
 
-_base = load_recipe_file(BUILTIN_DIR / "onnxruntime.py")
+_base = load_recipe_file(BUILTIN_DIR / "onnxruntime" / "recipe.py")
 _linux = _base.platforms["linux-x86_64"]
 _out = _base.outputs
 RECIPE = dataclasses.replace(

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from prebake.errors import PrebakeError
-from prebake.recipes.steps import bundle
+from prebake.recipes.builtin.onnxruntime import bundle
 
 
 def _lib(folder: Path, name: str, code: str) -> Path:

@@ -18,7 +18,7 @@ import pytest
 from prebake.errors import PrebakeError
 from prebake.package.cmake import config_file
 from prebake.package.libs import Library
-from prebake.recipes.steps.fetchcontent import load_table, supply
+from prebake.recipes.builtin.onnxruntime.fetchcontent import load_table, supply
 
 pytestmark = pytest.mark.skipif(shutil.which("cmake") is None, reason="needs cmake")
 

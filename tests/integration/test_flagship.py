@@ -26,8 +26,8 @@ from typing import Any
 import pytest
 
 from prebake.package import version_proof
+from prebake.recipes.builtin.onnxruntime import emsdk_standin, fetchcontent
 from prebake.recipes.model import Recipe, VersionCheck
-from prebake.recipes.steps import emsdk_standin, fetchcontent
 from tests import support
 
 FLAGSHIP = support.ROOT / "examples" / "onnxruntime"

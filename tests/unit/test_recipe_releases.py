@@ -57,7 +57,7 @@ def test_a_table_without_a_floor_or_an_unknown_table_is_refused() -> None:
 
 
 def test_onnxruntime_asks_each_release_for_exnref_its_own_way() -> None:
-    recipe = load_recipe_file(BUILTIN_DIR / "onnxruntime.py")
+    recipe = load_recipe_file(BUILTIN_DIR / "onnxruntime" / "recipe.py")
     old, new = recipe.release_argv("1.21.0"), recipe.release_argv("1.27.0")
     exnref = "-fwasm-exceptions -sWASM_LEGACY_EXCEPTIONS=0"
     assert old["wasm_eh"] == ("--disable_wasm_exception_catching",)

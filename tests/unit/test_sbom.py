@@ -132,7 +132,7 @@ def test_onnxruntime_from_source_names_the_archives_that_stand_in() -> None:
 
 def test_the_dependency_table_refuses_a_malformed_component(tmp_path: Path) -> None:
     from prebake.errors import PrebakeError
-    from prebake.recipes.steps.fetchcontent import load_table
+    from prebake.recipes.builtin.onnxruntime.fetchcontent import load_table
 
     row = '["1.0".x]\nurl = "https://example.invalid/x.zip"\ntake = "archive"\n'
     table = tmp_path / "deps.toml"

@@ -29,7 +29,7 @@ def test_example_workspace_loads() -> None:
     assert "extra" not in ws.aliases["full"]
     assert ws.stages["extra"].package == "per-recipe"
     assert set(ws.recipes) == {"vecmath", "pixelbuf", "onnxruntime"}
-    assert ws.recipes["onnxruntime"].path == BUILTIN_DIR / "onnxruntime.py"
+    assert ws.recipes["onnxruntime"].path == BUILTIN_DIR / "onnxruntime" / "recipe.py"
     assert ws.default_store == "file://" + str(SDK.resolve() / "releases")
 
 
@@ -52,7 +52,7 @@ def test_platform_profiles() -> None:
 
 
 def test_onnxruntime_recipe_strategies() -> None:
-    r = load_recipe_file(BUILTIN_DIR / "onnxruntime.py")
+    r = load_recipe_file(BUILTIN_DIR / "onnxruntime" / "recipe.py")
     for p in ("wasm", "linux-aarch64", "macos-arm64"):
         assert isinstance(r.strategy_for(p), Build)
     for p in ("linux-x86_64", "macos-x86_64", "windows-x86_64"):
@@ -75,7 +75,7 @@ def test_onnxruntime_recipe_strategies() -> None:
 def test_workspace_recipe_overrides_builtin(tmp_path: Path) -> None:
     ws_dir = tmp_path / "sdk"
     shutil.copytree(SDK, ws_dir, ignore=shutil.ignore_patterns("releases"))
-    own = (BUILTIN_DIR / "onnxruntime.py").read_text()
+    own = (BUILTIN_DIR / "onnxruntime" / "recipe.py").read_text()
     (ws_dir / "recipes" / "onnxruntime.py").write_text(own)
     # the recipe's data (its dependency table, its patches) goes with it
     shutil.copytree(BUILTIN_DIR / "onnxruntime", ws_dir / "recipes" / "onnxruntime")

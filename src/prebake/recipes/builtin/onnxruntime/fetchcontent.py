@@ -22,7 +22,8 @@ and a cache variable's name must be plain identifiers, a ``reason`` one line, a 
 relative path that stays inside its archive, and every value is written as a quoted argument
 with CMake's escapes (``${…}`` stays literal, a quote or a newline cannot end it).
 
-``python -m prebake.recipes.steps.fetchcontent TABLE VERSION DEPS_TXT DEPS_DIR OUT_CMAKE``
+``python -m prebake.recipes.builtin.onnxruntime.fetchcontent TABLE VERSION DEPS_TXT DEPS_DIR
+OUT_CMAKE``
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ _DEP_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]*")
 _VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 MAX_DEPS_TXT = 1 << 20
-EMPTY_PROJECT = """# Written by prebake.recipes.steps.fetchcontent: {name} is not built ({reason})
+EMPTY_PROJECT = """# Written by prebake (onnxruntime/fetchcontent): {name} is not built ({reason})
 cmake_minimum_required(VERSION 3.16)
 project({name}_absent LANGUAGES NONE)
 add_library({name} INTERFACE)
@@ -179,7 +180,7 @@ def supply(deps: Sequence[Dep], deps_txt: Path, deps_dir: Path) -> tuple[str, li
         raise PrebakeError(f"{deps_txt}: not readable ({exc})") from None
     listed = parse_deps_txt(text)
     lines = text.splitlines()
-    script = ["# Written by prebake.recipes.steps.fetchcontent: deps from verified archives"]
+    script = ["# Written by prebake (onnxruntime/fetchcontent): deps from verified archives"]
     said = []
     for dep in deps:
         if dep.name not in listed:

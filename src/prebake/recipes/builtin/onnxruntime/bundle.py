@@ -11,7 +11,7 @@ the script CMake generated, drops an ``ADDLIB`` whose file (by its real path) wa
 and runs the same ``ar`` on the result, into ``OUT``. A script without duplicates gives the same
 members as upstream's own archive; a line it does not know fails.
 
-``python -m prebake.recipes.steps.bundle SCRIPT OUT AR``
+``python -m prebake.recipes.builtin.onnxruntime.bundle SCRIPT OUT AR``
 """
 
 from __future__ import annotations

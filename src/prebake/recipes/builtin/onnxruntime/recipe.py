@@ -32,12 +32,12 @@ from prebake.recipes import (
     UrlSource,
     VersionCheck,
 )
-from prebake.recipes.steps.fetchcontent import load_table
+from prebake.recipes.builtin.onnxruntime.fetchcontent import load_table
 
 RELEASES = "https://github.com/microsoft/onnxruntime/releases/download/v{version}"
 SOURCE = "https://github.com/microsoft/onnxruntime/archive/refs/tags/v{version}.tar.gz"
-HERE = Path(__file__).parent / "onnxruntime"
-DEPS = "onnxruntime/deps.toml"
+HERE = Path(__file__).parent
+DEPS = "deps.toml"
 # Ends in --cmake_extra_defines: a leg's own defines follow it directly (a second
 # --cmake_extra_defines would replace the list, not extend it), then its other flags.
 BUILD_PY = "python3 {src}/tools/ci_build/build.py --config Release --build_dir {build}" \
@@ -47,7 +47,8 @@ BUILD_PY = "python3 {src}/tools/ci_build/build.py --config Release --build_dir {
 AS_ROOT = " --allow_running_as_root"
 NO_FLAGS = ("CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "EMCC_CFLAGS")
 SESSION_HEADERS = "{src}/include/onnxruntime/core/session"
-SUPPLY_DEPS = ("{python}", "-m", "prebake.recipes.steps.fetchcontent", "{recipe_dir}/" + DEPS,
+SUPPLY_DEPS = ("{python}", "-m", "prebake.recipes.builtin.onnxruntime.fetchcontent",
+               "{recipe_dir}/" + DEPS,
                "{version}", "{src}/cmake/deps.txt", "{work}/deps", "{work}/deps/supplied.cmake")
 
 
@@ -58,7 +59,7 @@ def dependency_sources() -> tuple[UrlSource, ...]:
         for dep in (d for d in deps if d.fetched):
             out.append(UrlSource(dep.url, dest=f"deps/{dep.name}", unpack=dep.take != "archive",
                                  versions=(version,),
-                                 patches=tuple(f"onnxruntime/{p}" for p in dep.patches)))
+                                 patches=tuple(dep.patches)))
     return tuple(out)
 
 
@@ -104,7 +105,7 @@ EH_BY_RELEASE = {
 WASM = Build(
     commands=(
         SUPPLY_DEPS,
-        "{python} -m prebake.recipes.steps.emsdk_standin {src}/cmake/external/emsdk",
+        "{python} -m prebake.recipes.builtin.onnxruntime.emsdk_standin {src}/cmake/external/emsdk",
         BUILD_PY + " CMAKE_PROJECT_INCLUDE_BEFORE={work}/deps/supplied.cmake"
         " {release[wasm_eh_defines]}"
         " 'CMAKE_C_FLAGS_RELEASE=-O3 -DNDEBUG -fno-lto'"
@@ -115,9 +116,9 @@ WASM = Build(
         # the environment's protoc: Debian's protobuf-compiler 3.21.12 = deps.txt's protobuf
         " --path_to_protoc_exe /usr/bin/protoc",
         "cmake -E make_directory {prefix}/lib {prefix}/include {prefix}/share/licenses/onnxruntime",
-        # upstream's bundle adds libprotobuf-lite twice (steps/bundle.py): made again, once each
-        "{python} -m prebake.recipes.steps.bundle {build}/Release/onnxruntime_webassembly.ar"
-        " {prefix}/lib/libonnxruntime.a emar",
+        # upstream's bundle adds libprotobuf-lite twice (bundle.py): made again, once each
+        "{python} -m prebake.recipes.builtin.onnxruntime.bundle"
+        " {build}/Release/onnxruntime_webassembly.ar {prefix}/lib/libonnxruntime.a emar",
         "cmake -E copy_directory " + SESSION_HEADERS + " {prefix}/include",
         "cmake -E copy {src}/ThirdPartyNotices.txt {prefix}/share/licenses/onnxruntime/",
     ),

@@ -8,7 +8,7 @@ it checks that the version asked for is the one ``emcc`` on ``PATH`` reports (fa
 otherwise), and links ``upstream/emscripten`` to the folder that ``emcc`` really lives in. It
 runs where ``build.py`` runs (inside a toolchain environment: Debian's ``/usr/share/emscripten``).
 
-``python -m prebake.recipes.steps.emsdk_standin DIR``
+``python -m prebake.recipes.builtin.onnxruntime.emsdk_standin DIR``
 """
 
 from __future__ import annotations
