@@ -176,7 +176,7 @@ def inspect(path: str | os.PathLike[str], opts: ParseOptions | None = None) -> F
         # a device is never opened (opening some has effects of its own); O_NONBLOCK: a FIFO
         # swapped in after this stat must not wait for a writer, and what was opened is
         # judged again by its own fstat
-        mode = os.stat(p).st_mode
+        mode = p.stat().st_mode
         if not stat.S_ISREG(mode):
             what = "a folder, not a binary" if stat.S_ISDIR(mode) else (
                 f"{special_kind(mode)}, not a regular file; not read")

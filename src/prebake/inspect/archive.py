@@ -421,10 +421,9 @@ class _ThinReads:
 
     def member(self, file: Path, mpath: str, opts: ParseOptions) -> Facts:
         import copy
-        import os
 
         try:
-            size = os.stat(file).st_size
+            size = file.stat().st_size
         except OSError:
             size = 0  # missing: ``_thin_member`` says so
         self.spent += size
