@@ -162,7 +162,7 @@ def _binaries(path: Path, stack: ExitStack) -> Iterator[Target]:
         if path.is_file() and is_binary(path):  # a binary named like a package
             yield Target(name, path)
             return
-        if not path.exists():
+        if not path.exists() and not path.is_symlink():  # a link loop: the resolver says so
             yield Target(name, error="no such file or folder")
             return
         import tempfile
@@ -176,6 +176,7 @@ def _binaries(path: Path, stack: ExitStack) -> Iterator[Target]:
                    for b in found.binaries]
         targets += [Target(esc.split(" -> ")[0], error=f"symlink leaves the tree ({esc}); "
                            "not followed") for esc in found.escapes]
+        targets += [Target(shown, error=why) for shown, why in found.unreadable]
         what = "package" if path.is_file() else "folder"
         yield from targets or [Target(name, error=f"{what} holds no binary prebake knows")]
     except PrebakeError as exc:
