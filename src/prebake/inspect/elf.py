@@ -41,10 +41,16 @@ class EType(IntEnum):
 
 
 class SHT(IntEnum):
+    NULL = 0
+    PROGBITS = 1
     SYMTAB = 2
     STRTAB = 3
+    RELA = 4
+    HASH = 5
     DYNAMIC = 6
+    NOTE = 7
     NOBITS = 8
+    REL = 9
     DYNSYM = 11
     GNU_VERDEF = 0x6FFFFFFD
     GNU_VERNEED = 0x6FFFFFFE
