@@ -327,6 +327,9 @@ def _facts_of(target: Target, mode: Mode) -> Facts:
         return Facts(path=target.name, error=reason(exc, str(target.file)))
     except OSError as exc:
         return Facts(path=target.name, error=exc.strerror or str(exc))
+    except MemoryError:  # under a memory limit: this file's error, the others still read
+        return Facts(path=target.name, error="too big to read into the memory this process "
+                                             "may use")
     if target.rename is not None:
         old, new = target.rename
         for f in facts.walk():

@@ -33,7 +33,7 @@ HEAD = 64  # bytes at the start of a window kept once read
 MAX_READ = 0x7FFFF000
 
 
-def read_at(fd: int, n: int, offset: int, chunk: int = MAX_READ) -> bytes:
+def read_at(fd: int, n: int, offset: int, chunk: int = MAX_READ) -> bytes | bytearray:
     """Exactly ``n`` bytes of ``fd`` from ``offset``, by as many reads as that takes (one
     ``pread`` returns at most ``MAX_READ`` bytes, and fewer for a pipe or a signal); a file
     that ends first is ``Truncated``, never fewer bytes."""
@@ -50,7 +50,7 @@ def read_at(fd: int, n: int, offset: int, chunk: int = MAX_READ) -> bytes:
             raise Truncated(f"the file ended at {offset + done} bytes while it was read")
         done += step
     view.release()
-    return bytes(buf)
+    return buf  # not copied into a bytes object: 2 GiB more would be spent on that alone
 
 
 class FileWindow:
@@ -78,7 +78,7 @@ class FileWindow:
             raise ValueError("a file window is read by contiguous slices only")
         if stop <= len(self.head):
             return self.head[start:stop]
-        got = read_at(self.fd, max(0, stop - start), self.start + start)
+        got = bytes(read_at(self.fd, max(0, stop - start), self.start + start))
         if start == 0 and not self.head:
             self.head = got[:HEAD]
         return got
@@ -102,7 +102,9 @@ def part(data: Source, start: int, end: int) -> Source:
 
 def whole(data: Source) -> Buffer:
     """``data`` as a buffer, for readers that walk all of a binary (a window is read)."""
-    return memoryview(data[0 : len(data)]) if isinstance(data, FileWindow) else data
+    if isinstance(data, FileWindow):  # read in place: no second copy of a 2 GiB module
+        return memoryview(read_at(data.fd, data.size, data.start))
+    return data
 
 
 class Reader:
