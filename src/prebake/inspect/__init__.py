@@ -140,7 +140,8 @@ def inspect_bytes(data: Source, path: str, opts: ParseOptions | None = None) -> 
         facts = reader.parse(cast(Buffer, data) if windowed else whole(data), path, opts)
     except OverBudget as exc:
         if level == 0:  # named by the file given, with the member where it ran out
-            raise FormatError(path, f"{exc.path}: {exc.reason}") from None
+            where = "" if exc.path == path else f"{exc.path}: "
+            raise FormatError(path, where + exc.reason) from None
         raise
     except Truncated as exc:
         raise FormatError(path, f"truncated or corrupt {reader.name}: {exc}") from None
