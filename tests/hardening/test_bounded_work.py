@@ -90,7 +90,8 @@ def test_real_fat_and_archive_nesting_stays_inside_the_budget(tmp_path: Path) ->
     file of archives of objects is read whole, its members all there."""
     member = ar(MACHO_OBJECT)
     data = fat(member, 1)
-    archive = b"!<arch>\n" + b"".join(ar_header(f"m{i}.o/", len(data)) + data + b"\n" * (len(data) & 1)
+    pad = b"\n" * (len(data) & 1)
+    archive = b"!<arch>\n" + b"".join(ar_header(f"m{i}.o/", len(data)) + data + pad
                                       for i in range(40))
     path = tmp_path / "nested.a"
     path.write_bytes(archive)
@@ -249,7 +250,7 @@ def test_a_window_past_the_end_of_the_file_is_a_format_error(tmp_path: Path) -> 
     f.write_bytes(b"\x7fELF\x02\x01\x01" + bytes(20))
     with f.open("rb") as fh:
         for claimed in (64, 4096):
-            with pytest.raises(FormatError, match="short.o: ") as err:
+            with pytest.raises(FormatError, match=r"short\.o: ") as err:
                 inspect_bytes(br.FileWindow(fh.fileno(), 0, claimed), str(f))
             assert "ended at 27 bytes" in err.value.reason
 
