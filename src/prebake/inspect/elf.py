@@ -328,9 +328,10 @@ class Loaded:
     the file offsets of the tables they point at (through the ``PT_LOAD`` segments), never
     the section headers, which nothing at run time reads and anyone can retype.
 
-    Offsets are ``None`` where the image has no such entry; ``nsyms`` is the symbol count
-    ``DT_HASH``/``DT_GNU_HASH`` give (the loader looks symbols up through them), ``None``
-    without either."""
+    Offsets are ``None`` where the image has no such entry; ``nsyms`` is how many dynamic
+    symbols the loader's hash table covers at least (``DT_HASH``'s ``nchain`` exactly;
+    ``DT_GNU_HASH`` hashes only the defined symbols, which come last, so one past the last
+    symbol its chains reach), ``None`` without either."""
 
     rows: list[tuple[int, int]]
     dynamic: tuple[int, int]  # PT_DYNAMIC's file offset and size
@@ -377,8 +378,10 @@ def _loaded(elf: ElfFile) -> Loaded | None:
 
 
 def _nsyms(elf: ElfFile, at: dict[int, int], ends: dict[int, int]) -> int | None:
-    """The number of dynamic symbols, as the loader's hash table covers them: ``nchain`` of
-    ``DT_HASH``, or one past the last symbol a ``DT_GNU_HASH`` chain reaches."""
+    """How many dynamic symbols the loader's hash table covers: ``nchain`` of ``DT_HASH``,
+    or one past the last symbol a ``DT_GNU_HASH`` chain reaches (its ``symoffset`` when no
+    bucket is used: an executable that defines nothing has only undefined symbols, and GNU
+    ld then writes ``symoffset`` 1 whatever their number)."""
     u32 = elf.lay.u32
     if DT.HASH in at:
         off = at[DT.HASH]
@@ -533,12 +536,14 @@ def _agree(elf: ElfFile, loaded: Loaded | None) -> None:
                    if sec is not None else f"no section is {SHT(sht).name}")
                 + (f" (section {there} is there)" if there else "")
                 + "; the section headers disagree with what the loader reads")
-        if (tag == DT.SYMTAB and loaded.nsyms is not None and sec.entsize
-                and sec.size // sec.entsize != loaded.nsyms):
+        if tag == DT.SYMTAB and loaded.nsyms is not None and (
+                sec.size // (sec.entsize or elf.lay.sym.size) < loaded.nsyms
+                or (DT.HASH in loaded.at
+                    and sec.size // (sec.entsize or elf.lay.sym.size) != loaded.nsyms)):
             raise FormatError(elf.path, f"the hash table covers {loaded.nsyms} dynamic "
                               f"symbols, but section {_sname(elf, sec)} holds "
-                              f"{sec.size // sec.entsize}; the section headers disagree "
-                              "with what the loader reads")
+                              f"{sec.size // (sec.entsize or elf.lay.sym.size)}; the section "
+                              "headers disagree with what the loader reads")
 
 
 def _sname(elf: ElfFile, sec: Section | None) -> str:
@@ -883,10 +888,12 @@ def _image_symbols(elf: ElfFile, loaded: Loaded, verindex: dict[int, str]) -> Sy
     """The dynamic symbols the loader looks up: ``DT_SYMTAB``, as many as the hash table
     covers (or, without one, as the ``.dynsym`` section holds: ``_agree`` placed it)."""
     st = elf.lay.sym
-    nsyms = loaded.nsyms
-    if nsyms is None:
-        dsec = elf.first(SHT.DYNSYM)
-        nsyms = dsec.size // st.size if dsec is not None else 0
+    nsyms = loaded.nsyms or 0
+    dsec = elf.first(SHT.DYNSYM)
+    if dsec is not None and DT.HASH not in loaded.at:
+        # GNU_HASH covers the defined symbols, and the undefined ones before them (fewer
+        # or none when nothing is defined): the section ``_agree`` placed counts them all
+        nsyms = max(nsyms, dsec.size // st.size)
     entsize = next((v for t, v in loaded.rows if t == DT.SYMENT), st.size) or st.size
     if entsize < st.size:
         raise Truncated(f"DT_SYMENT {entsize} is smaller than a symbol ({st.size} bytes)")
