@@ -1,9 +1,11 @@
 """ELF reader (System V gABI + the GNU extensions: symbol versioning, DT_FLAGS_1, GCC LTO).
 
-Facts per docs/binary-formats.md §4: class/endianness/machine from the header; NEEDED, SONAME,
-RUNPATH and FLAGS_1 from ``.dynamic`` (via section headers, or PT_DYNAMIC when those are stripped);
-``glibc_max``/``glibcxx_max`` from ``.gnu.version_r`` for images, and for objects from the
-undefined symbols looked up in the generated glibc table (``glibc.py``); the C++ library from
+Facts per docs/binary-formats.md §4: class/endianness/machine from the header; for images,
+NEEDED, SONAME, RUNPATH, FLAGS_1, the version needs (``glibc_max``/``glibcxx_max``) and the
+dynamic symbols from what the loader reads — ``PT_DYNAMIC`` and the tables its entries point at
+— with section headers that disagree an error (``Loaded``, ``_agree``); for objects, the glibc
+floor from the undefined symbols looked up in the generated glibc table (``glibc.py``); the
+C++ library from
 the symbol namespace (``St3__1`` libc++, ``St7__cxx11`` libstdc++ — a substring, not a prefix);
 GCC LTO from ``.gnu.lto_*`` sections or ``__gnu_lto_slim``.
 
@@ -41,16 +43,10 @@ class EType(IntEnum):
 
 
 class SHT(IntEnum):
-    NULL = 0
-    PROGBITS = 1
     SYMTAB = 2
     STRTAB = 3
-    RELA = 4
-    HASH = 5
     DYNAMIC = 6
-    NOTE = 7
     NOBITS = 8
-    REL = 9
     DYNSYM = 11
     GNU_VERDEF = 0x6FFFFFFD
     GNU_VERNEED = 0x6FFFFFFE
@@ -546,6 +542,10 @@ def _agree(elf: ElfFile, loaded: Loaded | None) -> None:
                               "headers disagree with what the loader reads")
 
 
+# section types prebake does not read, named in messages (what a retyped section became)
+OTHER_SHT = {0: "NULL", 1: "PROGBITS", 4: "RELA", 5: "HASH", 7: "NOTE", 9: "REL"}
+
+
 def _sname(elf: ElfFile, sec: Section | None) -> str:
     """A section's name for a message: ``'.gnu.version_r'`` (type PROGBITS)."""
     if sec is None:
@@ -555,7 +555,8 @@ def _sname(elf: ElfFile, sec: Section | None) -> str:
     if end > start and 0 <= sec.name < end - start:
         raw = bytes(elf.data[start + sec.name : min(end, start + sec.name + 64)])
         name = raw.split(b"\0", 1)[0].decode("utf-8", "replace")
-    kind = SHT(sec.type).name if sec.type in SHT._value2member_map_ else f"{sec.type:#x}"
+    kind = (SHT(sec.type).name if sec.type in SHT._value2member_map_
+            else OTHER_SHT.get(sec.type, f"{sec.type:#x}"))
     return f"{name!r} (type {kind})"
 
 
