@@ -309,5 +309,27 @@ def test_a_wasm_module_over_2_gib_is_read_whole(tmp_path: Path) -> None:
     limited = _run("inspect", wasm, timeout=300, limit_as=1 << 30)
     assert limited.returncode == 2
     assert limited.stderr.strip().splitlines() == [
-        f"prebake: error: {wasm}: {size} bytes are too big to read into the memory this "
-        "process may use"]
+        f"prebake: error: {wasm}: cannot be read within the memory this process may use "
+        f"(wasm, {size} bytes)"]
+
+
+def test_a_memory_error_in_a_reader_says_so_not_an_empty_corrupt(tmp_path: Path,
+                                                                 good_object: Path) -> None:
+    """An object whose symbol table claims 6 GiB of a sparse 8 GiB file, read with
+    ``--symbols`` under a 1 GiB limit: was ``corrupt elf: `` and nothing after it."""
+    data = bytearray(good_object.read_bytes())
+    shoff, = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
+    for i in range(shnum):
+        at = shoff + i * shentsize
+        if struct.unpack_from("<I", data, at + 4)[0] == 2:  # SHT_SYMTAB
+            struct.pack_into("<QQ", data, at + 0x18, 1 << 20, 6 << 30)
+    huge = tmp_path / "huge.o"
+    with huge.open("wb") as fh:
+        fh.write(bytes(data))
+        fh.truncate(8 << 30)
+    proc = _run("inspect", "--symbols", huge, timeout=120, limit_as=1 << 30)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        f"prebake: error: {huge}: cannot be read within the memory this process may use "
+        f"(elf, {8 << 30} bytes)"]

@@ -146,8 +146,8 @@ def inspect_bytes(data: Source, path: str, opts: ParseOptions | None = None) -> 
     except Truncated as exc:
         raise FormatError(path, f"truncated or corrupt {reader.name}: {exc}") from None
     except MemoryError:  # under a memory limit (ulimit -v, a container's): the bytes are fine
-        raise FormatError(path, f"{len(data)} bytes are too big to read into the memory "
-                                "this process may use") from None
+        raise FormatError(path, f"cannot be read within the memory this process may use "
+                                f"({reader.name}, {len(data)} bytes)") from None
     except _CORRUPT as exc:
         # what is wrong with the bytes, not which Python exception noticed it
         raise FormatError(path, f"corrupt {reader.name}: {_why(exc)}") from None
