@@ -283,3 +283,18 @@ def test_loader_view_gives_the_sections_facts_when_they_agree(libm_user: Path) -
     assert f.abi.glibc_max is not None and f.abi.glibc_max >= "2.34"
     assert f.symbols is not None and {"grow", "spawn"} <= set(f.symbols.exports)
     assert f.symbols.versions.get("pthread_create") == "GLIBC_2.34"
+
+
+def test_a_separate_debug_file_is_no_loadable_image(tmp_path: Path, libm_user: Path) -> None:
+    """``objcopy --only-keep-debug`` keeps the program headers with a ``PT_DYNAMIC`` of no
+    file bytes (the sections are NOBITS): glibc refuses to load it ("object file has no
+    dynamic section"), so it holds nothing the loader reads and is no disagreement."""
+    debug = tmp_path / "libgrow.so.debug"
+    subprocess.run(["objcopy", "--only-keep-debug", str(libm_user), str(debug)], check=True)
+    refused = subprocess.run([sys.executable, "-c", "import ctypes, sys; ctypes.CDLL(sys.argv[1])",
+                              str(debug)], capture_output=True, text=True)
+    assert refused.returncode != 0 and "no dynamic section" in refused.stderr
+    from prebake.inspect import inspect
+
+    f = inspect(debug)
+    assert f.error is None and f.needed == [] and f.abi.glibc_max is None

@@ -339,12 +339,14 @@ class Loaded:
 
 def _loaded(elf: ElfFile) -> Loaded | None:
     """The loader's view of an image (``None`` without ``PT_DYNAMIC``: nothing is loaded
-    dynamically). A pointer no ``PT_LOAD`` segment maps is an error: the loader would read
-    memory the file does not describe."""
+    dynamically; also for one of no bytes in the file, which glibc refuses to load, "object
+    file has no dynamic section": a separate debug-info file, whose sections are NOBITS).
+    A pointer no ``PT_LOAD`` segment maps is an error: the loader would read memory the file
+    does not describe."""
     lay = elf.lay
     segs = elf.segments()
     dyn = next((s for s in segs if s[0] == PT_DYNAMIC), None)
-    if dyn is None:
+    if dyn is None or dyn[3] == 0:
         return None
     count = dyn[3] // lay.dyn.size
     rows = _until_null(table(elf.data, dyn[1], count, lay.dyn, "dynamic segment"))
