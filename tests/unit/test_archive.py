@@ -13,7 +13,7 @@ import struct
 import pytest
 
 from prebake.errors import FormatError
-from prebake.inspect import inspect_bytes
+from prebake.inspect import ParseOptions, inspect_bytes
 from prebake.inspect.archive import IndexKind, read_archive, summarise
 from prebake.inspect.binreader import Truncated
 from prebake.inspect.facts import Facts
@@ -115,6 +115,8 @@ def test_thin_members_have_no_data_and_coff_second_linker_member() -> None:
         (b"!<arch>\n" + header("/99", 2) + b"ab", "long name offset"),
         (b"!<arch>\n" + header("#1/50", 4) + b"a.o\0", "BSD name length"),
         (b"!<arch>\n" + header("a.o/", 2)[:48] + b"12x4567890`\n" + b"ab", "not a number"),
+        (b"!<arch>\n" + header("a.o/", 2)[:48] + b"1_2       `\n" + b"ab", "not a number"),
+        (b"!<arch>\n" + header("a.o/", 2)[:48] + b"+2        `\n" + b"ab", "not a number"),
         (b"!<arch>\n" + member("/", struct.pack(">I", 0xFFFFFFFF)), "symbol index"),
         (b"!<arch>\n" + b"x" * 30, "cut short"),
     ],
@@ -136,18 +138,24 @@ def test_non_binary_member_is_reported_not_fatal() -> None:
 
 
 @pytest.mark.parametrize("bad", [[], [7], [7, 7, 9], [9, 7, 9]])
-def test_index_entries_pointing_at_no_member_are_counted_once_each(bad: list[int]) -> None:
-    """The facts summary counts the distinct offsets an index names that start no member
-    (runs of one member's offset, repeats apart, members' own offsets in between)."""
+def test_index_entries_pointing_at_no_member_make_the_archive_an_error(bad: list[int]) -> None:
+    """An index entry that lands on no member header the walk found (inside another member's
+    data, past the end) is what a linker would follow and prebake would not read: the archive
+    is an error naming the first such entry, never facts of the members it did read."""
     syms = [("a", 0), ("b", 0), ("c", 1), ("d", 0)] + [(f"x{i}", 0) for i in range(len(bad))]
     ar = bytearray(gnu_archive([("a.txt", b"one"), ("b.txt", b"two!")], syms))
     at = 8 + 60 + 4 + 4 * 4  # the first extra offset, after the count and four real ones
     for i, off in enumerate(bad):
         ar[at + 4 * i : at + 4 * i + 4] = struct.pack(">I", off)
-    f = inspect_bytes(bytes(ar), "lib.a")
-    assert f.details["index"] == {"kind": "gnu", "symbols": len(syms)}
-    assert f.details.get("index_dangling", 0) == len(set(bad))
-    assert bool(bad) == ("index" in f.evidence)
+    if not bad:
+        f = inspect_bytes(bytes(ar), "lib.a")
+        assert f.details["index"] == {"kind": "gnu", "symbols": len(syms)}
+        return
+    for opts in (ParseOptions(), ParseOptions(symbols=True)):
+        with pytest.raises(FormatError) as err:
+            inspect_bytes(bytes(ar), "lib.a", opts)
+        assert f"entry 4 ('x0') points at offset {bad[0]}," in err.value.reason
+        assert f"({len(set(bad))} such offset" in err.value.reason
 
 
 def _m(name: str, **abi: object) -> Facts:

@@ -162,7 +162,7 @@ def _binaries(path: Path, stack: ExitStack) -> Iterator[Target]:
         if path.is_file() and is_binary(path):  # a binary named like a package
             yield Target(name, path)
             return
-        if not path.exists():
+        if not path.exists() and not path.is_symlink():  # a link loop: the resolver says so
             yield Target(name, error="no such file or folder")
             return
         import tempfile
@@ -176,6 +176,7 @@ def _binaries(path: Path, stack: ExitStack) -> Iterator[Target]:
                    for b in found.binaries]
         targets += [Target(esc.split(" -> ")[0], error=f"symlink leaves the tree ({esc}); "
                            "not followed") for esc in found.escapes]
+        targets += [Target(shown, error=why) for shown, why in found.unreadable]
         what = "package" if path.is_file() else "folder"
         yield from targets or [Target(name, error=f"{what} holds no binary prebake knows")]
     except PrebakeError as exc:
@@ -326,6 +327,9 @@ def _facts_of(target: Target, mode: Mode) -> Facts:
         return Facts(path=target.name, error=reason(exc, str(target.file)))
     except OSError as exc:
         return Facts(path=target.name, error=exc.strerror or str(exc))
+    except MemoryError:  # under a memory limit: this file's error, the others still read
+        return Facts(path=target.name, error="too big to read into the memory this process "
+                                             "may use")
     if target.rename is not None:
         old, new = target.rename
         for f in facts.walk():

@@ -191,8 +191,12 @@ def check_paths(paths: Sequence[Path], contract: Contract, *,
             report.violations.append(Violation(
                 "symlink", "a link inside the tree", "a link leaving it", esc.split(" -> ")[0],
                 [], f"symlink: points outside the tree it ships in ({esc}); not followed"))
+        for shown, why in found.unreadable:
+            # what could not be looked at may hold code a linker would use: never passed over
+            report.violations.append(Violation(
+                "inspect", "a readable binary", "unreadable", shown, [], f"inspect: {why}"))
         targets = found.binaries
-        if not targets and not found.escapes:
+        if not targets and not found.escapes and not found.unreadable:
             raise PrebakeError(
                 f"{', '.join(str(p) for p in paths)}: no binaries found to check"
             )

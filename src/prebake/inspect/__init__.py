@@ -9,9 +9,12 @@ it (a memory map of it would end the process with SIGBUS at the first page past 
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import struct
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
@@ -21,12 +24,60 @@ from prebake.inspect.base import FormatReader, ParseOptions
 from prebake.inspect.binreader import Buffer, FileWindow, Source, Truncated, whole
 from prebake.inspect.facts import Facts
 
-__all__ = ["Facts", "FormatError", "ParseOptions", "inspect", "inspect_bytes", "own_file",
-           "readers", "sniff"]
+__all__ = ["Facts", "FormatError", "OverBudget", "ParseOptions", "grant", "inspect",
+           "inspect_bytes", "own_file", "readers", "sniff", "special_kind"]
 
 # Archives inside archives inside fat files…: a hostile file must not recurse without end.
 MAX_NESTING = 8
 _depth = threading.local()
+
+
+class OverBudget(FormatError):
+    """Nested binaries would cost more work than the file's size allows: raised through every
+    container up to the file named (a member's error of its own would let the next member
+    spend the same again)."""
+
+
+@dataclass(slots=True)
+class Work:
+    """What one file may still cost its nested parses (archive members, fat slices, their
+    members…), fixed when the file is opened.
+
+    Members of an archive and slices of a fat file that do not overlap hold at most the
+    file's bytes at each level, so real files parse fewer than ``MAX_NESTING`` times their
+    size, and at most one parse per 60 bytes (a member header). Overlapping slices (64 at
+    one offset, wrapping an archive wrapping a fat file…) multiply instead: a 6.4 KB file
+    would be parsed 64⁴ times. They run into this budget after a few times the file's size.
+    """
+
+    bytes_left: int
+    parses_left: int
+
+    @classmethod
+    def of(cls, size: int) -> Work:
+        return cls(MAX_NESTING * size, size // 16 + 64)
+
+    def grant(self, size: int) -> None:
+        """Room for a second file a container names (a thin archive's member) as if it
+        were opened on its own; the caller bounds how much it grants in all."""
+        more = Work.of(size)
+        self.bytes_left += more.bytes_left
+        self.parses_left += more.parses_left
+
+    def spend(self, size: int, path: str) -> None:
+        self.bytes_left -= size
+        self.parses_left -= 1
+        if self.bytes_left < 0 or self.parses_left < 0:
+            raise OverBudget(path, "nested binaries (archive members, fat slices) re-read the "
+                                   f"same bytes: more than {MAX_NESTING} times the file's size "
+                                   "in parses; not read further")
+
+
+def grant(size: int) -> None:
+    """``Work.grant`` on the budget of the file being read (nothing outside a read)."""
+    work = getattr(_depth, "work", None)
+    if work is not None:
+        work.grant(size)
 
 # What a parser bug-free but input-hostile path may raise; all become a one-line FormatError.
 _CORRUPT = (ValueError, IndexError, OverflowError, struct.error, RecursionError, MemoryError)
@@ -67,12 +118,19 @@ def sniff(head: bytes) -> FormatReader | None:
 def inspect_bytes(data: Source, path: str, opts: ParseOptions | None = None) -> Facts:
     """Facts of a binary in memory or in a file window (archive members and fat slices too)."""
     opts = opts or ParseOptions()
-    head = bytes(data[:64])
+    level = getattr(_depth, "n", 0)
+    if level == 0:
+        _depth.work = Work.of(len(data))
+    else:
+        _depth.work.spend(len(data), path)
+    try:
+        head = bytes(data[:64])
+    except Truncated as exc:  # a file shorter than its size said (a /sys file, a race)
+        raise FormatError(path, f"cannot be read whole: {exc}") from None
     reader = sniff(head)
     if reader is None:
         first = head[:8].hex(" ")
         raise FormatError(path, f"not a binary format prebake knows (first bytes {first})")
-    level = getattr(_depth, "n", 0)
     if level >= MAX_NESTING:
         raise FormatError(path, f"binaries nested more than {MAX_NESTING} deep")
     _depth.n = level + 1
@@ -80,30 +138,67 @@ def inspect_bytes(data: Source, path: str, opts: ParseOptions | None = None) -> 
         # a windowed reader takes a file window as it is; any other, the bytes
         windowed = getattr(reader, "windowed", False)
         facts = reader.parse(cast(Buffer, data) if windowed else whole(data), path, opts)
+    except OverBudget as exc:
+        if level == 0:  # named by the file given, with the member where it ran out
+            where = "" if exc.path == path else f"{exc.path}: "
+            raise FormatError(path, where + exc.reason) from None
+        raise
     except Truncated as exc:
         raise FormatError(path, f"truncated or corrupt {reader.name}: {exc}") from None
+    except MemoryError:  # under a memory limit (ulimit -v, a container's): the bytes are fine
+        raise FormatError(path, f"cannot be read within the memory this process may use "
+                                f"({reader.name}, {len(data)} bytes)") from None
     except _CORRUPT as exc:
         # what is wrong with the bytes, not which Python exception noticed it
-        raise FormatError(path, f"corrupt {reader.name}: "
-                                f"{exc or 'inconsistent structure'}") from None
+        raise FormatError(path, f"corrupt {reader.name}: {_why(exc)}") from None
     finally:
         _depth.n = level
+        if level == 0:
+            _depth.work = None
     facts.size = len(data)
     return facts
+
+
+def _why(exc: BaseException) -> str:
+    """A parser exception's message, or what its kind says when it has none (``IndexError()``
+    from a table lookup, a ``MemoryError``): never an empty reason."""
+    text = str(exc).strip()
+    if text:
+        return text.splitlines()[0]
+    if isinstance(exc, MemoryError):
+        return "too big to read into memory"
+    if isinstance(exc, RecursionError):
+        return "nested too deep"
+    return "inconsistent structure (an offset or count points outside what it describes)"
 
 
 def inspect(path: str | os.PathLike[str], opts: ParseOptions | None = None) -> Facts:
     """Facts of a file on disk. Raises ``FormatError`` (exit 2) with the path on bad input."""
     p = Path(path)
     name = str(path)
-    if p.is_dir():
-        raise FormatError(name, "is a folder, not a binary")
-    if p.exists() and not p.is_file():
-        # a FIFO or device would block or never end: only regular files are binaries
-        raise FormatError(name, "is not a regular file")
     try:
-        with open(p, "rb") as fh:
+        # a device is never opened (opening some has effects of its own); O_NONBLOCK: a FIFO
+        # swapped in after this stat must not wait for a writer, and what was opened is
+        # judged again by its own fstat
+        mode = p.stat().st_mode
+        if not stat.S_ISREG(mode):
+            what = "a folder, not a binary" if stat.S_ISDIR(mode) else (
+                f"{special_kind(mode)}, not a regular file; not read")
+            raise FormatError(name, f"is {what}")
+        fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except IsADirectoryError:
+        raise FormatError(name, "is a folder, not a binary") from None
+    except OSError as exc:
+        raise FormatError(name, _os_reason(exc)) from None
+    try:
+        with open(fd, "rb") as fh:
             before = os.fstat(fh.fileno())
+            if stat.S_ISDIR(before.st_mode):
+                raise FormatError(name, "is a folder, not a binary")
+            if not stat.S_ISREG(before.st_mode):
+                # a FIFO or device would block or never end: only regular files are binaries
+                raise FormatError(name, f"is {special_kind(before.st_mode)}, not a regular "
+                                        "file; not read")
             if before.st_size == 0:
                 raise FormatError(name, "empty file")
             outer = getattr(_depth, "file", None)
@@ -119,10 +214,30 @@ def inspect(path: str | os.PathLike[str], opts: ParseOptions | None = None) -> F
             return facts
     except FormatError:
         raise
+    except Truncated as exc:  # a read past what the file really holds, outside any reader
+        raise FormatError(name, f"cannot be read whole: {exc}") from None
     except MemoryError:
         raise FormatError(name, "too big to read into memory") from None
     except OSError as exc:
-        raise FormatError(name, exc.strerror or str(exc)) from None
+        raise FormatError(name, _os_reason(exc)) from None
+
+
+def _os_reason(exc: OSError) -> str:
+    """An ``OSError`` as the one line a user reads (``Too many levels of symbolic links``
+    says which kind of link problem it is)."""
+    if exc.errno == errno.ELOOP:
+        return "symlink loop (too many levels of symbolic links); not followed"
+    return exc.strerror or str(exc)
+
+
+def special_kind(mode: int) -> str:
+    """What a file that is not a regular file is, for a message."""
+    for test, what in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISDIR, "a folder")):
+        if test(mode):
+            return what
+    return "not a regular file"
 
 
 def _unchanged(fd: int, path: Path, before: os.stat_result, name: str) -> None:

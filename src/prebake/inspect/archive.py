@@ -84,17 +84,16 @@ def is_archive(head: bytes) -> bool:
     return head[:8] in (AR_MAGIC, THIN_MAGIC)
 
 
-def _num(field: bytes, what: str, off: int, base: int = 10) -> int:
+def _num(field: bytes, what: str, off: int) -> int:
+    """A decimal header field, padded with spaces (or NULs): ASCII digits only, as GNU ar and
+    the linkers read it (Python's ``int`` would also take ``1_168`` or ``+5``, which GNU ar
+    refuses, and a reader that sizes members differently from the linker judges other bytes)."""
     text = field.strip(b" \0")
     if not text:
         return 0
-    try:
-        value = int(text, base)
-    except ValueError:
-        raise Truncated(f"member header at {off}: {what} {field!r} is not a number") from None
-    if value < 0:
-        raise Truncated(f"member header at {off}: negative {what}")
-    return value
+    if not text.isdigit():  # bytes.isdigit: ASCII digits only
+        raise Truncated(f"member header at {off}: {what} {field!r} is not a number")
+    return int(text)
 
 
 def read_archive(data: Source, index_names: bool = True) -> Archive:
@@ -292,7 +291,7 @@ class ArchiveReader:
         return is_archive(head)
 
     def parse(self, data: Source, path: str, opts: ParseOptions) -> Facts:
-        from prebake.inspect import inspect_bytes
+        from prebake.inspect import OverBudget, inspect_bytes
 
         lists = opts.symbols and opts.archive_lists
         ar = read_archive(data, index_names=lists)
@@ -305,15 +304,21 @@ class ArchiveReader:
         )
         if ar.linker_members > 1:
             facts.details["coff_linker_members"] = ar.linker_members
+        heads = {m.header_off for m in ar.members}
+        if _dangling(ar.index_offsets, heads):
+            raise FormatError(path, _dangling_entry(data, ar, heads))
         members: list[Facts] = []
         files = _thin_files(ar, path, opts.root) if ar.thin else []
+        thin = _ThinReads(path)
         for i, m in enumerate(ar.members):
             mpath = f"{path}({m.name})"
             try:
                 if ar.thin:
-                    mf = _thin_member(files[i], mpath, opts)
+                    mf = thin.member(files[i], mpath, opts)
                 else:
                     mf = inspect_bytes(part(data, m.data_off, m.data_off + m.size), mpath, opts)
+            except OverBudget:
+                raise  # the whole file's budget: the next member would spend it again
             except FormatError as exc:
                 mf = Facts(path=mpath, size=m.size, error=exc.reason)
                 if exc.reason.startswith(NOT_BINARY):
@@ -322,15 +327,29 @@ class ArchiveReader:
             mf.details["offset"] = m.header_off
             members.append(mf)
         facts.members = members
-        heads = {m.header_off for m in ar.members}
-        dangling = _dangling(ar.index_offsets, heads)
-        if dangling:
-            facts.details["index_dangling"] = dangling
-            facts.note("index", f"index entries point at {dangling} offsets with no member")
         summarise(facts, members)
         if lists:
             facts.symbols = _archive_symbols(ar, members)
         return facts
+
+
+def _dangling_entry(data: Source, ar: Archive, heads: set[int]) -> str:
+    """The error for an index whose entries do not all land on a member header the walk found.
+
+    A linker takes the index at its word: GNU ld and lld read a member at the offset an entry
+    names, even inside another member's data (a text member carrying an embedded header and
+    an object that throws). Facts of the members the walk found would say nothing about that
+    object, so the archive is refused, naming the first such entry."""
+    if not ar.index_names:  # read without names (the facts summary): decode them for the error
+        ar = read_archive(data, index_names=True)
+    for i, off in enumerate(ar.index_offsets):
+        if off not in heads:
+            sym = ar.index_names[i][:80] if i < len(ar.index_names) else "?"
+            n = _dangling(ar.index_offsets, heads)
+            return (f"symbol index entry {i} ({sym!r}) points at offset {off}, where no member "
+                    f"header starts ({n} such offset{'s' if n != 1 else ''}); a linker would "
+                    "read a member there that prebake did not, so the archive is not judged")
+    return "symbol index entries point at no member"  # not reached: _dangling found one
 
 
 def _thin_files(ar: Archive, path: str, root: str | None = None) -> list[Path]:
@@ -385,6 +404,50 @@ def _thin_files(ar: Archive, path: str, root: str | None = None) -> list[Path]:
     return out
 
 
+#: bytes of member files one thin archive may have read, repeats counted (a release's
+#: biggest thin archives, LLVM's, name a few hundred MB of objects)
+MAX_THIN_BYTES = 4 * 1024**3
+
+
+class _ThinReads:
+    """The member files of one thin archive, each read once: a name repeated (a 778-byte
+    archive can name one 1 GiB file a hundred times) gets the facts of the first read, and
+    the sizes of all entries, repeats counted, stay under ``MAX_THIN_BYTES``."""
+
+    def __init__(self, archive: str) -> None:
+        self.archive = archive
+        self.read: dict[Path, Facts | FormatError] = {}
+        self.spent = 0
+
+    def member(self, file: Path, mpath: str, opts: ParseOptions) -> Facts:
+        import copy
+
+        try:
+            size = file.stat().st_size
+        except OSError:
+            size = 0  # missing: ``_thin_member`` says so
+        self.spent += size
+        if self.spent > MAX_THIN_BYTES:
+            from prebake.inspect import OverBudget
+
+            raise OverBudget(self.archive, f"thin archive members add up to more than "
+                                           f"{MAX_THIN_BYTES} bytes (repeats counted); "
+                                           "not read further")
+        got = self.read.get(file)
+        if got is None:
+            try:
+                got = _thin_member(file, mpath, opts)
+            except FormatError as exc:
+                got = exc
+            self.read[file] = got
+        if isinstance(got, FormatError):
+            raise FormatError(mpath, got.reason)
+        mf = copy.deepcopy(got)
+        for f in mf.walk():
+            f.path = mpath + f.path[len(got.path):] if f.path.startswith(got.path) else f.path
+        return mf
+
+
 def _thin_member(file: Path, mpath: str, opts: ParseOptions) -> Facts:
     """A thin archive's member, read from its own file inside the archive's folder
     (``file`` is already resolved and confined by ``_thin_files``).
@@ -393,20 +456,27 @@ def _thin_member(file: Path, mpath: str, opts: ParseOptions) -> Facts:
     following it could loop (an archive listing itself) or multiply work without bound.
     """
     import os
+    import stat
 
-    from prebake.inspect import inspect
+    from prebake.inspect import grant, inspect
 
-    if not file.is_file():  # missing, or a FIFO/device that would block
-        raise FormatError(mpath, "thin archive member is missing or not a regular file")
     try:
-        # O_NOFOLLOW: the resolved name must still be the file, not a link swapped in since
-        fd = os.open(file, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-        with open(fd, "rb") as fh:
-            head = fh.read(8)
+        # O_NOFOLLOW: the resolved name must still be the file, not a link swapped in since;
+        # O_NONBLOCK: a FIFO swapped in must not block the open
+        fd = os.open(file, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
+                     | getattr(os, "O_NONBLOCK", 0))
+    except FileNotFoundError:
+        raise FormatError(mpath, "thin archive member is missing") from None
     except OSError as exc:
         raise FormatError(mpath, f"thin archive member: {exc.strerror or exc}") from None
+    with open(fd, "rb") as fh:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):  # a FIFO or device would block or never end
+            raise FormatError(mpath, "thin archive member is not a regular file")
+        head = fh.read(8)
     if is_archive(head):
         raise FormatError(mpath, "a thin archive member that is itself an archive")
+    grant(st.st_size)  # a file of its own: its own room for nested parses
     mf = inspect(file, opts)
     mf.path = mpath
     return mf

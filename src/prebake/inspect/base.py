@@ -13,7 +13,9 @@ Contract for readers (the fuzz test holds every registered reader to it):
   by slices (``data[a:b]``, which reads those bytes) and hands members on with
   ``binreader.part``. Any other reader gets the whole binary as a buffer.
 * Nested binaries (archive members, fat slices) are parsed with
-  ``prebake.inspect.inspect_bytes(view, "lib.a(member.o)", opts)``.
+  ``prebake.inspect.inspect_bytes(view, "lib.a(member.o)", opts)``, which charges each to the
+  file's ``Work`` budget; a reader that turns a member's ``FormatError`` into that member's
+  error must let ``OverBudget`` through (the next member would spend the same again).
 """
 
 from __future__ import annotations

@@ -29,6 +29,30 @@ class Truncated(ValueError):
 HEAD = 64  # bytes at the start of a window kept once read
 
 
+#: the most one read returns on Linux (``MAX_RW_COUNT``): larger reads are made of several
+MAX_READ = 0x7FFFF000
+
+
+def read_at(fd: int, n: int, offset: int, chunk: int = MAX_READ) -> bytes | bytearray:
+    """Exactly ``n`` bytes of ``fd`` from ``offset``, by as many reads as that takes (one
+    ``pread`` returns at most ``MAX_READ`` bytes, and fewer for a pipe or a signal); a file
+    that ends first is ``Truncated``, never fewer bytes."""
+    if n <= chunk:
+        got = os.pread(fd, n, offset)
+        if len(got) == n:
+            return got
+    buf = bytearray(n)
+    view = memoryview(buf)
+    done = 0
+    while done < n:
+        step = os.preadv(fd, [view[done : done + min(chunk, n - done)]], offset + done)
+        if step == 0:
+            raise Truncated(f"the file ended at {offset + done} bytes while it was read")
+        done += step
+    view.release()
+    return buf  # not copied into a bytes object: 2 GiB more would be spent on that alone
+
+
 class FileWindow:
     """``size`` bytes of an open file from ``start``, read when sliced (``window[a:b]`` is
     ``bytes``), for the readers that need only a few parts of a big file: an archive's
@@ -54,11 +78,7 @@ class FileWindow:
             raise ValueError("a file window is read by contiguous slices only")
         if stop <= len(self.head):
             return self.head[start:stop]
-        n = max(0, stop - start)
-        got = os.pread(self.fd, n, self.start + start)
-        if len(got) != n:
-            raise Truncated(f"the file ended at {self.start + start + len(got)} bytes "
-                            "while it was read")
+        got = bytes(read_at(self.fd, max(0, stop - start), self.start + start))
         if start == 0 and not self.head:
             self.head = got[:HEAD]
         return got
@@ -82,7 +102,9 @@ def part(data: Source, start: int, end: int) -> Source:
 
 def whole(data: Source) -> Buffer:
     """``data`` as a buffer, for readers that walk all of a binary (a window is read)."""
-    return memoryview(data[0 : len(data)]) if isinstance(data, FileWindow) else data
+    if isinstance(data, FileWindow):  # read in place: no second copy of a 2 GiB module
+        return memoryview(read_at(data.fd, data.size, data.start))
+    return data
 
 
 class Reader:

@@ -1,9 +1,11 @@
 """ELF reader (System V gABI + the GNU extensions: symbol versioning, DT_FLAGS_1, GCC LTO).
 
-Facts per docs/binary-formats.md §4: class/endianness/machine from the header; NEEDED, SONAME,
-RUNPATH and FLAGS_1 from ``.dynamic`` (via section headers, or PT_DYNAMIC when those are stripped);
-``glibc_max``/``glibcxx_max`` from ``.gnu.version_r`` for images, and for objects from the
-undefined symbols looked up in the generated glibc table (``glibc.py``); the C++ library from
+Facts per docs/binary-formats.md §4: class/endianness/machine from the header; for images,
+NEEDED, SONAME, RUNPATH, FLAGS_1, the version needs (``glibc_max``/``glibcxx_max``) and the
+dynamic symbols from what the loader reads — ``PT_DYNAMIC`` and the tables its entries point at
+— with section headers that disagree an error (``Loaded``, ``_agree``); for objects, the glibc
+floor from the undefined symbols looked up in the generated glibc table (``glibc.py``); the
+C++ library from
 the symbol namespace (``St3__1`` libc++, ``St7__cxx11`` libstdc++ — a substring, not a prefix);
 GCC LTO from ``.gnu.lto_*`` sections or ``__gnu_lto_slim``.
 
@@ -54,12 +56,19 @@ class SHT(IntEnum):
 class DT(IntEnum):
     NULL = 0
     NEEDED = 1
+    HASH = 4
     STRTAB = 5
+    SYMTAB = 6
     STRSZ = 10
+    SYMENT = 11
     SONAME = 14
     RPATH = 15
     RUNPATH = 29
+    GNU_HASH = 0x6FFFFEF5
+    VERSYM = 0x6FFFFFF0
     FLAGS_1 = 0x6FFFFFFB
+    VERDEF = 0x6FFFFFFC
+    VERNEED = 0x6FFFFFFE
 
 
 PT_LOAD = 1
@@ -309,34 +318,101 @@ def _os_evidence(elf: ElfFile, needed: list[str] | None, versions: list[str]) ->
     return None
 
 
-def _dynamic(elf: ElfFile) -> tuple[list[tuple[int, int]], bytes]:
-    """(tag, value) entries of the dynamic section and the string table they refer to."""
+@dataclass(slots=True)
+class Loaded:
+    """What the dynamic loader reads of an image: the ``PT_DYNAMIC`` segment's entries and
+    the file offsets of the tables they point at (through the ``PT_LOAD`` segments), never
+    the section headers, which nothing at run time reads and anyone can retype.
+
+    Offsets are ``None`` where the image has no such entry; ``nsyms`` is how many dynamic
+    symbols the loader's hash table covers at least (``DT_HASH``'s ``nchain`` exactly;
+    ``DT_GNU_HASH`` hashes only the defined symbols, which come last, so one past the last
+    symbol its chains reach), ``None`` without either."""
+
+    rows: list[tuple[int, int]]
+    dynamic: tuple[int, int]  # PT_DYNAMIC's file offset and size
+    strtab: bytes  # DT_STRTAB, DT_STRSZ bytes
+    at: dict[int, int]  # DT tag (STRTAB, SYMTAB, VERNEED, VERSYM, VERDEF) -> file offset
+    ends: dict[int, int]  # ... -> where the PT_LOAD segment holding it ends in the file
+    nsyms: int | None
+
+
+def _loaded(elf: ElfFile) -> Loaded | None:
+    """The loader's view of an image (``None`` without ``PT_DYNAMIC``: nothing is loaded
+    dynamically; also for one of no bytes in the file, which glibc refuses to load, "object
+    file has no dynamic section": a separate debug-info file, whose sections are NOBITS).
+    A pointer no ``PT_LOAD`` segment maps is an error: the loader would read memory the file
+    does not describe."""
     lay = elf.lay
-    sec = elf.first(SHT.DYNAMIC)
-    if sec is not None:
-        raw = elf.section_bytes(sec)
-        rows = list(lay.dyn.iter_unpack(raw[: len(raw) - len(raw) % lay.dyn.size]))
-        strtab = elf.linked_strtab(sec)
-        return _until_null(rows), strtab
-    if elf.count:
-        return [], b""
-    # stripped section headers: PT_DYNAMIC, and DT_STRTAB mapped through PT_LOAD
     segs = elf.segments()
     dyn = next((s for s in segs if s[0] == PT_DYNAMIC), None)
-    if dyn is None:
-        return [], b""
+    if dyn is None or dyn[3] == 0:
+        return None
     count = dyn[3] // lay.dyn.size
     rows = _until_null(table(elf.data, dyn[1], count, lay.dyn, "dynamic segment"))
-    addr = next((v for t, v in rows if t == DT.STRTAB), None)
-    strsz = next((v for t, v in rows if t == DT.STRSZ), 0)
-    if addr is None:
-        return rows, b""
-    for typ, off, vaddr, filesz in segs:
-        if typ == PT_LOAD and vaddr <= addr < vaddr + filesz:
-            start = off + (addr - vaddr)
-            end = min(start + strsz, off + filesz, len(elf.data))
-            return rows, bytes(elf.data[start:end])
-    return rows, b""
+    loads = [(off, vaddr, filesz) for typ, off, vaddr, filesz in segs if typ == PT_LOAD]
+    at: dict[int, int] = {}
+    ends: dict[int, int] = {}
+    for tag in (DT.STRTAB, DT.SYMTAB, DT.VERNEED, DT.VERSYM, DT.VERDEF, DT.HASH, DT.GNU_HASH):
+        addr = next((v for t, v in rows if t == tag), None)
+        if addr is None:
+            continue
+        for off, vaddr, filesz in loads:
+            if vaddr <= addr < vaddr + filesz:
+                at[tag] = off + (addr - vaddr)
+                ends[tag] = min(off + filesz, len(elf.data))
+                break
+        else:
+            raise Truncated(f"{DT(tag).name} points at address {addr:#x}, which no PT_LOAD "
+                            "segment maps from the file")
+    strtab = b""
+    if DT.STRTAB in at:
+        strsz = next((v for t, v in rows if t == DT.STRSZ), 0)
+        start = at[DT.STRTAB]
+        if strsz > ends[DT.STRTAB] - start:
+            raise Truncated(f"DT_STRSZ {strsz} runs past the segment holding DT_STRTAB")
+        strtab = bytes(elf.data[start : start + strsz])
+    return Loaded(rows, (dyn[1], dyn[3]), strtab, at, ends, _nsyms(elf, at, ends))
+
+
+def _nsyms(elf: ElfFile, at: dict[int, int], ends: dict[int, int]) -> int | None:
+    """How many dynamic symbols the loader's hash table covers: ``nchain`` of ``DT_HASH``,
+    or one past the last symbol a ``DT_GNU_HASH`` chain reaches (its ``symoffset`` when no
+    bucket is used: an executable that defines nothing has only undefined symbols, and GNU
+    ld then writes ``symoffset`` 1 whatever their number)."""
+    u32 = elf.lay.u32
+    if DT.HASH in at:
+        off = at[DT.HASH]
+        if off + 8 > ends[DT.HASH]:
+            raise Truncated("DT_HASH header runs past its segment")
+        return int(u32.unpack(bytes(elf.data[off + 4 : off + 8]))[0])
+    if DT.GNU_HASH not in at:
+        return None
+    off, end = at[DT.GNU_HASH], ends[DT.GNU_HASH]
+    if off + 16 > end:
+        raise Truncated("DT_GNU_HASH header runs past its segment")
+    nbuckets, symoffset, bloom, _shift = (
+        u32.unpack_from(bytes(elf.data[off : off + 16]), i)[0] for i in (0, 4, 8, 12))
+    buckets_at = off + 16 + bloom * (8 if elf.lay.is64 else 4)
+    chains_at = buckets_at + 4 * nbuckets
+    if chains_at > end:
+        raise Truncated(f"DT_GNU_HASH: {nbuckets} buckets run past their segment")
+    raw = bytes(elf.data[buckets_at:chains_at])
+    top = max((v[0] for v in u32.iter_unpack(raw)), default=0)
+    if top < symoffset:
+        return int(symoffset)
+    i = top - symoffset  # the last chain: follow it to the entry with the low bit set
+    step = 256
+    while True:
+        start = chains_at + 4 * i
+        if start + 4 > end:
+            raise Truncated("a DT_GNU_HASH chain runs past its segment")
+        chunk = bytes(elf.data[start : min(end, start + 4 * step)])
+        for j, (v,) in enumerate(u32.iter_unpack(chunk[: len(chunk) - len(chunk) % 4])):
+            if v & 1:
+                return int(top + j + 1)
+        top += len(chunk) // 4
+        i += len(chunk) // 4
 
 
 def _until_null(rows: list[tuple[int, ...]]) -> list[tuple[int, int]]:
@@ -352,48 +428,164 @@ def _str(strtab: bytes, off: int) -> str:
     return names_at(strtab, [off])[0] if 0 <= off < len(strtab) else ""
 
 
-def _verneed(elf: ElfFile) -> tuple[list[tuple[str, str]], dict[int, str]]:
-    """(library, version name) pairs and version index -> name, from ``.gnu.version_r``."""
-    sec = elf.first(SHT.GNU_VERNEED)
-    if sec is None:
-        return [], {}
-    raw = elf.section_bytes(sec)
-    strtab = elf.linked_strtab(sec)
+def _verneed(elf: ElfFile, raw: Source, strtab: bytes) -> tuple[list[tuple[str, str]],
+                                                                 dict[int, str]]:
+    """(library, version name) pairs and version index -> name, from a version-needs table
+    (``DT_VERNEED``'s bytes to the end of their segment). The chain is walked as the loader
+    walks it, to ``vn_next == 0``: one that runs past those bytes is an error, never an
+    early stop that would leave a requirement unread."""
     u16, u32 = elf.lay.u16, elf.lay.u32
     out: list[tuple[str, str]] = []
     index: dict[int, str] = {}
+
+    def rec(at: int, what: str) -> bytes:
+        if at < 0 or at + 16 > len(raw):
+            raise Truncated(f"{what} at {at} runs past the version-needs table")
+        return bytes(raw[at : at + 16])
+
     off = 0
     budget = len(raw) // 16 + 1  # every record is 16 bytes: more steps means a cycle
-    while budget > 0 and off + 16 <= len(raw):
+    while True:
         budget -= 1
-        cnt = u16.unpack_from(raw, off + 2)[0]
-        lib = _str(strtab, u32.unpack_from(raw, off + 4)[0])
-        aux = off + u32.unpack_from(raw, off + 8)[0]
-        for _ in range(cnt):
-            if budget <= 0 or aux + 16 > len(raw):
-                break
+        head = rec(off, "a Verneed record")
+        lib = _str(strtab, u32.unpack_from(head, 4)[0])
+        aux = off + u32.unpack_from(head, 8)[0]
+        while True:  # to vna_next == 0, as glibc's loader does (vn_cnt is not consulted)
             budget -= 1
-            other = u16.unpack_from(raw, aux + 6)[0]
-            name = _str(strtab, u32.unpack_from(raw, aux + 8)[0])
+            if budget < 0:
+                raise Truncated("the version-needs chain loops")
+            a = rec(aux, "a Vernaux record")
+            other = u16.unpack_from(a, 6)[0]
+            name = _str(strtab, u32.unpack_from(a, 8)[0])
             out.append((lib, name))
             index[other & 0x7FFF] = name
-            nxt = u32.unpack_from(raw, aux + 12)[0]
+            nxt = u32.unpack_from(a, 12)[0]
             if nxt == 0:
                 break
             aux += nxt
-        nxt = u32.unpack_from(raw, off + 12)[0]
-        if nxt == 0:
+        nxt = u32.unpack_from(head, 12)[0]
+        if nxt == 0 or budget < 0:
+            if budget < 0:
+                raise Truncated("the version-needs chain loops")
             break
         off += nxt
     return out, index
 
 
-def _verdef_names(elf: ElfFile) -> set[str]:
-    sec = elf.first(SHT.GNU_VERDEF)
+def _table_at(elf: ElfFile, loaded: Loaded, tag: int) -> Source:
+    """The bytes from what ``tag`` points at to the end of the segment holding it, as a
+    window (nothing read until sliced) or a view."""
+    from prebake.inspect.binreader import part
+
+    start = loaded.at[tag]
+    return part(elf.data, start, loaded.ends[tag])
+
+
+SECTION_OF = {  # DT tag -> the section type that describes the same table
+    DT.SYMTAB: SHT.DYNSYM, DT.VERNEED: SHT.GNU_VERNEED, DT.VERSYM: SHT.GNU_VERSYM,
+    DT.VERDEF: SHT.GNU_VERDEF,
+}
+
+
+def _agree(elf: ElfFile, loaded: Loaded | None) -> None:
+    """Section headers that describe the dynamic tables differently from what the loader
+    reads are an error naming both: retyping ``.dynamic`` or ``.gnu.version_r`` hides a
+    NEEDED library or a GLIBC_2.34 requirement from a reader of sections, never from the
+    loader. An image without section headers has nothing to disagree with."""
+    if not elf.count:
+        return
+    dsec = elf.first(SHT.DYNAMIC)
+    if loaded is None:
+        if dsec is not None:
+            raise FormatError(elf.path, f"section {_sname(elf, dsec)} is SHT_DYNAMIC but "
+                                        "there is no PT_DYNAMIC segment (what the loader "
+                                        "reads); the section headers disagree with it")
+        return
+    off = loaded.dynamic[0]
+    if dsec is None or dsec.offset != off:
+        there = _section_at(elf, off)
+        raise FormatError(elf.path, f"PT_DYNAMIC is at offset {off:#x}, but "
+                          + (f"the SHT_DYNAMIC section {_sname(elf, dsec)} is at "
+                             f"{dsec.offset:#x}" if dsec is not None
+                             else "no section is SHT_DYNAMIC")
+                          + (f" (section {there} is there)" if there else "")
+                          + "; the section headers disagree with what the loader reads")
+    strsec = elf.section(dsec.link) if 0 < dsec.link < elf.count else None
+    if DT.STRTAB in loaded.at and (strsec is None or strsec.offset != loaded.at[DT.STRTAB]):
+        raise FormatError(elf.path, f"DT_STRTAB is at offset {loaded.at[DT.STRTAB]:#x}, but "
+                          f"the section {_sname(elf, dsec)} links to "
+                          + (f"{_sname(elf, strsec)} at {strsec.offset:#x}" if strsec
+                             else f"no section (sh_link {dsec.link})")
+                          + "; the section headers disagree with what the loader reads")
+    for tag, sht in SECTION_OF.items():
+        sec = elf.first(sht)
+        want = loaded.at.get(tag)
+        if want is None and sec is None:
+            continue
+        if want is None and sec is not None:
+            raise FormatError(elf.path, f"section {_sname(elf, sec)} is {SHT(sht).name} but "
+                              f"PT_DYNAMIC has no DT_{DT(tag).name}; the section headers "
+                              "disagree with what the loader reads")
+        if sec is None or sec.offset != want:
+            there = _section_at(elf, want or 0)
+            raise FormatError(
+                elf.path, f"DT_{DT(tag).name} points at offset {want:#x}, but "
+                + (f"the {SHT(sht).name} section {_sname(elf, sec)} is at {sec.offset:#x}"
+                   if sec is not None else f"no section is {SHT(sht).name}")
+                + (f" (section {there} is there)" if there else "")
+                + "; the section headers disagree with what the loader reads")
+        if tag == DT.SYMTAB and loaded.nsyms is not None and (
+                sec.size // (sec.entsize or elf.lay.sym.size) < loaded.nsyms
+                or (DT.HASH in loaded.at
+                    and sec.size // (sec.entsize or elf.lay.sym.size) != loaded.nsyms)):
+            raise FormatError(elf.path, f"the hash table covers {loaded.nsyms} dynamic "
+                              f"symbols, but section {_sname(elf, sec)} holds "
+                              f"{sec.size // (sec.entsize or elf.lay.sym.size)}; the section "
+                              "headers disagree with what the loader reads")
+
+
+# section types prebake does not read, named in messages (what a retyped section became)
+OTHER_SHT = {0: "NULL", 1: "PROGBITS", 4: "RELA", 5: "HASH", 7: "NOTE", 9: "REL"}
+
+
+def _sname(elf: ElfFile, sec: Section | None) -> str:
+    """A section's name for a message: ``'.gnu.version_r'`` (type PROGBITS)."""
     if sec is None:
-        return set()
-    raw = elf.section_bytes(sec)
-    strtab = elf.linked_strtab(sec)
+        return "?"
+    start, end = elf._shstr
+    name = ""
+    if end > start and 0 <= sec.name < end - start:
+        raw = bytes(elf.data[start + sec.name : min(end, start + sec.name + 64)])
+        name = raw.split(b"\0", 1)[0].decode("utf-8", "replace")
+    kind = (SHT(sec.type).name if sec.type in SHT._value2member_map_
+            else OTHER_SHT.get(sec.type, f"{sec.type:#x}"))
+    return f"{name!r} (type {kind})"
+
+
+def _section_at(elf: ElfFile, off: int) -> str | None:
+    for i in range(1, elf.count):
+        sec = elf.section(i)
+        if sec.offset == off and sec.size:
+            return f"{i} {_sname(elf, sec)}"
+    return None
+
+
+def _verdef_names(elf: ElfFile, loaded: Loaded | None = None) -> set[str]:
+    """The version names an image defines: from ``DT_VERDEF`` where ``loaded`` is given,
+    else from the ``.gnu.version_d`` section (the version proof's reading of a library)."""
+    if loaded is not None:
+        if DT.VERDEF not in loaded.at:
+            return set()
+        start = loaded.at[DT.VERDEF]
+        # a verdef table is a few records: its bytes up to 64 KiB of the segment are read
+        raw: Buffer = bytes(elf.data[start : min(loaded.ends[DT.VERDEF], start + (1 << 16))])
+        strtab = loaded.strtab
+    else:
+        sec = elf.first(SHT.GNU_VERDEF)
+        if sec is None:
+            return set()
+        raw = elf.section_bytes(sec)
+        strtab = elf.linked_strtab(sec)
     u32 = elf.lay.u32
     out: set[str] = set()
     off = 0
@@ -628,7 +820,9 @@ class ElfReader:
         _object_glibc(facts, undefined)
 
     def _image(self, elf: ElfFile, facts: Facts, opts: ParseOptions) -> None:
-        rows, dynstr = _dynamic(elf)
+        loaded = _loaded(elf)
+        _agree(elf, loaded)
+        rows, dynstr = (loaded.rows, loaded.strtab) if loaded is not None else ([], b"")
         needed = [_str(dynstr, v) for t, v in rows if t == DT.NEEDED]
         soname = next((_str(dynstr, v) for t, v in rows if t == DT.SONAME), None)
         runpath = [_str(dynstr, v) for t, v in rows if t in (DT.RUNPATH, DT.RPATH)]
@@ -644,7 +838,10 @@ class ElfReader:
         facts.soname = soname
         if runpath:
             facts.details["runpath"] = runpath
-        verneed, verindex = _verneed(elf)
+        verneed: list[tuple[str, str]] = []
+        verindex: dict[int, str] = {}
+        if loaded is not None and DT.VERNEED in loaded.at:
+            verneed, verindex = _verneed(elf, _table_at(elf, loaded, DT.VERNEED), dynstr)
         vnames = [v for _, v in verneed]
         ev = _os_evidence(elf, needed, vnames)
         if ev:
@@ -667,8 +864,8 @@ class ElfReader:
                 )
         if facts.os == "linux" and not verneed:
             facts.note("glibc_max", "no symbol versions: static or not linked against glibc")
-        dsec = elf.first(SHT.DYNSYM)
-        dstr = elf.linked_strtab(dsec) if dsec is not None else b""
+        # the dynamic string table as the loader reads it (the sections agree, or it failed)
+        dstr = dynstr if loaded is not None and DT.SYMTAB in loaded.at else b""
         # an unstripped image's .symtab also shows what static linking hid from .dynsym
         ssec = elf.first(SHT.SYMTAB)
         sstr = elf.linked_strtab(ssec) if ssec is not None else b""
@@ -680,8 +877,8 @@ class ElfReader:
         _eh(elf, facts, names, complete=elf.count > 0)
         lsda = elf.has_section_text(LSDA_SECTION)
         _cxx_stdlib(facts, allstr, needed, vnames, complete=ssec is not None or not lsda)
-        if dsec is not None and opts.symbols:
-            facts.symbols = _image_symbols(elf, dsec, dstr, verindex)
+        if loaded is not None and DT.SYMTAB in loaded.at and opts.symbols:
+            facts.symbols = _image_symbols(elf, loaded, verindex)
 
 
 def _object_symbols(elf: ElfFile, sec: Section, strtab: bytes) -> Symbols:
@@ -690,16 +887,32 @@ def _object_symbols(elf: ElfFile, sec: Section, strtab: bytes) -> Symbols:
     return Symbols(defined=defined, undefined=undefined, exports=exports, weak=weak)
 
 
-def _image_symbols(elf: ElfFile, sec: Section, strtab: bytes, verindex: dict[int, str]) -> Symbols:
-    raw = elf.section_bytes(sec)
+def _image_symbols(elf: ElfFile, loaded: Loaded, verindex: dict[int, str]) -> Symbols:
+    """The dynamic symbols the loader looks up: ``DT_SYMTAB``, as many as the hash table
+    covers (or, without one, as the ``.dynsym`` section holds: ``_agree`` placed it)."""
     st = elf.lay.sym
-    rows = list(st.iter_unpack(raw[: len(raw) - len(raw) % st.size]))
+    nsyms = loaded.nsyms or 0
+    dsec = elf.first(SHT.DYNSYM)
+    if dsec is not None and DT.HASH not in loaded.at:
+        # GNU_HASH covers the defined symbols, and the undefined ones before them (fewer
+        # or none when nothing is defined): the section ``_agree`` placed counts them all
+        nsyms = max(nsyms, dsec.size // st.size)
+    entsize = next((v for t, v in loaded.rows if t == DT.SYMENT), st.size) or st.size
+    if entsize < st.size:
+        raise Truncated(f"DT_SYMENT {entsize} is smaller than a symbol ({st.size} bytes)")
+    start = loaded.at[DT.SYMTAB]
+    if nsyms * entsize > loaded.ends[DT.SYMTAB] - start:
+        raise Truncated(f"{nsyms} dynamic symbols run past the segment holding DT_SYMTAB")
+    raw = bytes(elf.data[start : start + nsyms * entsize])
+    rows = [st.unpack_from(raw, i * entsize) for i in range(nsyms)]
     versym: list[int] = []
-    vsec = elf.first(SHT.GNU_VERSYM)
-    if vsec is not None:
-        vraw = elf.section_bytes(vsec)
+    if DT.VERSYM in loaded.at:
+        vstart = loaded.at[DT.VERSYM]
+        vend = min(loaded.ends[DT.VERSYM], vstart + 2 * nsyms)
+        vraw = bytes(elf.data[vstart:vend])
         versym = [v[0] for v in elf.lay.u16.iter_unpack(vraw[: len(vraw) - len(vraw) % 2])]
-    verdefs = _verdef_names(elf)
+    verdefs = _verdef_names(elf, loaded)
+    strtab = loaded.strtab
     names = names_at(strtab, [r[0] for r in rows])
     out = Symbols()
     for i, ((_, info, other, shndx), name) in enumerate(zip(rows, names, strict=True)):

@@ -20,7 +20,9 @@ what the user passed, never at the temporary folder.
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,17 +44,53 @@ def is_package(p: Path) -> bool:
 
 
 def is_binary(p: Path) -> bool:
-    """A file whose first bytes one of the inspector's readers claims (no parsing)."""
+    """A regular file whose first bytes one of the inspector's readers claims (no parsing);
+    False for anything that cannot be read (``head`` says why)."""
+    try:
+        return _claimed(p)
+    except OSError:
+        return False
+
+
+def _claimed(p: Path) -> bool:
+    """``is_binary``, raising ``OSError`` when the file cannot be read (``Unreadable``'s
+    caller names it). A FIFO or device is never read: the open does not block and what was
+    opened must be a regular file."""
     from prebake.inspect import sniff
 
     if p.name.lower().endswith(TEXT_SUFFIXES):
         return False
-    try:
-        with open(p, "rb") as fh:
-            head = fh.read(64)
-    except OSError:
-        return False
+    fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with open(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False
+        head = fh.read(64)
     return bool(head) and sniff(head) is not None
+
+
+def _kind(p: Path) -> str | None:
+    """None for a regular file or a folder (followed through links), else why it is not
+    read: what special file it is, or why it cannot be looked at (a symlink loop)."""
+    from prebake.inspect import special_kind
+
+    try:
+        mode = p.stat().st_mode
+    except OSError as exc:
+        return _why(exc)
+    except RuntimeError:  # Python < 3.13 spells a loop that way in places
+        return LOOP
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    return f"is {special_kind(mode)}, not a regular file; not read"
+
+
+LOOP = "symlink loop (too many levels of symbolic links); not followed"
+
+
+def _why(exc: OSError) -> str:
+    if exc.errno == errno.ELOOP:
+        return LOOP
+    return f"cannot be read: {exc.strerror or exc}"
 
 
 @dataclass
@@ -73,6 +111,9 @@ class Resolution:
     binaries: list[Binary] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # files that are not binaries
     escapes: list[str] = field(default_factory=list)  # "shown -> target": symlinks leaving it
+    # (shown, reason): what could not be looked at, so no verdict may pass over it: a file or
+    # folder that cannot be read, a FIFO, socket or device, a symlink loop
+    unreadable: list[tuple[str, str]] = field(default_factory=list)
     packages: list[str] = field(default_factory=list)  # packages unpacked (shown names)
     # (temporary folder + "/", shown name + "!"): how to name what a package held
     labels: list[tuple[str, str]] = field(default_factory=list)
@@ -100,8 +141,11 @@ class Resolver:
         """A path named by the user: a binary, a folder or a package."""
         p = Path(path)
         shown = shown if shown is not None else str(p)
-        if not p.exists():
+        if not p.exists() and not p.is_symlink():
             raise PrebakeError(f"{p}: no such file or folder")
+        why = _kind(p)
+        if why is not None:
+            raise PrebakeError(f"{p}: {why}")
         if p.is_dir():
             self._walk(p, shown, depth=0)
         elif is_package(p) and not is_binary(p):
@@ -129,13 +173,18 @@ class Resolver:
     def _walk(self, root: Path, shown: str, *, depth: int,
               package: bool = False) -> None:
         base = root.resolve()
-        for f, rel in _tree(root, base, self.out.escapes, shown, package):
+        for f, rel in _tree(root, base, self.out, shown, package):
             real = f.resolve()
             name = (shown + rel) if package else str(root / rel)
             if real in self._seen:
                 continue  # libfoo.so -> libfoo.so.1: one file, one verdict
             self._seen.add(real)
-            if is_binary(f):
+            try:
+                binary = _claimed(f)
+            except OSError as exc:
+                self.out.unreadable.append((name, _why(exc)))
+                continue
+            if binary:
                 self.out.binaries.append(Binary(f, name, rel, root=base))
             elif is_package(f) and depth < MAX_NESTING:
                 self._package(f, name, depth)
@@ -143,13 +192,20 @@ class Resolver:
                 self.out.skipped.append(name)
 
 
-def _tree(root: Path, base: Path, escapes: list[str], shown: str, package: bool
+def _tree(root: Path, base: Path, out: Resolution, shown: str, package: bool
           ) -> Iterator[tuple[Path, str]]:
-    """Every file below ``root`` (sorted, real files before links to them), following symlinks
-    that resolve inside ``base``; the others are recorded in ``escapes``. Iterative, so a deep
-    or looping tree cannot exhaust the stack; each real folder is entered once, and a tree
-    deeper than ``prebake.walk.MAX_DEPTH`` is refused."""
+    """Every regular file below ``root`` (sorted, real files before links to them), following
+    symlinks that resolve inside ``base``; the others are recorded in ``out.escapes``, and
+    what cannot be looked at (a folder or link that cannot be read, a link loop, a FIFO,
+    socket or device) in ``out.unreadable``. Iterative, so a deep or looping tree cannot
+    exhaust the stack; each real folder is entered once, and a tree deeper than
+    ``prebake.walk.MAX_DEPTH`` is refused."""
     from prebake.walk import MAX_DEPTH, TooDeep
+
+    escapes = out.escapes
+
+    def label(rel: str) -> str:
+        return (shown + rel) if package else str(root / rel)
 
     visited: set[Path] = set()
     stack: list[tuple[Path, str, int]] = [(root, "", 0)]
@@ -164,18 +220,31 @@ def _tree(root: Path, base: Path, escapes: list[str], shown: str, package: bool
             continue
         visited.add(real_folder)
         try:
-            entries = sorted(os.scandir(folder), key=lambda e: e.name)
-        except OSError:
+            with os.scandir(folder) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as exc:
+            # a folder that cannot be listed may hold anything: named, never passed over
+            out.unreadable.append((label(prefix.rstrip("/")) if prefix else
+                                   (shown.rstrip("!") if package else str(root)),
+                                   "folder " + _why(exc)))
             continue
         subdirs: list[tuple[Path, str, int]] = []
         for e in entries:
             p = Path(e.path)
             rel = prefix + e.name
             if e.is_symlink():
-                target = p.resolve()
-                if not target.is_relative_to(base) or not target.exists():
-                    label = (shown + rel) if package else str(root / rel)
-                    escapes.append(f"{label} -> {p.readlink()}")
+                try:
+                    target = p.resolve()
+                    why = _kind(target) if target.exists() else None
+                except (OSError, RuntimeError) as exc:  # 3.11 raises RuntimeError for a loop
+                    target, why = None, (_why(exc) if isinstance(exc, OSError) else LOOP)
+                if target is not None and why is None and (
+                        not target.is_relative_to(base) or not target.exists()):
+                    escapes.append(f"{label(rel)} -> {p.readlink()}")
+                    continue
+                if why is not None or target is None:
+                    out.unreadable.append((label(rel), f"{why or LOOP} (a symlink to "
+                                                       f"{_target(p)})"))
                     continue
                 if target.is_dir():
                     subdirs.append((p, rel + "/", depth + 1))
@@ -185,9 +254,18 @@ def _tree(root: Path, base: Path, escapes: list[str], shown: str, package: bool
                 subdirs.append((p, rel + "/", depth + 1))
             elif e.is_file(follow_symlinks=False):
                 files.append((False, rel, p))
+            else:
+                out.unreadable.append((label(rel), _kind(p) or "is not a regular file; not read"))
         stack.extend(reversed(subdirs))
     for _link, rel, p in sorted(files, key=lambda t: (t[0], t[1])):
         yield p, rel
+
+
+def _target(p: Path) -> str:
+    try:
+        return str(p.readlink())
+    except OSError:
+        return "?"
 
 
 def resolve(paths: list[Path], tmp: Path) -> Resolution:
