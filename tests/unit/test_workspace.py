@@ -63,7 +63,7 @@ def test_onnxruntime_recipe_strategies() -> None:
     assert isinstance(wasm, Build)
     [line] = [c for c in wasm.commands if isinstance(c, str) and "build.py" in c]
     for flag in ("--build_wasm_static_lib", "--enable_wasm_simd", "--enable_wasm_threads",
-                 "--disable_wasm_exception_catching", "--skip_tests", "--skip_submodule_sync",
+                 "{release[wasm_eh]}", "--skip_tests", "--skip_submodule_sync",
                  "--allow_running_as_root", "--emsdk_version {pins[emsdk]}"):
         assert flag in line
     assert "CFLAGS" in wasm.env_unset
@@ -75,12 +75,13 @@ def test_onnxruntime_recipe_strategies() -> None:
 def test_workspace_recipe_overrides_builtin(tmp_path: Path) -> None:
     ws_dir = tmp_path / "sdk"
     shutil.copytree(SDK, ws_dir, ignore=shutil.ignore_patterns("releases"))
-    own = (BUILTIN_DIR / "onnxruntime" / "recipe.py").read_text()
-    (ws_dir / "recipes" / "onnxruntime.py").write_text(own)
-    # the recipe's data (its dependency table, its patches) goes with it
-    shutil.copytree(BUILTIN_DIR / "onnxruntime", ws_dir / "recipes" / "onnxruntime")
+    # the recipe is one folder: its data (dependency table, patches) goes with it
+    shutil.copytree(BUILTIN_DIR / "onnxruntime", ws_dir / "recipes" / "onnxruntime",
+                    ignore=shutil.ignore_patterns("__pycache__"))
     ws = load_workspace(ws_dir)
-    assert ws.recipes["onnxruntime"].path == (ws_dir / "recipes" / "onnxruntime.py").resolve()
+    own = (ws_dir / "recipes" / "onnxruntime" / "recipe.py").resolve()
+    assert ws.recipes["onnxruntime"].path == own
+    assert ws.recipes["onnxruntime"].folder == own.parent
 
 
 def test_local_sources_resolve_next_to_the_recipe() -> None:
