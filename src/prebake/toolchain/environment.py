@@ -142,7 +142,11 @@ def identity(env_name: str) -> str:
 
 
 def debian_mirror() -> str | None:
-    """The Debian mirror apt uses here (its main archive, not the security one)."""
+    """The Debian mirror to bootstrap from: ``$PREBAKE_DEBIAN_MIRROR`` (a runner whose own apt
+    is not Debian's, as CI sets it), else the one apt uses here (its main archive, not the
+    security one)."""
+    if (given := os.environ.get("PREBAKE_DEBIAN_MIRROR")) is not None:
+        return given.strip() or None
     for src in SOURCES:
         try:
             text = src.read_text()
@@ -162,7 +166,8 @@ def _why_not() -> str | None:
         if shutil.which(tool) is None:
             return f"{tool} is not installed (apt-get install mmdebstrap util-linux mount)"
     if debian_mirror() is None:
-        return f"no Debian mirror in {' or '.join(map(str, SOURCES))}"
+        return (f"no Debian mirror in {' or '.join(map(str, SOURCES))} "
+                "(or set PREBAKE_DEBIAN_MIRROR)")
     return None
 
 
