@@ -188,6 +188,21 @@ def write_wrappers(env: Environment) -> None:
             tmp.replace(path)
 
 
+# Debian's archive keys as the debian-archive-keyring package installs them. A Debian machine's
+# apt trusts them already; an Ubuntu runner's apt trusts only Ubuntu's, so the sources line names
+# this keyring itself (signatures are verified either way, against Debian's own keys).
+DEBIAN_KEYRING = Path("/usr/share/keyrings/debian-archive-keyring.gpg")
+
+
+def mmdebstrap_argv(env: Environment, dest: Path) -> list[str]:
+    argv = ["mmdebstrap", "--variant=apt", f"--include={','.join(env.packages)}"]
+    if not env.check_valid_until:
+        # the date check only: no AllowInsecureRepositories, no --no-check-gpg
+        argv.append('--aptopt=Acquire::Check-Valid-Until "false"')
+    signed = f"[signed-by={DEBIAN_KEYRING}] " if DEBIAN_KEYRING.is_file() else ""
+    return [*argv, env.suite, str(dest), f"deb {signed}{debian_mirror()} {env.suite} main"]
+
+
 def install(env: Environment) -> tuple[bool, str]:
     """Make the root (when missing) and its wrappers: (True, what was done) or (False, why)."""
     if (env.root / "usr" / "bin").is_dir():
@@ -199,11 +214,7 @@ def install(env: Environment) -> tuple[bool, str]:
     tmp = env.root.with_name(env.root.name + f".tmp{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.parent.mkdir(parents=True, exist_ok=True)
-    argv = ["mmdebstrap", "--variant=apt", f"--include={','.join(env.packages)}"]
-    if not env.check_valid_until:
-        # the date check only: no AllowInsecureRepositories, no --no-check-gpg
-        argv.append('--aptopt=Acquire::Check-Valid-Until "false"')
-    argv += [env.suite, str(tmp), f"deb {debian_mirror()} {env.suite} main"]
+    argv = mmdebstrap_argv(env, tmp)
     try:
         proc = subprocess.run(argv, capture_output=True, text=True, errors="replace",
                               timeout=MMDEBSTRAP_TIMEOUT, check=False, stdin=subprocess.DEVNULL)
