@@ -55,10 +55,8 @@ def _run(argv: list[str | Path], cwd: Path, timeout: float = 600,
     return proc
 
 
-@pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """(wheel, venv): the wheel built from the tracked files, installed in a new venv."""
-    tmp = tmp_path_factory.mktemp("wheel")
+def build_wheel(tmp: Path) -> Path:
+    """sdist and wheel (``python -m build``) of the tracked files, into ``tmp/dist``."""
     src = tmp / "src"
     for rel in _tracked():
         dest = src / rel
@@ -68,6 +66,14 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     _run([sys.executable, "-m", "build", "--outdir", tmp / "dist", src], cwd=tmp)
     (wheel,) = (tmp / "dist").glob("prebake-*.whl")
     assert len(list((tmp / "dist").glob("prebake-*.tar.gz"))) == 1
+    return wheel
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """(wheel, venv): the wheel built from the tracked files, installed in a new venv."""
+    tmp = tmp_path_factory.mktemp("wheel")
+    wheel = build_wheel(tmp)
     venv = tmp / "venv"
     _run([sys.executable, "-m", "venv", venv], cwd=tmp)
     _run([venv / "bin" / "python", "-m", "pip", "install", "-q", wheel], cwd=tmp)
