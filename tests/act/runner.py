@@ -10,7 +10,7 @@ server).
 As a command, for a workflow of this repository (the jobs, or all of them)::
 
     python -m tests.act.runner .github/workflows/prebake-kiln-onnxruntime.yml \\
-        -j plan -j build-ort-linux-x86_64
+        -j build-ort-linux-x86_64 --env PREBAKE_CACHE=/var/cache/prebake-tests/suite/prebake-cache
 
 """
 
@@ -74,11 +74,14 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("workflow", type=Path)
     parser.add_argument("-j", "--job", action="append", default=[])
+    parser.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
+                        help="a variable for the runner (PREBAKE_CACHE: a download cache)")
     parser.add_argument("--folders", type=Path, default=None,
                         help="caches and artifacts (default: a new temporary folder)")
     args = parser.parse_args()
     folders = args.folders or Path(tempfile.mkdtemp(prefix="prebake-act-"))
-    argv = act_argv(args.workflow.resolve(), folders, args.job)
+    argv = act_argv(args.workflow.resolve(), folders, args.job,
+                    dict(kv.split("=", 1) for kv in args.env))
     print("$", " ".join(argv), flush=True)
     os.environ["XDG_CACHE_HOME"] = str(folders / "xdg-cache")
     sys.exit(subprocess.call(argv))
