@@ -7,7 +7,7 @@ venv, caches and artifacts are folders under ``PREBAKE_ACT_FOLDERS``. act itself
 repository for ``actions/checkout``. Nothing reaches GitHub (``--action-offline-mode``, no cache
 server).
 
-As a command, for a workflow of this repository (the jobs, or all of them)::
+As a command, for a workflow of this repository (one job with the jobs it needs, or all)::
 
     python -m tests.act.runner .github/workflows/prebake-kiln-onnxruntime.yml \\
         -j build-ort-linux-x86_64 --env PREBAKE_CACHE=/var/cache/prebake-tests/suite/prebake-cache
@@ -20,7 +20,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 
 from prebake.ci.defaults import ci_defaults
@@ -33,7 +33,7 @@ STAND_INS = {"actions/setup-python": HERE / "setup-python", "actions/cache": HER
              "actions/download-artifact": HERE / "download-artifact"}
 
 
-def act_argv(workflow: Path, folders: Path, jobs: Sequence[str] = (),
+def act_argv(workflow: Path, folders: Path, job: str | None = None,
              env: Mapping[str, str] | None = None, branch: str = "main") -> list[str]:
     # the push event as GitHub sends it for the default branch (act's own payload says
     # "master", and the plan job would then decide that the run publishes nothing)
@@ -50,12 +50,12 @@ def act_argv(workflow: Path, folders: Path, jobs: Sequence[str] = (),
             argv += ["--local-repository", f"{repo}@{action.commit}={STAND_INS[repo]}"]
     for key, value in (env or {}).items():
         argv += ["--env", f"{key}={value}"]
-    for job in jobs:
-        argv += ["-j", job]
+    if job:
+        argv += ["-j", job]  # act runs one job (and those it needs); a second -j replaces it
     return argv
 
 
-def run_act(repo: Path, workflow: Path, folders: Path, jobs: Sequence[str] = (),
+def run_act(repo: Path, workflow: Path, folders: Path, job: str | None = None,
             env: Mapping[str, str] | None = None, timeout: float = 1800,
             extra_env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """act in ``repo`` (a git repository); its own files (cache of action clones) go into
@@ -63,7 +63,7 @@ def run_act(repo: Path, workflow: Path, folders: Path, jobs: Sequence[str] = (),
     folders.mkdir(parents=True, exist_ok=True)
     proc_env = {**os.environ, "XDG_CACHE_HOME": str(folders / "xdg-cache"),
                 **(extra_env or {})}
-    return subprocess.run(act_argv(workflow, folders, jobs, env), cwd=repo, env=proc_env,
+    return subprocess.run(act_argv(workflow, folders, job, env), cwd=repo, env=proc_env,
                           capture_output=True, text=True, timeout=timeout, check=False)
 
 
@@ -73,7 +73,7 @@ if __name__ == "__main__":
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("workflow", type=Path)
-    parser.add_argument("-j", "--job", action="append", default=[])
+    parser.add_argument("-j", "--job", default=None, help="one job (and the jobs it needs)")
     parser.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
                         help="a variable for the runner (PREBAKE_CACHE: a download cache)")
     parser.add_argument("--folders", type=Path, default=None,
