@@ -12,7 +12,7 @@ from tests import support
 # build clears no CXXFLAGS, and no store is configured (the default one).
 TOML = support.gcc_workspace("demo-sdk", 'hello = "1.0.0"  # the library\'s version', "core",
                              '["hello"]', env_unset=("CFLAGS", "CPPFLAGS", "LDFLAGS"), more="",
-                             tail='\n[ci]\ninstall = "python -m pip install prebake"')
+                             tail='\n[ci]\ninstall = "python -m pip install prebake==0.1.0"')
 
 RECIPE = '''\
 """hello: a C library with one public function (declared in its header) and one internal."""

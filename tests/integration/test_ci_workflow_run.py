@@ -59,7 +59,7 @@ def clone(tmp_path: Path) -> tuple[Path, Path]:
 
 def test_workflow_names_no_checkout_path_host_or_user(clone: tuple[Path, Path]) -> None:
     origin, other = clone
-    text = (origin / ".github/workflows/prebake.yml").read_text()
+    text = (origin / ".github/workflows/prebake-demo-sdk.yml").read_text()
     assert str(origin) not in text and "file:///" not in text
     assert socket.gethostname() not in text
     user = getpass.getuser()
@@ -91,6 +91,7 @@ class Runner:
 
     def expr(self, text: str, steps: Mapping[str, Mapping[str, str]]) -> str:
         known = {"secrets.GITHUB_TOKEN": "", "github.workspace": str(self.repo),
+                 "runner.temp": str(self.artifacts.parent / "runner-temp"),
                  "github.event.repository.default_branch": "main",
                  "github.workflow": "prebake", "github.ref": "refs/heads/main"}
 
@@ -177,7 +178,7 @@ class Runner:
 def test_one_leg_of_the_generated_workflow_runs(clone: tuple[Path, Path], tmp_path: Path
                                                 ) -> None:
     _, repo = clone
-    workflow = yaml.safe_load((repo / ".github/workflows/prebake.yml").read_text())
+    workflow = yaml.safe_load((repo / ".github/workflows/prebake-demo-sdk.yml").read_text())
     store = tmp_path / "store"
     store.mkdir()
     env = _env({"PREBAKE_CI_STORE": f"file://{store}", "GITHUB_EVENT_NAME": "push",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -42,7 +43,7 @@ def repo(tmp_path: Path) -> Path:
 
 
 def workflow_file(repo: Path) -> Path:
-    return repo / ".github" / "workflows" / "prebake.yml"
+    return repo / ".github" / "workflows" / "prebake-kiln-sdk.yml"
 
 
 def generate(repo: Path, *extra: str) -> int:
@@ -96,7 +97,7 @@ def test_triggers_concurrency_and_timeouts(repo: Path) -> None:
 
 def test_publish_conditions_and_permissions(repo: Path) -> None:
     wf = load(repo)
-    assert wf["permissions"] == {"contents": "read"}
+    assert wf["permissions"] == {}  # nothing unless a job says so
     for name, job in wf["jobs"].items():
         if name.startswith("publish-"):
             assert job["permissions"] == {"contents": "write"}
@@ -106,7 +107,7 @@ def test_publish_conditions_and_permissions(repo: Path) -> None:
             [step] = [s for s in job["steps"] if "prebake publish" in s.get("run", "")]
             assert step["env"]["RELEASE"] == "${{ needs.plan.outputs.release }}"
         else:
-            assert "permissions" not in job, f"{name} must not get write access"
+            assert job["permissions"] == {"contents": "read"}, f"{name} must not write"
     assert wf["jobs"]["plan"]["outputs"]["release"] == "${{ steps.decide.outputs.release }}"
 
 
@@ -135,8 +136,10 @@ def test_leg_steps_hash_skip_ccache_and_hand_over(repo: Path) -> None:
     env = steps[build]["env"]
     assert env["PREBAKE_COMPILER_LAUNCHER"] == "ccache"
     assert env["CCACHE_DIR"].endswith(steps[names.index("Save ccache")]["with"]["path"])
-    assert any(s.get("uses", "").startswith("mymindstorm/setup-emsdk") and
-               s["with"]["version"] == "3.1.6" for s in steps)
+    # emsdk at the pin, by prebake itself, before anything asks the compiler
+    install = names.index("Install emsdk 3.1.6 (prebake toolchain install)")
+    assert steps[install]["run"] == "prebake toolchain install --platform wasm\n"
+    assert install < skip
     upload = steps[names.index("Hand the assets to later stages and publishing")]
     assert "kiln-sdk-media-0.12.0-wasm.tar.xz.json" in upload["with"]["path"]
     assert "kiln-sdk-media-0.12.0-wasm.tar.xz.intoto.json" in upload["with"]["path"]
@@ -162,13 +165,13 @@ def test_the_workflow_installs_exactly_the_pinned_toolchains(repo: Path) -> None
     jobs = load(repo)["jobs"]
     for platform in ("linux-aarch64", "macos-x86_64"):
         runs = [s.get("run", "") for s in jobs[f"build-core-{platform}"]["steps"]]
-        assert "python -m pip install ziglang==0.17.1" in runs
+        assert "python -m pip install ziglang==0.17.1\n" in runs
         assert not any("pip install ziglang\n" in r or r.endswith("install ziglang")
                        for r in runs)
     for stage in ("core", "media", "extra"):
-        (emsdk,) = [s for s in jobs[f"build-{stage}-wasm"]["steps"]
-                    if s.get("uses", "").startswith("mymindstorm/setup-emsdk")]
-        assert emsdk["with"]["version"] == "3.1.6"
+        runs = [s.get("run", "") for s in jobs[f"build-{stage}-wasm"]["steps"]]
+        assert "prebake toolchain install --platform wasm\n" in runs
+        assert not any("emsdk" in s.get("uses", "") for s in jobs[f"build-{stage}-wasm"]["steps"])
     windows = [s.get("run", "") for s in jobs["build-core-windows-x86_64"]["steps"]]
     assert any("apt-get install -y --no-install-recommends mingw-w64" in r for r in windows)
     # the host's gcc is the runner's (unpinned, not provisioned): no install step for it
@@ -230,7 +233,7 @@ def test_stable_regeneration_and_check(repo: Path, capsys: pytest.CaptureFixture
     assert "stale; regenerate with `prebake ci github`" in err
     # the plan job runs the same check from the workspace folder on the runner
     plan_steps = yaml.safe_load(first)["jobs"]["plan"]["steps"]
-    assert any(s.get("run") == "prebake ci github --check --out ../../.github/workflows"
+    assert any(s.get("run") == "prebake ci github --check --out ../../.github/workflows\n"
                for s in plan_steps)
 
 
@@ -354,3 +357,204 @@ def test_the_macos_from_source_leg_carries_its_build_py_flags_and_appleclang(rep
     # a leg without a leg-specific toolchain lists nothing extra
     assert not any(s["name"].startswith("Commands the recipes run")
                    for s in jobs["build-extra-linux-aarch64"]["steps"])
+
+
+def test_every_action_is_pinned_to_a_commit_and_no_run_expands_an_expression(repo: Path
+                                                                             ) -> None:
+    wf = load(repo)
+    text = workflow_file(repo).read_text()
+    uses = [node["uses"] for node in walk(wf) if "uses" in node]
+    assert uses
+    for ref in uses:
+        commit = ref.rpartition("@")[2]
+        assert len(commit) == 40 and int(commit, 16) >= 0, ref
+        # the release beside the commit, from the one table in ci/defaults.toml
+        assert f"uses: {ref} # v" in text
+    for node in walk(wf):
+        if "run" in node:
+            assert "${{" not in node["run"], node["run"]
+        if node.get("uses", "").startswith("actions/checkout@"):
+            assert node["with"]["persist-credentials"] is False
+
+
+def _set_install(repo: Path, line: str | None) -> None:
+    toml = repo / "examples" / "sdk" / "prebake.toml"
+    text = toml.read_text()
+    old = 'install = "python -m pip install ../.."\n'
+    assert old in text
+    toml.write_text(text.replace(old, "" if line is None else f"install = {line!r}\n"))
+
+
+@pytest.mark.parametrize("line", [
+    "python -m pip install prebake",
+    "python -m pip install 'prebake>=0.1'",
+    "python -m pip install git+https://example.org/prebake.git",
+    "python -m pip install git+https://example.org/prebake.git@v0.1.0",
+    "python -m pip install -r requirements.txt",
+    "python -m pip install prebake==${{ inputs.version }}",
+    "./install-prebake.sh",
+])
+def test_an_install_line_that_names_no_version_is_refused(
+        repo: Path, capsys: pytest.CaptureFixture[str], line: str) -> None:
+    _set_install(repo, line)
+    assert generate(repo) == 2
+    err = capsys.readouterr().err.strip()
+    assert "ci.install" in err and len(err.splitlines()) == 1, err
+    assert not workflow_file(repo).parent.exists()  # nothing written
+
+
+@pytest.mark.parametrize("line", [
+    "python -m pip install prebake==0.1.0",
+    "python -m pip install 'prebake[s3]==0.1.0'",
+    "python -m pip install git+https://example.org/prebake.git@" + "0123abcd" * 5,
+    "python -m pip install --upgrade pip==24.0 && python -m pip install ./tools/prebake",
+])
+def test_an_install_line_that_names_what_it_installs_is_written(repo: Path, line: str) -> None:
+    _set_install(repo, line)
+    steps = load(repo)["jobs"]["plan"]["steps"]
+    assert steps[2] == {"name": "Install prebake", "run": line + "\n"}
+
+
+def test_no_install_line_outside_prebake_own_repository_is_refused(
+        repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _set_install(repo, None)
+    assert generate(repo) == 2
+    err = capsys.readouterr().err.strip()
+    assert "ci.install is not set" in err and len(err.splitlines()) == 1
+    assert not workflow_file(repo).parent.exists()
+
+
+def test_inside_prebake_own_repository_the_checkout_is_installed(repo: Path) -> None:
+    """A workspace in prebake's repository (like the examples) installs that checkout."""
+    _set_install(repo, None)
+    (repo / "pyproject.toml").write_text('[project]\nname = "prebake"\nversion = "0.1.0"\n')
+    for job in load(repo)["jobs"].values():
+        assert job["steps"][2] == {"name": "Install prebake",
+                                   "run": "python -m pip install ../..\n"}
+
+
+def _toolchain_table(repo: Path, platform: str, add: str) -> None:
+    toml = repo / "examples" / "sdk" / "prebake.toml"
+    text = toml.read_text()
+    head = f"[platforms.{platform}.toolchain]\n"
+    assert head in text
+    toml.write_text(text.replace(head, head + add, 1))
+
+
+def test_an_environment_platform_is_provisioned_by_prebake_on_the_runner(repo: Path) -> None:
+    """The runner makes the pinned environment itself: no emsdk download, no other compiler."""
+    from prebake.toolchain.environment import environments
+
+    name = sorted(environments())[0]
+    _toolchain_table(repo, "wasm", f'environment = "{name}"\n')
+    jobs = load(repo)["jobs"]
+    for stage in ("core", "media", "extra"):
+        steps = jobs[f"build-{stage}-wasm"]["steps"]
+        (prov,) = [s for s in steps if s["name"] == f"Provision toolchain environment {name}"]
+        run = prov["run"]
+        assert "apt-get install -y --no-install-recommends mmdebstrap" in run
+        assert run.rstrip().endswith('"${as_root[@]}" prebake toolchain install --platform wasm')
+        assert prov["env"]["PREBAKE_DEBIAN_MIRROR"].startswith("http")
+        names = [s["name"] for s in steps]
+        assert names.index(prov["name"]) < names.index("Hash-skip: input hashes vs the store")
+        assert not any("emsdk" in s.get("uses", "") + s["name"] for s in steps)
+        # entering the root takes root: every prebake command of the job runs through as_root
+        for step in steps:
+            if "prebake " in step.get("run", "") and "pip install" not in step["run"]:
+                assert '"${as_root[@]}" prebake ' in step["run"], step
+                # and finds the toolchains the provisioning step made
+                assert step["env"]["PREBAKE_TOOLCHAINS"].endswith("/prebake-toolchains")
+
+
+@pytest.mark.parametrize(("platform", "edit", "says"), [
+    # AppleClang needs Xcode's macOS SDK: not on a Linux runner
+    ("macos-arm64", ("runner = \"macos-14\"", "runner = \"ubuntu-24.04\""),
+     "platform macos-arm64: its AppleClang"),
+    # a Debian root is made on Linux only
+    ("wasm", ("[platforms.wasm.toolchain]\n",
+              "[platforms.wasm.toolchain]\nenvironment = \"debian-13-emscripten\"\n"),
+     "platform wasm: its toolchain environment"),
+    ("linux-x86_64", ("runner = \"ubuntu-24.04\"\n\n[platforms.linux-x86_64.toolchain]",
+                      "runner = \"my-own-box\"\n\n[platforms.linux-x86_64.toolchain]"),
+     "platforms.linux-x86_64.runner: cannot tell which OS runner 'my-own-box' runs"),
+])
+def test_a_toolchain_the_runner_cannot_provide_is_refused(
+        repo: Path, capsys: pytest.CaptureFixture[str], platform: str,
+        edit: tuple[str, str], says: str) -> None:
+    toml = repo / "examples" / "sdk" / "prebake.toml"
+    if platform == "wasm":  # and put it on a macOS runner
+        edit_text = toml.read_text().replace(edit[0], edit[1], 1)
+        toml.write_text(edit_text.replace('runner = "ubuntu-24.04"\n\n[platforms.wasm.toolchain]',
+                                          'runner = "macos-14"\n\n[platforms.wasm.toolchain]'))
+        assert 'runner = "macos-14"\n\n[platforms.wasm.toolchain]' in toml.read_text()
+    else:
+        edit_path(toml, *edit)
+    assert generate(repo) == 2
+    err = capsys.readouterr().err.strip()
+    assert says in err and len(err.splitlines()) == 1, err
+    assert not workflow_file(repo).parent.exists()
+
+
+def edit_path(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    head, sep, tail = text.partition(old)
+    assert sep
+    path.write_text(head + new + tail)
+
+
+def test_two_workspaces_in_one_repository_keep_their_own_workflows(
+        repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    flagship = repo / "examples" / "onnxruntime"
+    shutil.copytree(ROOT / "examples" / "onnxruntime", flagship,
+                    ignore=shutil.ignore_patterns("releases", ".prebake", "__pycache__"))
+    (repo / "pyproject.toml").write_text('[project]\nname = "prebake"\nversion = "0.1.0"\n')
+    out = str(repo / ".github" / "workflows")
+    assert generate(repo) == 0
+    assert main(["-C", str(flagship), "ci", "github", "--out", out]) == 0
+    files = sorted(p.name for p in (repo / ".github" / "workflows").iterdir())
+    assert files == ["prebake-kiln-onnxruntime.yml", "prebake-kiln-sdk.yml"]
+    assert "working-directory: examples/onnxruntime" in (
+        repo / ".github" / "workflows" / "prebake-kiln-onnxruntime.yml").read_text()
+    # each --check compares its own file: a stale SDK leaves the flagship current
+    edit(repo / "examples" / "sdk" / "prebake.toml", 'vecmath = "1.4.0"', 'vecmath = "1.4.1"')
+    assert generate(repo, "--check") == 1
+    assert main(["-C", str(flagship), "ci", "github", "--check", "--out", out]) == 0
+    assert "prebake-kiln-sdk.yml: stale" in capsys.readouterr().err
+
+
+EXAMPLES = ("sdk", "onnxruntime")
+
+
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_the_committed_workflow_of_each_example_is_current(example: str) -> None:
+    """The repository's .github/workflows holds each example's workflow as generated now."""
+    assert main(["-C", str(ROOT / "examples" / example), "ci", "github", "--check"]) == 0
+
+
+def test_zizmor_and_actionlint_find_nothing_in_the_examples_workflows() -> None:
+    """The security audit (zizmor, offline: every audit that needs no GitHub API) and the
+    linter over the committed workflows of every example."""
+    files = sorted((ROOT / ".github" / "workflows").glob("prebake-*.yml"))
+    assert len(files) == len(EXAMPLES)
+    audit = subprocess.run([str(BIN / "zizmor"), "--offline", "--no-progress",
+                            "--format", "plain", *map(str, files)],
+                           capture_output=True, text=True, check=False)
+    assert audit.returncode == 0, audit.stdout + audit.stderr
+    assert "No findings to report" in audit.stdout + audit.stderr
+    lint = subprocess.run([str(BIN / "actionlint"), "-no-color", *map(str, files)],
+                          capture_output=True, text=True, check=False)
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+
+
+def test_zizmor_is_not_a_rubber_stamp(repo: Path) -> None:
+    """A tag instead of a commit, and a persisted token, are findings."""
+    assert generate(repo) == 0
+    path = workflow_file(repo)
+    text = path.read_text().replace("      with:\n        persist-credentials: false\n", "")
+    text = re.sub(r"actions/checkout@[0-9a-f]{40} # (v[\d.]+)", r"actions/checkout@\1", text)
+    path.write_text(text)
+    audit = subprocess.run([str(BIN / "zizmor"), "--offline", "--no-progress",
+                            "--format", "plain", str(path)],
+                           capture_output=True, text=True, check=False)
+    out = audit.stdout + audit.stderr
+    assert audit.returncode != 0 and "unpinned-uses" in out and "artipacked" in out, out

@@ -19,7 +19,8 @@ ORDER = 80
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     sub = p.add_subparsers(dest="ci_command", metavar="WHAT", required=True)
-    gh = sub.add_parser("github", help="write .github/workflows/prebake.yml for the workspace")
+    gh = sub.add_parser("github", help="write the workspace's workflow "
+                                       "(.github/workflows/prebake-<project>.yml)")
     gh.add_argument("--out", metavar="DIR", default=None,
                     help="folder for the workflow (default: .github/workflows at the repository "
                          "root holding the workspace)")
@@ -69,7 +70,7 @@ def _github(args: argparse.Namespace, ws: Any) -> int:
     if not out_dir.is_absolute():
         out_dir = Path.cwd() / out_dir
     text = render(generate(ws, out_dir))
-    path = workflow_path(out_dir)
+    path = workflow_path(ws, out_dir)
     if args.check:
         current = path.read_text(encoding="utf-8") if path.is_file() else None
         if current == text:

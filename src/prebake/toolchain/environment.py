@@ -149,11 +149,12 @@ _UNVERIFIED = re.compile(r"^E: .*(?:is not signed|NO_PUBKEY|BADSIG|signatures? (
 
 
 def debian_mirror() -> str | None:
-    """The Debian mirror to bootstrap from: ``$PREBAKE_DEBIAN_MIRROR`` (a company mirror), else
-    the one apt uses here (its main archive, not the security one). Either way the archive's
-    signatures are verified against the host's Debian keyring."""
-    if env := os.environ.get("PREBAKE_DEBIAN_MIRROR"):
-        return env
+    """The Debian mirror to bootstrap from: ``$PREBAKE_DEBIAN_MIRROR`` (a company mirror, or a
+    runner whose own apt is not Debian's, as CI sets it), else the one apt uses here (its main
+    archive, not the security one). Either way the archive's signatures are verified against
+    Debian's keyring."""
+    if (given := os.environ.get("PREBAKE_DEBIAN_MIRROR")) is not None:
+        return given.strip() or None
     for src in SOURCES:
         try:
             text = src.read_text()
@@ -173,7 +174,8 @@ def _why_not() -> str | None:
         if shutil.which(tool) is None:
             return f"{tool} is not installed (apt-get install mmdebstrap util-linux mount)"
     if debian_mirror() is None:
-        return f"no Debian mirror in {' or '.join(map(str, SOURCES))}"
+        return (f"no Debian mirror in {' or '.join(map(str, SOURCES))} "
+                "(or set PREBAKE_DEBIAN_MIRROR)")
     return None
 
 
@@ -194,6 +196,21 @@ def write_wrappers(env: Environment) -> None:
             tmp.replace(path)
 
 
+# Debian's archive keys as the debian-archive-keyring package installs them. A Debian machine's
+# apt trusts them already; an Ubuntu runner's apt trusts only Ubuntu's, so the sources line names
+# this keyring itself (signatures are verified either way, against Debian's own keys).
+DEBIAN_KEYRING = Path("/usr/share/keyrings/debian-archive-keyring.gpg")
+
+
+def mmdebstrap_argv(env: Environment, dest: Path) -> list[str]:
+    argv = ["mmdebstrap", "--variant=apt", f"--include={','.join(env.packages)}"]
+    if not env.check_valid_until:
+        # the date check only: no AllowInsecureRepositories, no --no-check-gpg
+        argv.append('--aptopt=Acquire::Check-Valid-Until "false"')
+    signed = f"[signed-by={DEBIAN_KEYRING}] " if DEBIAN_KEYRING.is_file() else ""
+    return [*argv, env.suite, str(dest), f"deb {signed}{debian_mirror()} {env.suite} main"]
+
+
 def install(env: Environment) -> tuple[bool, str]:
     """Make the root (when missing) and its wrappers: (True, what was done) or (False, why)."""
     if (env.root / "usr" / "bin").is_dir():
@@ -205,11 +222,7 @@ def install(env: Environment) -> tuple[bool, str]:
     tmp = env.root.with_name(env.root.name + f".tmp{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.parent.mkdir(parents=True, exist_ok=True)
-    argv = ["mmdebstrap", "--variant=apt", f"--include={','.join(env.packages)}"]
-    if not env.check_valid_until:
-        # the date check only: no AllowInsecureRepositories, no --no-check-gpg
-        argv.append('--aptopt=Acquire::Check-Valid-Until "false"')
-    argv += [env.suite, str(tmp), f"deb {debian_mirror()} {env.suite} main"]
+    argv = mmdebstrap_argv(env, tmp)
     try:
         proc = subprocess.run(argv, capture_output=True, text=True, errors="replace",
                               timeout=MMDEBSTRAP_TIMEOUT, check=False, stdin=subprocess.DEVNULL)

@@ -94,8 +94,8 @@ def install_emsdk(version: str) -> tuple[Outcome, str, Path | None]:
     if rc != 0:
         shutil.rmtree(tmp, ignore_errors=True)
         return (Outcome.CANNOT, f"cannot provision emsdk {version} here: the emsdk repository "
-                f"({EMSDK_REPOSITORY}) is not reachable ({last or f'git exit {rc}'}); CI "
-                f"installs it with setup-emsdk at the pin", None)
+                f"({EMSDK_REPOSITORY}) is not reachable ({last or f'git exit {rc}'}); a CI "
+                f"runner that reaches it runs this same install", None)
     for step in (["./emsdk", "install", version], ["./emsdk", "activate", "--embedded", version]):
         rc, last = _run(step, cwd=tmp)
         if rc != 0:

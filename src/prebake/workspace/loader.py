@@ -425,15 +425,13 @@ def resolve_store_url(url: str, root: Path) -> str:
 
 
 def _ci(data: Mapping[str, Any], stores: Mapping[str, StoreConfig], c: _Collector) -> CiConfig:
-    from prebake import __version__
-
     ok = c.table(data, "ci", "ci")
     store = ok.get("store")
     if store is not None and store not in stores:
         c.add("ci.store", f"unknown store {store!r}{_hint(store, stores)}")
     d = ci_defaults()
     return CiConfig(
-        install=ok.get("install", d.install.format(version=__version__)),
+        install=ok.get("install", ""),  # unset: `prebake ci github` decides or refuses
         default_branch=ok.get("default_branch", d.default_branch), store=store,
         python=ok.get("python", d.python), timeout_minutes=ok.get("timeout_minutes",
                                                                   d.timeout_minutes),

