@@ -59,7 +59,7 @@ def test_every_placeholder_field_and_key_is_in_the_reference() -> None:
 
 def test_a_key_without_a_description_fails_with_what_to_add(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from prebake import reference
+    from prebake.reference import generate as reference
     from prebake.workspace import loader
 
     reference._descriptions.cache_clear()
