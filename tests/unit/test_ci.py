@@ -368,7 +368,7 @@ def test_every_action_is_pinned_to_a_commit_and_no_run_expands_an_expression(rep
     for ref in uses:
         commit = ref.rpartition("@")[2]
         assert len(commit) == 40 and int(commit, 16) >= 0, ref
-        # the release beside the commit, from the one table in ci/defaults.toml
+        # the release beside the commit, from the one table in workspace/ci_defaults.toml
         assert f"uses: {ref} # v" in text
     for node in walk(wf):
         if "run" in node:

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from prebake.ci.defaults import ci_defaults
 from prebake.cli import main
 from prebake.contract import Contract, parse_contract
 from prebake.contract.presets import PRESETS_DIR, load_preset, preset_names
 from prebake.errors import ConfigError
 from prebake.workspace import load_workspace
+from prebake.workspace.ci_defaults import ci_defaults
 from prebake.workspace.model import CiConfig
 from tests import support
 

@@ -4,7 +4,8 @@ One workflow per workspace (``prebake-<project>.yml``). One job per stage × pla
 (``needs:`` the same platform's legs of the stages it comes after), a ``plan`` job that decides
 what the run publishes, and one publish job per stage that alone gets ``contents: write`` (the
 workflow grants nothing by default; every other job reads). Every action is pinned to a commit
-from ``defaults.toml``, checkout keeps no token, and values reach scripts only through ``env:``.
+from ``workspace/ci_defaults.toml``, checkout keeps no token, and values reach scripts only
+through ``env:``.
 Each leg provisions its platform's toolchain exactly as pinned (``prebake toolchain install``
 for environments and emsdk) or the generator refuses the workspace. Each leg's ccache key
 carries the leg's input hash, so changing a pin changes exactly the keys of the legs that read
@@ -27,12 +28,12 @@ from typing import Any
 
 import yaml
 
-from prebake.ci.defaults import ci_defaults
 from prebake.ci.install import install_line
 from prebake.errors import PrebakeError
 from prebake.package.naming import MANIFEST_SUFFIX, SHA256_SUFFIX, TRUST_SIDECAR_SUFFIXES
 from prebake.plan import asset_for, make_plan
 from prebake.plan.model import Plan, Unit
+from prebake.workspace.ci_defaults import ci_defaults
 from prebake.workspace.model import DEFAULT_STORE_URL, Platform, Workspace
 
 DEFAULT_RUNNER = ci_defaults().runner
@@ -41,7 +42,7 @@ HEADER = (
     "# Regenerate after changing the workspace; CI fails while this file is stale.\n"
 )
 # The actions the workflow uses, each pinned to a commit (one place to bump them:
-# prebake/ci/defaults.toml).
+# prebake/workspace/ci_defaults.toml).
 ACTIONS = ci_defaults().actions
 PLAN_TIMEOUT = 15
 PUBLISH_TIMEOUT = 30
@@ -142,7 +143,7 @@ def _setup_steps(ws: Workspace, install: str) -> list[dict[str, Any]]:
 
 def runner_os(platform: Platform) -> str:
     """``linux``, ``macos`` or ``windows``: what the platform's runner label says, by the
-    table in defaults.toml; a label none of its entries starts cannot be judged (refused)."""
+    table in ci_defaults.toml; a label none of its entries starts cannot be judged (refused)."""
     label = platform.runner or DEFAULT_RUNNER
     for start, kind in ci_defaults().runner_os.items():
         if label.startswith(start):

@@ -71,7 +71,7 @@ def _sections() -> dict[str, str]:
 
 def toml_keys() -> list[TomlKey]:
     """Every key the loader accepts, in file order, each with type, default and meaning."""
-    from prebake.ci.defaults import ci_defaults
+    from prebake.workspace.ci_defaults import ci_defaults
 
     loader = _loader()
     ci = dataclasses.asdict(ci_defaults())

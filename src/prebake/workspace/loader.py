@@ -18,7 +18,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from prebake.ci.defaults import ci_defaults
 from prebake.contract import parse_contract
 from prebake.contract.model import os_problems
 from prebake.errors import ConfigError, PrebakeError, Problem
@@ -27,6 +26,7 @@ from prebake.names import name_problem
 from prebake.recipes import builtin_names, find_recipe, try_load_recipe, validate_recipe
 from prebake.recipes.loader import BUILTIN_DIR, FOLDER_RECIPE, workspace_names
 from prebake.recipes.model import Recipe
+from prebake.workspace.ci_defaults import ci_defaults
 from prebake.workspace.lines import LineIndex
 from prebake.workspace.model import (
     DEFAULT_STORE_URL,

@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from prebake.ci.defaults import ci_defaults
 from prebake.contract import Contract
 from prebake.errors import PrebakeError
 from prebake.recipes.model import Recipe
+from prebake.workspace.ci_defaults import ci_defaults
 
 PackageMode = Literal["prefix", "per-recipe"]
 PYTHON_TOKEN = "{python}"

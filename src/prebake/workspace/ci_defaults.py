@@ -1,4 +1,8 @@
-"""The CI defaults, read from ``defaults.toml`` beside this module (data, not code)."""
+"""The CI defaults, read from ``ci_defaults.toml`` beside this module (data, not code).
+
+They live with the workspace because the loader fills a workspace's ``[ci]`` table from them;
+``prebake.ci`` reads them from here, so loading a workspace never imports the CI package.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-DEFAULTS_FILE = Path(__file__).resolve().parent / "defaults.toml"
+DEFAULTS_FILE = Path(__file__).resolve().parent / "ci_defaults.toml"
 _COMMIT = re.compile(r"[0-9a-f]{40}")
 
 
