@@ -17,7 +17,7 @@ from pathlib import Path
 
 from _timing import best
 
-from prebake.consume.unpack import safe_extract
+from prebake.extract import safe_extract
 
 SOURCE = Path("/usr/lib/llvm-14/lib")
 

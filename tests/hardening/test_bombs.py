@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from prebake.consume.unpack import RATIO_FLOOR, UnsafeArchive, safe_extract
+from prebake.extract import RATIO_FLOOR, UnsafeArchive, safe_extract
 from prebake.package.naming import sha256_line
 from tests import support
 

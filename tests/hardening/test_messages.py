@@ -75,7 +75,7 @@ def test_signature_failures_say_what_is_wrong(tmp_path: Path, signed: tuple[Path
 
 
 def test_hard_link_rejection_names_the_member(tmp_path: Path) -> None:
-    from prebake.consume.unpack import UnsafeArchive, safe_extract
+    from prebake.extract import UnsafeArchive, safe_extract
 
     archive = tmp_path / "h.tar"
     with tarfile.open(archive, "w") as tf:

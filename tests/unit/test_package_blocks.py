@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from prebake.consume.unpack import safe_extract
+from prebake.extract import safe_extract
 from prebake.package import archive
 from prebake.package.archive import (
     BLOCK_SIZE,

@@ -92,7 +92,7 @@ def test_no_fallback_for_a_prebake_module_that_might_not_exist() -> None:
                 hits.append(f"{p.relative_to(ROOT)}: {m[0].splitlines()[0].strip()}")
     assert hits == [], hits
     unpack = (ROOT / "src" / "prebake" / "sources" / "unpack.py").read_text()
-    assert "extractall" not in unpack  # one extractor: prebake.consume.unpack
+    assert "extractall" not in unpack  # one extractor: prebake.extract
 
 
 def test_the_architecture_page_names_modules_that_exist() -> None:

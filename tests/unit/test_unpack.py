@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from prebake.consume.unpack import UnsafeArchive, safe_extract
 from prebake.errors import PrebakeError
+from prebake.extract import UnsafeArchive, safe_extract
 
 TarBuilder = Callable[[tarfile.TarFile], None]
 
@@ -251,8 +251,8 @@ def test_case_only_duplicates_on_case_insensitive_systems(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     archive = make_tar(tmp_path / "c.tar.xz", lambda tf: (_file(tf, "inc/A.h"),
                                                           _file(tf, "inc/a.h")))
-    monkeypatch.setattr("prebake.consume.unpack.sys.platform", "darwin")
+    monkeypatch.setattr("prebake.extract.sys.platform", "darwin")
     with pytest.raises(UnsafeArchive, match="case-insensitive"):
         safe_extract(archive, tmp_path / "mac")
-    monkeypatch.setattr("prebake.consume.unpack.sys.platform", "linux")
+    monkeypatch.setattr("prebake.extract.sys.platform", "linux")
     assert safe_extract(archive, tmp_path / "linux") == ["inc/A.h", "inc/a.h"]

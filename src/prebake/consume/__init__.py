@@ -1,1 +1,2 @@
-"""Consumers: fetch a pinned asset, verify it, re-check its facts, unpack it safely, lock it."""
+"""Consumers: fetch a pinned asset, verify it, re-check its facts, unpack it safely
+(``prebake.extract``), lock it."""

@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from prebake.consume.lock import LOCK_NAME, LockEntry, read_lock
-from prebake.consume.unpack import DEFAULT_MAX_BYTES, UnsafeArchive, safe_extract
 from prebake.contract.model import Contract
 from prebake.digest import ProgressFn, file_sha256
 from prebake.errors import CheckFailed, PrebakeError
+from prebake.extract import DEFAULT_MAX_BYTES, UnsafeArchive, safe_extract
 from prebake.manifest import (
     MAX_MANIFEST_BYTES,
     Manifest,

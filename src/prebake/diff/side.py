@@ -95,7 +95,7 @@ def load_side(path: Path, label: str | None = None) -> Side:
     from prebake.inspect.resolve import is_binary, is_package
 
     if is_package(path) and not is_binary(path):
-        from prebake.consume.unpack import safe_extract
+        from prebake.extract import safe_extract
 
         with tempfile.TemporaryDirectory(prefix="prebake-diff-") as tmp:
             dest = Path(tmp) / "asset"

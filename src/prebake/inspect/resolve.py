@@ -157,7 +157,7 @@ class Resolver:
                 self.out.binaries.append(Binary(p, shown, "", explicit=True))
 
     def _package(self, p: Path, shown: str, depth: int) -> None:
-        from prebake.consume.unpack import safe_extract
+        from prebake.extract import safe_extract
 
         self._n += 1
         dest = self.tmp / f"pkg{self._n}"

@@ -1,6 +1,6 @@
 """Unpack a downloaded source archive safely, optionally stripping leading path components.
 
-Through ``prebake.consume.unpack.safe_extract``, the one extractor: all-or-nothing, hostile
+Through ``prebake.extract.safe_extract``, the one extractor: all-or-nothing, hostile
 archives rejected (absolute names, ``..``, links leaving the tree, devices, bombs), leading
 folders stripped like ``tar --strip-components``.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from prebake.consume.unpack import safe_extract
+from prebake.extract import safe_extract
 
 
 def extract(archive: Path, dest: Path, *, strip_components: int = 0) -> Path:

@@ -21,6 +21,9 @@ Rules (each rejection names the archive, the member and the rule):
   expands to 2 GiB is refused at the first header that would pass the bound, not after filling
   the disk; ``declared`` (path -> size, from the asset's manifest) makes every member's size
   exact: a member larger than its manifest says is refused before its first byte is written.
+
+It sits on the ground floor because every reader of an archive needs the same rules: the
+consumer's fetch, the inspector's package walk, source unpacking and the diff's sides.
 """
 
 from __future__ import annotations
