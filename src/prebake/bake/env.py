@@ -8,10 +8,7 @@ recipe, and both ``env_unset`` lists remove names even from those.
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterable, Mapping
-
-from prebake.toolchain.families import family_of_argv
 
 # Variables that locate things (tools, home, temp, caches, proxies for downloads), never flags.
 ALLOWLIST = (
@@ -22,8 +19,6 @@ ALLOWLIST = (
     # a compiler cache changes how fast objects are made, never what they are
     "CCACHE_DIR", "CCACHE_MAXSIZE", "CCACHE_BASEDIR",
 )
-# The caller names a compiler launcher (ccache) with this; CI legs set it next to CCACHE_DIR.
-LAUNCHER_VARIABLE = "PREBAKE_COMPILER_LAUNCHER"
 # Flag variables: never taken from the caller; listed so the build log can say they were dropped.
 FLAG_VARIABLES = (
     "CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "LDLIBS", "EMCC_CFLAGS", "EMCC_FORCE_STDLIBS",
@@ -52,34 +47,3 @@ def build_env(caller: Mapping[str, str], *, platform_env: Mapping[str, str] | No
 def dropped(caller: Mapping[str, str], env: Mapping[str, str]) -> list[str]:
     """Flag variables the caller had set that did not reach the build (for the log)."""
     return [k for k in FLAG_VARIABLES if k in caller and env.get(k) != caller[k]]
-
-
-def compiler_launcher(caller: Mapping[str, str]) -> str | None:
-    """The launcher executable the caller asked for (``ccache``), resolved on its PATH."""
-    name = caller.get(LAUNCHER_VARIABLE, "").strip()
-    if not name:
-        return None
-    return shutil.which(name, path=caller.get("PATH")) or None
-
-
-def with_launcher(argv: tuple[str, ...], launcher: str | None) -> tuple[str, ...]:
-    """``argv`` run through the launcher, where the launcher can cache it.
-
-    Emscripten's drivers are Python programs that call clang themselves (they take the launcher
-    as ``EM_COMPILER_WRAPPER``, see ``launcher_env``); ``python -m ziglang cc`` is an
-    interpreter, not a compiler ccache knows (zig caches its own work in its cache folders).
-    """
-    if launcher is None or not argv:
-        return argv
-    fam = family_of_argv(argv)
-    if (fam is not None and fam.launcher != "argv") or argv[0].rsplit("/", 1)[-1].startswith(
-            "python"):
-        return argv
-    return (launcher, *argv)
-
-
-def launcher_env(cc: tuple[str, ...], launcher: str | None) -> dict[str, str]:
-    fam = family_of_argv(cc)
-    if launcher and fam is not None and fam.launcher.startswith("env:"):
-        return {fam.launcher[4:]: launcher}
-    return {}

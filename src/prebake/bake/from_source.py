@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from prebake.bake import commands as cmdline
-from prebake.bake.env import build_env, compiler_launcher, dropped
+from prebake.bake.env import build_env, dropped
 from prebake.bake.invocation import command_context, command_env
 from prebake.bake.process import run_logged
 from prebake.bake.unitrun import UnitFailed, UnitRun
@@ -16,6 +16,7 @@ from prebake.recipes.model import Build, Recipe, strategy_templates, template_fi
 from prebake.sources import materialize, render_source
 from prebake.toolchain.cmakefile import ToolchainFileError, for_unit, toolchain_folder
 from prebake.toolchain.families import family_of_argv
+from prebake.toolchain.launcher import compiler_launcher
 from prebake.toolchain.zigwarm import warm
 
 

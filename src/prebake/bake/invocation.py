@@ -8,7 +8,7 @@ from pathlib import Path
 
 from prebake.bake import commands as cmdline
 from prebake.bake.cores import LiveValues
-from prebake.bake.env import build_env, compiler_launcher, launcher_env, with_launcher
+from prebake.bake.env import build_env
 from prebake.bake.layout import WorkDirs
 from prebake.bake.options import Options
 from prebake.package import relocate
@@ -17,6 +17,7 @@ from prebake.recipes.model import Build, Recipe, host_tools_used
 from prebake.toolchain.cmakefile import file_path
 from prebake.toolchain.environment import path_with
 from prebake.toolchain.hosttools import HOST_TOOLS
+from prebake.toolchain.launcher import compiler_launcher, launcher_env, with_launcher
 from prebake.toolchain.probe import DEFAULT_PATH, probe_env
 from prebake.workspace.model import Workspace
 

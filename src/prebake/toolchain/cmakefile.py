@@ -12,7 +12,7 @@ compiler (x86 kernels picked, target binaries run on the build machine). The fil
   ``-ffile-prefix-map``) becomes a two-line ``/bin/sh`` wrapper next to the file, since CMake
   takes a compiler path as one word;
 - the compiler launcher (ccache) as ``CMAKE_<LANG>_COMPILER_LAUNCHER`` where the family takes
-  one in front (``prebake.bake.env.with_launcher``);
+  one in front (``prebake.toolchain.launcher.with_launcher``);
 - for a driver that reads ``-march`` as ``-mcpu`` on ARM (zig), a wrapper that rewrites GCC's
   ``-march=armv8.2-a+dotprod`` into zig's ``-mcpu=generic+v8_2a+dotprod`` (``+fp16`` is
   ``fullfp16`` there): build systems set such flags per file for their ARM kernels;
@@ -44,6 +44,7 @@ from pathlib import Path
 
 from prebake.errors import PrebakeError
 from prebake.toolchain.families import family_of_argv
+from prebake.toolchain.launcher import with_launcher
 from prebake.workspace.model import PYTHON_TOKEN, Platform
 
 # CMake's names for the os values of prebake.toml (CMAKE_SYSTEM_NAME); "none" has none.
@@ -310,7 +311,6 @@ def for_unit(platform: Platform, *, work_root: Path, prefix: Path, deps: Path,
              cross: bool | None = None) -> ToolchainFile:
     """The file one unit's commands use, with this machine's paths (``platform`` carries the
     commands the toolchain check resolved)."""
-    from prebake.bake.env import with_launcher
     from prebake.package.relocate import prefix_map_flags
 
     tc = platform.toolchain
