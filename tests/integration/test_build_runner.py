@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from prebake.bake.commands import Context, expand
 from prebake.bake.env import FLAG_VARIABLES, build_env, dropped
 from prebake.bake.immutability import compare, snapshot
+from prebake.bake.placeholders import Context, expand
 from prebake.bake.process import BuildLog, run_logged
 from prebake.errors import PrebakeError
 

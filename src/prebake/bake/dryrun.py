@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from prebake.bake import commands as cmdline
+from prebake.bake import placeholders
 from prebake.bake.invocation import command_context, command_env
 from prebake.bake.layout import Layout, work_dirs
 from prebake.bake.options import Options
@@ -58,7 +58,7 @@ def dry_run_steps(ws: Workspace, unit: Unit, opts: Options, cache: SourceCache
             step["cwd"] = str(work / "build")
             env = command_env(unit, opts, recipe, strategy, ctx, dirs=dirs)
             step["env"] = redact_env(env)  # printed
-            step["commands"] = [cmdline.expand(c, ctx, f"recipe {recipe.name} command {i}")
+            step["commands"] = [placeholders.expand(c, ctx, f"recipe {recipe.name} command {i}")
                                 for i, c in enumerate(strategy.commands, 1)]
         else:
             step["strategy"] = None

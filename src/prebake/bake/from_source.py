@@ -7,7 +7,7 @@ import shlex
 from collections.abc import Mapping
 from pathlib import Path
 
-from prebake.bake import commands as cmdline
+from prebake.bake import placeholders
 from prebake.bake.env import build_env, dropped
 from prebake.bake.invocation import command_context, command_env
 from prebake.bake.process import run_logged
@@ -39,7 +39,7 @@ def build_from_source(run: UnitRun, recipe: Recipe, strategy: Build, work: Path)
     _warm_zig(run, env)
     (work / "build").mkdir(exist_ok=True)
     for i, command in enumerate(strategy.commands, 1):
-        argv = cmdline.expand(command, ctx, f"recipe {recipe.name} command {i}")
+        argv = placeholders.expand(command, ctx, f"recipe {recipe.name} command {i}")
         run.say(f"{recipe.name}: [{i}/{len(strategy.commands)}] {shlex.join(argv)[:120]}")
         rc = run_logged(argv, cwd=work / "build", env=env, log=run.log, cancel=run.cancel)
         if rc != 0:

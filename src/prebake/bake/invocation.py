@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from prebake.bake import commands as cmdline
+from prebake.bake import placeholders
 from prebake.bake.cores import LiveValues
 from prebake.bake.env import build_env
 from prebake.bake.layout import WorkDirs
@@ -23,13 +23,13 @@ from prebake.workspace.model import Workspace
 
 
 def command_context(ws: Workspace, unit: Unit, opts: Options, recipe: Recipe, work: Path,
-                    dirs: WorkDirs) -> cmdline.Context:
+                    dirs: WorkDirs) -> placeholders.Context:
     """The ``{src}``, ``{prefix}``, ``{jobs}``… values and ``{cc}``… argv of a recipe's
     commands (the dry run prints the same)."""
     p = unit.platform
     launcher = compiler_launcher(opts.caller_env)
     flags = relocate.prefix_map_flags(dirs.root)  # the work folder stays out of the objects
-    return cmdline.Context(
+    return placeholders.Context(
         host_tools=host_tool_paths(unit, opts, recipe),
         values=LiveValues({"src": str(work / "src"), "build": str(work / "build"),
                            "prefix": str(dirs.prefix), "deps_prefix": str(dirs.deps),
@@ -65,7 +65,7 @@ def host_tool_paths(unit: Unit, opts: Options, recipe: Recipe) -> dict[str, str]
 
 
 def command_env(unit: Unit, opts: Options, recipe: Recipe, strategy: Build | None,
-                ctx: cmdline.Context, *, dirs: WorkDirs) -> dict[str, str]:
+                ctx: placeholders.Context, *, dirs: WorkDirs) -> dict[str, str]:
     """The environment a recipe's commands run in (built from scratch, not inherited), plus
     the prefix map where the toolchain reads it itself (Emscripten's ``EMCC_CFLAGS``)."""
     p = unit.platform
