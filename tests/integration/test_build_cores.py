@@ -7,7 +7,7 @@ import json
 import os
 from pathlib import Path
 
-from prebake.bake.cores import CoreBudget, usable_cores
+from prebake.bake.core_budget import CoreBudget, usable_cores
 from tests import support
 
 TOML = support.gcc_workspace("cores-sdk", "{pins}", "libs", "[{recipes}]",

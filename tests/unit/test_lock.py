@@ -10,7 +10,7 @@ import pytest
 
 from prebake.cli import main
 from prebake.consume.agree import agree
-from prebake.consume.lock import LockEntry, read_lock
+from prebake.consume.consumer_lock import LockEntry, read_lock
 from prebake.errors import PrebakeError
 
 A, B = "a" * 64, "b" * 64

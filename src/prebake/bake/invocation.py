@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from prebake.bake import placeholders
-from prebake.bake.cores import LiveValues
+from prebake.bake.core_budget import LiveValues
 from prebake.bake.env import build_env
 from prebake.bake.layout import WorkDirs
 from prebake.bake.options import Options

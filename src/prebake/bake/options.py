@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from prebake.bake.cores import CoreBudget
+from prebake.bake.core_budget import CoreBudget
 from prebake.sources import SourceCache
 
 

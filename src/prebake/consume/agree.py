@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from prebake.consume.lock import read_lock
+from prebake.consume.consumer_lock import read_lock
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from prebake.consume.lock import LOCK_NAME, LockEntry, read_lock
+from prebake.consume.consumer_lock import LOCK_NAME, LockEntry, read_lock
 from prebake.contract.model import Contract
 from prebake.digest import ProgressFn, file_sha256
 from prebake.errors import CheckFailed, PrebakeError

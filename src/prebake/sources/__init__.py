@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 from prebake.sources.cache import SourceCache, default_cache_dir
-from prebake.sources.fetch import describe, git_commands, materialize, render_source
+from prebake.sources.fetch_source import describe, git_commands, materialize, render_source
 
 __all__ = ["SourceCache", "default_cache_dir", "describe", "git_commands", "materialize",
            "render_source"]

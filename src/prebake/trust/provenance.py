@@ -36,7 +36,7 @@ from prebake.recipes.model import (
     Source,
     UrlSource,
 )
-from prebake.sources.fetch import FULL_COMMIT, render_source
+from prebake.sources.fetch_source import FULL_COMMIT, render_source
 from prebake.workspace.model import Platform
 
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"

@@ -36,7 +36,7 @@ from packageurl import PackageURL
 from prebake.package.naming import AssetId
 from prebake.recipes.model import GitSource, Recipe, Repackage, UrlSource
 from prebake.redact import redact_json
-from prebake.sources.fetch import render_source
+from prebake.sources.fetch_source import render_source
 
 SBOM_PATH = "share/prebake/sbom.cdx.json"
 _SERIAL_NAMESPACE = uuid.UUID("6f1c3c0e-8a4e-5b7e-9d1a-70726562616b")  # fixed: "prebak" in hex
