@@ -54,7 +54,7 @@ PACKAGE = """
 import sys
 from pathlib import Path
 from prebake.package.archive import write_asset
-from prebake.package.manifest import make_manifest
+from prebake.package.manifest_builder import make_manifest
 from prebake.package.naming import asset_id
 aid = asset_id("llvm", "14.0.6", "linux-x86_64")
 m = make_manifest(aid, input_hash="0" * 64, toolchain={"cc": ["cc"], "cxx": ["c++"], "ar": ["ar"],

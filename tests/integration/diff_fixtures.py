@@ -87,7 +87,7 @@ def write_demo_asset(pre: Path, name: str, version: str, platform: str, out_dir:
     """Package ``pre`` with the real packager, a manifest carrying the libraries' facts."""
     from prebake.inspect import inspect
     from prebake.package.archive import write_asset
-    from prebake.package.manifest import facts_summary, make_manifest
+    from prebake.package.manifest_builder import facts_summary, make_manifest
     from prebake.package.naming import asset_id
 
     aid = asset_id(name, version, platform)

@@ -20,7 +20,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from prebake.package.manifest import schema_path
+from prebake.package.manifest_builder import schema_path
 from tests import support
 
 EXAMPLE = support.ROOT / "examples" / "sdk"

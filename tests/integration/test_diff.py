@@ -13,7 +13,7 @@ import pytest
 
 from prebake.cli import main
 from prebake.diff.compare import version_tuple
-from prebake.diff.render import markdown
+from prebake.diff.markdown import markdown
 from tests import support
 from tests.integration.diff_fixtures import EVIL, build_version, prefix, write_demo_asset
 

@@ -69,7 +69,7 @@ def test_unchanged_facts_are_not_changes(fact: str, value: object) -> None:
 
 
 def test_fact_changes_spell_booleans_like_contracts() -> None:
-    from prebake.diff.render import _value
+    from prebake.diff.markdown import _value
 
     assert "true" in _value(True) and "True" not in _value(True)
     assert "false" in _value(False) and "0" not in _value(False)

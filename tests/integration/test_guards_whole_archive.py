@@ -14,7 +14,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from prebake.package.manifest import schema_path
+from prebake.package.manifest_builder import schema_path
 from tests.integration import guard_workspace as gw
 
 PLATFORMS = ("wasm", "linux-x86_64")

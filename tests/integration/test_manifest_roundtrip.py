@@ -10,7 +10,7 @@ from pathlib import Path
 import jsonschema
 
 from prebake.manifest import Manifest, read_manifest_file
-from prebake.package.manifest import schema_path
+from prebake.package.manifest_builder import schema_path
 from tests import support
 
 

@@ -170,7 +170,7 @@ def test_provenance_records_the_exact_commit_and_pins(world: World) -> None:
 
 def test_manifest_in_the_asset_carries_only_the_deterministic_half(world: World) -> None:
     manifest = json.loads(_member(world.asset, "share/prebake/manifest.json"))
-    from prebake.package.manifest import schema_path as manifest_schema
+    from prebake.package.manifest_builder import schema_path as manifest_schema
 
     jsonschema.validate(manifest, json.loads(manifest_schema().read_text()))
     assert manifest["provenance"] == _statement(world)["predicate"]["buildDefinition"]

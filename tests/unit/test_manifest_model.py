@@ -22,7 +22,7 @@ from prebake.manifest import (
     read_manifest_file,
     schema_text,
 )
-from prebake.package.manifest import schema_path
+from prebake.package.manifest_builder import schema_path
 from tests import support
 
 SCHEMA = json.loads(schema_path().read_text())

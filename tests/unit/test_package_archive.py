@@ -22,7 +22,7 @@ from prebake.package.archive import (
     write_asset,
     write_tar_xz,
 )
-from prebake.package.manifest import make_manifest, schema_path
+from prebake.package.manifest_builder import make_manifest, schema_path
 from prebake.package.naming import asset_id, parse_sha256_line
 
 AID = asset_id("vecmath", "1.4.0", "linux-x86_64")

@@ -28,7 +28,7 @@ from prebake.link.order import relative_order
 from prebake.link.test import link_test
 from prebake.link.whole import prove_whole_archive
 from prebake.package.libs import Library
-from prebake.package.manifest import facts_summary
+from prebake.package.manifest_builder import facts_summary
 from prebake.recipes.model import Recipe
 from prebake.workspace.model import Platform
 

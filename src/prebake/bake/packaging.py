@@ -19,7 +19,7 @@ from prebake.package import cmake, pkgconfig, relocate
 from prebake.package.archive import Entry, collect_tree, with_generated
 from prebake.package.cmakecache import CacheError, recorded
 from prebake.package.libs import Library
-from prebake.package.manifest import make_manifest
+from prebake.package.manifest_builder import make_manifest
 from prebake.package.version_proof import Proof, summary
 from prebake.plan.model import Unit
 from prebake.recipes.model import Build, Recipe

@@ -91,7 +91,7 @@ def _decide(args: argparse.Namespace, ws: Any) -> int:
     from prebake.commands._common import print_json
     from prebake.jsonio import SCHEMA_VERSION
     from prebake.plan import make_plan, plan_statuses
-    from prebake.plan.render import markdown_table
+    from prebake.plan.output import markdown_table
     from prebake.redact import env_secrets, redact_text
 
     store = args.store or publish_store(ws)

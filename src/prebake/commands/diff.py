@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         import sys
 
-        from prebake.diff.render import markdown
+        from prebake.diff.markdown import markdown
 
         sys.stdout.write(markdown(result, max_rows=max(1, args.max_rows)) + "\n")
     return 1 if result.breaking and not args.allow_breaking else 0

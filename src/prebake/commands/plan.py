@@ -25,7 +25,7 @@ def run(args: argparse.Namespace) -> int:
     from prebake.commands._common import err_console, find_workspace, print_json, say
     from prebake.errors import PrebakeError
     from prebake.plan import make_plan, plan_statuses
-    from prebake.plan.render import explain_json, explain_markdown, markdown_table, plan_json
+    from prebake.plan.output import explain_json, explain_markdown, markdown_table, plan_json
     from prebake.plan.status import changed_inputs, stored_manifest, unit_status_from
     from prebake.workspace import load_workspace, resolve_store_url
 

@@ -1,7 +1,7 @@
 """``prebake diff``: what changed for consumers between two releases of a dependency.
 
 ``assets`` compares assets, folders, binaries and the store's releases; ``side`` reads one
-side, ``compare`` classifies the changes, ``render`` prints them.
+side, ``compare`` classifies the changes, ``markdown`` prints them.
 """
 
 from prebake.diff.assets import (

@@ -91,7 +91,7 @@ def diff_against_store(asset_path: Path, store: Store) -> DiffResult | None:
 def build_summary(asset_path: Path, store: Store) -> tuple[DiffResult | None, str]:
     """What ``prebake build --diff`` shows for a freshly packaged asset, before it is published:
     the diff against the store's current asset and its markdown (a first release says so)."""
-    from prebake.diff.render import code, markdown
+    from prebake.diff.markdown import code, markdown
 
     result = diff_against_store(asset_path, store)
     if result is None:

@@ -197,7 +197,7 @@ def _from_tree(root: Path, label: str, kind: str | None) -> Side:
 
 def _library(path: Path, rel: str, key: str) -> Library:
     from prebake.inspect import ParseOptions, inspect
-    from prebake.package.manifest import facts_summary
+    from prebake.package.manifest_builder import facts_summary
 
     facts = inspect(path, ParseOptions(symbols=True))
     return Library(key, rel, facts_summary(facts, rel), frozenset(exports_of(facts)),

@@ -7,7 +7,7 @@ from typing import Any
 
 from prebake import __version__
 from prebake.diff import DiffResult, version_key
-from prebake.diff.render import describe, human_size
+from prebake.diff.markdown import describe, human_size
 from prebake.manifest import Manifest, Toolchain
 from prebake.report.model import CELL_FACTS, Release, ReportData
 
