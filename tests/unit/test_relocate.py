@@ -11,6 +11,7 @@ from prebake.package import relocate, upstream_cmake, version_proof
 from prebake.package.archive import Entry, collect_tree
 from prebake.recipes import Component, Recipe, VersionCheck, validate_recipe
 from prebake.recipes.model import Outputs
+from prebake.toolchain import prefix_map
 
 ZSTD_PC = """\
 prefix={p}
@@ -76,16 +77,16 @@ def test_scan_reads_binary_files_and_in_memory_entries(tmp_path: Path) -> None:
 
 
 def test_prefix_map_reaches_the_compilers_that_take_it(tmp_path: Path) -> None:
-    flags = relocate.prefix_map_flags(tmp_path / "w")
+    flags = prefix_map.prefix_map_flags(tmp_path / "w")
     assert flags == (f"-ffile-prefix-map={tmp_path / 'w'}=.",)
-    assert relocate.compiler_argv(("gcc",), flags) == ("gcc", *flags)
-    assert relocate.compiler_argv(("/usr/bin/clang++-15",), flags)[-1] == flags[0]
-    assert relocate.compiler_argv(("aarch64-linux-gnu-g++",), flags)[-1] == flags[0]
-    assert relocate.compiler_argv(("python", "-m", "ziglang", "cc"), flags)[-1] == flags[0]
-    assert relocate.compiler_argv(("cl.exe",), flags) == ("cl.exe",)
-    env = relocate.compiler_env({"EMCC_CFLAGS": "-O2"}, ("emcc",), flags)
+    assert prefix_map.compiler_argv(("gcc",), flags) == ("gcc", *flags)
+    assert prefix_map.compiler_argv(("/usr/bin/clang++-15",), flags)[-1] == flags[0]
+    assert prefix_map.compiler_argv(("aarch64-linux-gnu-g++",), flags)[-1] == flags[0]
+    assert prefix_map.compiler_argv(("python", "-m", "ziglang", "cc"), flags)[-1] == flags[0]
+    assert prefix_map.compiler_argv(("cl.exe",), flags) == ("cl.exe",)
+    env = prefix_map.compiler_env({"EMCC_CFLAGS": "-O2"}, ("emcc",), flags)
     assert env["EMCC_CFLAGS"] == f"-O2 {flags[0]}"
-    assert "EMCC_CFLAGS" not in relocate.compiler_env({}, ("gcc",), flags)
+    assert "EMCC_CFLAGS" not in prefix_map.compiler_env({}, ("gcc",), flags)
 
 
 @pytest.mark.parametrize(("found", "pin", "partial", "ok"), [

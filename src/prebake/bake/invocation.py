@@ -11,9 +11,9 @@ from prebake.bake.core_budget import LiveValues
 from prebake.bake.env import build_env
 from prebake.bake.layout import WorkDirs
 from prebake.bake.options import Options
-from prebake.package import relocate
 from prebake.plan.model import Unit
 from prebake.recipes.model import Build, Recipe, host_tools_used
+from prebake.toolchain import prefix_map
 from prebake.toolchain.cmakefile import file_path
 from prebake.toolchain.environment import path_with
 from prebake.toolchain.hosttools import HOST_TOOLS
@@ -28,7 +28,7 @@ def command_context(ws: Workspace, unit: Unit, opts: Options, recipe: Recipe, wo
     commands (the dry run prints the same)."""
     p = unit.platform
     launcher = compiler_launcher(opts.caller_env)
-    flags = relocate.prefix_map_flags(dirs.root)  # the work folder stays out of the objects
+    flags = prefix_map.prefix_map_flags(dirs.root)  # the work folder stays out of the objects
     return placeholders.Context(
         host_tools=host_tool_paths(unit, opts, recipe),
         values=LiveValues({"src": str(work / "src"), "build": str(work / "build"),
@@ -42,8 +42,8 @@ def command_context(ws: Workspace, unit: Unit, opts: Options, recipe: Recipe, wo
                           {"jobs": lambda: opts.cores.share(unit.id)}),
         pins=ws.pins,
         release=recipe.release_argv(ws.pins[recipe.pin]),
-        argv={"cc": with_launcher(relocate.compiler_argv(p.toolchain.cc, flags), launcher),
-              "cxx": with_launcher(relocate.compiler_argv(p.toolchain.cxx, flags), launcher),
+        argv={"cc": with_launcher(prefix_map.compiler_argv(p.toolchain.cc, flags), launcher),
+              "cxx": with_launcher(prefix_map.compiler_argv(p.toolchain.cxx, flags), launcher),
               "ar": p.toolchain.ar},
     )
 
@@ -77,4 +77,4 @@ def command_env(unit: Unit, opts: Options, recipe: Recipe, strategy: Build | Non
                     extra=launcher_env(p.toolchain.cc, launcher) or None)
     if p.toolchain.environment:  # its cmake, python3, protoc… before the host's
         env["PATH"] = path_with(p.toolchain.environment, env.get("PATH", DEFAULT_PATH))
-    return relocate.compiler_env(env, p.toolchain.cc, relocate.prefix_map_flags(dirs.root))
+    return prefix_map.compiler_env(env, p.toolchain.cc, prefix_map.prefix_map_flags(dirs.root))

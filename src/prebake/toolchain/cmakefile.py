@@ -45,6 +45,7 @@ from pathlib import Path
 from prebake.errors import PrebakeError
 from prebake.toolchain.families import family_of_argv
 from prebake.toolchain.launcher import with_launcher
+from prebake.toolchain.prefix_map import compiler_argv, prefix_map_flags
 from prebake.workspace.model import PYTHON_TOKEN, Platform
 
 # CMake's names for the os values of prebake.toml (CMAKE_SYSTEM_NAME); "none" has none.
@@ -263,20 +264,14 @@ def _spec(platform: Platform, key: str, argv: tuple[str, ...]) -> tuple[str, ...
     return tuple(shlex.split(text)) if text else _unexpand(argv)
 
 
-def _with_flags(argv: tuple[str, ...], flags: Sequence[str]) -> tuple[str, ...]:
-    from prebake.package.relocate import compiler_argv
-
-    return compiler_argv(argv, flags)
-
-
 def portable(platform: Platform, *, shared_prefix: bool, cross: bool | None = None
              ) -> ToolchainFile:
     """The file with ``{python}``, ``{work}``… for this machine's paths and no launcher: the
     text the input hash reads and ``prebake toolchain cmake`` shows."""
     tc = platform.toolchain
     flags = (f"-ffile-prefix-map={PORTABLE_WORK}=.",)
-    cc = _with_flags(_spec(platform, "cc", tc.cc), flags)
-    cxx = _with_flags(_spec(platform, "cxx", tc.cxx), flags)
+    cc = compiler_argv(_spec(platform, "cc", tc.cc), flags)
+    cxx = compiler_argv(_spec(platform, "cxx", tc.cxx), flags)
     ar = _spec(platform, "ar", tc.ar)
     ranlib = _spec(platform, "ranlib", _ranlib(platform))
     roots = ("{prefix}",) if shared_prefix else ("{prefix}", "{deps_prefix}")
@@ -311,13 +306,12 @@ def for_unit(platform: Platform, *, work_root: Path, prefix: Path, deps: Path,
              cross: bool | None = None) -> ToolchainFile:
     """The file one unit's commands use, with this machine's paths (``platform`` carries the
     commands the toolchain check resolved)."""
-    from prebake.package.relocate import prefix_map_flags
 
     tc = platform.toolchain
     path = env.get("PATH")
     flags = prefix_map_flags(work_root)
-    cc = _resolve(_with_flags(tc.cc, flags), "cc", platform, path)
-    cxx = _resolve(_with_flags(tc.cxx, flags), "cxx", platform, path)
+    cc = _resolve(compiler_argv(tc.cc, flags), "cc", platform, path)
+    cxx = _resolve(compiler_argv(tc.cxx, flags), "cxx", platform, path)
     triple = _triple_prefix(tc.cc)
     emscripten = None
     ar: tuple[str, ...]
