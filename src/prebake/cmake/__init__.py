@@ -1,1 +1,2 @@
-"""Prebake.cmake, the CMake module shipped as package data (see ``prebake cmake-module-path``)."""
+"""CMake: the module shipped as package data (``Prebake.cmake``, see ``prebake cmake-module-path``)
+and CMake's quoting (``quoting``)."""

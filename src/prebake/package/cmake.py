@@ -16,25 +16,11 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from prebake.cmake.quoting import cmake_escape, cmake_quote
 from prebake.package.libs import Library, ordered
 
 POINTER_SIZE = {"wasm32": 4, "i686": 4, "arm": 4}
 _UNSAFE_TARGET = re.compile(r"[^A-Za-z0-9_.+-]")
-# inside a quoted argument: the escapes that keep a value one literal string ('${' would
-# expand a variable, '"' end the argument, a backslash escape what follows; a ';' stays: a
-# quoted argument is one value, and '\\;' would be kept with its backslash)
-_QUOTED_ESCAPES = {"\\": "\\\\", '"': '\\"', "$": "\\$", "\n": "\\n",
-                   "\r": "\\r", "\t": "\\t"}
-
-
-def cmake_escape(value: str) -> str:
-    """``value`` escaped for the inside of a CMake quoted argument (no quotes added)."""
-    return "".join(_QUOTED_ESCAPES.get(c, c) for c in value)
-
-
-def cmake_quote(value: str) -> str:
-    """``value`` as one CMake quoted argument, read back as exactly ``value``."""
-    return f'"{cmake_escape(value)}"'
 
 
 def _target_names(name: str, libs: Sequence[Library]) -> dict[str, str]:

@@ -37,9 +37,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from prebake.cmake.quoting import cmake_quote
 from prebake.errors import PrebakeError
 from prebake.jsonio import atomic_write_text
-from prebake.package.cmake import cmake_quote
 
 TAKES = ("archive", "source-dir", "variables", "absent")
 # what CMake reads unquoted: a dependency's name (a target, a FETCHCONTENT_SOURCE_DIR_ suffix)
