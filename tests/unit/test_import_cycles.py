@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
@@ -105,3 +106,29 @@ def test_a_cycle_through_a_function_level_import_is_found(tmp_path: Path) -> Non
     graph = import_graph(tmp_path, "demo")
     assert graph["demo.sub"] == {"demo.sub.b"} and graph["demo.c"] == {"demo.a"}
     assert cycles(graph) == [["demo.a", "demo.sub.b"]]
+
+
+def _floors() -> dict[str, int]:
+    """``prebake.x`` -> its row in docs/architecture.md's table of packages, ground first."""
+    text = (SRC.parent / "docs" / "architecture.md").read_text("utf-8")
+    table = text.split("| floor | package | holds |", 1)[1].split("\n\n", 1)[0]
+    rows = [line.split("|")[2] for line in table.splitlines()[2:] if line.startswith("|")]
+    return {f"prebake.{name}": i for i, cell in enumerate(rows)
+            for name in re.findall(r"`([a-z_]+)`", cell)}
+
+
+def test_every_import_points_down_the_floors_of_the_architecture_page() -> None:
+    """Each package imports only from its own row of docs/architecture.md's table and the rows
+    above it (the map is the rule); a package the table does not place fails too."""
+    floors = _floors()
+    assert floors["prebake.errors"] == 0 < floors["prebake.inspect"] < floors["prebake.commands"]
+    graph = import_graph(SRC, "prebake")
+
+    def pkg(m: str) -> str:
+        return ".".join(m.split(".")[:2])
+
+    unplaced = sorted({pkg(m) for m in graph} - set(floors) - {"prebake", "prebake.__main__"})
+    assert unplaced == [], f"place these in docs/architecture.md's table: {unplaced}"
+    up = sorted(f"{a} -> {b}" for a, targets in graph.items() for b in targets
+                if pkg(a) in floors and pkg(b) in floors and floors[pkg(b)] > floors[pkg(a)])
+    assert up == [], up
