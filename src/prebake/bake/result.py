@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from prebake.package.libs import Library
 
 if TYPE_CHECKING:
-    from prebake.contract.report import CheckReport, Violation
+    from prebake.contract.findings import CheckReport, Violation
 
 
 @dataclass

@@ -19,7 +19,7 @@ from prebake.store.base import Store
 from prebake.workspace.model import Workspace
 
 if TYPE_CHECKING:
-    from prebake.contract.report import Violation
+    from prebake.contract.findings import Violation
 
 Event = Callable[[str, str, str], None]  # (unit id, state, message)
 

@@ -22,14 +22,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from prebake.contract.model import Contract
-from prebake.contract.report import (
+from prebake.contract.findings import (
     MAX_EVIDENCE_SHOWN,
     MAX_MEMBERS_SHOWN,
     CheckReport,
     Unknown,
     Violation,
 )
+from prebake.contract.model import Contract
 from prebake.contract.rules import RULES, Finding, Rule, member_name
 from prebake.errors import FormatError, PrebakeError
 from prebake.inspect.facts import Facts

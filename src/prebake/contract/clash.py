@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from prebake.contract.report import Violation
+from prebake.contract.findings import Violation
 from prebake.contract.rules import member_name
 from prebake.inspect.facts import Facts
 
