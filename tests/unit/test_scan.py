@@ -1,11 +1,11 @@
 """The readers' C loops (``prebake.inspect._scan``) answer what their Python reference
-(``prebake.inspect.loops``) answers.
+(``prebake.inspect.hotloops_py``) answers.
 
-The extension is optional for users (no compiler: ``native.scan`` is the Python module), but
+The extension is optional for users (no compiler: ``hotloops.scan`` is the Python module), but
 this suite is run where it is built, so a missing build fails here instead of silently
 testing only one side. Each C function is held to its Python twin on generated hostile
 input (both ELF classes and byte orders, offsets past the table, names without their NUL),
-and the whole reader to itself with either in ``native.scan`` on real archives, facts and
+and the whole reader to itself with either in ``hotloops.scan`` on real archives, facts and
 symbols.
 """
 
@@ -19,18 +19,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from prebake.inspect import ParseOptions, elf, glibc, inspect, loops, native
+from prebake.inspect import ParseOptions, elf, glibc, hotloops, hotloops_py, inspect
 from prebake.inspect.render import json_pieces
 
 try:
     from prebake.inspect import _scan as scan
 except ImportError:  # reported by the first test
-    scan = loops  # type: ignore[assignment]
+    scan = hotloops_py  # type: ignore[assignment]
 
 
 def test_the_extension_is_built() -> None:
     """scripts/bootstrap installs a compiler and Python's headers: the build must happen."""
-    assert native.BUILT and native.scan is scan and scan is not loops, \
+    assert hotloops.BUILT and hotloops.scan is scan and scan is not hotloops_py, \
         "prebake.inspect._scan is not built (see setup.py)"
 
 
@@ -40,7 +40,7 @@ def pure(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     from prebake.inspect import render
 
     render._demangled.clear()
-    monkeypatch.setattr(native, "scan", loops)
+    monkeypatch.setattr(hotloops, "scan", hotloops_py)
     yield
     render._demangled.clear()
 
@@ -74,7 +74,7 @@ def test_object_symbols_match_the_python_loop(
 ) -> None:
     raw = _symtab_bytes(rows, is64, little)
     raw = raw[: max(0, len(raw) - cut)]  # a table cut inside its last entry
-    assert scan.object_symbols(raw, strtab, is64, little) == loops.object_symbols(
+    assert scan.object_symbols(raw, strtab, is64, little) == hotloops_py.object_symbols(
         raw, strtab, is64, little)
 
 
@@ -98,7 +98,7 @@ PROBE = elf._Probe(set(CANDS))
 def test_probe_matches_the_brute_force(table: bytes) -> None:
     """The probe is exact both ways: some candidate followed by a NUL occurs, or none does."""
     want = any(n + b"\0" in table for n in CANDS)
-    for impl in (scan, loops):
+    for impl in (scan, hotloops_py):
         assert impl.probe(table, PROBE.bitmap, PROBE.tails) == want
         assert impl.probe(memoryview(table), PROBE.bitmap, PROBE.tails) == want
 
@@ -111,7 +111,7 @@ def test_occurs_is_a_substring_test(text: bytes) -> None:
     needles = (*elf._MARK_TEXTS, *elf._NAMESPACE_TEXTS)
     found = scan.occurs(text, needles)
     assert [bool(found >> i & 1) for i in range(len(needles))] == [n in text for n in needles]
-    assert loops.occurs(text, needles) == found
+    assert hotloops_py.occurs(text, needles) == found
 
 
 @settings(max_examples=300, deadline=None)
@@ -124,7 +124,7 @@ def test_first_type_finds_the_first_header_of_a_type(
     e = "<" if little else ">"
     table = b"".join(struct.pack(e + "II", 0, t) + bytes(entsize - 8) for t in types)
     data = b"pad!" + table
-    for impl in (scan, loops):
+    for impl in (scan, hotloops_py):
         got = impl.first_type(data, 4, len(types), entsize, little, want)
         assert got == next((i for i, t in enumerate(types) if t == want), -1)
         with pytest.raises(ValueError):
@@ -164,7 +164,7 @@ def test_the_symbol_lines_are_the_same_with_either_loops(monkeypatch: pytest.Mon
     render._demangled.clear()
     fast = [_symbol_text(p) for p in paths]
     render._demangled.clear()
-    monkeypatch.setattr(native, "scan", loops)
+    monkeypatch.setattr(hotloops, "scan", hotloops_py)
     slow = [_symbol_text(p) for p in paths]
     render._demangled.clear()
     assert fast == slow
@@ -184,7 +184,7 @@ def test_the_reader_says_the_same_with_either_loops(
     render._demangled.clear()
     fast = [_json(p, symbols) for p in paths]
     render._demangled.clear()
-    monkeypatch.setattr(native, "scan", loops)
+    monkeypatch.setattr(hotloops, "scan", hotloops_py)
     slow = [_json(p, symbols) for p in paths]
     render._demangled.clear()
     assert fast == slow
@@ -209,7 +209,7 @@ def test_fill_demangled_matches_the_python_loop(names: list[str]) -> None:
     fast: dict[str, str | None] = {}
     slow: dict[str, str | None] = {}
     scan.fill_demangled(fast, names, impl.address, 5)
-    loops.fill_demangled(slow, names, impl.address, 5)
+    hotloops_py.fill_demangled(slow, names, impl.address, 5)
     assert fast == slow
 
 
@@ -226,7 +226,7 @@ def test_dangling_counts_distinct_offsets_outside_the_heads(
     arr = array(code, sorted(offsets) if len(offsets) % 2 else offsets)  # runs, or not
     want = len(set(arr) - heads)
     assert scan.dangling(arr, heads) == want == archive._dangling(list(arr), heads)
-    assert loops.dangling(arr, heads) == want
+    assert hotloops_py.dangling(arr, heads) == want
     with pytest.raises(TypeError):
         scan.dangling(array("d", [1.0]), heads)
 
@@ -234,7 +234,7 @@ def test_dangling_counts_distinct_offsets_outside_the_heads(
 @settings(max_examples=300, deadline=None)
 @given(st.binary(max_size=60), st.integers(-3, 70))
 def test_count_byte_counts_from_an_offset(data: bytes, start: int) -> None:
-    for impl in (scan, loops):
+    for impl in (scan, hotloops_py):
         assert impl.count_byte(data, 0, start) == data[max(0, start):].count(b"\0")
         assert impl.count_byte(memoryview(data), 7, start) == data[max(0, start):].count(b"\7")
 

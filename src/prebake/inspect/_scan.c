@@ -1,10 +1,10 @@
 /* The ELF reader's hot loops in C: prebake.inspect._scan.
  *
- * Optional: prebake.inspect.elf falls back to its pure-Python loops (the reference these
- * are held to, tests/unit/test_scan.py) when this module is not built. Each function reads
- * only the buffers it is given, checks every offset against their lengths, and allocates
- * nothing that outlives the call except the Python objects it returns: hostile tables give
- * wrong-looking names at worst, never a read outside the buffer.
+ * Optional: prebake.inspect.hotloops falls back to hotloops_py, the pure-Python loops (the
+ * reference these are held to, tests/unit/test_scan.py) when this module is not built. Each
+ * function reads only the buffers it is given, checks every offset against their lengths, and
+ * allocates nothing that outlives the call except the Python objects it returns: hostile tables
+ * give wrong-looking names at worst, never a read outside the buffer.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

@@ -1,7 +1,7 @@
 """The readers' hot loops in plain Python: the reference ``_scan.c`` is held to.
 
 Every function here has a twin of the same name and signature in the C extension
-``prebake.inspect._scan``; ``prebake.inspect.native.scan`` is that extension where setup.py
+``prebake.inspect._scan``; ``prebake.inspect.hotloops.scan`` is that extension where setup.py
 built it and this module where it did not. ``tests/unit/test_scan.py`` gives both the same
 generated hostile input and requires the same answers, and runs the readers on real archives
 with each. They are written to be read: ``struct``, slices and a loop.
