@@ -121,13 +121,14 @@ def build_seeds(cache: Path) -> Path:
 def build_sanitized(cache: Path) -> Path:
     """A copy of the ``prebake`` package whose ``_scan`` is the sanitized build."""
     src = SOURCE.read_bytes().decode()
+    consts = SOURCE.with_name("_scan_consts.h").read_bytes().decode()  # #included by it
     include = sysconfig.get_paths()["include"]
     suffix = sysconfig.get_config_var("EXT_SUFFIX")
     tree = ROOT / "src" / "prebake"
     digest = hashlib.sha256()
     for f in sorted(tree.rglob("*.py")):
         digest.update(str(f.relative_to(tree)).encode() + b"\0" + f.read_bytes())
-    out, done = _keyed(cache, "asan", [src, include, suffix, *SANITIZE, digest.hexdigest()])
+    out, done = _keyed(cache, "asan", [src, consts, include, suffix, *SANITIZE, digest.hexdigest()])
     if done:
         return out
     cache.mkdir(parents=True, exist_ok=True)

@@ -12,7 +12,7 @@ symbols.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -267,3 +267,56 @@ def test_probe_sees_a_name_ending_at_every_position_of_the_vector_blocks() -> No
             assert probe.hit(bytes(table)) is True, (size, end)
             table[end - len(name)] = ord("y")  # _cxa_throw with another first byte
             assert probe.hit(bytes(table)) is False, (size, end)
+
+
+# --------------------------------------------------------------------------------------------
+# the probe's constants: one definition (_scan_consts.h) for the C probe and its Python twin
+
+_CONST_NAMES = ("PROBE_TAIL", "PROBE_HASH_MUL", "PROBE_HASH_BITS", "PROBE_BITMAP_BYTES")
+
+
+def test_the_extension_was_built_with_the_constants_python_reads() -> None:
+    """The built module reports the header it was compiled with; the Python twin read the
+    same file at import: a stale build or a second definition shows here."""
+    assert {n: getattr(scan, n) for n in _CONST_NAMES} == \
+        {n: getattr(hotloops_py, n) for n in _CONST_NAMES}
+    assert hotloops_py.PROBE_BITMAP_BYTES * 8 == 1 << hotloops_py.PROBE_HASH_BITS
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(min_size=4, max_size=4), st.binary(max_size=12))
+def test_the_c_probe_hashes_a_tail_as_tail_hash_does(tail: bytes, before: bytes) -> None:
+    """A bitmap with only ``tail_hash(tail)``'s bit set lets the C probe find the name; with
+    every other bit set it never looks: the C hash is the Python one, tail by tail."""
+    assert len(tail) == hotloops_py.PROBE_TAIL
+    name = before.replace(b"\0", b"") + tail
+    if b"\0" in tail:
+        return  # a name holds no NUL
+    h = hotloops_py.tail_hash(tail)
+    only = bytearray(hotloops_py.PROBE_BITMAP_BYTES)
+    only[h >> 3] |= 1 << (h & 7)
+    others = bytes(b ^ 0xFF for b in only)
+    table = b"\0" + name + b"\0"
+    assert scan.probe(table, bytes(only), {tail: (name,)}) is True
+    assert scan.probe(table, others, {tail: (name,)}) is False
+
+
+def test_a_bitmap_of_another_size_is_refused() -> None:
+    with pytest.raises(ValueError, match=f"{hotloops_py.PROBE_BITMAP_BYTES} bytes"):
+        scan.probe(b"\0abcd\0", bytes(hotloops_py.PROBE_BITMAP_BYTES - 1), {b"abcd": (b"abcd",)})
+
+
+@pytest.mark.parametrize("edit", [
+    lambda s: s.replace("#define PROBE_TAIL 4\n", ""),  # a name missing
+    lambda s: s + "#define PROBE_TAIL 5\n",  # a name twice
+    lambda s: s + "#define PROBE_EXTRA 1\n",  # a name nobody reads
+    lambda s: s.replace("PROBE_BITMAP_BYTES 8192", "PROBE_BITMAP_BYTES 4096"),  # no bit per hash
+])
+def test_a_header_python_cannot_read_whole_is_an_import_error(
+        tmp_path: Path, edit: Callable[[str], str]) -> None:
+    header = Path(hotloops_py.__file__).with_name("_scan_consts.h").read_text()
+    assert hotloops_py._probe_constants(Path(hotloops_py.__file__).with_name("_scan_consts.h"))
+    bad = tmp_path / "_scan_consts.h"
+    bad.write_text(edit(header))
+    with pytest.raises(ImportError, match=r"_scan_consts\.h"):
+        hotloops_py._probe_constants(bad)

@@ -31,6 +31,7 @@ from prebake.inspect import glibc, hotloops, magic
 from prebake.inspect.base import ParseOptions
 from prebake.inspect.binreader import Buffer, Source, Truncated, names_at, table
 from prebake.inspect.facts import Facts, Symbols
+from prebake.inspect.hotloops_py import PROBE_BITMAP_BYTES, PROBE_TAIL, tail_hash
 
 MAGIC = magic.ELF
 
@@ -619,21 +620,22 @@ class _Probe:
     trigger in ``_object``) and the arch's glibc table. A symbol's name is the bytes from its
     offset to the next NUL, and string tables share tails (``stat`` may live inside
     ``__xstat``), so ``name + NUL`` occurs in the table for every symbol name: a miss proves
-    that no symbol has a candidate's name. Candidates are keyed by their last ``TAIL`` bytes
-    (``tails``; ``bitmap`` has a bit per hash of each, the C loop's pre-filter); names
-    shorter than that (none in today's tables) are looked for one by one.
+    that no symbol has a candidate's name. Candidates are keyed by their last ``PROBE_TAIL``
+    bytes (``tails``; ``bitmap`` has a bit per ``tail_hash`` of each, the C loop's pre-filter;
+    both constants are ``_scan_consts.h``'s); names shorter than that (none in today's tables)
+    are looked for one by one.
     """
 
     def __init__(self, names: set[bytes]) -> None:
         by_tail: dict[bytes, list[bytes]] = {}
         for n in sorted(names):
-            if len(n) >= TAIL:
-                by_tail.setdefault(n[-TAIL:], []).append(n)
+            if len(n) >= PROBE_TAIL:
+                by_tail.setdefault(n[-PROBE_TAIL:], []).append(n)
         self.tails = {t: tuple(ns) for t, ns in by_tail.items()}
-        self.short = sorted(n + b"\0" for n in names if 0 < len(n) < TAIL)
-        bits = bytearray(8192)
+        self.short = sorted(n + b"\0" for n in names if 0 < len(n) < PROBE_TAIL)
+        bits = bytearray(PROBE_BITMAP_BYTES)
         for t in self.tails:
-            h = _tail_hash(t)
+            h = tail_hash(t)
             bits[h >> 3] |= 1 << (h & 7)
         self.bitmap = bytes(bits)
 
@@ -643,14 +645,6 @@ class _Probe:
             if any(n in whole for n in self.short):
                 return True
         return bool(self.tails) and hotloops.scan.probe(table, self.bitmap, self.tails)
-
-
-TAIL = 4
-
-
-def _tail_hash(tail: bytes) -> int:
-    """The 16-bit hash of a 4-byte tail the C probe computes (``_scan.c``: ``tail_hash``)."""
-    return (int.from_bytes(tail, "little") * 2654435761 & 0xFFFFFFFF) >> 16
 
 
 @functools.cache
