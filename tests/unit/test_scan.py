@@ -311,6 +311,8 @@ def test_a_bitmap_of_another_size_is_refused() -> None:
     lambda s: s + "#define PROBE_TAIL 5\n",  # a name twice
     lambda s: s + "#define PROBE_EXTRA 1\n",  # a name nobody reads
     lambda s: s.replace("PROBE_BITMAP_BYTES 8192", "PROBE_BITMAP_BYTES 4096"),  # no bit per hash
+    lambda s: s.replace("PROBE_TAIL 4", "PROBE_TAIL 0x4"),  # not decimal
+    lambda s: s.replace("PROBE_TAIL 4", "PROBE_TAIL 4 /* tail */"),  # not two words
 ])
 def test_a_header_python_cannot_read_whole_is_an_import_error(
         tmp_path: Path, edit: Callable[[str], str]) -> None:

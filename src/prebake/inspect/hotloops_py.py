@@ -9,7 +9,6 @@ with each. They are written to be read: ``struct``, slices and a loop.
 
 from __future__ import annotations
 
-import re
 import struct
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,11 +25,15 @@ def _probe_constants(path: Path = _CONSTS) -> dict[str, int]:
     unknown is an error here, not a probe that quietly disagrees with the C one."""
     with open(path, "rb") as fh:
         text = fh.read(1 << 14).decode("ascii")
-    found = re.findall(r"^#define (PROBE_\w+) (\d+)u?[ \t]*$", text, re.MULTILINE)
-    values = {name: int(value) for name, value in found}
+    found = [line.split()[1:] for line in text.splitlines()
+             if line.startswith("#define PROBE_")]
+    try:
+        values = {name: int(value.removesuffix("u")) for name, value in found}
+    except ValueError:  # a line of more or fewer than two words, or a value not decimal
+        values = {}
     if sorted(values) != sorted(_CONST_NAMES) or len(found) != len(_CONST_NAMES):
         raise ImportError(f"{path}: want one #define each of {', '.join(_CONST_NAMES)}, "
-                          f"found {', '.join(name for name, _ in found) or 'none'}")
+                          f"found {'; '.join(' '.join(f) for f in found) or 'none'}")
     if values["PROBE_BITMAP_BYTES"] * 8 != 1 << values["PROBE_HASH_BITS"]:
         raise ImportError(f"{path}: PROBE_BITMAP_BYTES is not one bit per hash value")
     return values
