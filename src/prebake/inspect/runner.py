@@ -26,6 +26,7 @@ from prebake.cores import usable_cores
 if TYPE_CHECKING:
     from prebake.inspect.facts import Facts
 
+
 @dataclass
 class Target:
     """One result to produce: the binary ``file`` shown as ``name``, or an ``error`` for
