@@ -11,7 +11,7 @@ process of the tree, from ``wait4``) and output size. Then each ratio against it
 ``--symbols`` <= 1.2x ``llvm-nm -C``; ``--symbols --json`` <= 1.6x ``llvm-nm -C`` with peak
 RSS <= 2x; the table <= 1.2x ``--json``; ``--json`` <= 0.5x ``llvm-nm``. Then the library
 level (in-process ``inspect()`` calls on one core, no output) with the C loops and with their
-plain Python reference in ``native.scan`` (bar: the reference within 4x), and start-up:
+plain Python reference in ``hotloops.scan`` (bar: the reference within 4x), and start-up:
 the median of ``prebake --version`` (bar: under 150 ms).
 
 Run: .venv/bin/python benchmarks/bench_symbols.py [--rounds 3] [GLOB]
@@ -69,11 +69,11 @@ def run_once(argv: list[str], out: Path) -> dict[str, float]:
 
 def library_seconds(paths: list[str], python_loops: bool) -> tuple[float, float]:
     """In-process ``inspect()`` of every archive, with and without symbols (no output), with
-    the C loops or (``python_loops``) their Python reference in ``native.scan``."""
-    from prebake.inspect import ParseOptions, elf, inspect, loops, native
+    the C loops or (``python_loops``) their Python reference in ``hotloops.scan``."""
+    from prebake.inspect import ParseOptions, elf, hotloops, hotloops_py, inspect
 
-    saved = native.scan
-    native.scan = loops if python_loops else saved
+    saved = hotloops.scan
+    hotloops.scan = hotloops_py if python_loops else saved
     elf._probe.cache_clear()
     try:
         res = []
@@ -83,7 +83,7 @@ def library_seconds(paths: list[str], python_loops: bool) -> tuple[float, float]
                 inspect(p, ParseOptions(symbols=symbols))
             res.append(time.perf_counter() - t0)
     finally:
-        native.scan = saved
+        hotloops.scan = saved
     return res[0], res[1]
 
 

@@ -121,13 +121,14 @@ def build_seeds(cache: Path) -> Path:
 def build_sanitized(cache: Path) -> Path:
     """A copy of the ``prebake`` package whose ``_scan`` is the sanitized build."""
     src = SOURCE.read_bytes().decode()
+    consts = SOURCE.with_name("_scan_consts.h").read_bytes().decode()  # #included by it
     include = sysconfig.get_paths()["include"]
     suffix = sysconfig.get_config_var("EXT_SUFFIX")
     tree = ROOT / "src" / "prebake"
     digest = hashlib.sha256()
     for f in sorted(tree.rglob("*.py")):
         digest.update(str(f.relative_to(tree)).encode() + b"\0" + f.read_bytes())
-    out, done = _keyed(cache, "asan", [src, include, suffix, *SANITIZE, digest.hexdigest()])
+    out, done = _keyed(cache, "asan", [src, consts, include, suffix, *SANITIZE, digest.hexdigest()])
     if done:
         return out
     cache.mkdir(parents=True, exist_ok=True)
@@ -257,19 +258,19 @@ def _exact(data: bytes) -> tuple[Any, memoryview]:
 
 
 def _switches() -> Callable[[bool], None]:
-    """A switch between the C loops and the Python ones (``native.scan``, which every reader
+    """A switch between the C loops and the Python ones (``hotloops.scan``, which every reader
     calls through), and the readers' cached tables dropped."""
     import prebake.inspect
-    from prebake.inspect import archive, elf, loops, native  # noqa: F401 -- the users, loaded
+    from prebake.inspect import archive, elf, hotloops, hotloops_py  # noqa: F401 -- the users, loaded
 
-    ext = native.scan
-    assert native.BUILT, "the extension is not loaded"
+    ext = hotloops.scan
+    assert hotloops.BUILT, "the extension is not loaded"
     caches = [f for name, m in list(sys.modules.items())
               if name.startswith("prebake.inspect") and m is not None
               for f in vars(m).values() if callable(getattr(f, "cache_clear", None))]
 
     def use_c(on: bool) -> None:
-        native.scan = ext if on else loops
+        hotloops.scan = ext if on else hotloops_py
         for f in caches:
             f.cache_clear()
 
@@ -306,7 +307,7 @@ def _direct_edges() -> int:
     """The C functions called at the edges the readers guard today (so a guard lost in a
     refactor cannot hide a bad read): a count of 0 with an offset far past the data, a symbol
     name offset of 2^32 - 1, empty tables."""
-    from prebake.inspect.native import scan
+    from prebake.inspect.hotloops import scan
 
     assert scan is not None
     cases = 0
@@ -330,9 +331,9 @@ def _direct_edges() -> int:
 
 
 def child(seed_dir: Path, mutants: int, seed: int) -> int:
-    from prebake.inspect import native
+    from prebake.inspect import hotloops
 
-    assert native.scan is not None and "asan-" in str(native.scan.__file__), native.scan
+    assert hotloops.scan is not None and "asan-" in str(hotloops.scan.__file__), hotloops.scan
     edges = _direct_edges()
     seeds = [p.read_bytes() for p in sorted(seed_dir.iterdir())
              if p.suffix in (".o", ".so", ".a")]

@@ -53,10 +53,10 @@ HOSTILE = ["_Z3f\x00oi", "_Z3f\udcffi", "_Z1\u00e9v", "__Z", "__Zfoo", "_", "", 
 
 def _fill(cache: dict[str, str | None], names: list[str], limit: int) -> None:
     """What the renderers call: the C loop with the runtime's demangler address."""
-    from prebake.inspect import native
+    from prebake.inspect import hotloops
 
     assert dm.address(), "the C++ runtime's demangler is loadable here"
-    native.scan.fill_demangled(cache, names, dm.address(), limit)
+    hotloops.scan.fill_demangled(cache, names, dm.address(), limit)
 
 
 @pytest.mark.parametrize("chunk", range(2))

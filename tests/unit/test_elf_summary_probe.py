@@ -5,7 +5,7 @@ The facts summary skips the symbol table when ``_may_name`` says no candidate na
 "no" would silently drop a glibc floor or an EH fact, so the probe is checked against the
 brute-force ``name + NUL in table`` on generated tables (shared tails included) and on the
 string tables of real objects, with the C loops and with their Python reference in
-``native.scan``. ``_namespaces`` likewise.
+``hotloops.scan``. ``_namespaces`` likewise.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from prebake.inspect import elf, glibc, loops, native
+from prebake.inspect import elf, glibc, hotloops, hotloops_py
 from prebake.inspect.archive import read_archive
 
 ARCHES = (None, "x86_64", "aarch64", "arm", "i686")
@@ -26,10 +26,10 @@ ARCHES = (None, "x86_64", "aarch64", "arm", "i686")
 @pytest.fixture(autouse=True, scope="module", params=["C", "Python"])
 def impl(request: pytest.FixtureRequest) -> Iterator[None]:
     """Each test with the C loops and with the Python reference."""
-    saved = native.scan
-    native.scan = saved if request.param == "C" else loops
+    saved = hotloops.scan
+    hotloops.scan = saved if request.param == "C" else hotloops_py
     yield
-    native.scan = saved
+    hotloops.scan = saved
 
 
 def _candidates(arch: str | None) -> list[bytes]:
@@ -121,7 +121,7 @@ marks_text = st.lists(
 @settings(max_examples=200, deadline=None)
 @given(marks_text)
 def test_section_marks_match_substring_tests(shstrtab: bytes) -> None:
-    found = native.scan.occurs(shstrtab, elf._MARK_TEXTS)
+    found = hotloops.scan.occurs(shstrtab, elf._MARK_TEXTS)
     for i, mark in enumerate(elf._MARK_TEXTS):
         assert bool(found >> i & 1) == (mark in shstrtab)
 

@@ -1,36 +1,36 @@
 """The readers' C loops (``prebake.inspect._scan``) answer what their Python reference
-(``prebake.inspect.loops``) answers.
+(``prebake.inspect.hotloops_py``) answers.
 
-The extension is optional for users (no compiler: ``native.scan`` is the Python module), but
+The extension is optional for users (no compiler: ``hotloops.scan`` is the Python module), but
 this suite is run where it is built, so a missing build fails here instead of silently
 testing only one side. Each C function is held to its Python twin on generated hostile
 input (both ELF classes and byte orders, offsets past the table, names without their NUL),
-and the whole reader to itself with either in ``native.scan`` on real archives, facts and
+and the whole reader to itself with either in ``hotloops.scan`` on real archives, facts and
 symbols.
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from prebake.inspect import ParseOptions, elf, glibc, inspect, loops, native
+from prebake.inspect import ParseOptions, elf, glibc, hotloops, hotloops_py, inspect
 from prebake.inspect.render import json_pieces
 
 try:
     from prebake.inspect import _scan as scan
 except ImportError:  # reported by the first test
-    scan = loops  # type: ignore[assignment]
+    scan = hotloops_py  # type: ignore[assignment]
 
 
 def test_the_extension_is_built() -> None:
     """scripts/bootstrap installs a compiler and Python's headers: the build must happen."""
-    assert native.BUILT and native.scan is scan and scan is not loops, \
+    assert hotloops.BUILT and hotloops.scan is scan and scan is not hotloops_py, \
         "prebake.inspect._scan is not built (see setup.py)"
 
 
@@ -40,7 +40,7 @@ def pure(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     from prebake.inspect import render
 
     render._demangled.clear()
-    monkeypatch.setattr(native, "scan", loops)
+    monkeypatch.setattr(hotloops, "scan", hotloops_py)
     yield
     render._demangled.clear()
 
@@ -74,7 +74,7 @@ def test_object_symbols_match_the_python_loop(
 ) -> None:
     raw = _symtab_bytes(rows, is64, little)
     raw = raw[: max(0, len(raw) - cut)]  # a table cut inside its last entry
-    assert scan.object_symbols(raw, strtab, is64, little) == loops.object_symbols(
+    assert scan.object_symbols(raw, strtab, is64, little) == hotloops_py.object_symbols(
         raw, strtab, is64, little)
 
 
@@ -98,7 +98,7 @@ PROBE = elf._Probe(set(CANDS))
 def test_probe_matches_the_brute_force(table: bytes) -> None:
     """The probe is exact both ways: some candidate followed by a NUL occurs, or none does."""
     want = any(n + b"\0" in table for n in CANDS)
-    for impl in (scan, loops):
+    for impl in (scan, hotloops_py):
         assert impl.probe(table, PROBE.bitmap, PROBE.tails) == want
         assert impl.probe(memoryview(table), PROBE.bitmap, PROBE.tails) == want
 
@@ -111,7 +111,7 @@ def test_occurs_is_a_substring_test(text: bytes) -> None:
     needles = (*elf._MARK_TEXTS, *elf._NAMESPACE_TEXTS)
     found = scan.occurs(text, needles)
     assert [bool(found >> i & 1) for i in range(len(needles))] == [n in text for n in needles]
-    assert loops.occurs(text, needles) == found
+    assert hotloops_py.occurs(text, needles) == found
 
 
 @settings(max_examples=300, deadline=None)
@@ -124,7 +124,7 @@ def test_first_type_finds_the_first_header_of_a_type(
     e = "<" if little else ">"
     table = b"".join(struct.pack(e + "II", 0, t) + bytes(entsize - 8) for t in types)
     data = b"pad!" + table
-    for impl in (scan, loops):
+    for impl in (scan, hotloops_py):
         got = impl.first_type(data, 4, len(types), entsize, little, want)
         assert got == next((i for i, t in enumerate(types) if t == want), -1)
         with pytest.raises(ValueError):
@@ -164,7 +164,7 @@ def test_the_symbol_lines_are_the_same_with_either_loops(monkeypatch: pytest.Mon
     render._demangled.clear()
     fast = [_symbol_text(p) for p in paths]
     render._demangled.clear()
-    monkeypatch.setattr(native, "scan", loops)
+    monkeypatch.setattr(hotloops, "scan", hotloops_py)
     slow = [_symbol_text(p) for p in paths]
     render._demangled.clear()
     assert fast == slow
@@ -184,7 +184,7 @@ def test_the_reader_says_the_same_with_either_loops(
     render._demangled.clear()
     fast = [_json(p, symbols) for p in paths]
     render._demangled.clear()
-    monkeypatch.setattr(native, "scan", loops)
+    monkeypatch.setattr(hotloops, "scan", hotloops_py)
     slow = [_json(p, symbols) for p in paths]
     render._demangled.clear()
     assert fast == slow
@@ -209,7 +209,7 @@ def test_fill_demangled_matches_the_python_loop(names: list[str]) -> None:
     fast: dict[str, str | None] = {}
     slow: dict[str, str | None] = {}
     scan.fill_demangled(fast, names, impl.address, 5)
-    loops.fill_demangled(slow, names, impl.address, 5)
+    hotloops_py.fill_demangled(slow, names, impl.address, 5)
     assert fast == slow
 
 
@@ -226,7 +226,7 @@ def test_dangling_counts_distinct_offsets_outside_the_heads(
     arr = array(code, sorted(offsets) if len(offsets) % 2 else offsets)  # runs, or not
     want = len(set(arr) - heads)
     assert scan.dangling(arr, heads) == want == archive._dangling(list(arr), heads)
-    assert loops.dangling(arr, heads) == want
+    assert hotloops_py.dangling(arr, heads) == want
     with pytest.raises(TypeError):
         scan.dangling(array("d", [1.0]), heads)
 
@@ -234,7 +234,7 @@ def test_dangling_counts_distinct_offsets_outside_the_heads(
 @settings(max_examples=300, deadline=None)
 @given(st.binary(max_size=60), st.integers(-3, 70))
 def test_count_byte_counts_from_an_offset(data: bytes, start: int) -> None:
-    for impl in (scan, loops):
+    for impl in (scan, hotloops_py):
         assert impl.count_byte(data, 0, start) == data[max(0, start):].count(b"\0")
         assert impl.count_byte(memoryview(data), 7, start) == data[max(0, start):].count(b"\7")
 
@@ -267,3 +267,58 @@ def test_probe_sees_a_name_ending_at_every_position_of_the_vector_blocks() -> No
             assert probe.hit(bytes(table)) is True, (size, end)
             table[end - len(name)] = ord("y")  # _cxa_throw with another first byte
             assert probe.hit(bytes(table)) is False, (size, end)
+
+
+# --------------------------------------------------------------------------------------------
+# the probe's constants: one definition (_scan_consts.h) for the C probe and its Python twin
+
+_CONST_NAMES = ("PROBE_TAIL", "PROBE_HASH_MUL", "PROBE_HASH_BITS", "PROBE_BITMAP_BYTES")
+
+
+def test_the_extension_was_built_with_the_constants_python_reads() -> None:
+    """The built module reports the header it was compiled with; the Python twin read the
+    same file at import: a stale build or a second definition shows here."""
+    assert {n: getattr(scan, n) for n in _CONST_NAMES} == \
+        {n: getattr(hotloops_py, n) for n in _CONST_NAMES}
+    assert hotloops_py.PROBE_BITMAP_BYTES * 8 == 1 << hotloops_py.PROBE_HASH_BITS
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(min_size=4, max_size=4), st.binary(max_size=12))
+def test_the_c_probe_hashes_a_tail_as_tail_hash_does(tail: bytes, before: bytes) -> None:
+    """A bitmap with only ``tail_hash(tail)``'s bit set lets the C probe find the name; with
+    every other bit set it never looks: the C hash is the Python one, tail by tail."""
+    assert len(tail) == hotloops_py.PROBE_TAIL
+    name = before.replace(b"\0", b"") + tail
+    if b"\0" in tail:
+        return  # a name holds no NUL
+    h = hotloops_py.tail_hash(tail)
+    only = bytearray(hotloops_py.PROBE_BITMAP_BYTES)
+    only[h >> 3] |= 1 << (h & 7)
+    others = bytes(b ^ 0xFF for b in only)
+    table = b"\0" + name + b"\0"
+    assert scan.probe(table, bytes(only), {tail: (name,)}) is True
+    assert scan.probe(table, others, {tail: (name,)}) is False
+
+
+def test_a_bitmap_of_another_size_is_refused() -> None:
+    with pytest.raises(ValueError, match=f"{hotloops_py.PROBE_BITMAP_BYTES} bytes"):
+        scan.probe(b"\0abcd\0", bytes(hotloops_py.PROBE_BITMAP_BYTES - 1), {b"abcd": (b"abcd",)})
+
+
+@pytest.mark.parametrize("edit", [
+    lambda s: s.replace("#define PROBE_TAIL 4\n", ""),  # a name missing
+    lambda s: s + "#define PROBE_TAIL 5\n",  # a name twice
+    lambda s: s + "#define PROBE_EXTRA 1\n",  # a name nobody reads
+    lambda s: s.replace("PROBE_BITMAP_BYTES 8192", "PROBE_BITMAP_BYTES 4096"),  # no bit per hash
+    lambda s: s.replace("PROBE_TAIL 4", "PROBE_TAIL 0x4"),  # not decimal
+    lambda s: s.replace("PROBE_TAIL 4", "PROBE_TAIL 4 /* tail */"),  # not two words
+])
+def test_a_header_python_cannot_read_whole_is_an_import_error(
+        tmp_path: Path, edit: Callable[[str], str]) -> None:
+    header = Path(hotloops_py.__file__).with_name("_scan_consts.h").read_text()
+    assert hotloops_py._probe_constants(Path(hotloops_py.__file__).with_name("_scan_consts.h"))
+    bad = tmp_path / "_scan_consts.h"
+    bad.write_text(edit(header))
+    with pytest.raises(ImportError, match=r"_scan_consts\.h"):
+        hotloops_py._probe_constants(bad)

@@ -9,10 +9,10 @@ from types import ModuleType
 import pytest
 
 from prebake.errors import FormatError
-from prebake.inspect import ParseOptions, elf, inspect_bytes, loops, native
+from prebake.inspect import ParseOptions, elf, hotloops, hotloops_py, inspect_bytes
 from tests import support
 
-BOTH = [native.scan, loops]  # the C loops (where built) and their Python reference
+BOTH = [hotloops.scan, hotloops_py]  # the C loops (where built) and their Python reference
 
 
 @pytest.mark.parametrize("scan", BOTH)
@@ -54,7 +54,7 @@ def test_no_section_table_reads_alike_both_ways(monkeypatch: pytest.MonkeyPatch)
     struct.pack_into("<Q", raw, 40, 0)  # e_shoff
     struct.pack_into("<H", raw, 58, 0)  # e_shentsize
     with_c = _answer(bytes(raw))
-    monkeypatch.setattr(native, "scan", loops)
+    monkeypatch.setattr(hotloops, "scan", hotloops_py)
     elf._probe.cache_clear()
     without = _answer(bytes(raw))
     elf._probe.cache_clear()

@@ -1,10 +1,10 @@
 /* The ELF reader's hot loops in C: prebake.inspect._scan.
  *
- * Optional: prebake.inspect.elf falls back to its pure-Python loops (the reference these
- * are held to, tests/unit/test_scan.py) when this module is not built. Each function reads
- * only the buffers it is given, checks every offset against their lengths, and allocates
- * nothing that outlives the call except the Python objects it returns: hostile tables give
- * wrong-looking names at worst, never a read outside the buffer.
+ * Optional: prebake.inspect.hotloops falls back to hotloops_py, the pure-Python loops (the
+ * reference these are held to, tests/unit/test_scan.py) when this module is not built. Each
+ * function reads only the buffers it is given, checks every offset against their lengths, and
+ * allocates nothing that outlives the call except the Python objects it returns: hostile tables
+ * give wrong-looking names at worst, never a read outside the buffer.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -16,8 +16,10 @@
 #include <emmintrin.h>
 #endif
 
-#define TAIL 4             /* bytes of a candidate's end that select its bucket */
-#define BITMAP_BYTES 8192  /* 65 536 bits: one per 16-bit hash of a tail */
+#include "_scan_consts.h" /* PROBE_TAIL, PROBE_HASH_MUL, PROBE_HASH_BITS, PROBE_BITMAP_BYTES */
+
+#define TAIL PROBE_TAIL
+_Static_assert(PROBE_BITMAP_BYTES * 8 == 1 << PROBE_HASH_BITS, "one bitmap bit per hash value");
 
 static inline uint32_t rd32(const unsigned char *p, int little) {
     return little ? ((uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) |
@@ -27,8 +29,8 @@ static inline uint32_t rd32(const unsigned char *p, int little) {
 }
 
 static inline uint32_t tail_hash(const unsigned char *p) {
-    /* the same function as elf._tail_hash: little-endian u32 times a Fibonacci constant */
-    return (uint32_t)(rd32(p, 1) * 2654435761u) >> 16;
+    /* the same function as hotloops_py.tail_hash: little-endian u32 times a Fibonacci constant */
+    return (uint32_t)(rd32(p, 1) * PROBE_HASH_MUL) >> (32 - PROBE_HASH_BITS);
 }
 
 /* Whether a name of ``tails`` ends at the NUL at ``at`` (>= TAIL): 1, 0, or -1 on error. */
@@ -70,8 +72,8 @@ static PyObject *probe(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "y*y*O!", &tab, &bits, &PyDict_Type, &tails))
         return NULL;
     int found = 0;
-    if (bits.len != BITMAP_BYTES) {
-        PyErr_SetString(PyExc_ValueError, "probe bitmap must be 8192 bytes");
+    if (bits.len != PROBE_BITMAP_BYTES) {
+        PyErr_Format(PyExc_ValueError, "probe bitmap must be %d bytes", PROBE_BITMAP_BYTES);
         found = -1;
         goto done;
     }
@@ -461,4 +463,21 @@ static struct PyModuleDef module = {
     methods,
 };
 
-PyMODINIT_FUNC PyInit__scan(void) { return PyModule_Create(&module); }
+/* The module, with the probe's constants as it was built with them (a test holds them to
+ * what hotloops_py reads from _scan_consts.h). */
+PyMODINIT_FUNC PyInit__scan(void) {
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL)
+        return NULL;
+    PyObject *mul = PyLong_FromUnsignedLong(PROBE_HASH_MUL); /* > LONG_MAX where long is 32 bits */
+    int bad = mul == NULL || PyModule_AddObjectRef(m, "PROBE_HASH_MUL", mul) < 0 ||
+              PyModule_AddIntConstant(m, "PROBE_TAIL", PROBE_TAIL) < 0 ||
+              PyModule_AddIntConstant(m, "PROBE_HASH_BITS", PROBE_HASH_BITS) < 0 ||
+              PyModule_AddIntConstant(m, "PROBE_BITMAP_BYTES", PROBE_BITMAP_BYTES) < 0;
+    Py_XDECREF(mul);
+    if (bad) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -3,6 +3,12 @@ from collections.abc import Sequence
 
 from prebake.inspect.binreader import Buffer
 
+# the probe's constants as the module was built with them (_scan_consts.h)
+PROBE_TAIL: int
+PROBE_HASH_MUL: int
+PROBE_HASH_BITS: int
+PROBE_BITMAP_BYTES: int
+
 def probe(table: Buffer, bitmap: bytes, tails: dict[bytes, tuple[bytes, ...]], /) -> bool: ...
 def occurs(table: Buffer, needles: tuple[bytes, ...], /) -> int: ...
 def first_type(data: Buffer, shoff: int, count: int, entsize: int, little: bool, want: int,

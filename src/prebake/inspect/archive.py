@@ -24,7 +24,7 @@ from itertools import chain
 from pathlib import Path
 
 from prebake.errors import FormatError
-from prebake.inspect import magic, native
+from prebake.inspect import hotloops, magic
 from prebake.inspect.base import ParseOptions
 from prebake.inspect.binreader import Buffer, FileWindow, Source, Truncated, part, table
 from prebake.inspect.facts import Facts, Symbols
@@ -196,7 +196,7 @@ def _gnu_index_offsets(kind: IndexKind, raw: Buffer) -> Sequence[int]:
     end = word.size * (count + 1)
     if end > len(raw):
         raise Truncated(f"symbol index declares {count} entries, has room for fewer")
-    names = native.scan.count_byte(raw, 0, end) + 1
+    names = hotloops.scan.count_byte(raw, 0, end) + 1
     if names < count:
         raise Truncated(f"symbol index lists {count} offsets but only {names} names")
     return _offsets(word, bytes(raw[word.size : end]))
@@ -206,7 +206,7 @@ def _dangling(offsets: Sequence[int], heads: set[int]) -> int:
     """How many distinct index offsets name no member header (one lookup per run of equal
     offsets in C: an index repeats its member's offset for each of 280 000 symbols)."""
     if isinstance(offsets, array):
-        return native.scan.dangling(offsets, heads)
+        return hotloops.scan.dangling(offsets, heads)
     return 0 if heads.issuperset(offsets) else len(set(offsets) - heads)
 
 

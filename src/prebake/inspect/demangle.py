@@ -119,6 +119,6 @@ def demangle_once(name: str) -> str | None:
 
 def address() -> int:
     """The C++ runtime's ``__cxa_demangle`` address (0 when there is none): the C loop
-    ``native.scan.fill_demangled`` calls it directly, no ctypes call per name."""
+    ``hotloops.scan.fill_demangled`` calls it directly, no ctypes call per name."""
     impl = _impl()
     return impl.address if impl is not None and impl.address else 0

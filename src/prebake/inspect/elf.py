@@ -14,8 +14,8 @@ costs a header, the section types, one search of its section names and two of it
 table (the C++ namespaces; a probe for every name a fact depends on): the symbol table is
 decoded only when the probe finds such a name. With ``--symbols``, one pass over the symbol
 table. From a file (``windowed``), only those parts are read: the code and relocations,
-two thirds of an object's bytes, never are. Those loops are ``native.scan``'s: C where it
-is built, else their plain Python reference (``loops.py``).
+two thirds of an object's bytes, never are. Those loops are ``hotloops.scan``'s: C where it
+is built, else their plain Python reference (``hotloops_py.py``).
 """
 
 from __future__ import annotations
@@ -27,10 +27,11 @@ from dataclasses import dataclass
 from enum import IntEnum
 
 from prebake.errors import FormatError
-from prebake.inspect import glibc, magic, native
+from prebake.inspect import glibc, hotloops, magic
 from prebake.inspect.base import ParseOptions
 from prebake.inspect.binreader import Buffer, Source, Truncated, names_at, table
 from prebake.inspect.facts import Facts, Symbols
+from prebake.inspect.hotloops_py import PROBE_BITMAP_BYTES, PROBE_TAIL, tail_hash
 
 MAGIC = magic.ELF
 
@@ -214,7 +215,7 @@ class ElfFile:
         their name tables are as large as their symbol string tables."""
         if self._marks is None:
             start, end = self._shstr
-            found = native.scan.occurs(self.data[start:end], _MARK_TEXTS)
+            found = hotloops.scan.occurs(self.data[start:end], _MARK_TEXTS)
             self._marks = frozenset(t for i, t in enumerate(_MARK_TEXTS) if found >> i & 1)
         return mark in self._marks
 
@@ -279,7 +280,7 @@ class ElfFile:
     def first(self, sht: int) -> Section | None:
         if not self.count:  # no table (e_shoff 0): nothing to find, on either path
             return None
-        i = native.scan.first_type(self.headers, 0, self.count, self.shentsize, self.little, sht)
+        i = hotloops.scan.first_type(self.headers, 0, self.count, self.shentsize, self.little, sht)
         return self.section(i) if i >= 0 else None
 
     def segments(self) -> list[tuple[int, ...]]:
@@ -613,27 +614,28 @@ def _family_max(names: list[str], family: str) -> str | None:
 
 
 class _Probe:
-    """Finds, in a string table, any candidate name followed by a NUL (``native.scan.probe``).
+    """Finds, in a string table, any candidate name followed by a NUL (``hotloops.scan.probe``).
 
     Candidates: the EH markers, ``__gnu_lto_slim``, ``personality_v0`` (the definition
     trigger in ``_object``) and the arch's glibc table. A symbol's name is the bytes from its
     offset to the next NUL, and string tables share tails (``stat`` may live inside
     ``__xstat``), so ``name + NUL`` occurs in the table for every symbol name: a miss proves
-    that no symbol has a candidate's name. Candidates are keyed by their last ``TAIL`` bytes
-    (``tails``; ``bitmap`` has a bit per hash of each, the C loop's pre-filter); names
-    shorter than that (none in today's tables) are looked for one by one.
+    that no symbol has a candidate's name. Candidates are keyed by their last ``PROBE_TAIL``
+    bytes (``tails``; ``bitmap`` has a bit per ``tail_hash`` of each, the C loop's pre-filter;
+    both constants are ``_scan_consts.h``'s); names shorter than that (none in today's tables)
+    are looked for one by one.
     """
 
     def __init__(self, names: set[bytes]) -> None:
         by_tail: dict[bytes, list[bytes]] = {}
         for n in sorted(names):
-            if len(n) >= TAIL:
-                by_tail.setdefault(n[-TAIL:], []).append(n)
+            if len(n) >= PROBE_TAIL:
+                by_tail.setdefault(n[-PROBE_TAIL:], []).append(n)
         self.tails = {t: tuple(ns) for t, ns in by_tail.items()}
-        self.short = sorted(n + b"\0" for n in names if 0 < len(n) < TAIL)
-        bits = bytearray(8192)
+        self.short = sorted(n + b"\0" for n in names if 0 < len(n) < PROBE_TAIL)
+        bits = bytearray(PROBE_BITMAP_BYTES)
         for t in self.tails:
-            h = _tail_hash(t)
+            h = tail_hash(t)
             bits[h >> 3] |= 1 << (h & 7)
         self.bitmap = bytes(bits)
 
@@ -642,15 +644,7 @@ class _Probe:
             whole = bytes(table)
             if any(n in whole for n in self.short):
                 return True
-        return bool(self.tails) and native.scan.probe(table, self.bitmap, self.tails)
-
-
-TAIL = 4
-
-
-def _tail_hash(tail: bytes) -> int:
-    """The 16-bit hash of a 4-byte tail the C probe computes (``_scan.c``: ``tail_hash``)."""
-    return (int.from_bytes(tail, "little") * 2654435761 & 0xFFFFFFFF) >> 16
+        return bool(self.tails) and hotloops.scan.probe(table, self.bitmap, self.tails)
 
 
 @functools.cache
@@ -673,7 +667,7 @@ _NAMESPACE_TEXTS = (b"St3__1", b"St7__cxx11")  # libc++'s std::__1, libstdc++'s 
 
 def _namespaces(names: Buffer) -> tuple[bool, bool]:
     """Whether ``St3__1`` and ``St7__cxx11`` occur in ``names``."""
-    found = native.scan.occurs(names, _NAMESPACE_TEXTS)
+    found = hotloops.scan.occurs(names, _NAMESPACE_TEXTS)
     return bool(found & 1), bool(found & 2)
 
 
@@ -709,7 +703,7 @@ def _cxx_stdlib(
 
 def _no_cxx(names: Buffer) -> bool:
     """No mangled name and no C++ runtime marker."""
-    if names[:2] == b"_Z" or native.scan.occurs(names, (b"\0_Z",)):
+    if names[:2] == b"_Z" or hotloops.scan.occurs(names, (b"\0_Z",)):
         return False
     table = bytes(names)
     return not any(b"\0" + m + b"\0" in table for m in CXX_RUNTIME_MARKERS)
@@ -882,7 +876,7 @@ class ElfReader:
 
 
 def _object_symbols(elf: ElfFile, sec: Section, strtab: bytes) -> Symbols:
-    defined, undefined, exports, weak = native.scan.object_symbols(
+    defined, undefined, exports, weak = hotloops.scan.object_symbols(
         elf.section_bytes(sec), strtab, elf.lay.is64, elf.little)
     return Symbols(defined=defined, undefined=undefined, exports=exports, weak=weak)
 

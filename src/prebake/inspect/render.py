@@ -36,12 +36,12 @@ _demangled: dict[str, str | None] = {}  # name -> demangled form, filled a list 
 def _demangle_all(names: list[str]) -> dict[str, str | None]:
     """The demangled form of every name in ``names``, in one call of ``fill_demangled``: the
     C loop where the runtime's demangler can be called directly, else the Python reference."""
-    from prebake.inspect import demangle, loops, native
+    from prebake.inspect import demangle, hotloops, hotloops_py
 
     if len(_demangled) + len(names) > DEMANGLED_MAX:
         _demangled.clear()  # starts over between lists, never inside one
     address = demangle.address()
-    scan = native.scan if address else loops
+    scan = hotloops.scan if address else hotloops_py
     scan.fill_demangled(_demangled, names, address, max(DEMANGLED_MAX, len(names)))
     return _demangled
 

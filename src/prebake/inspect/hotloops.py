@@ -1,8 +1,8 @@
 """The readers' hot loops, imported in one place: ``scan``.
 
 ``scan`` is the C extension ``_scan.c`` where setup.py built it, and where it could not (no
-compiler or no Python headers) ``prebake.inspect.loops``, the plain Python reference the C
-functions are held to (tests/unit/test_scan.py). Callers use ``native.scan.<function>``, so
+compiler or no Python headers) ``prebake.inspect.hotloops_py``, the plain Python reference the C
+functions are held to (tests/unit/test_scan.py). Callers use ``hotloops.scan.<function>``, so
 that a test or the benchmark can put either in its place.
 """
 
@@ -15,6 +15,6 @@ try:
 
     BUILT = True
 except ImportError:  # pragma: no cover - a build without a C compiler
-    from prebake.inspect import loops as scan  # type: ignore[no-redef]
+    from prebake.inspect import hotloops_py as scan  # type: ignore[no-redef]
 
     BUILT = False

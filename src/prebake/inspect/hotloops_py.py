@@ -1,7 +1,7 @@
 """The readers' hot loops in plain Python: the reference ``_scan.c`` is held to.
 
 Every function here has a twin of the same name and signature in the C extension
-``prebake.inspect._scan``; ``prebake.inspect.native.scan`` is that extension where setup.py
+``prebake.inspect._scan``; ``prebake.inspect.hotloops.scan`` is that extension where setup.py
 built it and this module where it did not. ``tests/unit/test_scan.py`` gives both the same
 generated hostile input and requires the same answers, and runs the readers on real archives
 with each. They are written to be read: ``struct``, slices and a loop.
@@ -11,14 +11,50 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
+from pathlib import Path
 
 from prebake.inspect.binreader import Buffer, cstring_at
 
-TAIL = 4  # the bytes of a candidate's end that ``probe``'s ``tails`` are keyed by
+_CONSTS = Path(__file__).with_name("_scan_consts.h")
+_CONST_NAMES = ("PROBE_TAIL", "PROBE_HASH_MUL", "PROBE_HASH_BITS", "PROBE_BITMAP_BYTES")
+
+
+def _probe_constants(path: Path = _CONSTS) -> dict[str, int]:
+    """The probe's constants from the header ``_scan.c`` includes: one definition for both
+    languages. Read bounded (the file is a few hundred bytes); a name missing, repeated or
+    unknown is an error here, not a probe that quietly disagrees with the C one."""
+    with open(path, "rb") as fh:
+        text = fh.read(1 << 14).decode("ascii")
+    found = [line.split()[1:] for line in text.splitlines()
+             if line.startswith("#define PROBE_")]
+    try:
+        values = {name: int(value.removesuffix("u")) for name, value in found}
+    except ValueError:  # a line of more or fewer than two words, or a value not decimal
+        values = {}
+    if sorted(values) != sorted(_CONST_NAMES) or len(found) != len(_CONST_NAMES):
+        raise ImportError(f"{path}: want one #define each of {', '.join(_CONST_NAMES)}, "
+                          f"found {'; '.join(' '.join(f) for f in found) or 'none'}")
+    if values["PROBE_BITMAP_BYTES"] * 8 != 1 << values["PROBE_HASH_BITS"]:
+        raise ImportError(f"{path}: PROBE_BITMAP_BYTES is not one bit per hash value")
+    return values
+
+
+_VALUES = _probe_constants()
+PROBE_TAIL = _VALUES["PROBE_TAIL"]  # the bytes of a candidate's end ``tails`` are keyed by
+PROBE_HASH_MUL = _VALUES["PROBE_HASH_MUL"]
+PROBE_HASH_BITS = _VALUES["PROBE_HASH_BITS"]
+PROBE_BITMAP_BYTES = _VALUES["PROBE_BITMAP_BYTES"]  # ``probe``'s bitmap: a bit per hash
+
+
+def tail_hash(tail: bytes) -> int:
+    """The hash of a ``PROBE_TAIL``-byte tail the C probe computes (``_scan.c``:
+    ``tail_hash``): its bit in ``probe``'s bitmap."""
+    return (int.from_bytes(tail, "little") * PROBE_HASH_MUL & 0xFFFFFFFF) >> (
+        32 - PROBE_HASH_BITS)
 
 
 def probe(table: Buffer, bitmap: bytes, tails: dict[bytes, tuple[bytes, ...]]) -> bool:
-    """Whether some name of ``tails`` (its last ``TAIL`` bytes -> the names ending in them)
+    """Whether some name of ``tails`` (its last ``PROBE_TAIL`` bytes -> the names ending in them)
     occurs in ``table`` followed by a NUL. ``bitmap`` is the C loop's pre-filter: not needed.
 
     A name followed by a NUL is the end of one NUL-terminated piece of the table (string
@@ -27,7 +63,7 @@ def probe(table: Buffer, bitmap: bytes, tails: dict[bytes, tuple[bytes, ...]]) -
     """
     pieces = bytes(table).split(b"\0")[:-1]
     for piece in pieces:
-        names = tails.get(piece[-TAIL:])
+        names = tails.get(piece[-PROBE_TAIL:])
         if names is not None and any(piece.endswith(n) for n in names):
             return True
     return False
