@@ -10,7 +10,7 @@ binary one of them sees, all of them see. A path is:
   and listed in ``escapes``, never followed;
 * a package or archive — a release asset (``.tar.xz``), an npm ``.tgz``, a PyPI ``.whl``, any
   ``.tar.gz``/``.tar.xz``/``.tar.bz2``/``.tar``/``.zip`` — unpacked with
-  ``prebake.consume.unpack.safe_extract``'s rules (no escaping names or links, no devices,
+  ``prebake.extract.safe_extract``'s rules (no escaping names or links, no devices,
   member and byte budgets) into a temporary folder, then walked like a folder. Archives found
   inside are unpacked the same way, ``MAX_NESTING`` deep, within one shared byte budget.
 
