@@ -61,8 +61,9 @@ def test_a_recipe_minimum_refuses_an_older_emscripten_with_its_reason(tmp_path: 
     proc = prebake(ws, "build", "--stage", "extra", "--platform", "wasm")
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert proc.stderr.strip() == (
-        "prebake: error: onnxruntime/wasm: needs Emscripten (emcc/em++) 3.1.61 or newer "
-        "(its consumers link with -sJSPI); the platform's compiler reports 'emcc "
+        "prebake: error: onnxruntime/wasm: needs Emscripten (emcc/em++) 4.0 or newer "
+        "(exnref exceptions (-sWASM_LEGACY_EXCEPTIONS=0) for a -sJSPI consumer); the "
+        "platform's compiler reports 'emcc "
         "(Emscripten gcc/clang-like replacement + linker emulating GNU ld) 3.1.6 ()'")
     assert nothing_written(ws)  # refused before the onnxruntime checkout
 
@@ -238,10 +239,13 @@ def test_the_pin_decides_which_emscripten_may_build(trixie: Path) -> None:
         # the host (3.1.6) never takes that asset as its own, nor builds under the pin
         plan = prebake(ws, "plan", "--json", *args)
         assert json.loads(plan.stdout)["units"][0]["status"] == "stale"
-        # onnxruntime's -sJSPI minimum is met by 3.1.69: a dry run would not refuse it
+        # onnxruntime's exnref minimum (Emscripten 4.0) is not met by 3.1.69, which emits
+        # only the legacy encoding: a dry run says it would refuse, and why
         rc, dry = build_json(ws, "--stage", "extra", "--platform", "wasm", "--dry-run",
                              env=env)
-        assert rc == 0 and "refuse" not in dry["units"][0]["reason"], dry
+        assert rc == 0, dry
+        assert "would refuse" in dry["units"][0]["reason"], dry
+        assert "needs Emscripten (emcc/em++) 4.0 or newer" in dry["units"][0]["reason"], dry
 
 
 # Bitcode carries no wasm EH/threads/feature evidence until it is compiled: opted out visibly.
