@@ -12,7 +12,7 @@ setup(
         Extension(
             "prebake.inspect._scan",
             sources=["src/prebake/inspect/_scan.c"],
-            # the probe's constants, shared with hotloops_py (which reads the file at import)
+            # the probe's constants, shared with hotloops_py, which reads the file at import
             depends=["src/prebake/inspect/_scan_consts.h"],
             extra_compile_args=["-O2", "-std=c11", "-D_GNU_SOURCE"],
             optional=True,

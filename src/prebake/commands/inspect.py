@@ -60,6 +60,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _say_error(path: str, error: str) -> None:
+    from rich.markup import escape
+
+    from prebake.commands._common import err_console
+
+    err_console().print(f"prebake: error: {escape(path)}: {escape(error)}")
+
+
 def run(args: argparse.Namespace) -> int:
     from prebake.inspect.runner import Mode, results, write
     from prebake.jsonio import SCHEMA_VERSION
@@ -74,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
         failed = 0
         readable: set[str] = set()  # a path that failed shows its error and nothing else
         for target, result in zip(targets, results(targets, mode, stack), strict=True):
-            write(result)
+            write(result, _say_error)
             failed += result.failed
             if not result.failed:
                 readable.add(target.arg)

@@ -229,9 +229,9 @@ def _copy(src: BinaryIO, dest: BinaryIO) -> None:
     dest.flush()
 
 
-def write(result: Result) -> None:
-    """A result to stdout (a worker's text, or its file copied, then removed) and its error
-    to stderr."""
+def write(result: Result, say_error: Callable[[str, str], None]) -> None:
+    """A result to stdout (a worker's text, or its file copied, then removed), and its error
+    (path, reason) to ``say_error``: how errors look is the command's."""
     if result.text:
         sys.stdout.write(result.text)
     if result.file is not None:
@@ -244,9 +244,4 @@ def write(result: Result) -> None:
                 out.write(fh.read().decode())
         Path(result.file).unlink()
     if result.error is not None:
-        from rich.markup import escape
-
-        from prebake.commands._common import err_console
-
-        path, error = result.error
-        err_console().print(f"prebake: error: {escape(path)}: {escape(error)}")
+        say_error(*result.error)
