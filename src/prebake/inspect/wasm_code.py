@@ -330,38 +330,8 @@ def decode_body(buf: bytes, pos: int, end: int, counts: Counter[str]) -> None:
             for family in entry.families:
                 counts[family] += 1
             continue
-        if op == 0xFD:
-            sub, pos = uleb(buf, pos, end)
-            if sub <= 0x0B or sub in (0x5C, 0x5D):
-                pos = _memarg(buf, pos, end)
-            elif sub in (0x0C, 0x0D):
-                pos += 16
-            elif 0x15 <= sub <= 0x22:
-                pos += 1
-            elif 0x54 <= sub <= 0x5B:
-                pos = _memarg(buf, pos, end) + 1
-            elif sub > 0x113:
-                raise Bounds(f"unknown SIMD sub-opcode 0x{sub:x} at offset {pos}")
-            counts[_simd_family(sub)] += 1
-        elif op == 0xFC:
-            sub, pos = uleb(buf, pos, end)
-            if sub <= 7:
-                counts["sat_trunc"] += 1
-            elif sub <= 17:
-                for _ in range(_FC_IMM[sub]):
-                    pos = skip_leb(buf, pos, end)
-                counts["bulk_memory" if sub <= 11 else "reference_types"] += 1
-            else:
-                raise Bounds(f"unknown 0xFC sub-opcode {sub} at offset {pos}")
-        elif op == 0xFE:
-            sub, pos = uleb(buf, pos, end)
-            if sub == 0x03:  # atomic.fence takes one reserved byte
-                pos += 1
-            elif sub <= 0x4E:
-                pos = _memarg(buf, pos, end)
-            else:
-                raise Bounds(f"unknown atomic sub-opcode 0x{sub:x} at offset {pos}")
-            counts["atomics"] += 1
+        if op in (0xFC, 0xFD, 0xFE):
+            pos = _prefixed(op, buf, pos, end, counts)
         else:
             raise Bounds(f"unknown opcode 0x{op:02x} at offset {pos - 1}")
     raise Bounds(f"function body ending at {end} has no final `end` (or an immediate overran it)")
@@ -481,7 +451,8 @@ def _exnref_at(buf: Buffer, pos: int, end: int) -> bool:
 
 
 def _prefixed(op: int, buf: bytes, pos: int, end: int, counts: Counter[str]) -> int:
-    """The 0xFD (SIMD), 0xFC and 0xFE (atomics) instructions, as ``decode_body`` reads them."""
+    """The 0xFD (SIMD), 0xFC and 0xFE (atomics) instructions: their immediates skipped and their
+    family counted, for ``decode_body`` and the EH scan alike."""
     sub, pos = uleb(buf, pos, end)
     if op == 0xFD:
         if sub <= 0x0B or sub in (0x5C, 0x5D):
