@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ import jsonschema
 import pytest
 
 from tests import support
+from tests import toolchains as toolchains_module
 from tests.integration.test_build import build_json, copy_workspace, prebake
 from tests.toolchains import trixie_emscripten, trixie_path, trixie_workdir
 
@@ -357,3 +359,31 @@ def test_bitcode_from_a_newer_llvm_is_refused_at_fetch_and_check(trixie: Path) -
         same = _addon(work, "3.1.69", lto=True)
         ok = _fetch(same, work, "new", _trixie_env(trixie, work))
         assert ok.returncode == 0, ok.stdout + ok.stderr
+
+
+def test_wrappers_that_name_a_deleted_interpreter_are_rewritten_for_this_one(
+        tmp_path: Path) -> None:
+    """A toolchains folder shared by two checkouts (the tests' cache, a CI cache restored into a
+    new venv): its wrappers exec the Python of whichever checkout wrote them last. Once that
+    checkout is gone, the flagship's wasm toolchain still lists as the pinned 6.0.5, through
+    wrappers that now name the interpreter running prebake."""
+    from prebake.toolchain.environment import environment_named
+
+    root = toolchains_module.sid_emscripten().parent / f"env-{toolchains_module.SID_ENVIRONMENT}"
+    shared = tmp_path / "toolchains"
+    shared.mkdir()
+    (shared / root.name).symlink_to(root)
+    stale = shared / f"{root.name}.bin"
+    stale.mkdir()
+    env = environment_named(toolchains_module.SID_ENVIRONMENT)
+    for tool in env.tools:
+        (stale / tool).write_text("#!/bin/sh\nexec /gone/checkout/.venv/bin/python -m "
+                                  f"prebake.toolchain.enter {root} {tool} \"$@\"\n")
+        (stale / tool).chmod(0o755)
+    ws = support.ROOT / "examples" / "onnxruntime"
+    listed = toolchains(ws, {"PREBAKE_TOOLCHAINS": str(shared)}, "--platform", "wasm")["wasm"]
+    assert listed["status"] == "ok" and listed["version"] == "6.0.5", listed
+    assert listed["resolved"] == str(stale / "emcc")
+    for tool in env.tools:
+        text = (stale / tool).read_text()
+        assert "/gone/checkout" not in text and sys.executable in text, text

@@ -103,6 +103,7 @@ def resolve(argv: tuple[str, ...], env_name: str | None) -> tuple[str, ...]:
     if not env_name or not argv or "/" in argv[0]:
         return argv
     env = environment_named(env_name)
+    _current_wrappers(env)
     wrapper = env.wrapper(argv[0])
     return (str(wrapper), *argv[1:]) if wrapper.is_file() else argv
 
@@ -111,7 +112,25 @@ def path_with(env_name: str | None, path: str) -> str:
     """``PATH`` with the environment's wrappers first (build commands run its cmake, python3…)."""
     if not env_name:
         return path
-    return f"{environment_named(env_name).bin}:{path}"
+    env = environment_named(env_name)
+    _current_wrappers(env)
+    return f"{env.bin}:{path}"
+
+
+@functools.cache
+def _current_wrappers(env: Environment) -> None:
+    """Rewrite an installed root's wrappers when they name another interpreter than this one.
+
+    A wrapper execs the Python that wrote it; a root shared by two checkouts (the test cache,
+    or a CI cache restored into a new venv) would otherwise run a deleted interpreter, and the
+    build would fail with a bare "not found" from inside the wrapper. Once per process.
+    """
+    if (env.root / "usr" / "bin").is_dir():
+        try:
+            write_wrappers(env)
+        except OSError as exc:
+            raise PrebakeError(f"{env.bin}: cannot bring the environment's wrappers to this "
+                               f"interpreter ({exc.strerror})") from None
 
 
 def not_installed(env_name: str, platform: str) -> str:
@@ -214,7 +233,11 @@ def mmdebstrap_argv(env: Environment, dest: Path) -> list[str]:
 def install(env: Environment) -> tuple[bool, str]:
     """Make the root (when missing) and its wrappers: (True, what was done) or (False, why)."""
     if (env.root / "usr" / "bin").is_dir():
-        write_wrappers(env)
+        try:
+            write_wrappers(env)
+        except OSError as exc:
+            raise PrebakeError(f"{env.bin}: cannot bring the environment's wrappers to this "
+                               f"interpreter ({exc.strerror})") from None
         return True, f"environment {env.name} already in {env.root}"
     why = _why_not()
     if why:
