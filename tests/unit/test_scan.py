@@ -322,3 +322,170 @@ def test_a_header_python_cannot_read_whole_is_an_import_error(
     bad.write_text(edit(header))
     with pytest.raises(ImportError, match=r"_scan_consts\.h"):
         hotloops_py._probe_constants(bad)
+
+
+# -- wasm -------------------------------------------------------------------------------------
+#
+# The wasm loops answer None for what they cannot read to its end, and the reader's own Python
+# (wasm_code.eh_scan_py, scan_locals_py, wasm._parse_imports/_parse_types/parse_symbols) is
+# their reference: on any bytes, the C answer is None exactly where the Python raises, and
+# otherwise the Python's answer.
+
+# Debian 12's Emscripten sysroot (scripts/bootstrap installs emscripten): C++ with wasm
+# exceptions (-except), without, and C with wasm setjmp/longjmp, each a real archive of objects.
+WASM_SYSROOT = Path("/usr/share/emscripten/cache/sysroot/lib/wasm32-emscripten")
+REAL_WASM = [WASM_SYSROOT / n for n in ("libc++-mt-except.a", "libc++abi-except.a",
+                                        "libc++-noexcept.a", "libcompiler_rt-wasm-sjlj.a")]
+
+
+@pytest.mark.parametrize("symbols", [False, True], ids=["facts", "symbols"])
+def test_the_wasm_reader_says_the_same_with_either_loops(
+    symbols: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from prebake.inspect import render
+
+    missing = [str(p) for p in REAL_WASM if not p.exists()]
+    assert not missing, f"Debian's emscripten sysroot lacks {missing} (scripts/bootstrap)"
+    render._demangled.clear()
+    fast = [_json(str(p), symbols) for p in REAL_WASM]
+    render._demangled.clear()
+    monkeypatch.setattr(hotloops, "scan", hotloops_py)
+    slow = [_json(str(p), symbols) for p in REAL_WASM]
+    render._demangled.clear()
+    assert fast == slow
+    assert '"wasm_eh_encoding": "legacy"' in fast[0] and '"wasm_eh_encoding": "none"' in fast[2]
+
+
+def _member_objects(path: Path, limit: int = 40) -> list[bytes]:
+    """The first wasm objects of an ar archive, as bytes (a test's own plain walk)."""
+    data = path.read_bytes()
+    pos, out = 8, []
+    while pos + 60 <= len(data) and len(out) < limit:
+        size = int(data[pos + 48:pos + 58])
+        body = data[pos + 60:pos + 60 + size]
+        if body[:4] == b"\0asm":
+            out.append(body)
+        pos += 60 + size + (size & 1)
+    return out
+
+
+def _sections(data: bytes) -> dict[int, tuple[int, int]]:
+    from prebake.inspect.wasm import _sections as walk
+    from prebake.inspect.binreader import Reader
+
+    out: dict[int, tuple[int, int]] = {}
+    for sid, nm, start, end in walk(Reader(data)):
+        out.setdefault(-1 if nm == "linking" else sid, (start, end))
+    return out
+
+
+def _python(fn: Callable[[], object]) -> object:
+    """The reference's answer, or None where it raises (what the C answers then)."""
+    from prebake.errors import FormatError
+    from prebake.inspect.binreader import Truncated
+
+    try:
+        return fn()
+    except (Truncated, FormatError, ValueError, IndexError):
+        return None
+
+
+def _twins(data: bytes) -> list[tuple[str, object, object]]:
+    """(what, C, Python) for every wasm loop over one object's sections."""
+    from prebake.inspect import wasm, wasm_code
+    from prebake.inspect.binreader import Reader
+
+    secs = _sections(data)
+    out: list[tuple[str, object, object]] = []
+    r = Reader(data)
+    if 2 in secs:
+        s, e = secs[2]
+
+        def imports() -> object:
+            m = wasm.Module()
+            wasm._parse_imports(m, wasm._Cur(r, s, e))
+            return m.imports
+
+        fast = scan.wasm_imports(data, s, e)
+        out.append(("imports", None if fast is None else [wasm.Import(*t) for t in fast],
+                    _python(imports)))
+    if 1 in secs:
+        s, e = secs[1]
+
+        def types() -> object:
+            m = wasm.Module()
+            wasm._parse_types(m, wasm._Cur(r, s, e))
+            return (m.types, m.v128_in_types, m.exnref_in_types, m.multivalue_types, m.gc_types)
+
+        out.append(("types", scan.wasm_types(data, s, e), _python(types)))
+    if 10 in secs:
+        s, e = secs[10]
+        loc = _python(lambda: wasm_code.scan_locals_py(data, s, e, True))
+        out.append(("locals", scan.wasm_locals(data, s, e),
+                    None if loc is None else (loc.functions, loc.v128_locals,  # type: ignore
+                                              loc.exnref_locals, loc.bodies)))  # type: ignore
+        if loc is not None:
+            bodies = loc.bodies  # type: ignore[attr-defined]
+            eh = _python(lambda: wasm_code.eh_scan_py(data, bodies))
+            out.append(("eh", scan.wasm_eh_scan(data, bodies, wasm_code.C_SHAPES,
+                                                wasm_code.C_FAMILIES),
+                        None if eh is None else (eh.legacy, eh.exnref, eh.throw,  # type: ignore
+                                                 eh.exnref_types)))  # type: ignore
+    if -1 in secs:
+        m = _python(lambda: wasm.parse_container(Reader(data)))
+        if m is not None:
+            def linked() -> object:
+                got = wasm.linked_symbols(r, m)  # type: ignore[arg-type]
+                return None if got is None else got
+            s, e = secs[-1]
+            imports_ = tuple([i.field for i in m.imports_of(k)]  # type: ignore[attr-defined]
+                             for k in (0, 3, 4, 1))
+            py = _python(lambda: wasm.parse_symbols(r, m))  # type: ignore[arg-type]
+            want = None
+            if py is not None:
+                syms = wasm._symbols_of_object(py)  # type: ignore[arg-type]
+                want = (syms.defined, syms.undefined, syms.exports, syms.weak,
+                        [x.name for x in py if x.undefined], {x.name for x in py})  # type: ignore
+            out.append(("symbols", scan.wasm_symbols(data, s, e, imports_), want))
+    return out
+
+
+@pytest.fixture(scope="module")
+def wasm_objects() -> list[bytes]:
+    objects = [o for p in REAL_WASM[:2] if p.exists() for o in _member_objects(p, 25)]
+    if not objects:
+        pytest.fail(f"no wasm objects in {REAL_WASM[:2]} (scripts/bootstrap installs emscripten)")
+    return objects
+
+
+def test_the_wasm_loops_agree_on_real_objects(wasm_objects: list[bytes]) -> None:
+    seen = set()
+    for data in wasm_objects:
+        for what, fast, slow in _twins(data):
+            assert fast == slow, what
+            assert fast is not None, f"{what}: the C loop gave up on a real object"
+            seen.add(what)
+    assert seen == {"imports", "types", "locals", "eh", "symbols"}
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.data())
+def test_the_wasm_loops_agree_on_hostile_objects(wasm_objects: list[bytes],
+                                                 data: st.DataObject) -> None:
+    """A real object cut short, or with bytes overwritten inside one of its sections: the C
+    gives up (None) exactly where the Python raises, and otherwise answers the same."""
+    obj = bytearray(data.draw(st.sampled_from(wasm_objects)))
+    secs = list(_sections(bytes(obj)).values())
+    start, end = data.draw(st.sampled_from(secs))
+    for _ in range(data.draw(st.integers(1, 4))):
+        at = data.draw(st.integers(start, max(start, end - 1)))
+        obj[at] = data.draw(st.sampled_from([0x00, 0x01, 0x0B, 0x40, 0x63, 0x69, 0x7F, 0x80,
+                                              0xFC, 0xFD, 0xFE, 0xFF]))
+    cut = data.draw(st.sampled_from([len(obj), end, (start + end) // 2]))
+    blob = bytes(obj[:cut])
+    try:
+        twins = _twins(blob)
+    except Exception:  # the test's own section walk cannot read it: nothing to compare
+        return
+    for what, fast, slow in twins:
+        assert fast == slow, what

@@ -1,4 +1,5 @@
-/* The ELF reader's hot loops in C: prebake.inspect._scan.
+/* The readers' hot loops in C (ELF tables, wasm bodies and symbol tables):
+ * prebake.inspect._scan.
  *
  * Optional: prebake.inspect.hotloops falls back to hotloops_py, the pure-Python loops (the
  * reference these are held to, tests/unit/test_scan.py) when this module is not built. Each
@@ -447,6 +448,647 @@ done:
     return result;
 }
 
+/* --- WebAssembly ---------------------------------------------------------------------------
+ *
+ * The wasm reader's two hot loops (wasm_code.eh_scan, wasm._object_symbols). Both answer None
+ * for anything they cannot read to the end (a truncated LEB, a body that does not decode, an
+ * unknown symbol kind, a linking version they do not know): the caller then runs its own
+ * Python, which is the reference these are held to (tests/unit/test_scan.py) and which words
+ * the error. None is never an answer about the bytes, only "ask the reference".
+ */
+
+/* Position after a (signed or unsigned) LEB128 of at most 10 bytes, or -1. */
+static inline Py_ssize_t w_skip_leb(const unsigned char *b, Py_ssize_t pos, Py_ssize_t end) {
+    const Py_ssize_t start = pos;
+    for (;;) {
+        if (pos >= end)
+            return -1;
+        if (b[pos++] < 0x80)
+            return pos;
+        if (pos - start >= 10)
+            return -1;
+    }
+}
+
+/* An unsigned LEB128 of at most 10 bytes: its low 64 bits in *v, *big when bits above them
+ * are set (every count, index and sub-opcode is then out of range); the position after it,
+ * or -1. */
+static inline Py_ssize_t w_uleb(const unsigned char *b, Py_ssize_t pos, Py_ssize_t end,
+                                uint64_t *v, int *big) {
+    uint64_t r = 0;
+    int shift = 0;
+    *big = 0;
+    for (;;) {
+        if (pos >= end)
+            return -1;
+        const unsigned c = b[pos++];
+        const uint64_t bits = c & 0x7F;
+        if (shift < 64) {
+            r |= bits << shift;
+            if (shift > 57 && (bits >> (64 - shift)))
+                *big = 1;
+        } else if (bits) {
+            *big = 1;
+        }
+        if (c < 0x80) {
+            *v = r;
+            return pos;
+        }
+        shift += 7;
+        if (shift >= 70)
+            return -1;
+    }
+}
+
+/* A count that must fit in what is left (the reference's ``n > end - pos`` refusal). */
+static inline Py_ssize_t w_count(const unsigned char *b, Py_ssize_t pos, Py_ssize_t end,
+                                 uint64_t *n) {
+    int big;
+    pos = w_uleb(b, pos, end, n, &big);
+    if (pos < 0 || big || *n > (uint64_t)(end - pos))
+        return -1;
+    return pos;
+}
+
+static inline Py_ssize_t w_valtype(const unsigned char *b, Py_ssize_t pos, Py_ssize_t end) {
+    if (pos >= end)
+        return -1;
+    if (b[pos] == 0x63 || b[pos] == 0x64)
+        return w_skip_leb(b, pos + 1, end);
+    return pos + 1;
+}
+
+static inline int w_exnref_at(const unsigned char *b, Py_ssize_t pos, Py_ssize_t end) {
+    if (pos >= end)
+        return 0;
+    return b[pos] == 0x69 ||
+           ((b[pos] == 0x63 || b[pos] == 0x64) && pos + 1 < end && b[pos + 1] == 0x69);
+}
+
+static inline Py_ssize_t w_blocktype(const unsigned char *b, Py_ssize_t pos, Py_ssize_t end) {
+    if (pos >= end)
+        return -1;
+    const unsigned t = b[pos];
+    if (t == 0x63 || t == 0x64)
+        return w_skip_leb(b, pos + 1, end);
+    if (t >= 0x40 && t <= 0x7F)
+        return pos + 1;
+    return w_skip_leb(b, pos, end);
+}
+
+static inline Py_ssize_t w_memarg(const unsigned char *b, Py_ssize_t pos, Py_ssize_t end) {
+    uint64_t align;
+    int big;
+    pos = w_uleb(b, pos, end, &align, &big);
+    if (pos >= 0 && (align & 0x40))
+        pos = w_skip_leb(b, pos, end);
+    return pos < 0 ? -1 : w_skip_leb(b, pos, end);
+}
+
+/* wasm_code's immediate shapes, in its order (_NONE, _IDX, ... _MEMIDX) */
+enum { S_NONE, S_IDX, S_IDX2, S_BLOCK, S_MEMARG, S_I32, S_I64, S_F32, S_F64, S_BRTABLE,
+       S_SELECT_T, S_HEAPTYPE, S_TRY_TABLE, S_MEMIDX, S_UNKNOWN = 255 };
+/* the EH family codes of the table eh_scan is given */
+enum { F_NONE, F_LEGACY, F_EXNREF, F_THROW };
+
+static const unsigned char FC_IMM[18] = {0, 0, 0, 0, 0, 0, 0, 0, 2, 1, 2, 1, 2, 1, 2, 1, 1, 1};
+
+/* One prefixed (0xFC, 0xFD, 0xFE) instruction's immediates: wasm_code._prefixed. */
+static Py_ssize_t w_prefixed(unsigned op, const unsigned char *b, Py_ssize_t pos,
+                             Py_ssize_t end) {
+    uint64_t sub;
+    int big;
+    pos = w_uleb(b, pos, end, &sub, &big);
+    if (pos < 0)
+        return -1;
+    if (op == 0xFD) {
+        if (big)
+            return -1;
+        if (sub <= 0x0B || sub == 0x5C || sub == 0x5D)
+            return w_memarg(b, pos, end);
+        if (sub == 0x0C || sub == 0x0D)
+            return pos + 16;
+        if (sub >= 0x15 && sub <= 0x22)
+            return pos + 1;
+        if (sub >= 0x54 && sub <= 0x5B) {
+            pos = w_memarg(b, pos, end);
+            return pos < 0 ? -1 : pos + 1;
+        }
+        return sub > 0x113 ? -1 : pos;
+    }
+    if (op == 0xFC) {
+        if (big || sub > 17)
+            return -1;
+        for (unsigned i = 0; i < FC_IMM[sub] && pos >= 0; i++)
+            pos = w_skip_leb(b, pos, end);
+        return pos;
+    }
+    if (big || sub > 0x4E)
+        return -1;
+    return sub == 0x03 ? pos + 1 : w_memarg(b, pos, end);
+}
+
+/* One body (locals, then instructions up to its final ``end``): wasm_code.eh_body. */
+static int w_eh_body(const unsigned char *b, Py_ssize_t pos, Py_ssize_t end,
+                     const unsigned char *shapes, const unsigned char *fams, uint64_t counts[4]) {
+    uint64_t ndecl;
+    int big;
+    pos = w_uleb(b, pos, end, &ndecl, &big);
+    if (pos < 0 || big)
+        return -1; /* more runs than bytes: the reference runs out of body */
+    for (uint64_t i = 0; i < ndecl; i++) {
+        pos = w_skip_leb(b, pos, end);
+        if (pos < 0 || (pos = w_valtype(b, pos, end)) < 0)
+            return -1;
+    }
+    const Py_ssize_t last = end - 1;
+    while (pos < last) {
+        const unsigned op = b[pos++];
+        if (op == 0x0B)
+            continue;
+        const unsigned shape = shapes[op];
+        if (shape == S_UNKNOWN) {
+            if (op != 0xFC && op != 0xFD && op != 0xFE)
+                return -1;
+            pos = w_prefixed(op, b, pos, end);
+            if (pos < 0)
+                return -1;
+            continue;
+        }
+        uint64_t n = 0;
+        switch (shape) {
+        case S_NONE:
+            break;
+        case S_IDX: case S_I32: case S_I64: case S_MEMIDX:
+            pos = w_skip_leb(b, pos, end);
+            break;
+        case S_HEAPTYPE:
+            if (op == 0xD0 && pos < end && b[pos] == 0x69)
+                counts[3]++;
+            pos = w_skip_leb(b, pos, end);
+            break;
+        case S_MEMARG:
+            pos = w_memarg(b, pos, end);
+            break;
+        case S_BLOCK:
+            if (w_exnref_at(b, pos, end))
+                counts[3]++;
+            pos = w_blocktype(b, pos, end);
+            break;
+        case S_IDX2:
+            pos = w_skip_leb(b, pos, end);
+            if (pos >= 0)
+                pos = w_skip_leb(b, pos, end);
+            break;
+        case S_F32:
+            pos += 4;
+            break;
+        case S_F64:
+            pos += 8;
+            break;
+        case S_BRTABLE:
+            pos = w_count(b, pos, end, &n);
+            for (uint64_t i = 0; i <= n && pos >= 0; i++)
+                pos = w_skip_leb(b, pos, end);
+            break;
+        case S_SELECT_T: {
+            pos = w_count(b, pos, end, &n);
+            int exn = 0;
+            for (uint64_t i = 0; i < n && pos >= 0; i++) {
+                exn |= w_exnref_at(b, pos, end);
+                pos = w_valtype(b, pos, end);
+            }
+            counts[3] += exn;
+            break;
+        }
+        case S_TRY_TABLE:
+            if (w_exnref_at(b, pos, end))
+                counts[3]++;
+            pos = w_blocktype(b, pos, end);
+            if (pos >= 0)
+                pos = w_count(b, pos, end, &n);
+            for (uint64_t i = 0; i < n && pos >= 0; i++) {
+                if (pos >= end)
+                    return -1;
+                const unsigned kind = b[pos++];
+                if (kind > 3)
+                    return -1;
+                if (kind <= 1)
+                    pos = w_skip_leb(b, pos, end); /* the tag */
+                if (pos >= 0)
+                    pos = w_skip_leb(b, pos, end); /* the label */
+            }
+            break;
+        default:
+            return -1;
+        }
+        if (pos < 0)
+            return -1;
+        if (fams[op] >= F_LEGACY && fams[op] <= F_THROW)
+            counts[fams[op] - 1]++;
+    }
+    return (pos == last && b[last] == 0x0B) ? 0 : -1;
+}
+
+/* wasm_eh_scan(buf, bodies, shapes, families) -> (legacy, exnref, throw, exnref_types) | None
+ *
+ * ``bodies``: (start, end) of each function body in ``buf``; ``shapes``: 256 bytes, each
+ * single-byte opcode's immediate shape (255: not a single-byte instruction); ``families``:
+ * 256 bytes, its EH family (0 none, 1 legacy, 2 exnref, 3 throw). The opcode tables are
+ * wasm_code.OPS, so the instructions are known in one place.
+ */
+static PyObject *wasm_eh_scan(PyObject *self, PyObject *args) {
+    Py_buffer buf, shapes, fams;
+    PyObject *bodies, *result = NULL;
+    if (!PyArg_ParseTuple(args, "y*O!y*y*", &buf, &PyList_Type, &bodies, &shapes, &fams))
+        return NULL;
+    if (shapes.len != 256 || fams.len != 256) {
+        PyErr_SetString(PyExc_ValueError, "opcode tables must be 256 bytes");
+        goto done;
+    }
+    uint64_t counts[4] = {0, 0, 0, 0};
+    const Py_ssize_t n = PyList_GET_SIZE(bodies);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PyList_GET_ITEM(bodies, i);
+        Py_ssize_t start, end;
+        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 2) {
+            PyErr_SetString(PyExc_TypeError, "bodies are (start, end) tuples");
+            goto done;
+        }
+        start = PyLong_AsSsize_t(PyTuple_GET_ITEM(item, 0));
+        end = PyLong_AsSsize_t(PyTuple_GET_ITEM(item, 1));
+        if (PyErr_Occurred())
+            goto done;
+        if (start < 0 || end <= start || end > buf.len ||
+            w_eh_body(buf.buf, start, end, shapes.buf, fams.buf, counts) < 0) {
+            result = Py_NewRef(Py_None);
+            goto done;
+        }
+    }
+    result = Py_BuildValue("(KKKK)", (unsigned long long)counts[0],
+                           (unsigned long long)counts[1], (unsigned long long)counts[2],
+                           (unsigned long long)counts[3]);
+done:
+    PyBuffer_Release(&buf);
+    PyBuffer_Release(&shapes);
+    PyBuffer_Release(&fams);
+    return result;
+}
+
+/* The name of a symbol: a LEB length and its bytes, decoded as UTF-8 with replacement. */
+static PyObject *w_name(const unsigned char *b, Py_ssize_t *pos, Py_ssize_t end) {
+    uint64_t n;
+    int big;
+    Py_ssize_t p = w_uleb(b, *pos, end, &n, &big);
+    if (p < 0 || big || n > (uint64_t)(end - p))
+        return NULL;
+    *pos = p + (Py_ssize_t)n;
+    return PyUnicode_DecodeUTF8((const char *)b + p, (Py_ssize_t)n, "replace");
+}
+
+/* wasm_symbols(buf, start, end, imports) -> (defined, undefined, exports, weak,
+ *                                             undefined_all, names) | None
+ *
+ * The linking section's symbol tables (``buf[start:end]``, version first) as
+ * wasm.parse_symbols reads them and wasm._symbols_of_object sorts them: the first four as
+ * ``Symbols`` holds them (local symbols left out), then every undefined name and the set of
+ * every name, local ones included (what the EH markers are looked up in). ``imports``: the
+ * import field names of each symbol kind that names imports (function, global, tag, table),
+ * which an undefined symbol without an explicit name takes.
+ */
+static PyObject *wasm_symbols(PyObject *self, PyObject *args) {
+    Py_buffer buf;
+    Py_ssize_t start, end;
+    PyObject *funcs, *globals, *tags, *tables;
+    if (!PyArg_ParseTuple(args, "y*nn(O!O!O!O!)", &buf, &start, &end, &PyList_Type, &funcs,
+                          &PyList_Type, &globals, &PyList_Type, &tags, &PyList_Type, &tables))
+        return NULL;
+    PyObject *defined = PyList_New(0), *undefined = PyList_New(0), *exports = PyList_New(0);
+    PyObject *weak = PySet_New(NULL), *undef_all = PyList_New(0), *names = PySet_New(NULL);
+    PyObject *result = NULL;
+    if (!defined || !undefined || !exports || !weak || !undef_all || !names)
+        goto fail;
+    if (start < 0 || end < start || end > buf.len)
+        goto none;
+    const unsigned char *b = buf.buf;
+    uint64_t v;
+    int big;
+    Py_ssize_t pos = w_uleb(b, start, end, &v, &big);
+    if (pos < 0 || big || v != 2)
+        goto none; /* the reference says which: truncated, or an unknown version */
+    while (pos < end) {
+        const unsigned sub = b[pos++];
+        uint64_t size;
+        pos = w_uleb(b, pos, end, &size, &big);
+        if (pos < 0 || big || size > (uint64_t)(end - pos))
+            goto none;
+        const Py_ssize_t sub_end = pos + (Py_ssize_t)size;
+        if (sub != 8) {
+            pos = sub_end;
+            continue;
+        }
+        uint64_t count;
+        pos = w_uleb(b, pos, sub_end, &count, &big);
+        if (pos < 0 || big || count > (uint64_t)(sub_end - pos) / 2)
+            goto none;
+        for (uint64_t i = 0; i < count; i++) {
+            if (pos >= sub_end)
+                goto none;
+            const unsigned kind = b[pos++];
+            uint64_t flags, index;
+            pos = w_uleb(b, pos, sub_end, &flags, &big);
+            if (pos < 0)
+                goto none;
+            const int undef = (flags & 0x10) != 0;
+            PyObject *name = NULL;
+            if (kind == 0 || kind == 2 || kind == 4 || kind == 5) {
+                pos = w_uleb(b, pos, sub_end, &index, &big);
+                if (pos < 0)
+                    goto none;
+                if (!undef || (flags & 0x40)) {
+                    name = w_name(b, &pos, sub_end);
+                } else {
+                    PyObject *list = kind == 0 ? funcs : kind == 2 ? globals
+                                                       : kind == 4 ? tags : tables;
+                    if (big || index >= (uint64_t)PyList_GET_SIZE(list))
+                        goto none;
+                    name = Py_NewRef(PyList_GET_ITEM(list, (Py_ssize_t)index));
+                }
+            } else if (kind == 1) {
+                name = w_name(b, &pos, sub_end);
+                for (int k = 0; name && !undef && k < 3; k++) {
+                    pos = w_skip_leb(b, pos, sub_end);
+                    if (pos < 0)
+                        Py_CLEAR(name);
+                }
+            } else if (kind == 3) {
+                pos = w_skip_leb(b, pos, sub_end);
+                if (pos < 0)
+                    goto none;
+                continue;
+            } else {
+                goto none;
+            }
+            if (name == NULL) {
+                if (PyErr_Occurred())
+                    goto fail;
+                goto none;
+            }
+            int bad = PySet_Add(names, name);
+            if (!bad && undef)
+                bad = PyList_Append(undef_all, name);
+            if (!bad && !(flags & 0x02)) {
+                if (undef) {
+                    bad = PyList_Append(undefined, name);
+                } else {
+                    bad = PyList_Append(defined, name);
+                    if (!bad && (flags & 0x01))
+                        bad = PySet_Add(weak, name);
+                    if (!bad && !(flags & 0x04))
+                        bad = PyList_Append(exports, name);
+                }
+            }
+            Py_DECREF(name);
+            if (bad)
+                goto fail;
+        }
+        pos = sub_end;
+    }
+    result = PyTuple_Pack(6, defined, undefined, exports, weak, undef_all, names);
+    goto fail;
+none:
+    result = Py_NewRef(Py_None);
+fail:
+    Py_XDECREF(defined);
+    Py_XDECREF(undefined);
+    Py_XDECREF(exports);
+    Py_XDECREF(weak);
+    Py_XDECREF(undef_all);
+    Py_XDECREF(names);
+    PyBuffer_Release(&buf);
+    return result;
+}
+
+/* wasm_locals(buf, start, end) -> (functions, v128_locals, exnref_locals, bodies) | None
+ *
+ * The code section ``buf[start:end]`` walked as wasm_code.scan_locals walks it: each body's
+ * local declarations read (runs of v128 and of exnref counted), its (start of locals, end)
+ * kept, and the bodies required to fill the section exactly.
+ */
+static PyObject *wasm_locals(PyObject *self, PyObject *args) {
+    Py_buffer buf;
+    Py_ssize_t start, end;
+    if (!PyArg_ParseTuple(args, "y*nn", &buf, &start, &end))
+        return NULL;
+    PyObject *bodies = NULL, *result = NULL;
+    const unsigned char *b = buf.buf;
+    uint64_t count, v128 = 0, exnref = 0;
+    int big;
+    if (start < 0 || end < start || end > buf.len)
+        goto none;
+    Py_ssize_t pos = w_uleb(b, start, end, &count, &big);
+    if (pos < 0 || big || count > (uint64_t)(end - pos))
+        goto none; /* each body takes at least a byte: the reference runs out of section */
+    bodies = PyList_New((Py_ssize_t)count);
+    if (bodies == NULL)
+        goto done;
+    for (uint64_t i = 0; i < count; i++) {
+        uint64_t size, ndecl;
+        pos = w_uleb(b, pos, end, &size, &big);
+        if (pos < 0 || big || size == 0 || size > (uint64_t)(end - pos))
+            goto none;
+        const Py_ssize_t body_end = pos + (Py_ssize_t)size;
+        Py_ssize_t p = w_uleb(b, pos, body_end, &ndecl, &big);
+        if (p < 0 || big || ndecl > size)
+            goto none;
+        for (uint64_t d = 0; d < ndecl; d++) {
+            p = w_skip_leb(b, p, body_end);
+            if (p < 0 || p >= body_end)
+                goto none;
+            v128 += b[p] == 0x7B;
+            exnref += b[p] == 0x69;
+            p = w_valtype(b, p, body_end);
+            if (p < 0)
+                goto none;
+        }
+        PyObject *extent = Py_BuildValue("(nn)", pos, body_end);
+        if (extent == NULL)
+            goto done;
+        PyList_SET_ITEM(bodies, (Py_ssize_t)i, extent);
+        pos = body_end;
+    }
+    if (pos != end)
+        goto none;
+    result = Py_BuildValue("(KKKO)", (unsigned long long)count, (unsigned long long)v128,
+                           (unsigned long long)exnref, bodies);
+    goto done;
+none:
+    result = Py_NewRef(Py_None);
+done:
+    Py_XDECREF(bodies);
+    PyBuffer_Release(&buf);
+    return result;
+}
+
+/* wasm_imports(buf, start, end) -> [(module, field, kind, ...)] | None
+ *
+ * The import section ``buf[start:end]`` as wasm._parse_imports reads it, each import a tuple
+ * of ``Import``'s fields in its order: (module, field, kind) for functions, tables and tags;
+ * a memory adds (shared, memory64, False, (min, max or None)), a global (False, False,
+ * mutable).
+ */
+static PyObject *wasm_imports(PyObject *self, PyObject *args) {
+    Py_buffer buf;
+    Py_ssize_t start, end;
+    if (!PyArg_ParseTuple(args, "y*nn", &buf, &start, &end))
+        return NULL;
+    PyObject *out = NULL, *result = NULL;
+    const unsigned char *b = buf.buf;
+    uint64_t count;
+    int big;
+    if (start < 0 || end < start || end > buf.len)
+        goto none;
+    Py_ssize_t pos = w_uleb(b, start, end, &count, &big);
+    if (pos < 0 || big || count > (uint64_t)(end - pos) / 4)
+        goto none;
+    out = PyList_New((Py_ssize_t)count);
+    if (out == NULL)
+        goto done;
+    for (uint64_t i = 0; i < count; i++) {
+        PyObject *module = w_name(b, &pos, end), *field = NULL, *item = NULL;
+        if (module != NULL)
+            field = w_name(b, &pos, end);
+        if (field == NULL || pos >= end) {
+            Py_XDECREF(module);
+            Py_XDECREF(field);
+            if (PyErr_Occurred())
+                goto done;
+            goto none;
+        }
+        const unsigned kind = b[pos++];
+        uint64_t flags = 0, lo = 0, hi = 0;
+        int has_hi = 0;
+        if (kind == 0) { /* a function: its type index */
+            pos = w_skip_leb(b, pos, end);
+        } else if (kind == 3) { /* a global: its value type, then mutability */
+            pos = w_valtype(b, pos, end);
+            if (pos >= 0 && pos >= end)
+                pos = -1;
+            if (pos >= 0)
+                flags = b[pos++];
+        } else if (kind == 4) { /* a tag: its attribute byte and type index */
+            pos = pos < end ? w_skip_leb(b, pos + 1, end) : -1;
+        } else if (kind == 1 || kind == 2) { /* a table's element type, then limits */
+            if (kind == 1)
+                pos = w_valtype(b, pos, end);
+            if (pos >= 0 && pos < end) {
+                flags = b[pos++];
+                pos = w_uleb(b, pos, end, &lo, &big);
+                if (pos >= 0 && big)
+                    pos = -1;
+                if (pos >= 0 && (flags & 1)) {
+                    has_hi = 1;
+                    pos = w_uleb(b, pos, end, &hi, &big);
+                    if (pos >= 0 && big)
+                        pos = -1;
+                }
+            } else {
+                pos = -1;
+            }
+        } else {
+            pos = -1; /* an unknown kind: the reference names it */
+        }
+        if (pos < 0) {
+            Py_DECREF(module);
+            Py_DECREF(field);
+            goto none;
+        }
+        if (kind == 2) {
+            PyObject *max = has_hi ? PyLong_FromUnsignedLongLong(hi) : Py_NewRef(Py_None);
+            item = max == NULL ? NULL
+                               : Py_BuildValue("(NNIOOO(KN))", module, field, kind,
+                                               (flags & 2) ? Py_True : Py_False,
+                                               (flags & 4) ? Py_True : Py_False, Py_False,
+                                               (unsigned long long)lo, max);
+        } else if (kind == 3) {
+            item = Py_BuildValue("(NNIOOO)", module, field, kind, Py_False, Py_False,
+                                 flags == 1 ? Py_True : Py_False);
+        } else {
+            item = Py_BuildValue("(NNI)", module, field, kind);
+        }
+        if (item == NULL)
+            goto done;
+        PyList_SET_ITEM(out, (Py_ssize_t)i, item);
+    }
+    result = Py_NewRef(out);
+    goto done;
+none:
+    result = Py_NewRef(Py_None);
+done:
+    Py_XDECREF(out);
+    PyBuffer_Release(&buf);
+    return result;
+}
+
+/* wasm_types(buf, start, end) -> (types, v128, exnref, multivalue, gc) | None
+ *
+ * The type section ``buf[start:end]`` as wasm._parse_types reads it: function types counted,
+ * with the v128 and exnref value types among their parameters and results and those with more
+ * than one result; ``gc`` when a type of the GC proposal stops the walk (the rest is not
+ * needed for facts).
+ */
+static PyObject *wasm_types(PyObject *self, PyObject *args) {
+    Py_buffer buf;
+    Py_ssize_t start, end;
+    if (!PyArg_ParseTuple(args, "y*nn", &buf, &start, &end))
+        return NULL;
+    PyObject *result = NULL;
+    const unsigned char *b = buf.buf;
+    uint64_t count, types = 0, v128 = 0, exnref = 0, multi = 0;
+    int big, gc = 0;
+    if (start < 0 || end < start || end > buf.len)
+        goto none;
+    Py_ssize_t pos = w_uleb(b, start, end, &count, &big);
+    if (pos < 0 || big || count > (uint64_t)(end - pos) / 3)
+        goto none;
+    for (uint64_t i = 0; i < count; i++) {
+        if (pos >= end)
+            goto none;
+        if (b[pos++] != 0x60) {
+            gc = 1;
+            break;
+        }
+        types++;
+        uint64_t results = 0;
+        for (int part = 0; part < 2; part++) {
+            uint64_t n;
+            pos = w_uleb(b, pos, end, &n, &big);
+            if (pos < 0 || big || n > (uint64_t)(end - pos))
+                goto none;
+            for (uint64_t k = 0; k < n; k++) {
+                if (pos >= end)
+                    goto none;
+                v128 += b[pos] == 0x7B;
+                exnref += b[pos] == 0x69;
+                pos = w_valtype(b, pos, end);
+                if (pos < 0)
+                    goto none;
+            }
+            results += part ? n : 0;
+        }
+        multi += results > 1;
+    }
+    result = Py_BuildValue("(KKKKO)", (unsigned long long)types, (unsigned long long)v128,
+                           (unsigned long long)exnref, (unsigned long long)multi,
+                           gc ? Py_True : Py_False);
+    goto done;
+none:
+    result = Py_NewRef(Py_None);
+done:
+    PyBuffer_Release(&buf);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"probe", probe, METH_VARARGS, "Whether a candidate name followed by a NUL is in a table."},
     {"occurs", occurs, METH_VARARGS, "A bit per needle found in a buffer."},
@@ -455,11 +1097,16 @@ static PyMethodDef methods[] = {
     {"count_byte", count_byte, METH_VARARGS, "How often a byte occurs from an offset on."},
     {"dangling", dangling, METH_VARARGS, "Distinct index offsets that are not member heads."},
     {"fill_demangled", fill_demangled, METH_VARARGS, "Demangle the names a cache lacks."},
+    {"wasm_eh_scan", wasm_eh_scan, METH_VARARGS, "EH instructions of every wasm body, or None."},
+    {"wasm_symbols", wasm_symbols, METH_VARARGS, "A wasm object's symbol table, or None."},
+    {"wasm_locals", wasm_locals, METH_VARARGS, "A code section's bodies and locals, or None."},
+    {"wasm_imports", wasm_imports, METH_VARARGS, "A wasm import section, or None."},
+    {"wasm_types", wasm_types, METH_VARARGS, "A wasm type section's counts, or None."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "prebake.inspect._scan", "The ELF reader's hot loops in C.", -1,
+    PyModuleDef_HEAD_INIT, "prebake.inspect._scan", "The readers' hot loops in C.", -1,
     methods,
 };
 

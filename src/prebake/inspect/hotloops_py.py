@@ -12,8 +12,12 @@ from __future__ import annotations
 import struct
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from prebake.inspect.binreader import Buffer, cstring_at
+
+# wasm_symbols' answer: (defined, undefined, exports, weak, every undefined name, every name)
+WasmSymbols = tuple[list[str], list[str], list[str], set[str], list[str], set[str]]
 
 _CONSTS = Path(__file__).with_name("_scan_consts.h")
 _CONST_NAMES = ("PROBE_TAIL", "PROBE_HASH_MUL", "PROBE_HASH_BITS", "PROBE_BITMAP_BYTES")
@@ -161,3 +165,35 @@ def count_byte(buf: Buffer, byte: int, start: int) -> int:
 def dangling(offsets: Sequence[int], heads: set[int]) -> int:
     """How many distinct values of ``offsets`` are not in ``heads``."""
     return len(set(offsets) - heads)
+
+
+def wasm_eh_scan(buf: Buffer, bodies: list[tuple[int, int]], shapes: bytes, families: bytes,
+                 /) -> tuple[int, int, int, int] | None:
+    """No fast answer: ``None`` sends ``wasm_code.eh_scan`` to ``eh_scan_py``, the reader's own
+    Python decode, which is the reference the C loop is held to (as the C loop does for a body
+    it cannot read)."""
+    return None
+
+
+def wasm_symbols(buf: Buffer, start: int, end: int,
+                 imports: tuple[list[str], list[str], list[str], list[str]], /
+                 ) -> WasmSymbols | None:
+    """No fast answer: ``None`` sends ``wasm._linked_symbols`` to ``wasm.parse_symbols``, the
+    reference the C loop is held to."""
+    return None
+
+
+def wasm_locals(buf: Buffer, start: int, end: int, /
+                ) -> tuple[int, int, int, list[tuple[int, int]]] | None:
+    """No fast answer: ``wasm_code.scan_locals_py`` is the reference."""
+    return None
+
+
+def wasm_imports(buf: Buffer, start: int, end: int, /) -> list[tuple[Any, ...]] | None:
+    """No fast answer: ``wasm._parse_imports`` is the reference."""
+    return None
+
+
+def wasm_types(buf: Buffer, start: int, end: int, /) -> tuple[int, int, int, int, bool] | None:
+    """No fast answer: ``wasm._parse_types`` is the reference."""
+    return None

@@ -23,7 +23,7 @@ from enum import IntEnum
 from pathlib import PurePath
 from typing import Any
 
-from prebake.inspect import emscripten, magic, own_file, wasm_code
+from prebake.inspect import emscripten, hotloops, magic, own_file, wasm_code
 from prebake.inspect.base import ParseOptions
 from prebake.inspect.binreader import Buffer, Reader, Truncated
 from prebake.inspect.facts import Facts, Symbols
@@ -149,9 +149,18 @@ class Module:
     producers: dict[str, list[str]] = field(default_factory=dict)
     linking: tuple[int, int] | None = None  # payload bounds of the linking section
     code: tuple[int, int] | None = None
+    _of_kind: tuple[dict[int, list[Import]], int] = field(
+        default_factory=lambda: ({}, 0), repr=False, compare=False)
 
     def imports_of(self, kind: int) -> list[Import]:
-        return [i for i in self.imports if i.kind == kind]
+        """The imports of one kind (asked for several times per object: kept once made, which
+        is safe because the rules ask only after ``parse_container`` has read every import)."""
+        if self._of_kind[1] != len(self.imports):
+            self._of_kind = ({}, len(self.imports))
+        got = self._of_kind[0].get(kind)
+        if got is None:
+            got = self._of_kind[0][kind] = [i for i in self.imports if i.kind == kind]
+        return got
 
 
 class _Cur:
@@ -302,9 +311,22 @@ def parse_container(r: Reader) -> Module:
     for sid, name, start, end in m.sections:
         c = _Cur(r, start, end)
         if sid == Sec.TYPE:
-            _parse_types(m, c)
+            counted = hotloops.scan.wasm_types(r.buf, start, end)
+            if counted is None:  # the reference reads it again and says what is wrong
+                _parse_types(m, c)
+            else:
+                types, v128, exnref, multivalue, gc = counted
+                m.types += types
+                m.v128_in_types += v128
+                m.exnref_in_types += exnref
+                m.multivalue_types += multivalue
+                m.gc_types = m.gc_types or gc
         elif sid == Sec.IMPORT:
-            _parse_imports(m, c)
+            fast = hotloops.scan.wasm_imports(r.buf, start, end)
+            if fast is None:  # the reference reads it again and says what is wrong
+                _parse_imports(m, c)
+            else:
+                m.imports.extend(Import(*t) for t in fast)
         elif sid == Sec.FUNCTION:
             m.functions = c.count()
         elif sid == Sec.GLOBAL:
@@ -415,6 +437,38 @@ def _symbols_of_object(syms: list[Symbol]) -> Symbols:
     return out
 
 
+@dataclass
+class Linked:
+    """An object's symbol table as its facts use it: ``Symbols`` (local symbols left out), and
+    every undefined name and every name, local ones included (where EH markers are looked up)."""
+
+    symbols: Symbols
+    undefined: list[str]
+    names: set[str]
+
+
+def linked_symbols(r: Reader, m: Module) -> Linked | None:
+    """``parse_symbols`` sorted into ``Linked``; ``None`` for an unknown linking version.
+
+    The C loop (``_scan.wasm_symbols``, a flagship archive's 240 000 symbols in a few
+    hundredths of a second) answers when it reads the table to its end; otherwise the Python
+    reads it again, and raises what is wrong or says the version is unknown."""
+    assert m.linking is not None
+    start, end = m.linking
+    f, g, t, tb = ([i.field for i in m.imports_of(k)]
+                   for k in (Ext.FUNC, Ext.GLOBAL, Ext.TAG, Ext.TABLE))
+    imports = (f, g, t, tb)
+    fast = hotloops.scan.wasm_symbols(r.buf, start, end, imports)
+    if fast is not None:
+        defined, undefined, exports, weak, undefined_all, names = fast
+        return Linked(Symbols(defined, undefined, exports, weak), undefined_all, names)
+    syms = parse_symbols(r, m)
+    if syms is None:
+        return None
+    return Linked(_symbols_of_object(syms), [s.name for s in syms if s.undefined],
+                  {s.name for s in syms})
+
+
 # --- shared rules ------------------------------------------------------------------------------
 
 
@@ -474,11 +528,11 @@ def _object_facts(r: Reader, m: Module, f: Facts, opts: ParseOptions) -> None:
     f.kind = "object"
     f.abi.lto = "none"
     f.note("lto", "wasm relocatable object (machine code, not bitcode)")
-    syms = parse_symbols(r, m)
-    if syms is None:
+    linked = linked_symbols(r, m)
+    if linked is None:
         f.details["linking_version"] = "unsupported"
     else:
-        f.symbols = _symbols_of_object(syms)
+        f.symbols = linked.symbols
         _object_cxx_stdlib(f, f.symbols)
     undefined = sorted(f.symbols.undefined) if f.symbols else []
     feats = m.features or {}
@@ -506,7 +560,7 @@ def _object_facts(r: Reader, m: Module, f: Facts, opts: ParseOptions) -> None:
     if emc:
         f.os = "emscripten"
         f.note("os", "references " + _list(emc, 4))
-    _object_eh(f, m, syms, enabled, opts, r)
+    _object_eh(f, m, linked, enabled, opts, r)
 
 
 def _object_threads(f: Facts, feats: dict[str, str], name: str) -> None:
@@ -527,17 +581,16 @@ def _object_threads(f: Facts, feats: dict[str, str], name: str) -> None:
     f.details["threads_reason"] = reason
 
 
-def _object_eh(f: Facts, m: Module, syms: list[Symbol] | None, enabled: list[str],
+def _object_eh(f: Facts, m: Module, linked: Linked | None, enabled: list[str],
                opts: ParseOptions, r: Reader) -> None:
-    known = syms is not None  # without the symbol table, "no legacy markers" proves nothing
-    syms = syms or []
-    undefined = [s.name for s in syms if s.undefined]
+    known = linked is not None  # without the symbol table, "no legacy markers" proves nothing
+    undefined = linked.undefined if linked else []
     legacy = sorted({n for n in undefined if _LEGACY_EH.match(n)})
     invokes = sorted({n for n in undefined if _INVOKE.match(n)})
     wasm: list[str] = []
     if "exception-handling" in enabled:
         wasm.append("target_features +exception-handling")
-    names = {s.name for s in syms}
+    names = linked.names if linked else set()
     wasm += [f"{'references' if n in undefined else 'defines'} {n}"
              for n in _WASM_EH_SYMBOLS if n in names]
     if m.tags:
@@ -805,7 +858,7 @@ def _eh_encoding(f: Facts, r: Reader, m: Module, scan: wasm_code.LocalScan | Non
     else:
         assert scan is not None
         try:
-            eh = wasm_code.eh_scan(r.buf, scan.bodies)  # type: ignore[arg-type]
+            eh = wasm_code.eh_scan(r.buf, scan.bodies)
         except Truncated as exc:
             f.note("wasm_eh_encoding", f"a function body could not be decoded: {exc}")
             return
