@@ -1,4 +1,5 @@
-"""Mutants of real ELF objects and ar archives through the C extension built with ASan + UBSan.
+"""Mutants of real ELF and wasm objects and ar archives through the C extension built with ASan +
+UBSan.
 
     .venv/bin/python scripts/fuzz_scan.py --mutants 200000      # the long run (docs/)
 
@@ -16,8 +17,10 @@ and a child Python runs the corpus with libasan preloaded (``LD_PRELOAD`` of gcc
 
 The seeds are real objects from real compilers, both ELF classes and byte orders (gcc for
 x86-64; clang for i686, aarch64, 32-bit big-endian MIPS and 64-bit big-endian PowerPC, C and
-C++ with exceptions), a shared library, and archives of them: GNU (``/``), ``/SYM64/``, BSD
-``__.SYMDEF``, GNU thin (``!<thin>``). Mutations are byte flips, boundary values written over
+C++ with exceptions), a shared library, wasm objects from Emscripten (C++ with native wasm
+exceptions, threaded C with SIMD) and archives of them: GNU (``/``), ``/SYM64/``, BSD
+``__.SYMDEF``, GNU thin (``!<thin>``), emar's.
+Mutations are byte flips, boundary values written over
 the fields the readers trust (ELF header, section headers, symbols, archive member sizes and
 the index count), spliced ranges and truncation. The corpus is a pure function of
 ``--seed`` and ``--mutants``.
@@ -78,6 +81,11 @@ def _seed_commands() -> list[list[str]]:
              ["llvm-ar", "--format=bsd", "rcs", "libbsd.a", "c-aarch64-linux-gnu.o",
               "e-x86_64.o"],
              ["ar", "rcsT", "libthin.a", "c-x86_64.o", "e-x86_64.o"]]
+    # wasm objects (Debian's Emscripten): C++ with native wasm exceptions, threaded C, and an
+    # archive of both, for the wasm loops (bodies, the EH scan, imports, types, symbols)
+    cmds += [["em++", "-O1", "-fwasm-exceptions", "-c", "e.cpp", "-o", "e-wasm.o"],
+             ["emcc", "-O1", "-pthread", "-msimd128", "-c", "c.c", "-o", "c-wasm.o"],
+             ["emar", "rcs", "libwasm.a", "c-wasm.o", "e-wasm.o"]]
     return cmds
 
 
@@ -327,7 +335,27 @@ def _direct_edges() -> int:
                 cases += 1
     _k, empty = _exact(b"")
     assert scan.count_byte(empty, 0, 0) == 0 and scan.occurs(empty, (b"ab",)) == 0
-    return cases + 2
+    cases += 2
+    # the wasm loops: extents outside the buffer, a LEB of 10 bytes of ones, a count of 2^64-1
+    from prebake.inspect import wasm_code
+
+    big = b"\xff" * 9 + b"\x01"
+    for blob in (b"", b"\x00", big, b"\x01\x02\x00\x0b", b"\x01" + big):
+        keep, view = _exact(blob)
+        n = len(blob)
+        for start, end in ((0, n), (0, n + 1), (n, n), (-1, n), (n + 5, n + 9), (2**62, 2**62)):
+            outside = start < 0 or end > n or start > end
+            got = (scan.wasm_locals(view, start, end), scan.wasm_types(view, start, end),
+                   scan.wasm_imports(view, start, end),
+                   scan.wasm_symbols(view, start, end, ([], [], [], [])),
+                   scan.wasm_eh_scan(view, [(start, end)], wasm_code.C_SHAPES,
+                                     wasm_code.C_FAMILIES))
+            # outside the buffer: no answer, only "ask the reference"; inside: an answer's shape
+            assert all(g is None for g in got) if outside else \
+                all(g is None or isinstance(g, (tuple, list)) for g in got), (blob, start, end, got)
+            cases += 5
+        del view, keep
+    return cases
 
 
 def child(seed_dir: Path, mutants: int, seed: int) -> int:

@@ -3,7 +3,8 @@
 ``scripts/fuzz_scan.py`` builds ``_scan.c`` with ``-fsanitize=address,undefined`` out of tree
 (into the test cache), runs a child Python with gcc's libasan preloaded, and feeds it mutants
 of real ELF objects (both classes and byte orders: x86-64, i686, aarch64, big-endian MIPS and
-PowerPC64), a shared library and ar archives (GNU, ``/SYM64/``, BSD, thin), each in a buffer
+PowerPC64), a shared library, Emscripten's wasm objects and ar archives (GNU, ``/SYM64/``, BSD,
+thin, emar's), each in a buffer
 that ends at its last byte. Every mutant must give the same facts, symbols or error through
 the C path and the Python path, and the sanitizers must report nothing (they abort the child
 at the first report). This is the same command as the long run in docs/measurements.md,

@@ -19,7 +19,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from prebake.inspect import ParseOptions, elf, glibc, hotloops, hotloops_py, inspect
+from prebake.errors import FormatError
+from prebake.inspect import (
+    ParseOptions,
+    elf,
+    glibc,
+    hotloops,
+    hotloops_py,
+    inspect,
+    wasm,
+    wasm_code,
+)
+from prebake.inspect.binreader import Reader, Truncated
 from prebake.inspect.render import json_pieces
 
 try:
@@ -359,7 +370,7 @@ def test_the_wasm_reader_says_the_same_with_either_loops(
 def _member_objects(path: Path, limit: int = 40) -> list[bytes]:
     """The first wasm objects of an ar archive, as bytes (a test's own plain walk)."""
     data = path.read_bytes()
-    pos, out = 8, []
+    pos, out = 8, list[bytes]()
     while pos + 60 <= len(data) and len(out) < limit:
         size = int(data[pos + 48:pos + 58])
         body = data[pos + 60:pos + 60 + size]
@@ -370,20 +381,14 @@ def _member_objects(path: Path, limit: int = 40) -> list[bytes]:
 
 
 def _sections(data: bytes) -> dict[int, tuple[int, int]]:
-    from prebake.inspect.wasm import _sections as walk
-    from prebake.inspect.binreader import Reader
-
     out: dict[int, tuple[int, int]] = {}
-    for sid, nm, start, end in walk(Reader(data)):
+    for sid, nm, start, end in wasm._sections(Reader(data)):
         out.setdefault(-1 if nm == "linking" else sid, (start, end))
     return out
 
 
 def _python(fn: Callable[[], object]) -> object:
     """The reference's answer, or None where it raises (what the C answers then)."""
-    from prebake.errors import FormatError
-    from prebake.inspect.binreader import Truncated
-
     try:
         return fn()
     except (Truncated, FormatError, ValueError, IndexError):
@@ -392,9 +397,6 @@ def _python(fn: Callable[[], object]) -> object:
 
 def _twins(data: bytes) -> list[tuple[str, object, object]]:
     """(what, C, Python) for every wasm loop over one object's sections."""
-    from prebake.inspect import wasm, wasm_code
-    from prebake.inspect.binreader import Reader
-
     secs = _sections(data)
     out: list[tuple[str, object, object]] = []
     r = Reader(data)
@@ -438,8 +440,9 @@ def _twins(data: bytes) -> list[tuple[str, object, object]]:
                 got = wasm.linked_symbols(r, m)  # type: ignore[arg-type]
                 return None if got is None else got
             s, e = secs[-1]
-            imports_ = tuple([i.field for i in m.imports_of(k)]  # type: ignore[attr-defined]
-                             for k in (0, 3, 4, 1))
+            f, g, t, tb = ([i.field for i in m.imports_of(k)]  # type: ignore[attr-defined]
+                           for k in (0, 3, 4, 1))
+            imports_ = (f, g, t, tb)
             py = _python(lambda: wasm.parse_symbols(r, m))  # type: ignore[arg-type]
             want = None
             if py is not None:
