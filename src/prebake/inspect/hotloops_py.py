@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from prebake.inspect.binreader import Buffer, cstring_at
+from prebake.inspect.demangle import demangle_once
 
 # wasm_symbols' answer: (defined, undefined, exports, weak, every undefined name, every name)
 WasmSymbols = tuple[list[str], list[str], list[str], set[str], list[str], set[str]]
@@ -148,8 +149,6 @@ def fill_demangled(cache: dict[str, str | None], names: list[str], demangler: in
                    limit: int) -> None:
     """``cache[name]`` = ``demangle.demangle_once(name)`` for every name it lacks; emptied
     before it would grow past ``limit``. ``demangler`` is the C loop's function address."""
-    from prebake.inspect.demangle import demangle_once
-
     for name in names:
         if name not in cache:
             if len(cache) >= limit:
