@@ -8,6 +8,7 @@ import os
 import re
 import shutil
 import subprocess
+import tarfile
 import tomllib
 from pathlib import Path
 
@@ -81,3 +82,33 @@ def test_init_offers_only_what_answers_and_overwrites_nothing(tmp_path: Path) ->
     bad = support.prebake("init", tmp_path / "other", "--name", "sdk-1")
     assert bad.returncode == 2 and "--name" in bad.stderr
     assert not (tmp_path / "other").exists()
+
+
+def test_a_build_inside_a_git_repository_never_ships_its_commit(tmp_path: Path) -> None:
+    """A build that asks git which commit it is (onnxruntime's CMake writes ``git log -1`` into
+    its build info) must not find the workspace's own repository above the work folder: that
+    shipped the SDK's HEAD as the dependency's commit, and other bytes after every commit."""
+    repo = tmp_path / "sdk"
+    ws = repo / "deps"
+    assert support.prebake("init", ws).returncode == 0
+    (ws / "src" / "hello" / "stamp.sh").write_text(
+        'git rev-parse HEAD > "$1" 2>/dev/null || echo "no repository" > "$1"\n')
+    recipe = ws / "recipes" / "hello.py"
+    text = recipe.read_text()
+    stamp = ('"cmake -E copy_directory {src}/include {prefix}/include",\n'
+             '        "sh {src}/stamp.sh {prefix}/include/hello/built_from.txt",')
+    recipe.write_text(text.replace('"cmake -E copy_directory {src}/include {prefix}/include",',
+                                   stamp, 1))
+    env = {**support.tool_env(), "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+    for argv in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "sdk"]):
+        subprocess.run(["git", "-C", str(repo), *argv], check=True, env=env)
+    head = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True,
+                          text=True, check=True).stdout.strip()
+    build = support.prebake("-C", ws, "build", "--platform", "linux-x86_64")
+    assert build.returncode == 0, build.stdout + build.stderr
+    (asset,) = (ws / "releases").rglob("*-linux-x86_64.tar.xz")
+    with tarfile.open(asset) as tar:
+        member = next(m for m in tar.getmembers() if m.name.endswith("built_from.txt"))
+        said = tar.extractfile(member).read().decode()  # type: ignore[union-attr]
+    assert head not in said and said.strip() == "no repository", said

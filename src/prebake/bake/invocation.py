@@ -77,4 +77,9 @@ def command_env(unit: Unit, opts: Options, recipe: Recipe, strategy: Build | Non
                     extra=launcher_env(p.toolchain.cc, launcher) or None)
     if p.toolchain.environment:  # its cmake, python3, protoc… before the host's
         env["PATH"] = path_with(p.toolchain.environment, env.get("PATH", DEFAULT_PATH))
+    # git never looks above the unit's work folder: a build that asks git which commit it is
+    # (onnxruntime's "ORT Build Info: git-commit-id=…") found the workspace's own repository
+    # and shipped its HEAD as the dependency's commit, a different one after every commit.
+    # A git source unpacked inside the work folder is still found.
+    env["GIT_CEILING_DIRECTORIES"] = str(dirs.root)
     return prefix_map.compiler_env(env, p.toolchain.cc, prefix_map.prefix_map_flags(dirs.root))
