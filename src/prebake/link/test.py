@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from prebake.errors import PrebakeError
+from prebake.errors import FormatError, PrebakeError
+from prebake.inspect import ParseOptions, inspect
 
 ENV_ALLOWLIST = (
     "PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "TMP", "TEMP", "SYSTEMROOT", "NODE_PATH",
@@ -161,8 +162,6 @@ def _library_args(library: Path, os_name: str, whole: bool) -> list[str]:
 
 def _is_cxx(library: Path) -> bool:
     """Whether the library needs the C++ runtime; when it cannot be read, assume it does."""
-    from prebake.inspect import ParseOptions, inspect
-
     try:
         facts = inspect(library, ParseOptions(symbols=True))
     except PrebakeError:
@@ -226,9 +225,6 @@ LINKABLE_KINDS = ("static-library", "shared-library", "import-library", "object"
 
 def _require_library(library: Path) -> None:
     """Bad input is exit 2 with the reason, not a linker failure dressed up as a check result."""
-    from prebake.errors import FormatError
-    from prebake.inspect import inspect
-
     if library.name.endswith((".tar.xz", ".tar.gz", ".tgz", ".zip")):
         raise PrebakeError(f"{library}: a release asset, not a library: unpack it (prebake fetch "
                            "… --into DIR) and link-test DIR/lib/<library>")
