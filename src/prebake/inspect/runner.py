@@ -14,13 +14,10 @@ values and calls ``results`` and ``write``; nothing here parses arguments or pri
 from __future__ import annotations
 
 import gc
-import multiprocessing
 import os
 import shutil
 import sys
-import tempfile
 from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -114,6 +111,12 @@ def results(targets: list[Target], mode: Mode, stack: ExitStack) -> Iterator[Res
         for i, target in enumerate(targets):
             yield job(mode, None, target, i)
         return
+    # lazy: the pool and its folder cost one target 15 ms of start-up (-X importtime:
+    # multiprocessing, concurrent.futures.process, tempfile), which one target never uses
+    import multiprocessing
+    import tempfile
+    from concurrent.futures import ProcessPoolExecutor
+
     folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="prebake-inspect-out-"))
     # forked on Linux (a worker starts as this process is, nothing re-imported); each worker
     # loads the readers itself, all of them at once, while this process hands out the work
