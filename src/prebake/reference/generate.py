@@ -67,18 +67,13 @@ class TomlKey:
     choices: tuple[str, ...] = ()
 
 
-def _loader() -> Any:
-    return loader
-
-
 def _sections() -> dict[str, str]:
     """Section name -> its path in the file."""
-    return dict(_loader().SECTIONS)
+    return dict(loader.SECTIONS)
 
 
 def toml_keys() -> list[TomlKey]:
     """Every key the loader accepts, in file order, each with type, default and meaning."""
-    loader = _loader()
     ci = dataclasses.asdict(ci_defaults())
     out: list[TomlKey] = []
     by_path = {path: name for name, path in _sections().items()}
@@ -328,7 +323,6 @@ def render(topic: str | None = None) -> str:
 # ---- JSON Schema of prebake.toml ------------------------------------------------------------
 
 def _json_for_check(check: Callable[[Any], bool]) -> dict[str, Any]:
-    loader = _loader()
     table: dict[Any, dict[str, Any]] = {
         loader._is_str: {"type": "string"},
         loader._is_bool: {"type": "boolean"},
@@ -367,7 +361,6 @@ def _contract_schema() -> dict[str, Any]:
 
 
 def _section_schema(name: str) -> dict[str, Any]:
-    loader = _loader()
     path = _sections()[name]
     by_path = {p: n for n, p in _sections().items()}
     props: dict[str, Any] = {}
