@@ -104,7 +104,7 @@ def error_lines(output: str) -> list[str]:
     return out
 
 
-def _asm_name(sym: str, os_name: str) -> str:
+def asm_name(sym: str, os_name: str) -> str:
     """The C-level name for an asm label: Mach-O binary names carry one extra ``_``."""
     if os_name == "macos" and sym.startswith("_") and (sym.startswith("__Z") or sym[1:2] != "Z"):
         return sym[1:]
@@ -125,7 +125,7 @@ def symbols_consumer(symbols: Sequence[str], os_name: str) -> str:
     for i, sym in enumerate(symbols):
         if not re.fullmatch(r"[A-Za-z0-9_.$@?]+", sym):
             raise PrebakeError(f"link-test: {sym!r} is not a symbol name")
-        name = _asm_name(sym, os_name)
+        name = asm_name(sym, os_name)
         lines.append(f'extern void prebake_sym_{i}(void) __asm__(PREBAKE_PFX "{name}");')
     lines.append("int main(void) {\n  volatile uintptr_t acc = 0;")
     lines += [f"  acc += (uintptr_t)&prebake_sym_{i};" for i in range(len(symbols))]
@@ -182,7 +182,10 @@ def _output_name(os_name: str) -> str:
     )
 
 
-def _run(cmd: list[str], cwd: Path, env: Mapping[str, str], timeout: float) -> tuple[int, str]:
+def run_linker(cmd: list[str], cwd: Path, env: Mapping[str, str], timeout: float
+               ) -> tuple[int, str]:
+    """A compile or link command's exit status and output (stderr folded in), for the link
+    test and the whole-archive link alike."""
     try:
         proc = subprocess.run(cmd, cwd=cwd, env=dict(env), stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True, errors="replace",
@@ -272,7 +275,7 @@ def _link_test(library: Path, platform: LinkPlatform, include_dirs: Sequence[Pat
     ran: list[list[str]] = []
     for stage, cmd in steps:
         ran.append(cmd)
-        rc, text = _run(cmd, workdir, env, timeout)
+        rc, text = run_linker(cmd, workdir, env, timeout)
         log.append(text)
         if rc != 0:
             output = "".join(log)

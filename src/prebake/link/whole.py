@@ -30,7 +30,14 @@ from typing import Any
 from prebake.errors import PrebakeError
 from prebake.inspect import ParseOptions, inspect
 from prebake.inspect.demangle import demangle
-from prebake.link.test import SHARED_SUFFIX, LinkPlatform, _asm_name, _run, build_env, error_lines
+from prebake.link.test import (
+    SHARED_SUFFIX,
+    LinkPlatform,
+    asm_name,
+    build_env,
+    error_lines,
+    run_linker,
+)
 
 # How linkers name an undefined symbol (GNU ld, lld/wasm-ld, Emscripten's JS step, ld64, link.exe)
 _UNDEFINED = (
@@ -177,7 +184,7 @@ def _stub_args(names: Sequence[str], os_name: str, workdir: Path,
              "#define PREBAKE_PFX PREBAKE_STR(__USER_LABEL_PREFIX__)"]
     for i, n in enumerate(names):
         lines.append(f'__attribute__((weak)) char prebake_allowed_{i}[1] '
-                     f'__asm__(PREBAKE_PFX "{_asm_name(n, os_name)}");')
+                     f'__asm__(PREBAKE_PFX "{asm_name(n, os_name)}");')
     src.write_text("\n".join(lines) + "\n")
     obj = workdir / ("allowed_undefined.obj" if os_name == "windows" else "allowed_undefined.o")
     return [str(obj)], [[*compiler, *flags, "-c", str(src), "-o", str(obj)]]
@@ -242,7 +249,7 @@ def prove_whole_archive(libraries: Sequence[tuple[Path, str]], platform: LinkPla
     log: list[str] = []
     for cmd in commands:
         proof.commands.append(cmd)
-        rc, text = _run(cmd, workdir, run_env, timeout)
+        rc, text = run_linker(cmd, workdir, run_env, timeout)
         log.append(text)
         if rc != 0:
             proof.ok = False
