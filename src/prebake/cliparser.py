@@ -13,6 +13,7 @@ from types import ModuleType
 from typing import Any, NoReturn
 
 from prebake import __version__
+from prebake.redact import env_secrets, redact_text
 
 
 class _Parser(argparse.ArgumentParser):
@@ -83,7 +84,5 @@ def build(mods: Sequence[ModuleType]) -> tuple[argparse.ArgumentParser, dict[str
 
 def print_error(message: str) -> None:
     """``prebake: error: …`` on stderr, for usage errors and every error ``main`` catches."""
-    from prebake.redact import env_secrets, redact_text
-
     # an error may quote a URL or a value from the environment: never its credentials
     print(f"prebake: error: {redact_text(message, *env_secrets(os.environ))}", file=sys.stderr)

@@ -31,6 +31,7 @@ from __future__ import annotations
 import bz2
 import contextlib
 import errno
+import glob
 import gzip
 import io
 import lzma
@@ -561,8 +562,6 @@ def remove_stale_extractions(dest: Path) -> list[str]:
 
 
 def glob_escape(name: str) -> str:
-    import glob
-
     return glob.escape(name)
 
 

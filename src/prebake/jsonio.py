@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,9 @@ SCHEMA_VERSION = 1
 
 def atomic_write_bytes(path: Path, data: bytes, mode: int = 0o644) -> None:
     """Write via a temporary file in the same directory and ``os.replace`` it into place."""
-    import tempfile  # here, not at the top: tempfile pulls in shutil and random (~3 ms start-up)
+    # lazy: tempfile pulls in shutil, random, bz2 and lzma (5 ms by -X importtime), which
+    # link-order's start-up leaves out for SCHEMA_VERSION (tests/unit/test_startup.py)
+    import tempfile
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -34,8 +37,6 @@ def atomic_write_text(path: Path, text: str, mode: int = 0o644) -> None:
 
 def dumps(obj: Any) -> str:
     """Stable JSON: sorted keys, indented, trailing newline (diff-friendly, deterministic)."""
-    import json  # here: modules that only need SCHEMA_VERSION should not pay for json
-
     return json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal, Self
 
+from prebake.bounded import read_bounded
 from prebake.errors import PrebakeError
 from prebake.records import DRAFT, Record, checker, load, problem, rule, schema_of
 
@@ -289,6 +290,4 @@ def parse_manifest(raw: bytes, source: str, limit: int = MAX_MANIFEST_BYTES) -> 
 def read_manifest_file(path: Path, limit: int = MAX_MANIFEST_BYTES) -> Manifest:
     """:func:`parse_manifest` of a file, read no further than ``limit`` (a symlink to
     ``/dev/zero`` or a FIFO under a manifest's name is an error, not a hang)."""
-    from prebake.bounded import read_bounded
-
     return parse_manifest(read_bounded(path, limit, "manifest"), str(path), limit)

@@ -6,11 +6,15 @@ cache's ``downloads/<release>/<asset>``, a store's ``<release>/<asset>``), so a 
 one plain path component would let a ``prebake.toml``, a lock file or a command line reach
 outside the folders prebake owns. Names are checked once, where they enter (the workspace
 loader, the lock reader, the CLI), by :func:`check_name`; code further in may trust them.
+A name that is not known gets :func:`did_you_mean`'s hint (the workspace's stages and
+platforms, the toolchain environments).
 """
 
 from __future__ import annotations
 
+import difflib
 import re
+from collections.abc import Iterable
 
 from prebake.errors import PrebakeError
 
@@ -51,3 +55,9 @@ def shown(value: str, limit: int = 80) -> str:
         keep = (limit - 1) // 2
         text = f"{text[:keep]}…{text[-keep:]}"
     return text
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` for the closest of ``choices``, else ``""``."""
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean '{close[0]}'?)" if close else ""

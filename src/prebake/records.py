@@ -28,6 +28,9 @@ from collections.abc import Callable, Mapping
 from functools import cache
 from typing import Any, Literal, TypeVar, Union
 
+import fastjsonschema
+from fastjsonschema import JsonSchemaValueException
+
 T = TypeVar("T")
 
 #: the name of the field that makes a record open (it keeps the object as read)
@@ -248,13 +251,10 @@ DRAFT = "http://json-schema.org/draft-07/schema#"
 
 @cache
 def checker(cls: type) -> Callable[[Any], Any]:
-    """The validator of a record class's schema, compiled once per process (imported here: a
-    command that reads no manifest does not pay for it). fastjsonschema, not jsonschema (which
-    the tests hold it to): importing jsonschema costs 60 ms bare and seconds where its optional
-    format checkers are installed (rfc3987-syntax builds a grammar on import), and it checks a
-    2 000-file manifest in 230 ms where fastjsonschema takes 15."""
-    import fastjsonschema
-
+    """The validator of a record class's schema, compiled once per process. fastjsonschema,
+    not jsonschema (which the tests hold it to): importing jsonschema costs 60 ms bare and
+    seconds where its optional format checkers are installed (rfc3987-syntax builds a grammar
+    on import), and it checks a 2 000-file manifest in 230 ms where fastjsonschema takes 15."""
     validate: Callable[[Any], Any] = fastjsonschema.compile({"$schema": DRAFT, **schema_of(cls)})
     return validate
 
@@ -262,8 +262,6 @@ def checker(cls: type) -> Callable[[Any], Any]:
 def problem(validate: Callable[[Any], Any], data: Any) -> str | None:
     """What is wrong with ``data``, as one short line — where (a JSON path) and the rule it
     breaks — or ``None`` when it is valid."""
-    from fastjsonschema import JsonSchemaValueException
-
     try:
         validate(data)
     except JsonSchemaValueException as err:

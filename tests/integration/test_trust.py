@@ -21,7 +21,7 @@ import pytest
 from prebake.cli import main
 from prebake.package.archive import write_asset
 from prebake.package.naming import asset_id
-from prebake.trust.provenance import schema_path
+from prebake.trust.statement import schema_path
 from tests import support
 from tests.servers.backends import Backend
 from tests.servers.fixtures import moto_s3, store_backend  # noqa: F401

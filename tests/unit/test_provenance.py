@@ -14,15 +14,8 @@ import jsonschema
 import pytest
 
 from prebake.errors import PrebakeError
-from prebake.trust.provenance import (
-    build_definition,
-    builder_id,
-    check_statement,
-    run_details,
-    schema_path,
-    statement,
-    summary,
-)
+from prebake.trust.provenance import build_definition, builder_id, run_details
+from prebake.trust.statement import check_statement, schema_path, statement, summary
 from prebake.workspace import load_workspace
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"

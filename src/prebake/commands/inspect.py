@@ -124,7 +124,7 @@ def _trust(args: argparse.Namespace, readable: set[str]) -> list[dict[str, Any]]
               if raw.endswith(".tar.xz") and raw in readable and Path(raw).is_file()]
     if not assets:
         return []  # prebake.trust imports the SBOM and provenance models: 0.4 s of start-up
-    from prebake.trust.hooks import asset_status
+    from prebake.trust.consumer import asset_status
 
     allowed = Path(args.allowed_signers) if args.allowed_signers else None
     return [asset_status(p, allowed) for p in assets]

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from prebake import jsonio
+from prebake.bounded import read_bounded
 from prebake.errors import PrebakeError
 from prebake.names import name_problem
 
@@ -87,7 +88,6 @@ def read_lock(path: Path, *, must_exist: bool = False) -> Lock:
         if must_exist:
             raise PrebakeError(f"{path}: no such lock file")
         return Lock(path)
-    from prebake.bounded import read_bounded
 
     try:
         data = json.loads(read_bounded(path, MAX_LOCK, "lock file"))

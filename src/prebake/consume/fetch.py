@@ -15,16 +15,22 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+if sys.platform != "win32":  # Windows has no advisory locks (``_exclusive`` is a no-op)
+    import fcntl
+
 from prebake.consume.consumer_lock import LOCK_NAME, LockEntry, read_lock
+from prebake.contract.check import check_paths, wants_deep
 from prebake.contract.model import Contract
 from prebake.digest import ProgressFn, file_sha256
 from prebake.errors import CheckFailed, PrebakeError
 from prebake.extract import DEFAULT_MAX_BYTES, UnsafeArchive, safe_extract
+from prebake.link.test import link_test
 from prebake.manifest import (
     MAX_MANIFEST_BYTES,
     Manifest,
@@ -33,9 +39,19 @@ from prebake.manifest import (
     read_manifest_file,
 )
 from prebake.names import check_name, name_problem
-from prebake.package.naming import SHA256_SUFFIX, AssetId, asset_id, parse_sha256_line
+from prebake.package.naming import (
+    MANIFEST_SUFFIX,
+    SHA256_SUFFIX,
+    AssetId,
+    asset_id,
+    parse_sha256_line,
+)
+from prebake.redact import redact_text
 from prebake.store import open_store
 from prebake.store.base import DEFAULT_RELEASE, Store
+from prebake.toolchain.compat import compare
+from prebake.trust.consumer import verify_in_store
+from prebake.trust.sign import check_allowed_signers
 
 MANIFEST_IN_PREFIX = "share/prebake/manifest.json"
 MAX_MANIFEST = MAX_MANIFEST_BYTES
@@ -44,8 +60,6 @@ MAX_MANIFEST = MAX_MANIFEST_BYTES
 def declared_sizes(store: Store, aid: AssetId, release: str) -> dict[str, int] | None:
     """Path -> size of every file the asset's manifest sidecar lists (``None`` when it lists
     none): the extractor holds each member to its size, so a bomb stops at its first header."""
-    from prebake.package.naming import MANIFEST_SUFFIX
-
     raw = store.read_sidecar(aid, MANIFEST_SUFFIX, release)
     if raw is None:
         return None
@@ -132,9 +146,7 @@ def _exclusive(path: Path) -> Iterator[None]:
     two writers appending to one ``.part`` file would interleave bytes."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a") as fh:
-        try:
-            import fcntl
-        except ImportError:  # Windows: no advisory locks; the sha256 check still holds
+        if sys.platform == "win32":  # no advisory locks; the sha256 check still holds
             yield
             return
         fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
@@ -220,8 +232,6 @@ def _checker(aid: AssetId, contract: Contract | None,
                                  "an asset published under another name, nothing was "
                                  "installed")
         if contract is not None:
-            from prebake.contract.check import check_paths, wants_deep
-
             # like the build guard: a feature rule is judged on the whole list
             report = check_paths([tree], contract, deep=wants_deep(contract))
             report.relabel(tree, aid.filename)  # the asset's name, not the temporary folder
@@ -246,8 +256,6 @@ class ConsumerToolchain:
 
 def _check_toolchain(aid: AssetId, manifest: Manifest, consumer: ConsumerToolchain,
                      tree: Path, notes: list[str]) -> None:
-    from prebake.toolchain.compat import compare
-
     findings = compare(manifest.to_json(), consumer.record)  # the rules are data over JSON
     refused = [f for f in findings if f.level == "refuse"]
     notes.extend(f.message for f in findings if f.level == "report")
@@ -257,7 +265,6 @@ def _check_toolchain(aid: AssetId, manifest: Manifest, consumer: ConsumerToolcha
                           {"toolchain": [f.to_json() for f in findings]})
     if not consumer.link_test:
         return
-    from prebake.link.test import link_test
 
     libs = [f.path for f in manifest.facts if f.kind in ("static-library", "shared-library")]
     if not libs:
@@ -334,7 +341,6 @@ def fetch(req: FetchRequest, progress: ProgressFn | None = None) -> FetchResult:
     cache_dir, max_bytes, into = req.cache_dir, req.max_bytes, req.into
     aid = check_request(name, version, platform, release)
     if allowed_signers is not None:  # unreadable trust settings stop the fetch before anything
-        from prebake.trust.sign import check_allowed_signers
 
         check_allowed_signers(allowed_signers)
     st = open_store(store, root=root) if isinstance(store, str) else store
@@ -358,7 +364,6 @@ def fetch(req: FetchRequest, progress: ProgressFn | None = None) -> FetchResult:
                 "locked")
         signed_by = None
         if allowed_signers is not None:  # before the download: the signature covers `expected`
-            from prebake.trust.hooks import verify_in_store
 
             signed_by = verify_in_store(st, aid, tag, expected, allowed_signers).principal
         try:
@@ -398,7 +403,6 @@ def fetch(req: FetchRequest, progress: ProgressFn | None = None) -> FetchResult:
         raise PrebakeError(f"{asset}: the cached asset vanished before it could be unpacked "
                            "(removed by another process?); nothing was installed, fetch "
                            "again to download it anew") from None
-    from prebake.redact import redact_text
 
     url = redact_text(st.asset_url(aid, tag))  # the lock is committed: never a credential
     if lock is not None:

@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from prebake.contract.clash import clash_violations
 from prebake.contract.findings import (
     MAX_EVIDENCE_SHOWN,
     MAX_MEMBERS_SHOWN,
@@ -32,7 +33,9 @@ from prebake.contract.findings import (
 from prebake.contract.model import Contract
 from prebake.contract.rules import RULES, Finding, Rule, member_name
 from prebake.errors import FormatError, PrebakeError
+from prebake.inspect import ParseOptions, inspect
 from prebake.inspect.facts import Facts
+from prebake.inspect.resolve import resolve
 
 InspectFn = Callable[[Path], Facts]
 
@@ -161,8 +164,6 @@ def unknown_facts(facts: Facts, contract: Contract, path: str | None = None) -> 
 
 
 def _default_inspect(path: Path, deep: bool = False, root: Path | None = None) -> Facts:
-    from prebake.inspect import ParseOptions, inspect
-
     return inspect(path, ParseOptions(symbols=True, deep=deep,
                                       root=str(root) if root is not None else None))
 
@@ -182,7 +183,6 @@ def check_paths(paths: Sequence[Path], contract: Contract, *,
     ``deep`` decodes every wasm instruction, so feature lists are whole (``--deep``).
     """
     report = CheckReport(contract)
-    from prebake.inspect.resolve import resolve
 
     with tempfile.TemporaryDirectory(prefix="prebake-check-") as tmp:
         found = resolve(list(paths), Path(tmp))
@@ -223,8 +223,6 @@ def check_paths(paths: Sequence[Path], contract: Contract, *,
             if facts.kind == "static-library" and facts.members is not None:
                 archives.append((t.shown, facts))
         if len(archives) > 1:
-            from prebake.contract.clash import clash_violations
-
             report.violations.extend(clash_violations(archives))
         if found.labels:
             for v in report.violations:

@@ -8,6 +8,7 @@ with its key path instead of stopping at the first.
 from __future__ import annotations
 
 import difflib
+import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -15,7 +16,8 @@ from typing import Any
 
 from prebake import abikeys
 from prebake.abikeys import KNOWN_WASM_FEATURES, Value
-from prebake.errors import Problem
+from prebake.contract.presets import PresetError, load_preset, merge
+from prebake.errors import ConfigError, PrebakeError, Problem
 
 __all__ = ["KNOWN_WASM_FEATURES", "ONLY_FOR_OS", "SETTINGS", "Contract", "load_contract_file",
            "os_problems", "parse_contract"]
@@ -151,7 +153,6 @@ def _with_preset(data: Mapping[str, Any], where: str, problems: list[Problem]
                  ) -> Mapping[str, Any]:
     if "extends" not in data:
         return data
-    from prebake.contract.presets import PresetError, load_preset, merge
 
     rest = {k: v for k, v in data.items() if k != "extends"}
     name = data["extends"]
@@ -170,10 +171,6 @@ def load_contract_file(path: Path) -> Contract:
 
     Raises ``ConfigError`` naming every problem, or ``PrebakeError`` when the file is not TOML.
     """
-    import tomllib
-
-    from prebake.errors import ConfigError, PrebakeError
-
     p = Path(path)
     try:
         data = tomllib.loads(p.read_text(encoding="utf-8"))

@@ -26,6 +26,7 @@ from pathlib import PurePosixPath, PureWindowsPath
 from typing import Any
 
 from prebake import abikeys
+from prebake.inspect.demangle import demangle
 from prebake.inspect.facts import Facts
 
 IMAGE_KINDS = ("shared-library", "executable", "module")
@@ -296,8 +297,6 @@ def _rule_allowed_needed(expected: Sequence[str], leaf: Facts) -> Finding | None
 
 def _default_demangle() -> Callable[[str], str]:
     """The inspector's demangler, keeping a name it cannot demangle as it is."""
-    from prebake.inspect.demangle import demangle
-
     return lambda name: demangle(name) or name
 
 

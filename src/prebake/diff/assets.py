@@ -13,15 +13,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from prebake.diff.compare import diff_sides
+from prebake.diff.markdown import code, markdown
 from prebake.diff.model import DiffResult
 from prebake.diff.side import load_side
 from prebake.diff.versions import version_key
+from prebake.digest import file_sha256
 from prebake.errors import PrebakeError
 from prebake.package.naming import SHA256_SUFFIX, AssetId, parse_asset_name, parse_sha256_line
+from prebake.store.base import DEFAULT_RELEASE
 
 if TYPE_CHECKING:
     from prebake.store.base import Store
-
 
 
 def diff_paths(old: Path, new: Path, *, old_label: str | None = None,
@@ -32,8 +34,6 @@ def diff_paths(old: Path, new: Path, *, old_label: str | None = None,
 
 def assets_in_store(store: Store) -> list[tuple[AssetId, str | None]]:
     """Every complete asset with the release it is in (the default release first)."""
-    from prebake.store.base import DEFAULT_RELEASE
-
     tags: list[str | None] = [*store.releases()] or [None]
     tags.sort(key=lambda t: t != DEFAULT_RELEASE)
     seen: dict[AssetId, str | None] = {}
@@ -58,8 +58,6 @@ def previous_in_store(store: Store, aid: AssetId) -> tuple[AssetId, str | None] 
 def download_verified(store: Store, aid: AssetId, release: str | None, dest_dir: Path) -> Path:
     """Download ``aid`` and check it against its ``.sha256`` sidecar (a diff of a corrupt or
     substituted asset would be worse than none)."""
-    from prebake.digest import file_sha256
-
     dest = Path(dest_dir) / aid.filename
     store.download(aid, dest, release)
     raw = store.read_sidecar(aid, SHA256_SUFFIX, release)
@@ -91,8 +89,6 @@ def diff_against_store(asset_path: Path, store: Store) -> DiffResult | None:
 def build_summary(asset_path: Path, store: Store) -> tuple[DiffResult | None, str]:
     """What ``prebake build --diff`` shows for a freshly packaged asset, before it is published:
     the diff against the store's current asset and its markdown (a first release says so)."""
-    from prebake.diff.markdown import code, markdown
-
     result = diff_against_store(asset_path, store)
     if result is None:
         aid = parse_asset_name(Path(asset_path).name)

@@ -20,6 +20,7 @@ from prebake import abikeys
 from prebake.diff.model import Change, DiffResult, LibraryRow, pct
 from prebake.diff.public import PublicApi, public_api
 from prebake.diff.side import Library, Side, library_key
+from prebake.inspect.demangle import demangle
 
 # fact -> (how a change breaks, why it matters to a consumer), from the table of ABI keys
 # (``prebake.abikeys.Diff`` says what "changed", "raised" and "added" mean)
@@ -70,8 +71,6 @@ INTERNAL_REMOVED = ("internal symbol removed: no installed header declares it an
 
 
 def _exports(key: str, old: Library, new: Library, api: PublicApi) -> list[Change]:
-    from prebake.inspect.demangle import demangle
-
     if old.exports is None or new.exports is None:
         return []
     out = []

@@ -17,10 +17,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from prebake.diff.public import header_identifiers
 from prebake.digest import file_sha256
 from prebake.errors import PrebakeError
+from prebake.extract import safe_extract
+from prebake.inspect import ParseOptions, inspect
 from prebake.inspect.facts import Facts
+from prebake.inspect.resolve import is_binary, is_package, resolve
+from prebake.link.order import relative_order
 from prebake.manifest import Manifest, read_manifest_file
+from prebake.package.manifest_builder import facts_summary
 
 MANIFEST_PATH = "share/prebake/manifest.json"
 HEADER_SUFFIXES = (".h", ".hh", ".hpp", ".hxx", ".h++", ".inc", ".inl", ".ipp", ".tcc")
@@ -92,11 +98,8 @@ def load_side(path: Path, label: str | None = None) -> Side:
         raise PrebakeError(f"{path}: no such file or folder")
     if path.is_dir():
         return _from_tree(path, label, None)
-    from prebake.inspect.resolve import is_binary, is_package
 
     if is_package(path) and not is_binary(path):
-        from prebake.extract import safe_extract
-
         with tempfile.TemporaryDirectory(prefix="prebake-diff-") as tmp:
             dest = Path(tmp) / "asset"
             safe_extract(path, dest)
@@ -160,8 +163,6 @@ def _files(root: Path) -> Iterator[Path]:
 
 
 def _from_tree(root: Path, label: str, kind: str | None) -> Side:
-    from prebake.inspect.resolve import resolve
-
     typed = _read_manifest(root)
     manifest = typed.to_json() if typed is not None else None
     prefix = any((root / d).is_dir() for d in (*LIB_DIRS, "include"))
@@ -180,7 +181,6 @@ def _from_tree(root: Path, label: str, kind: str | None) -> Side:
     if not libs and not headers:
         raise PrebakeError(f"{label}: holds no binaries or headers prebake knows; nothing to "
                            "compare")
-    from prebake.diff.public import header_identifiers
 
     side = Side(label, kind or ("prefix" if prefix else "tree"), libs, headers,
                 manifest=manifest, size=sum(p.stat().st_size for p in _files(root)),
@@ -196,9 +196,6 @@ def _from_tree(root: Path, label: str, kind: str | None) -> Side:
 
 
 def _library(path: Path, rel: str, key: str) -> Library:
-    from prebake.inspect import ParseOptions, inspect
-    from prebake.package.manifest_builder import facts_summary
-
     facts = inspect(path, ParseOptions(symbols=True))
     return Library(key, rel, facts_summary(facts, rel), frozenset(exports_of(facts)),
                    facts.size)
@@ -218,7 +215,6 @@ def _computed_order(root: Path, libs: Mapping[str, Library]) -> list[list[str]] 
     static = [lib.path for lib in libs.values() if lib.static and (root / lib.path).is_file()]
     if not static:
         return None
-    from prebake.link.order import relative_order
 
     try:
         return relative_order(root, static)

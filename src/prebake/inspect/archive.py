@@ -13,6 +13,9 @@ the highest version for floors, and ``counts`` of every disagreement.
 
 from __future__ import annotations
 
+import copy
+import os
+import stat
 import struct
 import sys
 from array import array
@@ -24,7 +27,7 @@ from itertools import chain
 from pathlib import Path
 
 from prebake.errors import FormatError
-from prebake.inspect import hotloops, magic
+from prebake.inspect import OverBudget, grant, hotloops, inspect, inspect_bytes, magic, own_file
 from prebake.inspect.base import ParseOptions
 from prebake.inspect.binreader import Buffer, FileWindow, Source, Truncated, part, table
 from prebake.inspect.facts import Facts, Symbols
@@ -266,8 +269,6 @@ def read_index(path: str | Path) -> list[tuple[str, str]]:
 
     Empty when the archive has no index (GNU ar writes none for wasm members).
     """
-    import os
-
     with open(path, "rb") as fh:
         if not is_archive(fh.read(8)):
             raise FormatError(str(path), "not an ar archive")
@@ -291,8 +292,6 @@ class ArchiveReader:
         return is_archive(head)
 
     def parse(self, data: Source, path: str, opts: ParseOptions) -> Facts:
-        from prebake.inspect import OverBudget, inspect_bytes
-
         lists = opts.symbols and opts.archive_lists
         ar = read_archive(data, index_names=lists)
         facts = Facts(path=path, format="archive", kind="static-library")
@@ -364,8 +363,6 @@ def _thin_files(ar: Archive, path: str, root: str | None = None) -> list[Path]:
     the member, raised before any member is read. A thin archive that is not itself a file on
     disk (an archive member, a fat slice) has no folder, and is refused the same way.
     """
-    from prebake.inspect import own_file
-
     own = own_file(path)
     if own is None:
         raise FormatError(path, "a thin archive inside another binary: its member names "
@@ -420,16 +417,12 @@ class _ThinReads:
         self.spent = 0
 
     def member(self, file: Path, mpath: str, opts: ParseOptions) -> Facts:
-        import copy
-
         try:
             size = file.stat().st_size
         except OSError:
             size = 0  # missing: ``_thin_member`` says so
         self.spent += size
         if self.spent > MAX_THIN_BYTES:
-            from prebake.inspect import OverBudget
-
             raise OverBudget(self.archive, f"thin archive members add up to more than "
                                            f"{MAX_THIN_BYTES} bytes (repeats counted); "
                                            "not read further")
@@ -455,11 +448,6 @@ def _thin_member(file: Path, mpath: str, opts: ParseOptions) -> Facts:
     GNU ar flattens nested thin archives, so a member that is itself an archive is refused:
     following it could loop (an archive listing itself) or multiply work without bound.
     """
-    import os
-    import stat
-
-    from prebake.inspect import grant, inspect
-
     try:
         # O_NOFOLLOW: the resolved name must still be the file, not a link swapped in since;
         # O_NONBLOCK: a FIFO swapped in must not block the open

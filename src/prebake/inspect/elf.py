@@ -29,7 +29,7 @@ from enum import IntEnum
 from prebake.errors import FormatError
 from prebake.inspect import glibc, hotloops, magic
 from prebake.inspect.base import ParseOptions
-from prebake.inspect.binreader import Buffer, Source, Truncated, names_at, table
+from prebake.inspect.binreader import Buffer, Source, Truncated, names_at, part, table
 from prebake.inspect.facts import Facts, Symbols
 from prebake.inspect.hotloops_py import PROBE_BITMAP_BYTES, PROBE_TAIL, tail_hash
 
@@ -476,8 +476,6 @@ def _verneed(elf: ElfFile, raw: Source, strtab: bytes) -> tuple[list[tuple[str, 
 def _table_at(elf: ElfFile, loaded: Loaded, tag: int) -> Source:
     """The bytes from what ``tag`` points at to the end of the segment holding it, as a
     window (nothing read until sliced) or a view."""
-    from prebake.inspect.binreader import part
-
     start = loaded.at[tag]
     return part(elf.data, start, loaded.ends[tag])
 

@@ -16,7 +16,8 @@ from enum import IntEnum
 from typing import Any
 
 from prebake.errors import FormatError
-from prebake.inspect import magic
+from prebake.inspect import inspect_bytes, magic
+from prebake.inspect.archive import summarise
 from prebake.inspect.base import ParseOptions
 from prebake.inspect.binreader import Buffer, Reader, Truncated
 from prebake.inspect.facts import Facts, Symbols
@@ -484,8 +485,7 @@ class MachOFatReader:
         if nfat == 0 or nfat > MAX_FAT_SLICES:
             raise Truncated(f"fat header declares {nfat} slices")
         slices = [_read_fat_arch(r, fat_magic, i) for i in range(nfat)]
-        from prebake.inspect import inspect_bytes  # the frame dispatches each slice by its magic
-
+        # the frame dispatches each slice by its magic (``inspect_bytes``)
         parsed: list[Facts] = []
         table_end = 8 + nfat * (32 if fat_magic == FAT_MAGIC_64 else 20)
         for s in slices:
@@ -519,8 +519,6 @@ def _agree(values: list[Any]) -> Any:
 def _summarise(facts: Facts) -> None:
     """File-level facts from the slices, with the archive summary's rules (common value or
     None, highest version floor, per-value counts), so guards read fat files and archives alike."""
-    from prebake.inspect.archive import summarise
-
     slices = facts.slices or []
     summarise(facts, slices)
     facts.details["archs"] = [s.details.get("cpu", s.arch) for s in slices]

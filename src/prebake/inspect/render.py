@@ -22,6 +22,7 @@ from typing import Any
 
 import orjson
 
+from prebake.inspect import demangle, hotloops, hotloops_py
 from prebake.inspect.facts import ABI_FIELDS, SYMBOL_LISTS, Facts, Symbols
 
 Sink = Callable[[str], object]
@@ -36,8 +37,6 @@ _demangled: dict[str, str | None] = {}  # name -> demangled form, filled a list 
 def _demangle_all(names: list[str]) -> dict[str, str | None]:
     """The demangled form of every name in ``names``, in one call of ``fill_demangled``: the
     C loop where the runtime's demangler can be called directly, else the Python reference."""
-    from prebake.inspect import demangle, hotloops, hotloops_py
-
     if len(_demangled) + len(names) > DEMANGLED_MAX:
         _demangled.clear()  # starts over between lists, never inside one
     address = demangle.address()

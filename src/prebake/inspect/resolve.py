@@ -28,6 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from prebake.errors import PrebakeError
+from prebake.extract import safe_extract
+from prebake.inspect import sniff, special_kind
+from prebake.walk import MAX_DEPTH, TooDeep
 
 PACKAGE_SUFFIXES = (".tar.xz", ".txz", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar", ".whl",
                     ".zip")  # prebake.commands.inspect.ASSET_SUFFIXES repeats it (a test says)
@@ -56,8 +59,6 @@ def _claimed(p: Path) -> bool:
     """``is_binary``, raising ``OSError`` when the file cannot be read (``Unreadable``'s
     caller names it). A FIFO or device is never read: the open does not block and what was
     opened must be a regular file."""
-    from prebake.inspect import sniff
-
     if p.name.lower().endswith(TEXT_SUFFIXES):
         return False
     fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
@@ -71,8 +72,6 @@ def _claimed(p: Path) -> bool:
 def _kind(p: Path) -> str | None:
     """None for a regular file or a folder (followed through links), else why it is not
     read: what special file it is, or why it cannot be looked at (a symlink loop)."""
-    from prebake.inspect import special_kind
-
     try:
         mode = p.stat().st_mode
     except OSError as exc:
@@ -157,8 +156,6 @@ class Resolver:
                 self.out.binaries.append(Binary(p, shown, "", explicit=True))
 
     def _package(self, p: Path, shown: str, depth: int) -> None:
-        from prebake.extract import safe_extract
-
         self._n += 1
         dest = self.tmp / f"pkg{self._n}"
         safe_extract(p, dest, max_bytes=max(1, self.budget))
@@ -200,8 +197,6 @@ def _tree(root: Path, base: Path, out: Resolution, shown: str, package: bool
     socket or device) in ``out.unreadable``. Iterative, so a deep or looping tree cannot
     exhaust the stack; each real folder is entered once, and a tree deeper than
     ``prebake.walk.MAX_DEPTH`` is refused."""
-    from prebake.walk import MAX_DEPTH, TooDeep
-
     escapes = out.escapes
 
     def label(rel: str) -> str:

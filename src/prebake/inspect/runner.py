@@ -13,18 +13,22 @@ values and calls ``results`` and ``write``; nothing here parses arguments or pri
 
 from __future__ import annotations
 
+import gc
 import os
+import shutil
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, TextIO
+from typing import Any, BinaryIO, TextIO
 
 from prebake.cores import usable_cores
-
-if TYPE_CHECKING:
-    from prebake.inspect.facts import Facts
+from prebake.errors import PrebakeError
+from prebake.inspect import ParseOptions, inspect, registry
+from prebake.inspect.demangle import demangle_once
+from prebake.inspect.facts import Facts
+from prebake.inspect.render import json_pieces, text_pieces
 
 
 @dataclass
@@ -107,6 +111,8 @@ def results(targets: list[Target], mode: Mode, stack: ExitStack) -> Iterator[Res
         for i, target in enumerate(targets):
             yield job(mode, None, target, i)
         return
+    # lazy: the pool and its folder cost one target 15 ms of start-up (-X importtime:
+    # multiprocessing, concurrent.futures.process, tempfile), which one target never uses
     import multiprocessing
     import tempfile
     from concurrent.futures import ProcessPoolExecutor
@@ -116,8 +122,6 @@ def results(targets: list[Target], mode: Mode, stack: ExitStack) -> Iterator[Res
     # loads the readers itself, all of them at once, while this process hands out the work
     context = None
     if sys.platform == "linux":
-        import gc
-
         gc.freeze()  # the workers' collections then leave the pages they share with us alone
         context = multiprocessing.get_context("fork")
     pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_warm,
@@ -136,13 +140,9 @@ def results(targets: list[Target], mode: Mode, stack: ExitStack) -> Iterator[Res
 def _warm(symbols: bool) -> None:
     """What every worker needs: the readers of this machine's own binaries (archives, ELF)
     and, for symbols, the demangler; anything else is loaded on first use, as serially."""
-    from prebake.inspect import registry, render  # noqa: F401 (imported to be loaded)
-
     for name in ("archive", "elf"):
         registry.module_readers(name)
     if symbols:
-        from prebake.inspect.demangle import demangle_once
-
         demangle_once("_Z1fv")  # loads the C++ runtime's demangler
 
 
@@ -151,10 +151,6 @@ def reason(exc: Exception, name: str) -> str:
 
 
 def _facts_of(target: Target, mode: Mode) -> Facts:
-    from prebake.errors import PrebakeError
-    from prebake.inspect import ParseOptions, inspect
-    from prebake.inspect.facts import Facts
-
     if target.error is not None or target.file is None:
         return Facts(path=target.name, error=target.error)
     try:
@@ -183,8 +179,6 @@ def _facts_of(target: Target, mode: Mode) -> Facts:
 def job(mode: Mode, folder: str | None, target: Target, index: int) -> Result:
     """Read the ``index``-th target and write its output (JSON object or human text): to
     stdout where ``folder`` is None, else to a file of its own in ``folder``."""
-    from prebake.inspect.render import json_pieces, text_pieces
-
     facts = _facts_of(target, mode)
     result = Result(failed=facts.error is not None)
     if not mode.json and facts.error is not None:
@@ -222,8 +216,6 @@ def _copy(src: BinaryIO, dest: BinaryIO) -> None:
         raise
     except (AttributeError, OSError, ValueError):  # no descriptor, or no sendfile to it
         pass
-    import shutil
-
     src.seek(sent)
     shutil.copyfileobj(src, dest, 1 << 20)
     dest.flush()

@@ -21,6 +21,7 @@ importing networkx alone (~0.17 s measured here) costs more than the whole compu
 
 from __future__ import annotations
 
+import heapq
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from prebake.errors import PrebakeError
+from prebake.inspect import ParseOptions, inspect
 from prebake.inspect.facts import Facts
 from prebake.jsonio import SCHEMA_VERSION
 
@@ -77,8 +79,6 @@ def _members_of(facts: Facts) -> list[Member]:
 
 def read_members(path: Path) -> list[Member]:
     """Per-member symbols of an archive (or the one member of an object file)."""
-    from prebake.inspect import ParseOptions, inspect
-
     facts = inspect(path, ParseOptions(symbols=True))
     if facts.error is not None:
         raise PrebakeError(f"{path}: {facts.error}")
@@ -311,8 +311,6 @@ def strongly_connected(nodes: Sequence[N], succ: Mapping[N, set[N]]) -> list[lis
 
 def _topo(comps: list[list[int]], succ: dict[int, set[int]]) -> list[list[int]]:
     """Dependents before dependencies; ties broken by the lowest argument position."""
-    import heapq
-
     comp_of = {n: i for i, c in enumerate(comps) for n in c}
     indeg = [0] * len(comps)
     csucc: list[set[int]] = [set() for _ in comps]

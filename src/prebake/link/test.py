@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from prebake.errors import PrebakeError
+from prebake.errors import FormatError, PrebakeError
+from prebake.inspect import ParseOptions, inspect
 
 ENV_ALLOWLIST = (
     "PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "TMP", "TEMP", "SYSTEMROOT", "NODE_PATH",
@@ -103,7 +104,7 @@ def error_lines(output: str) -> list[str]:
     return out
 
 
-def _asm_name(sym: str, os_name: str) -> str:
+def asm_name(sym: str, os_name: str) -> str:
     """The C-level name for an asm label: Mach-O binary names carry one extra ``_``."""
     if os_name == "macos" and sym.startswith("_") and (sym.startswith("__Z") or sym[1:2] != "Z"):
         return sym[1:]
@@ -124,7 +125,7 @@ def symbols_consumer(symbols: Sequence[str], os_name: str) -> str:
     for i, sym in enumerate(symbols):
         if not re.fullmatch(r"[A-Za-z0-9_.$@?]+", sym):
             raise PrebakeError(f"link-test: {sym!r} is not a symbol name")
-        name = _asm_name(sym, os_name)
+        name = asm_name(sym, os_name)
         lines.append(f'extern void prebake_sym_{i}(void) __asm__(PREBAKE_PFX "{name}");')
     lines.append("int main(void) {\n  volatile uintptr_t acc = 0;")
     lines += [f"  acc += (uintptr_t)&prebake_sym_{i};" for i in range(len(symbols))]
@@ -161,8 +162,6 @@ def _library_args(library: Path, os_name: str, whole: bool) -> list[str]:
 
 def _is_cxx(library: Path) -> bool:
     """Whether the library needs the C++ runtime; when it cannot be read, assume it does."""
-    from prebake.inspect import ParseOptions, inspect
-
     try:
         facts = inspect(library, ParseOptions(symbols=True))
     except PrebakeError:
@@ -183,7 +182,10 @@ def _output_name(os_name: str) -> str:
     )
 
 
-def _run(cmd: list[str], cwd: Path, env: Mapping[str, str], timeout: float) -> tuple[int, str]:
+def run_linker(cmd: list[str], cwd: Path, env: Mapping[str, str], timeout: float
+               ) -> tuple[int, str]:
+    """A compile or link command's exit status and output (stderr folded in), for the link
+    test and the whole-archive link alike."""
     try:
         proc = subprocess.run(cmd, cwd=cwd, env=dict(env), stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True, errors="replace",
@@ -226,9 +228,6 @@ LINKABLE_KINDS = ("static-library", "shared-library", "import-library", "object"
 
 def _require_library(library: Path) -> None:
     """Bad input is exit 2 with the reason, not a linker failure dressed up as a check result."""
-    from prebake.errors import FormatError
-    from prebake.inspect import inspect
-
     if library.name.endswith((".tar.xz", ".tar.gz", ".tgz", ".zip")):
         raise PrebakeError(f"{library}: a release asset, not a library: unpack it (prebake fetch "
                            "… --into DIR) and link-test DIR/lib/<library>")
@@ -276,7 +275,7 @@ def _link_test(library: Path, platform: LinkPlatform, include_dirs: Sequence[Pat
     ran: list[list[str]] = []
     for stage, cmd in steps:
         ran.append(cmd)
-        rc, text = _run(cmd, workdir, env, timeout)
+        rc, text = run_linker(cmd, workdir, env, timeout)
         log.append(text)
         if rc != 0:
             output = "".join(log)

@@ -28,7 +28,16 @@ from pathlib import Path
 from typing import Any
 
 from prebake.errors import PrebakeError
-from prebake.link.test import LinkPlatform, build_env, error_lines
+from prebake.inspect import ParseOptions, inspect
+from prebake.inspect.demangle import demangle
+from prebake.link.test import (
+    SHARED_SUFFIX,
+    LinkPlatform,
+    asm_name,
+    build_env,
+    error_lines,
+    run_linker,
+)
 
 # How linkers name an undefined symbol (GNU ld, lld/wasm-ld, Emscripten's JS step, ld64, link.exe)
 _UNDEFINED = (
@@ -95,8 +104,6 @@ class _Tables:
 
 
 def _tables(libraries: Sequence[tuple[Path, str]]) -> _Tables:
-    from prebake.inspect import ParseOptions, inspect
-
     out = _Tables()
     for path, shown in libraries:
         try:
@@ -125,7 +132,6 @@ def _raw_name(name: str, tables: _Tables) -> str:
     """The members' raw name for a name a linker printed (GNU ld demangles by default)."""
     if name in tables.users:
         return name
-    from prebake.inspect.demangle import demangle
 
     for raw in tables.users:
         if raw.startswith(("_Z", "__Z", "?")) and demangle(raw) == name:
@@ -142,8 +148,6 @@ def _matches(name: str, pattern: str, demangled: str | None) -> bool:
 
 def allowed_names(tables: _Tables, patterns: Sequence[str]) -> dict[str, list[str]]:
     """pattern -> the members' undefined names (not defined by any input) it covers."""
-    from prebake.inspect.demangle import demangle
-
     out: dict[str, list[str]] = {p: [] for p in patterns}
     for name in sorted(tables.users):
         if name in tables.defined:
@@ -159,8 +163,6 @@ def _stub_args(names: Sequence[str], os_name: str, workdir: Path,
                compiler: Sequence[str], flags: Sequence[str]) -> tuple[list[str], list[list[str]]]:
     """Linker arguments giving each allowed name a stand-in definition (and commands to make
     them); the stand-ins exist only in this proof's link."""
-    from prebake.link.test import _asm_name
-
     if not names:
         return [], []
     for n in names:
@@ -182,7 +184,7 @@ def _stub_args(names: Sequence[str], os_name: str, workdir: Path,
              "#define PREBAKE_PFX PREBAKE_STR(__USER_LABEL_PREFIX__)"]
     for i, n in enumerate(names):
         lines.append(f'__attribute__((weak)) char prebake_allowed_{i}[1] '
-                     f'__asm__(PREBAKE_PFX "{_asm_name(n, os_name)}");')
+                     f'__asm__(PREBAKE_PFX "{asm_name(n, os_name)}");')
     src.write_text("\n".join(lines) + "\n")
     obj = workdir / ("allowed_undefined.obj" if os_name == "windows" else "allowed_undefined.o")
     return [str(obj)], [[*compiler, *flags, "-c", str(src), "-o", str(obj)]]
@@ -195,8 +197,6 @@ def _whole(lib: Path, os_name: str) -> list[str]:
 
 
 def _plain(lib: Path, os_name: str) -> list[str]:
-    from prebake.link.test import SHARED_SUFFIX
-
     if SHARED_SUFFIX.search(lib.name) and os_name not in ("windows", "emscripten", "wasi"):
         return [str(lib), f"-Wl,-rpath,{lib.parent}"]
     return [str(lib)]
@@ -212,8 +212,6 @@ def prove_whole_archive(libraries: Sequence[tuple[Path, str]], platform: LinkPla
     ``deps`` are the declared dependencies' libraries (they resolve, they are not proven here:
     their own unit proved them). Raises ``PrebakeError`` when the platform has no compiler.
     """
-    from prebake.link.test import _run
-
     if not platform.toolchain.cc or not platform.toolchain.cxx:
         raise PrebakeError(f"platform {platform.name}: no toolchain.cc/cxx to link a consumer with")
     os_name = platform.os
@@ -251,7 +249,7 @@ def prove_whole_archive(libraries: Sequence[tuple[Path, str]], platform: LinkPla
     log: list[str] = []
     for cmd in commands:
         proof.commands.append(cmd)
-        rc, text = _run(cmd, workdir, run_env, timeout)
+        rc, text = run_linker(cmd, workdir, run_env, timeout)
         log.append(text)
         if rc != 0:
             proof.ok = False

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from prebake.errors import PrebakeError
+from prebake.inspect import ParseOptions, inspect
 from prebake.inspect.elf import version_nodes
 from prebake.package import upstream_cmake, version_proof
 from prebake.package.libs import Library
@@ -27,8 +28,6 @@ class Adopted:
 
 
 def _shared_facts(prefix: Path, libs: Sequence[Library]) -> dict[str, dict[str, object]]:
-    from prebake.inspect import ParseOptions, inspect
-
     out: dict[str, dict[str, object]] = {}
     for lib in libs:
         if lib.kind != "shared":

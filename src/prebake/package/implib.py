@@ -15,6 +15,7 @@ import tempfile
 from pathlib import Path
 
 from prebake.errors import PrebakeError
+from prebake.inspect import ParseOptions, inspect
 
 # PE machine (prebake's arch) -> dlltool's -m
 MACHINES = {"x86_64": ("i386:x86-64", "x86_64-w64-mingw32-dlltool"),
@@ -39,8 +40,6 @@ def _run(argv: list[str]) -> None:
 
 def import_libraries(dll: Path, outputs: list[Path]) -> list[str]:
     """Write each of ``outputs`` (``.lib`` or ``.dll.a``) for ``dll``; one line per file."""
-    from prebake.inspect import ParseOptions, inspect
-
     facts = inspect(dll, ParseOptions(symbols=True))
     if facts.format != "pe" or facts.kind != "shared-library":
         raise PrebakeError(f"{dll}: not a DLL (found {facts.format} {facts.kind})")

@@ -24,12 +24,16 @@ from prebake.recipes.model import (
     LocalSource,
     Recipe,
     UrlSource,
+    host_tools_used,
     strategy_templates,
     template_fields,
 )
 from prebake.sources.lock import SourceLock, digest_of, git_commit_of, git_refs, url_refs
-from prebake.toolchain.probe import PROBER, Prober
+from prebake.toolchain.cmakefile import portable
+from prebake.toolchain.hosttools import HOST_TOOLS
+from prebake.toolchain.probe import PROBER, Prober, probe_env
 from prebake.toolchain.verify import Verdict, verify_platform, verify_platforms
+from prebake.walk import scandir_tree
 from prebake.workspace.model import PYTHON_TOKEN, Platform
 
 # Bumped when the meaning of a hash changes (a new input kind), so every unit rebuilds once.
@@ -55,8 +59,6 @@ def tree_digest(root: Path) -> str:
     ``os.scandir`` with plain strings: a source tree has thousands of files and this runs on
     every plan, so per-file overhead matters (benchmarks/bench_plan.py).
     """
-    from prebake.walk import scandir_tree
-
     entries: list[tuple[str, str]] = []
     # iterative and depth-bounded: a source 1 200 folders deep is one clear error, not a crash
     for rel, entry in scandir_tree(str(root), skip=lambda e: e.name in _SKIP_DIRS):
@@ -190,10 +192,6 @@ def host_tool_inputs(recipe: Recipe, platform: Platform, identify: Identify
     """Each host tool the platform's commands name, as it reported itself (``protoc 3.21.12:
     libprotoc 3.21.12``): another protoc is another build. Looked up with the caller's
     environment the toolchain identity uses."""
-    from prebake.recipes.model import host_tools_used
-    from prebake.toolchain.hosttools import HOST_TOOLS
-    from prebake.toolchain.probe import probe_env
-
     tools = host_tools_used(recipe, platform.name)
     if not tools:
         return {}
@@ -206,8 +204,6 @@ def cmake_toolchain_inputs(platform: Platform, shared_prefix: bool, root: Path |
                            cache: dict[tuple[str, Path], str] | None = None) -> dict[str, str]:
     """The generated CMake toolchain file as the hash sees it: its portable text (this
     machine's paths as tokens, no launcher), and the workspace's own included file's bytes."""
-    from prebake.toolchain.cmakefile import portable
-
     made = portable(platform, shared_prefix=shared_prefix)
     out = {"cmake-toolchain": sha256_bytes(made.rendered().encode())}
     extra = platform.toolchain.cmake_toolchain

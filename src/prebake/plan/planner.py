@@ -22,6 +22,7 @@ from prebake.plan.hashing import (
     recipe_inputs,
 )
 from prebake.plan.model import Plan, Unit
+from prebake.redact import redact_text
 from prebake.sources.lock import (
     SourceLock,
     git_commit_of,
@@ -169,7 +170,6 @@ def refuse_unlocked(ws: Workspace, units: tuple[Unit, ...], lock: SourceLock) ->
     if missing:
         fixes = "; ".join(f"run `{cmd}` (it downloads and locks {', '.join(dict.fromkeys(urls))})"
                           for cmd, urls in missing.items())
-        from prebake.redact import redact_text
 
         raise PrebakeError(redact_text(
             f"{lock.path}: no digest for the source URLs (or commit for the git refs) the pins "

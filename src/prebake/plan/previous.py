@@ -7,8 +7,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from prebake.diff import previous_in_store
 from prebake.manifest import Manifest
 from prebake.plan.model import Unit
+from prebake.store import open_store
+from prebake.store.base import read_manifest
 
 
 def previous_manifest(unit: Unit, store_url: str, root: Path
@@ -16,10 +19,6 @@ def previous_manifest(unit: Unit, store_url: str, root: Path
     """``(asset file name, manifest)`` of the store's previous version of the unit's asset, or
     ``None`` (a first release). Raises ``PrebakeError``/``OSError`` when the store cannot be
     asked."""
-    from prebake.diff import previous_in_store
-    from prebake.store import open_store
-    from prebake.store.base import read_manifest
-
     store = open_store(store_url, root=root)
     prev = previous_in_store(store, unit.asset)
     if prev is None or prev[0] == unit.asset:

@@ -18,6 +18,8 @@ from prebake.errors import PrebakeError
 from prebake.manifest import Manifest, ManifestError, parse_manifest
 from prebake.package.naming import MANIFEST_SUFFIX
 from prebake.plan.model import Plan, Unit, asset_for
+from prebake.redact import redact_text
+from prebake.store import open_store
 from prebake.store.base import Store
 
 STATUSES = ("built", "stale", "missing", "unknown")
@@ -65,8 +67,6 @@ def plan_statuses(plan: Plan, store_url: str, root: Path, release: str | None = 
     after its own retries) the remaining units are "unknown" at once instead of each retrying
     again, and the reason is appended to ``problems``.
     """
-    from prebake.store import open_store
-
     statuses = {u.id: "unknown" for u in plan.units}
     store = open_store(store_url, root=root)
     try:
@@ -85,8 +85,6 @@ def stored_manifest(unit: Unit, store_url: str, root: Path, release: str | None 
 
     Raises ``PrebakeError``/``OSError`` when the store cannot be asked.
     """
-    from prebake.store import open_store
-
     return _stored(open_store(store_url, root=root), unit, release)
 
 
@@ -98,7 +96,6 @@ def changed_inputs(unit: Unit, manifest: Manifest | ManifestError | None
     """
     if not isinstance(manifest, Manifest) or manifest.inputs is None:
         return None
-    from prebake.redact import redact_text
 
     stored = manifest.inputs
     # the manifest records its inputs redacted (a source URL's token): compared the same way

@@ -22,9 +22,12 @@ from prebake.recipes.model import (
     Build,
     Component,
     GitSource,
+    HostTool,
     LocalSource,
+    MinToolchain,
     Recipe,
     Repackage,
+    Since,
     Snippet,
     UrlSource,
     VersionCheck,
@@ -32,6 +35,7 @@ from prebake.recipes.model import (
     template_fields,
 )
 from prebake.recipes.types import type_problems
+from prebake.toolchain.families import BY_NAME, release_tuple
 
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.+]+(?:-[A-Za-z_][A-Za-z0-9_.+]*)*$")
@@ -152,12 +156,9 @@ def _check_strategy(key: str, strat: object, deps: tuple[str, ...], where: str) 
             out += _cmake_tool_problem(cmd, f"{w}.commands[{j}]")
         for k, v in strat.env.items():
             out += _check_template(v, PLACEHOLDERS, f"{w}.env[{k!r}]")
-        if strat.toolchain_family:
-            from prebake.toolchain.families import BY_NAME
-
-            if strat.toolchain_family not in BY_NAME:
-                out.append(Problem(f"{w}.toolchain_family", f"unknown toolchain family "
-                                   f"{strat.toolchain_family!r} (known: {', '.join(BY_NAME)})"))
+        if strat.toolchain_family and strat.toolchain_family not in BY_NAME:
+            out.append(Problem(f"{w}.toolchain_family", f"unknown toolchain family "
+                               f"{strat.toolchain_family!r} (known: {', '.join(BY_NAME)})"))
         if not deps and "deps_prefix" in template_fields(strategy_templates(strat)):
             out.append(Problem(w, "uses {deps_prefix} but the recipe declares no deps=(...)"))
         if strat.record and not strat.cmake_cache:
@@ -278,9 +279,6 @@ _TOOL_NAME = re.compile(r"^[A-Za-z0-9_.+-]+$")
 def _check_host_tools(recipe: Recipe, where: str) -> list[Problem]:
     """Each host tool: a name, a release to verify, a pattern with a group; every
     ``{host_tools[NAME]}`` a strategy uses names one of them."""
-    from prebake.recipes.model import HostTool
-    from prebake.toolchain.families import release_tuple
-
     problems: list[Problem] = []
     names: list[str] = []
     for i, tool in enumerate(recipe.host_tools):
@@ -316,8 +314,6 @@ def _check_host_tools(recipe: Recipe, where: str) -> list[Problem]:
 def _check_releases(recipe: Recipe, where: str) -> list[Problem]:
     """Every ``{release[NAME]}`` names a table, and every table covers every version (an
     entry ``Since("0")``), so no pin can leave a command without its arguments."""
-    from prebake.recipes.model import Since
-
     problems = []
     for name, table in recipe.releases.items():
         key = f"{where}.releases[{name!r}]"
@@ -343,9 +339,6 @@ def _check_releases(recipe: Recipe, where: str) -> list[Problem]:
 
 
 def _check_toolchain_min(recipe: Recipe, where: str) -> list[Problem]:
-    from prebake.recipes.model import MinToolchain
-    from prebake.toolchain.families import BY_NAME, release_tuple
-
     problems = []
     for i, need in enumerate(recipe.toolchain_min):
         key = f"{where}.toolchain_min[{i}]"

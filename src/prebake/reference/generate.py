@@ -12,6 +12,7 @@ module adds one line of meaning per entry. ``python -m prebake.reference`` write
 from __future__ import annotations
 
 import dataclasses
+import json
 import tomllib
 import typing
 from collections.abc import Callable, Iterator, Mapping
@@ -19,6 +20,14 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
+
+import prebake.recipes as api
+from prebake import abikeys, manifest
+from prebake.contract.presets import load_preset, preset_names
+from prebake.recipes.model import PLACEHOLDERS
+from prebake.recipes.types import describe_type
+from prebake.workspace import loader
+from prebake.workspace.ci_defaults import ci_defaults
 
 DESCRIPTIONS_FILE = Path(__file__).resolve().parent / "descriptions.toml"
 REFERENCE_MD = Path("docs") / "reference.md"
@@ -58,22 +67,13 @@ class TomlKey:
     choices: tuple[str, ...] = ()
 
 
-def _loader() -> Any:
-    from prebake.workspace import loader
-
-    return loader
-
-
 def _sections() -> dict[str, str]:
     """Section name -> its path in the file."""
-    return dict(_loader().SECTIONS)
+    return dict(loader.SECTIONS)
 
 
 def toml_keys() -> list[TomlKey]:
     """Every key the loader accepts, in file order, each with type, default and meaning."""
-    from prebake.workspace.ci_defaults import ci_defaults
-
-    loader = _loader()
     ci = dataclasses.asdict(ci_defaults())
     out: list[TomlKey] = []
     by_path = {path: name for name, path in _sections().items()}
@@ -129,9 +129,6 @@ _TYPES = {"choice": "a string", "text": "a string", "version": 'a version string
 
 def contract_keys() -> list[ContractKey]:
     """``extends``, then every contract key of the table of ABI keys (``prebake.abikeys``)."""
-    from prebake import abikeys
-    from prebake.contract.presets import preset_names
-
     out = [ContractKey("extends", "a string", (), "", _entry("contract", "extends")["text"],
                        tuple(preset_names()))]
     for k in abikeys.contract_keys():
@@ -158,9 +155,6 @@ class RecipeField:
 
 def recipe_classes() -> list[tuple[str, str, list[RecipeField]]]:
     """(class, meaning, fields) for every dataclass ``prebake.recipes`` exports."""
-    import prebake.recipes as api
-    from prebake.recipes.types import describe_type
-
     out = []
     for name in api.__all__:
         cls = getattr(api, name)
@@ -187,8 +181,6 @@ def _default(f: dataclasses.Field[Any]) -> str:
 
 
 def placeholders() -> list[tuple[str, str]]:
-    from prebake.recipes.model import PLACEHOLDERS
-
     return [("pins[NAME]" if p == "pins" else p, _entry("placeholder", p)["text"])
             for p in PLACEHOLDERS]
 
@@ -216,8 +208,6 @@ def _toml_md() -> Iterator[str]:
 
 
 def _contract_md() -> Iterator[str]:
-    from prebake.contract.presets import load_preset, preset_names
-
     yield "## Contract keys"
     yield ""
     yield ("`[platforms.NAME.contract]` (or a `--contract FILE`). A key that is not set is no "
@@ -333,7 +323,6 @@ def render(topic: str | None = None) -> str:
 # ---- JSON Schema of prebake.toml ------------------------------------------------------------
 
 def _json_for_check(check: Callable[[Any], bool]) -> dict[str, Any]:
-    loader = _loader()
     table: dict[Any, dict[str, Any]] = {
         loader._is_str: {"type": "string"},
         loader._is_bool: {"type": "boolean"},
@@ -372,7 +361,6 @@ def _contract_schema() -> dict[str, Any]:
 
 
 def _section_schema(name: str) -> dict[str, Any]:
-    loader = _loader()
     path = _sections()[name]
     by_path = {p: n for n, p in _sections().items()}
     props: dict[str, Any] = {}
@@ -418,15 +406,11 @@ def toml_schema() -> dict[str, Any]:
 
 
 def toml_schema_text() -> str:
-    import json
-
     return json.dumps(toml_schema(), indent=2, ensure_ascii=False) + "\n"
 
 
 def write(root: Path) -> list[Path]:
     """Write the generated files under ``root`` (the repository); return the ones changed."""
-    from prebake import manifest
-
     changed = []
     for rel, text in ((REFERENCE_MD, render()), (TOML_SCHEMA, toml_schema_text()),
                       (manifest.SCHEMA_FILE, manifest.schema_text())):

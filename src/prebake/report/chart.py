@@ -23,6 +23,7 @@ def _unit(sizes: Sequence[int]) -> tuple[int, str]:
 def size_chart(versions: Sequence[str], series: Mapping[str, Sequence[int | None]],
                chart_id: str, *, title: str) -> str:
     """An SVG line chart: one line per platform, sizes over ``versions`` (oldest first)."""
+    # lazy: pygal costs 45 ms to import (-X importtime) beside the rest of the report
     import pygal
     from pygal.etree import etree
     from pygal.style import Style

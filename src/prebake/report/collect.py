@@ -14,10 +14,20 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from prebake.diff import diff_sides, load_side, side_from_manifest, version_key
+from prebake.diff import (
+    assets_in_store,
+    diff_sides,
+    download_verified,
+    load_side,
+    side_from_manifest,
+    version_key,
+)
 from prebake.diff.side import Side
 from prebake.errors import PrebakeError
+from prebake.jsonio import atomic_write_text
 from prebake.package.naming import AssetId
+from prebake.redact import redact_text
+from prebake.report.html import render
 from prebake.report.model import Release, ReportData
 from prebake.store.base import Store, read_manifest
 
@@ -26,9 +36,6 @@ def collect(store: Store, *, download: bool = True,
             progress: Callable[[str], None] | None = None) -> ReportData:
     """Every asset's manifest, and the diff of each release to the previous version of the same
     dependency on the same platform (exports too when ``download``; else manifests only)."""
-    from prebake.diff import assets_in_store
-    from prebake.redact import redact_text
-
     data = ReportData(redact_text(store.url), [])  # the page is published: no credentials
     for aid, tag in sorted(assets_in_store(store), key=lambda at: at[0]):
         m = read_manifest(store, aid, tag)
@@ -59,8 +66,6 @@ def _side(store: Store, r: Release, cache: dict[AssetId, Side], tmp: Path, downl
         return cache[r.aid]
     side = None
     if download:
-        from prebake.diff import download_verified
-
         try:
             path = download_verified(store, r.aid, r.release, tmp)
             side = load_side(path, r.aid.filename)
@@ -76,9 +81,6 @@ def _side(store: Store, r: Release, cache: dict[AssetId, Side], tmp: Path, downl
 def write_report(store: Store, out_dir: Path, *, download: bool = True,
                  progress: Callable[[str], None] | None = None) -> Path:
     """Write ``out_dir/index.html`` (atomically) and return its path."""
-    from prebake.jsonio import atomic_write_text
-    from prebake.report.html import render
-
     data = collect(store, download=download, progress=progress)
     out = Path(out_dir) / "index.html"
     atomic_write_text(out, render(data))

@@ -7,6 +7,7 @@ that no longer matches (disk corruption, a hand edit) is discarded and fetched a
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import os
 import re
@@ -16,6 +17,7 @@ import urllib.request
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from prebake.digest import file_sha256
 from prebake.errors import PrebakeError
@@ -42,9 +44,6 @@ def open_url(url: str, headers: dict[str, str] | None = None) -> Any:
     """``urlopen`` for a source URL that may carry credentials (``https://user:token@host/…``,
     what a private GitHub or GitLab archive takes): urllib would read the userinfo as part of
     the host name, so it goes in a Basic ``Authorization`` header, as curl and git send it."""
-    import base64
-    from urllib.parse import unquote, urlsplit, urlunsplit
-
     parts = urlsplit(url)
     head = {"User-Agent": "prebake", **(headers or {})}
     if "@" in parts.netloc:

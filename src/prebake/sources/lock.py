@@ -304,8 +304,6 @@ def git_commit_of(ref: GitRef, lock: SourceLock) -> str | None:
 
 def git_unlocked_message(ref: GitRef, lock: SourceLock) -> str:
     """Why ``ref`` has no locked commit and the command that locks one."""
-    from prebake.redact import redact_text
-
     return redact_text(f"{ref.recipe} on {ref.platform}: git {ref.url} at {ref.ref} has no "
                        f"commit in {lock.path.name}; run `{ref.command}`")
 
@@ -333,8 +331,6 @@ def digest_of(ref: UrlRef, lock: SourceLock) -> str | None:
 
 def unlocked_message(ref: UrlRef, lock: SourceLock) -> str:
     """Why ``ref`` has no digest and the exact command that gives it one."""
-    from prebake.redact import redact_text
-
     pins = ", ".join(f"{n} = {v}" for n, v in ref.pins)
     if ref.provides:
         pins += f"; it provides {ref.provides}"

@@ -15,6 +15,7 @@ import difflib
 import json
 import os
 import re
+import subprocess
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -122,8 +123,6 @@ def git_ref_problems(lock: SourceLock, refs: Sequence[tuple[str, GitRef]],
 def resolve_git_ref(url: str, ref: str, timeout: float | None = None) -> str:
     """The commit ``ref`` names in the repository at ``url`` now (an annotated tag peeled),
     asked with ``git ls-remote``; an unreachable remote or unknown ref raises."""
-    import subprocess
-
     try:
         proc = subprocess.run(["git", "ls-remote", "--", url], capture_output=True,
                               timeout=timeout or GIT_TIMEOUT, stdin=subprocess.DEVNULL,
@@ -180,6 +179,8 @@ def github_digest(url: str) -> tuple[str | None, str]:
 
 def set_pin_text(text: str, name: str, version: str, where: Path) -> str:
     """``prebake.toml`` with ``[pins].NAME = VERSION``, comments and layout kept."""
+    # lazy: tomlkit costs 9 ms to import (-X importtime); `plan` loads this module for its
+    # git-ref check and never writes a pin
     import tomlkit
     from tomlkit.exceptions import TOMLKitError
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Protocol, TypeVar
 from urllib.parse import unquote
 
+from prebake.bounded import read_bounded
 from prebake.digest import ProgressFn as ProgressFn  # the stores' progress callback type
 from prebake.digest import file_sha256
 from prebake.errors import PrebakeError
@@ -34,6 +35,7 @@ from prebake.package.naming import (
     parse_asset_name,
     parse_sha256_line,
 )
+from prebake.redact import redact_text
 
 DEFAULT_RELEASE = "continuous"
 
@@ -125,7 +127,6 @@ def prepare_publish(asset_path: Path) -> PublishSet:
         if not side.is_file():
             raise PrebakeError(f"{side}: missing sidecar; publish needs the asset's .sha256 "
                                "and .json next to it")
-    from prebake.bounded import read_bounded
 
     digest = parse_sha256_line(
         read_bounded(sha_file, sidecar_limit(SHA256_SUFFIX), "sha256 sidecar").decode(
@@ -182,8 +183,6 @@ def redact(text: str, *secrets: str | None) -> str:
     """Remove every secret from ``text`` (error messages must never carry a token): the
     store's own ``secrets`` (any length: a store knows its token) and whatever
     ``prebake.redact`` recognises (URL credentials, signed-URL parameters)."""
-    from prebake.redact import redact_text
-
     for s in secrets:
         if s:
             text = text.replace(s, "***")

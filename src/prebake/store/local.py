@@ -9,11 +9,16 @@ from __future__ import annotations
 
 import contextlib
 import os
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+if sys.platform != "win32":  # Windows has no advisory locks (``name_lock`` is a no-op)
+    import fcntl
+
 from prebake import jsonio
+from prebake.bounded import UnreadableFile, read_bounded_or_none
 from prebake.errors import PrebakeError
 from prebake.names import check_name, name_problem
 from prebake.package.naming import TRUST_SIDECAR_SUFFIXES, AssetId
@@ -60,9 +65,7 @@ def name_lock(folder: Path, filename: str, *, exclusive: bool) -> Iterator[None]
     publisher never blocks the next one. A reader that cannot create the lock (a read-only
     mount, where nobody publishes) reads without it; without ``fcntl`` (Windows) it is a no-op.
     """
-    try:
-        import fcntl
-    except ImportError:
+    if sys.platform == "win32":
         yield
         return
     lock = folder.parent / ".locks" / folder.name / f"{filename}.lock"
@@ -128,8 +131,6 @@ class LocalStore:
         return sorted(found)
 
     def read_sidecar(self, asset: AssetId, suffix: str, release: str | None = None) -> bytes | None:
-        from prebake.bounded import UnreadableFile, read_bounded_or_none
-
         d = self._dir(release)
         if not (d / asset.filename).is_file():
             return None
@@ -175,7 +176,6 @@ class LocalStore:
 
     def asset_url(self, asset: AssetId, release: str | None = None) -> str:
         return (self._dir(release) / asset.filename).resolve().as_uri()
-
 
 
 def open_local(url: str, root: Path | None) -> LocalStore:

@@ -13,6 +13,15 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from botocore.config import Config
+from botocore.exceptions import (
+    BotoCoreError,
+    ClientError,
+    ConnectTimeoutError,
+    EndpointConnectionError,
+    NoCredentialsError,
+)
+
 from prebake.errors import PrebakeError
 from prebake.package.naming import AssetId
 from prebake.store.base import (
@@ -45,8 +54,9 @@ class S3Store:
     @property
     def client(self) -> Any:
         if self._client is None:
+            # lazy: boto3 costs 290 ms to import (-X importtime), which a store opened but
+            # never asked does not pay
             import boto3
-            from botocore.config import Config
 
             cfg = Config(retries={"max_attempts": 6, "mode": "standard"},
                          connect_timeout=10, read_timeout=60)
@@ -62,8 +72,6 @@ class S3Store:
         return "/".join(parts)
 
     def _err(self, exc: Exception, what: str) -> StoreError:
-        from botocore.exceptions import ClientError, NoCredentialsError
-
         if isinstance(exc, NoCredentialsError):
             return AuthError(f"{self.url}: {what}: no AWS credentials (set AWS_ACCESS_KEY_ID/"
                              "AWS_SECRET_ACCESS_KEY or a profile)")
@@ -72,7 +80,6 @@ class S3Store:
             if code in _AUTH_CODES:
                 return AuthError(f"{self.url}: {what}: authentication failed ({code})")
             return StoreError(f"{self.url}: {what}: {code or exc}")
-        from botocore.exceptions import ConnectTimeoutError, EndpointConnectionError
 
         if isinstance(exc, EndpointConnectionError | ConnectTimeoutError):
             return StoreError(f"{self.url}: {what}: cannot reach the endpoint "
@@ -80,8 +87,6 @@ class S3Store:
         return StoreError(f"{self.url}: {what}: {exc}")
 
     def _call(self, what: str, fn: Any, **kw: Any) -> Any:
-        from botocore.exceptions import BotoCoreError, ClientError
-
         try:
             return fn(**kw)
         except (ClientError, BotoCoreError) as exc:
@@ -91,7 +96,6 @@ class S3Store:
         base = self._key(release) + "/"
         names: set[str] = set()
         pager = self.client.get_paginator("list_objects_v2")
-        from botocore.exceptions import BotoCoreError, ClientError
 
         try:
             for page in pager.paginate(Bucket=self.bucket, Prefix=base):
@@ -117,8 +121,6 @@ class S3Store:
         return sorted(found)
 
     def _get(self, key: str, what: str, **kw: Any) -> Any:
-        from botocore.exceptions import BotoCoreError, ClientError
-
         try:
             return self.client.get_object(Bucket=self.bucket, Key=key, **kw)
         except ClientError as exc:
@@ -146,8 +148,6 @@ class S3Store:
         return bytes(data)
 
     def _head(self, key: str) -> dict[str, Any] | None:
-        from botocore.exceptions import BotoCoreError, ClientError
-
         try:
             out: dict[str, Any] = self.client.head_object(Bucket=self.bucket, Key=key)
             return out
@@ -177,7 +177,6 @@ class S3Store:
         if obj is None:
             raise StoreError(f"{self.url}: {asset.filename} vanished during download")
         done = have
-        from botocore.exceptions import BotoCoreError
 
         with open(part, "ab" if have else "wb") as fh:
             try:

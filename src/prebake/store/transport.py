@@ -5,6 +5,7 @@ classes, resumable downloads (``Range``) with retries and bounded small GETs. No
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -148,8 +149,6 @@ def get_bytes(client: httpx.Client, url: str, *, what: str,
     endless or trickling body is an error, never a MemoryError or a hang."""
 
     def attempt() -> bytes:
-        import time
-
         start = time.monotonic()
         try:
             with client.stream("GET", url, headers=dict(headers or {})) as resp:

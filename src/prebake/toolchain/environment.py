@@ -27,7 +27,9 @@ from importlib import resources
 from pathlib import Path
 
 from prebake.errors import PrebakeError
+from prebake.names import did_you_mean
 from prebake.redact import redact_text
+from prebake.sources.cache import default_cache_dir
 
 DATA = "environments.toml"
 SOURCES = (Path("/etc/apt/sources.list.d/debian.sources"), Path("/etc/apt/sources.list"))
@@ -41,7 +43,6 @@ def toolchains_dir() -> Path:
     ``toolchains/`` in prebake's cache (a CI cache may keep this one folder between runs)."""
     if env := os.environ.get("PREBAKE_TOOLCHAINS"):
         return Path(env)
-    from prebake.sources.cache import default_cache_dir
 
     return default_cache_dir() / "toolchains"
 
@@ -88,8 +89,6 @@ def environments() -> Mapping[str, Environment]:
 
 
 def environment_named(name: str) -> Environment:
-    from prebake.workspace.model import did_you_mean
-
     envs = environments()
     if name not in envs:
         raise PrebakeError(f"unknown toolchain environment {name!r}{did_you_mean(name, envs)}"

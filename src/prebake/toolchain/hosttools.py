@@ -19,7 +19,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from prebake.errors import PrebakeError
+from prebake.inspect import inspect
 from prebake.recipes.model import HostTool
+from prebake.toolchain.cmakefile import host
 from prebake.toolchain.families import pin_matches
 
 TIMEOUT = 60
@@ -48,16 +51,11 @@ class Found:
 
 
 def _host_arch() -> str | None:
-    from prebake.toolchain.cmakefile import host
-
     return host()[1]
 
 
 def _binary_arch(path: str) -> tuple[bool, str | None]:
     """(is a binary prebake reads, its arch); a script is not a binary."""
-    from prebake.errors import PrebakeError
-    from prebake.inspect import inspect
-
     try:
         facts = inspect(path)
     except (PrebakeError, OSError):

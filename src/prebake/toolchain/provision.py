@@ -17,7 +17,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from prebake.toolchain.environment import toolchains_dir
+from prebake.toolchain.environment import environment_named, install, toolchains_dir
 from prebake.toolchain.families import Family, family_of_argv, pin_matches
 from prebake.toolchain.probe import installed_emsdk, installed_zig
 from prebake.workspace.model import Platform, Workspace
@@ -112,8 +112,6 @@ def provision(ws: Workspace, platform: Platform) -> Provisioned:
     fam: Family | None = family_of_argv(tc.cc)
     name = platform.name
     if tc.environment:
-        from prebake.toolchain.environment import environment_named, install
-
         env = environment_named(tc.environment)
         present = env.installed()
         ok, msg = install(env)

@@ -9,12 +9,15 @@ that turns a refusal into a warning: a label nobody checked is what this module 
 from __future__ import annotations
 
 import enum
+import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 from prebake.errors import PrebakeError
-from prebake.recipes.model import Recipe
+from prebake.recipes.model import Build, Recipe
+from prebake.toolchain import environment as envs
+from prebake.toolchain.cmakefile import host
 from prebake.toolchain.families import BY_NAME, Family, at_least, family_of_argv, pin_matches
 from prebake.toolchain.probe import PROBER, Measured, Prober, probe_env, resolve_argv
 from prebake.workspace.model import TOOLCHAIN_PREFIX_TOKEN, Platform, Toolchain
@@ -113,8 +116,6 @@ def verify_platform(platform: Platform, pins: Mapping[str, str],
     ar = resolve_argv(tc.ar, fam, pinned, tc.environment)
     family = fam.name if fam else None
     if tc.environment:
-        from prebake.toolchain import environment as envs
-
         if not envs.environment_named(tc.environment).installed():
             none = Measured(tuple(tc.cc), None, None, None, "", "", error="not installed")
             return Verdict(platform.name, family, tc.pin, pinned, none,
@@ -150,7 +151,6 @@ def foreign_host(fam: Family | None) -> str | None:
     """Why the family cannot run on this build machine (AppleClang off macOS), else None."""
     if fam is None or fam.host_os is None:
         return None
-    from prebake.toolchain.cmakefile import host
 
     here = host()[0]
     if here == fam.host_os:
@@ -182,8 +182,6 @@ def verify_platforms(platforms: Iterable[Platform], pins: Mapping[str, str],
 def below_minimum(recipe: Recipe, verdict: Verdict) -> str | None:
     """Why the recipe cannot be built with this toolchain (its declared minimum, or the one
     family its leg builds with), or None."""
-    from prebake.recipes.model import Build
-
     strat = recipe.strategy_for(verdict.platform)
     if isinstance(strat, Build) and strat.toolchain_family and \
             strat.toolchain_family != verdict.family:
@@ -257,8 +255,6 @@ def with_toolchain_prefix(platform: Platform, prefix: str) -> Platform:
 def record(platform: Platform, pins: Mapping[str, str],
            caller_env: Mapping[str, str] | None = None) -> dict[str, object]:
     """The manifest's ``toolchain``: the spec as written, the pin, and what was verified."""
-    import shlex
-
     tc = platform.toolchain
     v = verify_platform(platform, pins, caller_env=caller_env)
     spec = dict(tc.spec)

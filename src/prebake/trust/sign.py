@@ -16,6 +16,7 @@ read from the key.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -25,9 +26,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from prebake import jsonio
+from prebake.bounded import read_bounded
+from prebake.digest import file_sha256
 from prebake.errors import CheckFailed, PrebakeError
-from prebake.package.naming import sha256_line
+from prebake.package.naming import PROVENANCE_SUFFIX, SIGNATURE_SUFFIX, sha256_line
 from prebake.trust import NAMESPACE
+from prebake.trust.statement import check_statement
 
 SSH_KEYGEN = "ssh-keygen"
 _PROMPT = re.compile(r"^Enter passphrase[^:]*:\s*")  # the prompt ssh-keygen echoes to stderr
@@ -110,7 +115,6 @@ def check_allowed_signers(path: Path) -> None:
     file (``/dev/null``, a FIFO), too large, not UTF-8, or with a line that names no key.
     A trust setting that cannot be read must stop a fetch, never be taken for "no key"."""
     path = Path(path)
-    from prebake.bounded import read_bounded
 
     try:
         data = read_bounded(path, MAX_ALLOWED_SIGNERS, "allowed-signers file")
@@ -188,13 +192,6 @@ def sign_asset(asset: Path, key: Path) -> Path:
     The asset is hashed here (not taken from its sidecar) and a statement next to it must name
     exactly these bytes: a signature never vouches for a stale provenance file.
     """
-    import json
-
-    from prebake import jsonio
-    from prebake.digest import file_sha256
-    from prebake.package.naming import PROVENANCE_SUFFIX, SIGNATURE_SUFFIX
-    from prebake.trust.provenance import check_statement
-
     asset = Path(asset)
     if not asset.is_file():
         raise PrebakeError(f"{asset}: no such file")

@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from prebake.bounded import read_bounded
 from prebake.contract import parse_contract
 from prebake.contract.model import os_problems
 from prebake.errors import ConfigError, PrebakeError, Problem
@@ -26,6 +27,8 @@ from prebake.names import name_problem
 from prebake.recipes import builtin_names, find_recipe, try_load_recipe, validate_recipe
 from prebake.recipes.loader import BUILTIN_DIR, FOLDER_RECIPE, workspace_names
 from prebake.recipes.model import Recipe
+from prebake.toolchain.environment import environment_named
+from prebake.toolchain.families import family_of_argv
 from prebake.workspace.ci_defaults import ci_defaults
 from prebake.workspace.lines import LineIndex
 from prebake.workspace.model import (
@@ -246,8 +249,6 @@ MAX_WORKSPACE_FILE = 4 * 1024 * 1024
 
 
 def _read_text(file: Path) -> str:
-    from prebake.bounded import read_bounded
-
     data = read_bounded(file, MAX_WORKSPACE_FILE, WORKSPACE_FILE)
     try:
         return data.decode("utf-8")
@@ -290,8 +291,6 @@ def _spec_text(value: str | list[str]) -> str:
 def _default_ar(cc: tuple[str, ...]) -> tuple[str, ...]:
     """``ar`` that matches the compiler family (``prebake.toolchain.families``) when the
     workspace does not say."""
-    from prebake.toolchain.families import family_of_argv
-
     fam = family_of_argv(cc)
     return fam.default_ar(cc) if fam else ("ar",)
 
@@ -316,8 +315,6 @@ def _toolchain(data: Mapping[str, Any], where: str, c: _Collector) -> Toolchain 
     ranlib = expand_argv(_argv(ok["ranlib"])) if "ranlib" in ok else ()
     environment = ok.get("environment")
     if environment is not None:
-        from prebake.toolchain.environment import environment_named
-
         try:
             environment_named(environment)
         except PrebakeError as exc:

@@ -8,13 +8,14 @@ files or detects the host.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 from prebake.contract import Contract
 from prebake.errors import PrebakeError
+from prebake.names import did_you_mean
 from prebake.recipes.model import Recipe
 from prebake.workspace.ci_defaults import ci_defaults
 
@@ -118,14 +119,6 @@ class CiConfig:
     store: str | None = None
     python: str = field(default_factory=lambda: ci_defaults().python)
     timeout_minutes: int = field(default_factory=lambda: ci_defaults().timeout_minutes)
-
-
-def did_you_mean(word: str, choices: Iterable[str]) -> str:
-    """`` (did you mean 'x'?)`` for the closest of ``choices``, else ``""``."""
-    import difflib
-
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return f" (did you mean '{close[0]}'?)" if close else ""
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,7 @@ from typing import Any
 from prebake.cmake.quoting import cmake_quote
 from prebake.errors import PrebakeError
 from prebake.jsonio import atomic_write_text
+from prebake.names import shown
 
 TAKES = ("archive", "source-dir", "variables", "absent")
 # what CMake reads unquoted: a dependency's name (a target, a FETCHCONTENT_SOURCE_DIR_ suffix)
@@ -128,8 +129,6 @@ def _check_cmake_values(where: str, name: str, variables: Mapping[str, Any],
                         cache: Mapping[str, Any], row: Mapping[str, Any]) -> None:
     """What of the entry becomes CMake code: names CMake reads unquoted, values of one line
     or (folders) relative paths inside the archive."""
-    from prebake.names import shown
-
     if not _DEP_NAME.fullmatch(name):
         raise PrebakeError(f"{where}: the dependency name {shown(name)} is not a CMake name "
                            "(letters, digits, _ . + -)")
