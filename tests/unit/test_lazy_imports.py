@@ -45,8 +45,7 @@ LAZY = {
 }
 
 #: files other branches are changing now: their function-body imports are cleaned after merge
-PENDING = ("prebake/ci/", "prebake/inspect/wasm.py", "prebake/inspect/wasm_code.py",
-           "prebake/inspect/hotloops.py", "prebake/inspect/hotloops_py.py")
+PENDING = ("prebake/ci/",)
 
 
 def function_imports(src: Path) -> Iterator[tuple[str, int, str, bool]]:
