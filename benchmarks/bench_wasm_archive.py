@@ -3,7 +3,7 @@
 The flagship's wasm asset (``onnxruntime-<v>-wasm.tar.xz``, made by ``scripts/long-leg``) holds
 one 68 MB archive of about 700 exnref objects. Reading it, prebake decodes every function body
 for the EH encoding (a fact of every member, not only under ``--deep``), where ``llvm-nm`` reads
-only the symbol tables: issue 35's bar is that ``inspect --json`` stays within 2x ``llvm-nm``.
+only the symbol tables: the bar is that ``inspect --json`` stays within 2x ``llvm-nm``.
 Both run as whole processes, alternating, outputs to files; the median of the rounds counts.
 ``prebake inspect --symbols`` against ``llvm-nm -C`` is printed beside it, without a bar.
 
