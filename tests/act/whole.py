@@ -12,6 +12,8 @@ it has the platform, else the publishing workspace's.
 
     python -m tests.act.whole sdk        # plan, 6 Linux-host legs, publish core and media
     python -m tests.act.whole flagship   # plan, ort / linux-x86_64 (repackage), publish ort
+    python -m tests.act.whole wasm-toolchain  # the flagship's ort / wasm job up to its
+                                              # toolchain step, then `prebake toolchain list`
 
 Run it under ``nice -n 10`` from the repository root; the log and the fetches go into
 ``--folders`` (default: a new temporary folder).
@@ -108,6 +110,45 @@ def run_whole(run: Run, folders: Path) -> int:
     return 1 if failures else 0
 
 
+def run_wasm_toolchain(folders: Path, toolchains: Path | None) -> int:
+    """The flagship's ``ort / wasm`` job cut after "Provision toolchain environment" (the build
+    after it is the long leg), plus ``prebake toolchain list --platform wasm`` with the same
+    ``PREBAKE_TOOLCHAINS``: the pinned environment made on the runner and its compiler asked.
+    ``toolchains`` points the steps at existing environments (the install step still runs, and
+    finds the root there) instead of the runner's temp folder."""
+    run = RUNS["flagship"]
+    workflow = yaml.safe_load((ROOT / ".github" / "workflows" / run.workflow).read_text())
+    job = workflow["jobs"]["build-ort-wasm"]
+    names = [s["name"] for s in job["steps"]]
+    [at] = [i for i, n in enumerate(names) if n.startswith("Provision toolchain environment")]
+    provision = job["steps"][at]
+    if toolchains is not None:
+        provision["env"]["PREBAKE_TOOLCHAINS"] = str(toolchains)
+    job["steps"] = [*job["steps"][:at + 1], {
+        "name": "The pinned compiler, asked",
+        "run": "prebake toolchain list --platform wasm\n",
+        "env": {"PREBAKE_TOOLCHAINS": provision["env"]["PREBAKE_TOOLCHAINS"]}}]
+    job.pop("outputs", None)
+    workflow["jobs"] = {"plan": workflow["jobs"]["plan"], "build-ort-wasm": job}
+    cut = folders / "wasm-toolchain.yml"
+    cut.write_text(yaml.safe_dump(workflow, sort_keys=False, width=10_000))
+    argv = act_argv(cut, folders, inputs={"stages": "", "platforms": "wasm"})
+    _say("$ " + " ".join(argv))
+    log = folders / "act.log"
+    start = time.monotonic()
+    with log.open("w") as fh:
+        act = subprocess.run(argv, cwd=ROOT, env={**os.environ,
+                                                  "XDG_CACHE_HOME": str(folders / "xdg-cache"),
+                                                  "PIP_DISABLE_PIP_VERSION_CHECK": "1"},
+                             stdout=fh, stderr=subprocess.STDOUT, check=False)
+    for line in log.read_text().splitlines():
+        if "🏁" in line or "✅" in line or "❌" in line or "emcc" in line or "environment" in line:
+            print(line, flush=True)
+    _say(f"act exited {act.returncode} after {(time.monotonic() - start) / 60:.1f} min "
+         f"(log: {log})")
+    return act.returncode
+
+
 def _fetch(run: Run, asset: str, store: str, api: str, token: str, folders: Path) -> int:
     """``prebake fetch NAME==VERSION`` of one published asset; 1 if it fails."""
     stem = asset.removesuffix(".tar.xz")
@@ -126,8 +167,10 @@ def _fetch(run: Run, asset: str, store: str, api: str, token: str, folders: Path
             "--platform", platform, "--store", store, "--into", str(into),
             "--lock", str(ws / "prebake.lock")]
     start = time.monotonic()
+    # a download cache of its own: every asset comes from the store, none from an earlier fetch
     proc = subprocess.run(argv, env={**os.environ, "PREBAKE_GITHUB_API": api,
-                                     "GITHUB_TOKEN": token},
+                                     "GITHUB_TOKEN": token,
+                                     "PREBAKE_CACHE": str(folders / "consumer-cache")},
                           capture_output=True, text=True, check=False)
     who = "the example addon" if addon else f"examples/{run.example}"
     _say(f"$ prebake -C <copy of {who}> fetch {name}=={version} --platform {platform} "
@@ -146,12 +189,17 @@ def _platforms(ws: Path) -> set[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("example", choices=sorted(RUNS))
+    parser.add_argument("example", choices=[*sorted(RUNS), "wasm-toolchain"])
+    parser.add_argument("--toolchains", type=Path, default=None,
+                        help="wasm-toolchain: existing toolchain environments to point the "
+                             "steps at (default: a fresh one in the runner's temp folder)")
     parser.add_argument("--folders", type=Path, default=None,
                         help="act's caches, artifacts, log and the fetches (default: new)")
     args = parser.parse_args(argv)
     folders = args.folders or Path(tempfile.mkdtemp(prefix=f"prebake-act-{args.example}-"))
     folders.mkdir(parents=True, exist_ok=True)
+    if args.example == "wasm-toolchain":
+        return run_wasm_toolchain(folders, args.toolchains)
     return run_whole(RUNS[args.example], folders)
 
 

@@ -75,6 +75,36 @@ def test_the_workflow_runs_under_act_plan_leg_publish_then_a_consumer_fetches(
     assert (into / "include" / "hello.h").is_file() and (into / "lib" / "libhello.a").is_file()
 
 
+def test_a_manual_run_naming_an_unknown_platform_stops_in_the_plan_job(tmp_path: Path) -> None:
+    """workflow_dispatch with a platform the workspace does not have: the plan job fails with
+    one line naming it, and no leg or publish job starts (nothing is built or published)."""
+    wheel = build_wheel(tmp_path / "wheel")
+    store = tmp_path / "store"
+    repo = tmp_path / "repo"
+    _workspace(repo / "sdk", wheel, store)
+    git(tmp_path, "init", "-q", "-b", "main", str(repo))
+    assert support.prebake("-C", repo / "sdk", "ci", "github").returncode == 0
+    workflow = repo / ".github" / "workflows" / "prebake-demo-sdk.yml"
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "workspace and workflow")
+
+    env = {"PIP_CACHE_DIR": _env()["PIP_CACHE_DIR"], "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+    run = run_act(repo, workflow, tmp_path / "act", extra_env=env,
+                  inputs={"stages": "core", "platforms": "linux-x86_64,linux-x86_65"})
+    log = run.stdout + run.stderr
+    (tmp_path / "act.log").write_text(log)
+    assert run.returncode != 0, log[-6000:]
+    said = [line for line in log.splitlines() if "unknown platform" in line]
+    assert said and all(line.rstrip().endswith(
+        "prebake: error: input platforms: unknown platform 'linux-x86_65' (did you mean "
+        "'linux-x86_64'?) (known: linux-x86_64)") for line in said), said
+    assert "Traceback" not in log
+    assert re.search(r"\[prebake demo-sdk/plan *\] 🏁  Job failed", log)
+    for job in ("core / linux-x86_64", "publish core"):
+        assert f"demo-sdk/{job}" not in log, job
+    assert not store.exists()
+
+
 def test_act_runs_the_runner_stand_ins_not_github(tmp_path: Path) -> None:
     """The stand-ins answer for every pinned action the runner would download."""
     from tests.act.runner import STAND_INS, act_argv
