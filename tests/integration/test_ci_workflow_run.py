@@ -93,7 +93,8 @@ class Runner:
         known = {"secrets.GITHUB_TOKEN": "", "github.workspace": str(self.repo),
                  "runner.temp": str(self.artifacts.parent / "runner-temp"),
                  "github.event.repository.default_branch": "main",
-                 "github.workflow": "prebake", "github.ref": "refs/heads/main"}
+                 "github.workflow": "prebake", "github.ref": "refs/heads/main",
+                 "inputs.stages": "", "inputs.platforms": ""}  # a push has no inputs
 
         def one(m: re.Match[str]) -> str:
             key = m[1].strip()
@@ -186,7 +187,8 @@ def test_one_leg_of_the_generated_workflow_runs(clone: tuple[Path, Path], tmp_pa
     artifacts = tmp_path / "run" / "artifacts"
     artifacts.mkdir(parents=True)
     runner = Runner(repo, workflow, env, artifacts)
-    assert runner.job("plan") == {"release": "continuous"}
+    assert runner.job("plan") == {"release": "continuous", "stages": '["core"]',
+                                  "platforms": '["linux-x86_64"]'}
     leg = "build-core-linux-x86_64"
     assert runner.job(leg) == {"built": "true"}
     asset = "hello-1.0.0-linux-x86_64.tar.xz"

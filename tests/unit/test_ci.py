@@ -101,14 +101,103 @@ def test_publish_conditions_and_permissions(repo: Path) -> None:
     for name, job in wf["jobs"].items():
         if name.startswith("publish-"):
             assert job["permissions"] == {"contents": "write"}
-            assert job["if"].startswith("needs.plan.outputs.release != '' && (")
+            # a failed or cancelled leg blocks publishing; a skipped one (left out) does not
+            assert job["if"].startswith(
+                "!cancelled() && !failure() && needs.plan.outputs.release != '' && (")
             for leg in job["needs"][1:]:  # only when some leg built something to publish
                 assert f"needs.{leg}.outputs.built == 'true'" in job["if"]
             [step] = [s for s in job["steps"] if "prebake publish" in s.get("run", "")]
             assert step["env"]["RELEASE"] == "${{ needs.plan.outputs.release }}"
         else:
             assert job["permissions"] == {"contents": "read"}, f"{name} must not write"
-    assert wf["jobs"]["plan"]["outputs"]["release"] == "${{ steps.decide.outputs.release }}"
+    assert wf["jobs"]["plan"]["outputs"] == {
+        key: f"${{{{ steps.decide.outputs.{key} }}}}" for key in ("release", "stages",
+                                                                   "platforms")}
+
+
+def test_a_manual_run_chooses_its_stages_and_platforms(repo: Path) -> None:
+    """workflow_dispatch's two inputs reach `prebake ci decide` through env: only; every leg
+    runs only in the selection the plan job outputs, after no failed or cancelled job."""
+    wf = load(repo)
+    inputs = wf["on"]["workflow_dispatch"]["inputs"]
+    assert set(inputs) == {"stages", "platforms"}
+    for spec in inputs.values():
+        assert spec["type"] == "string" and spec["default"] == "" and spec["required"] is False
+    assert "(core, media, extra, full)" in inputs["stages"]["description"]
+    assert "(" + ", ".join(PLATFORMS) + ")" in inputs["platforms"]["description"]
+    assert wf["on"]["push"] and "pull_request" in wf["on"]  # no inputs there: every leg
+    [decide_step] = [s for s in wf["jobs"]["plan"]["steps"] if s.get("id") == "decide"]
+    assert decide_step["run"] == ('prebake ci decide --store "$PREBAKE_CI_STORE" '
+                                  '--stages "$STAGES" --platforms "$PLATFORMS"\n')
+    assert decide_step["env"]["STAGES"] == "${{ inputs.stages }}"
+    assert decide_step["env"]["PLATFORMS"] == "${{ inputs.platforms }}"
+    for stage in ("core", "media", "extra"):
+        for p in PLATFORMS:
+            assert wf["jobs"][f"build-{stage}-{p}"]["if"] == (
+                "!cancelled() && !failure() && "
+                f"contains(fromJSON(needs.plan.outputs.stages), '{stage}') && "
+                f"contains(fromJSON(needs.plan.outputs.platforms), '{p}')")
+    assert "if" not in wf["jobs"]["plan"]
+
+
+def test_selection_of_stages_and_platforms(repo: Path) -> None:
+    from prebake.ci.selection import select
+    from prebake.errors import PrebakeError
+
+    ws = load_workspace(repo / "examples" / "sdk")
+    every = select(ws)
+    assert every.everything and every.stages == ("core", "media", "extra")
+    assert every.platforms == PLATFORMS
+    assert select(ws, " , ", "") == every  # no names: all
+    some = select(ws, "media, core", "windows-x86_64,linux-x86_64,linux-aarch64")
+    assert not some.everything
+    assert some.stages == ("core", "media")  # build order, not the input's
+    assert some.platforms == ("linux-x86_64", "linux-aarch64", "windows-x86_64")
+    assert some.outputs() == {
+        "stages": '["core","media"]',
+        "platforms": '["linux-x86_64","linux-aarch64","windows-x86_64"]'}
+    assert select(ws, "full").stages == ("core", "media")  # an alias
+    assert select(ws, "", "wasm").stages == ("core", "media", "extra")
+    with pytest.raises(PrebakeError, match=r"^input stages: unknown stage or alias 'corr' "
+                                           r"\(did you mean 'core'\?\)"):
+        select(ws, "core,corr")
+    with pytest.raises(PrebakeError, match=r"^input platforms: unknown platform 'linux'"):
+        select(ws, "core", "linux-x86_64,linux")
+    with pytest.raises(PrebakeError, match=r"^input platforms: unknown platform 'a\\nb'"):
+        select(ws, "", "a\nb")  # a newline stays one line
+    with pytest.raises(PrebakeError, match="at most 4096"):
+        select(ws, "core," * 1000)
+
+
+def test_decide_outputs_the_selection_and_refuses_an_unknown_name(
+        repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    monkeypatch.setenv("GITHUB_EVENT_NAME", "workflow_dispatch")
+    monkeypatch.setenv("GITHUB_REF", "refs/heads/main")
+    monkeypatch.setenv("GITHUB_OUTPUT", str(out))
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    ws = ["-C", str(repo / "examples" / "sdk"), "ci", "decide",
+          "--store", f"file://{tmp_path / 'store'}"]
+    assert main([*ws, "--stages", "core,media", "--platforms", "linux-x86_64"]) == 0
+    printed = capsys.readouterr().out
+    assert out.read_text().splitlines() == [
+        "release=continuous", 'stages=["core","media"]', 'platforms=["linux-x86_64"]']
+    assert ("- builds: stages `core`, `media` on platforms `linux-x86_64` (the run's inputs; "
+            "the other legs are skipped)") in printed
+    assert main([*ws, "--stages", "", "--platforms", ""]) == 0  # a push: every leg
+    assert "- builds: every stage on every platform" in capsys.readouterr().out
+    assert out.read_text().splitlines()[-2:] == [
+        'stages=["core","media","extra"]', "platforms=" + json.dumps(list(PLATFORMS),
+                                                                      separators=(",", ":"))]
+    before = out.read_text()
+    assert main([*ws, "--stages", "core", "--platforms", "linux-x86_64,macos-arm65"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.strip().splitlines() == [
+        "prebake: error: input platforms: unknown platform 'macos-arm65' (did you mean "
+        "'macos-arm64'?) (known: " + ", ".join(PLATFORMS) + ")"]
+    assert out.read_text() == before  # no output: no leg reads a half decision
 
 
 def test_never_continue_on_error(repo: Path) -> None:
@@ -283,13 +372,13 @@ def test_decide_command_writes_outputs_and_summary(repo: Path, tmp_path: Path,
     rc = main(["-C", str(repo / "examples" / "sdk"), "ci", "decide", "--store", store])
     assert rc == 0
     printed = capsys.readouterr().out
-    assert out.read_text() == "release=v2.0.0\n"
+    assert out.read_text().splitlines()[0] == "release=v2.0.0"
     assert summary.read_text() == printed  # the same text in the log and the step summary
     assert "publishes: release `v2.0.0`" in printed
     assert "| `onnxruntime/windows-x86_64` | extra | windows-x86_64 |" in printed
     monkeypatch.setenv("GITHUB_EVENT_NAME", "pull_request")
     main(["-C", str(repo / "examples" / "sdk"), "ci", "decide", "--store", store])
-    assert out.read_text().splitlines()[-1] == "release="
+    assert out.read_text().splitlines()[-3] == "release="
     assert "publishes: nothing (pull requests never publish)" in capsys.readouterr().out
 
 

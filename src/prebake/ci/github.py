@@ -50,6 +50,10 @@ READ: dict[str, str] = {"contents": "read"}
 WRITE: dict[str, str] = {"contents": "write"}
 TOKEN = "${{ secrets.GITHUB_TOKEN }}"
 RELEASE = "${{ needs.plan.outputs.release }}"
+# A job-level `if:` with a status function replaces GitHub's implicit `success()`: a leg or
+# publish job still waits for its needs and never runs after a failed or cancelled one, but a
+# need that was skipped (a leg left out of a manual run) does not skip it.
+RAN_CLEANLY = "!cancelled() && !failure()"
 
 
 def _ci_identity(platform: Platform, pins: Mapping[str, str]) -> str:
@@ -321,6 +325,12 @@ def _leg_job(ws: Workspace, leg: Leg, workdir: str, install: str) -> dict[str, A
     return {
         "name": f"{leg.stage} / {leg.platform}",
         "needs": needs,
+        # only in the stages and platforms the plan job selected (all, unless a manual run's
+        # inputs name some); a later stage's leg runs when its earlier leg was left out (the
+        # hash-skip then takes that stage's assets from the store)
+        "if": f"{RAN_CLEANLY} && "
+              f"contains(fromJSON(needs.plan.outputs.stages), '{leg.stage}') && "
+              f"contains(fromJSON(needs.plan.outputs.platforms), '{leg.platform}')",
         "runs-on": platform.runner or DEFAULT_RUNNER,
         "timeout-minutes": ws.ci.timeout_minutes,
         # the hash-skip reads the store (a github:// store: its releases); nothing is written
@@ -336,16 +346,21 @@ def _plan_job(ws: Workspace, out_rel: str, install: str) -> dict[str, Any]:
     steps.append({"name": "The workflow matches prebake.toml",
                   "run": f"prebake ci github --check --out {shlex.quote(out_rel)}\n"})
     steps.append({"name": "Decide what runs and publishes", "id": "decide",
-                  "run": 'prebake ci decide --store "$PREBAKE_CI_STORE"\n',
+                  "run": 'prebake ci decide --store "$PREBAKE_CI_STORE" '
+                         '--stages "$STAGES" --platforms "$PLATFORMS"\n',
+                  # a manual run's inputs reach the script as data, never as shell text
                   "env": {"PREBAKE_DEFAULT_BRANCH":
                           "${{ github.event.repository.default_branch }}",
+                          "STAGES": "${{ inputs.stages }}",
+                          "PLATFORMS": "${{ inputs.platforms }}",
                           "GITHUB_TOKEN": TOKEN}})
     return {
         "name": "plan",
         "runs-on": DEFAULT_RUNNER,
         "timeout-minutes": PLAN_TIMEOUT,
         "permissions": READ,
-        "outputs": {"release": "${{ steps.decide.outputs.release }}"},
+        "outputs": {key: f"${{{{ steps.decide.outputs.{key} }}}}"
+                    for key in ("release", "stages", "platforms")},
         "steps": steps,
     }
 
@@ -371,7 +386,9 @@ def _publish_job(ws: Workspace, stage: str, stage_legs: list[Leg], workdir: str,
     return {
         "name": f"publish {stage}",
         "needs": ["plan", *(leg.job_id for leg in stage_legs)],
-        "if": "needs.plan.outputs.release != '' && ("
+        # a stage's legs left out of a manual run do not hold its publishing back; a failed
+        # or cancelled one does
+        "if": f"{RAN_CLEANLY} && needs.plan.outputs.release != '' && ("
               + " || ".join(f"needs.{leg.job_id}.outputs.built == 'true'" for leg in stage_legs)
               + ")",
         "runs-on": DEFAULT_RUNNER,
@@ -379,6 +396,19 @@ def _publish_job(ws: Workspace, stage: str, stage_legs: list[Leg], workdir: str,
         # the only jobs that may write: they create and upload to the release
         "permissions": WRITE,
         "steps": steps,
+    }
+
+
+def _dispatch_inputs(ws: Workspace) -> dict[str, Any]:
+    """A manual run's choice of legs (``prebake.ci.selection``): empty builds every leg."""
+    stages = ", ".join([*ws.stage_names(), *ws.aliases])
+    return {
+        "stages": {"description": f"Stages or aliases to build, comma-separated ({stages}); "
+                                  "empty: all",
+                   "type": "string", "required": False, "default": ""},
+        "platforms": {"description": "Platforms to build, comma-separated "
+                                     f"({', '.join(ws.platforms)}); empty: all",
+                      "type": "string", "required": False, "default": ""},
     }
 
 
@@ -405,7 +435,7 @@ def generate(ws: Workspace, out_dir: Path) -> dict[str, Any]:
         "on": {
             "push": {"branches": [ws.ci.default_branch], "tags": ["v*"]},
             "pull_request": {},
-            "workflow_dispatch": {},
+            "workflow_dispatch": {"inputs": _dispatch_inputs(ws)},
         },
         # nothing by default; each job says what it needs (only publishing writes)
         "permissions": {},

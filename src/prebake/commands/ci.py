@@ -29,6 +29,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                          "written")
     dec = sub.add_parser("decide", help="(in CI) what this run publishes, and the plan table")
     dec.add_argument("--store", metavar="URL", help="store to look units up in")
+    dec.add_argument("--stages", metavar="LIST", default="",
+                     help="comma-separated stages or aliases this run builds (a manual run's "
+                          "input; empty: all)")
+    dec.add_argument("--platforms", metavar="LIST", default="",
+                     help="comma-separated platforms this run builds (empty: all)")
     dec.add_argument("--json", action="store_true", help="machine-readable output")
     leg = sub.add_parser("leg", help="(in CI) hash-skip one stage x platform leg")
     leg.add_argument("--stage", required=True, metavar="S")
@@ -88,28 +93,38 @@ def _github(args: argparse.Namespace, ws: Any) -> int:
 def _decide(args: argparse.Namespace, ws: Any) -> int:
     from prebake.ci.decide import decide_from_env
     from prebake.ci.github import publish_store
+    from prebake.ci.selection import select
     from prebake.commands._common import print_json
     from prebake.jsonio import SCHEMA_VERSION
     from prebake.plan import make_plan, plan_statuses
     from prebake.plan.output import markdown_table
     from prebake.redact import env_secrets, redact_text
 
+    # the selection first: a name the workspace does not know fails the run, writing nothing
+    selection = select(ws, args.stages, args.platforms)
     store = args.store or publish_store(ws)
     decision = decide_from_env(os.environ, ws.ci.default_branch)
     plan = make_plan(ws)
     statuses = plan_statuses(plan, store, ws.root, decision.release)
-    _github_output({"release": decision.release or ""})
+    _github_output({"release": decision.release or "", **selection.outputs()})
     if args.json:
         print_json({"schema_version": SCHEMA_VERSION, "event": decision.event,
                     "ref": decision.ref, "release": decision.release,
-                    "reason": decision.reason, "store": store, "statuses": statuses})
+                    "reason": decision.reason, "store": store,
+                    "stages": list(selection.stages), "platforms": list(selection.platforms),
+                    "statuses": statuses})
         return 0
     target = f"release `{decision.release}` of `{store}`" if decision.release else "nothing"
     built = sum(1 for s in statuses.values() if s == "built")
+    legs = ("every stage on every platform" if selection.everything else
+            "stages " + ", ".join(f"`{s}`" for s in selection.stages) + " on platforms "
+            + ", ".join(f"`{p}`" for p in selection.platforms) + " (the run's inputs; the "
+            "other legs are skipped)")
     text = (
         "## prebake plan\n\n"
         f"- event: `{decision.event or '?'}`, ref: `{decision.ref or '?'}`\n"
         f"- publishes: {target} ({decision.reason})\n"
+        f"- builds: {legs}\n"
         f"- already built: {built} of {len(statuses)} units\n\n"
         + markdown_table(plan, statuses)
     )
