@@ -45,7 +45,7 @@ LAZY = {
 }
 
 #: files other branches are changing now: their function-body imports are cleaned after merge
-PENDING = ("prebake/ci/",)
+PENDING: tuple[str, ...] = ()
 
 
 def function_imports(src: Path) -> Iterator[tuple[str, int, str, bool]]:

@@ -33,6 +33,8 @@ from prebake.errors import PrebakeError
 from prebake.package.naming import MANIFEST_SUFFIX, SHA256_SUFFIX, TRUST_SIDECAR_SUFFIXES
 from prebake.plan import asset_for, make_plan
 from prebake.plan.model import Plan, Unit
+from prebake.recipes.model import Build
+from prebake.toolchain.families import family_of_argv
 from prebake.workspace.ci_defaults import ci_defaults
 from prebake.workspace.model import DEFAULT_STORE_URL, Platform, Workspace
 
@@ -189,8 +191,6 @@ def _toolchain_steps(ws: Workspace, platform: Platform) -> list[dict[str, Any]]:
     another kind of machine (AppleClang: Xcode's macOS SDK) is refused on a runner of another
     OS. No step installs a compiler the workspace does not name.
     """
-    from prebake.toolchain.families import family_of_argv
-
     tc = platform.toolchain
     fam = family_of_argv(tc.cc)
     os_kind = runner_os(platform)
@@ -246,8 +246,6 @@ def _source_commands(ws: Workspace, leg: Leg) -> str:
     """The commands of each recipe a leg builds from source with a leg-specific toolchain
     (``Build.toolchain_family``: AppleClang's macOS leg), as the recipe writes them: the exact
     ``build.py`` flags are in the workflow and its log, not only in the recipe file."""
-    from prebake.recipes.model import Build
-
     out = []
     for unit in leg.units:
         for recipe in unit.recipes:
