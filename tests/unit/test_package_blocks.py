@@ -48,7 +48,11 @@ def test_block_size_is_a_function_of_the_stream_length() -> None:
     two = block_size_for(100 * MIB)
     assert two == 50 * MIB  # 100 MiB: two blocks, two cores at once
     assert block_size_for(1000 * MIB) <= BLOCK_SIZE
-    assert -(-(1000 * MIB) // block_size_for(1000 * MIB)) == round(1000 * MIB / TARGET_BLOCK)
+    assert -(-(1000 * MIB) // block_size_for(1000 * MIB)) == -(-(1000 * MIB) // TARGET_BLOCK)
+    # the flagship's 66 MiB wasm prefix: two blocks (rounding made it one, on one core)
+    assert block_size_for(66 * MIB) == 33 * MIB
+    assert block_size_for(TARGET_BLOCK) == TARGET_BLOCK
+    assert block_size_for(TARGET_BLOCK + 1) < TARGET_BLOCK
 
 
 def test_tar_size_is_the_length_tarfile_writes(tmp_path: Path) -> None:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
+import os
+import shutil
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -69,3 +73,25 @@ def work_dirs(layout: Layout, unit: Unit) -> WorkDirs:
 def stage_marker(stage_files: Path) -> Path:
     """Records which input hash a stage's saved files were built from."""
     return stage_files.with_name(stage_files.name + ".input_hash")
+
+
+_discarded = itertools.count()
+
+
+def discard(folder: Path) -> None:
+    """Move an earlier build's folder aside at once and delete it on a thread beside the new
+    build: onnxruntime's 1.6 GB tree took 10 s of a warm rebuild's start, with both cores idle
+    (the configure that follows is mostly one). A deletion that a killed process left half done
+    (``.NAME.discarded-*``) goes with the next one; the process waits for its deletions at exit
+    (a non-daemon thread), so a finished build leaves none behind."""
+    if not folder.exists():
+        return
+    trash = folder.with_name(f".{folder.name}.discarded-{os.getpid()}-{next(_discarded)}")
+    folder.rename(trash)
+    leftovers = [p for p in folder.parent.glob(f".{folder.name}.discarded-*") if p != trash]
+
+    def delete() -> None:
+        for path in (trash, *leftovers):
+            shutil.rmtree(path, ignore_errors=True)
+
+    threading.Thread(target=delete, name=f"discard {folder.name}").start()

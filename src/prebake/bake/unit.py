@@ -40,7 +40,7 @@ from prebake.bake.from_source import build_from_source
 from prebake.bake.guards import GuardInput, license_dest, run_guards
 from prebake.bake.immutability import Snapshot, compare, snapshot
 from prebake.bake.invocation import host_tool_env
-from prebake.bake.layout import Layout, WorkDirs, stage_marker, work_dirs
+from prebake.bake.layout import Layout, WorkDirs, discard, stage_marker, work_dirs
 from prebake.bake.options import Options
 from prebake.bake.packaging import (
     asset_entries,
@@ -215,8 +215,7 @@ def build_recipe(run: UnitRun, recipe: Recipe) -> RecipeBuilt:
     if run.cancel.is_set():
         raise UnitFailed("cancelled")
     work = run.dirs.recipe(recipe)
-    if work.exists():
-        shutil.rmtree(work)
+    discard(work)
     work.mkdir(parents=True)
     before = frozenset(prefix_files(run.dirs.prefix))
     if isinstance(strategy, Repackage):
