@@ -5,16 +5,14 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from prebake.bake import placeholders
 from prebake.bake.env import build_env, dropped
 from prebake.bake.invocation import command_context, command_env
 from prebake.bake.process import run_logged
 from prebake.bake.unitrun import UnitFailed, UnitRun
-from prebake.cores import usable_cores
-from prebake.recipes.model import Build, Recipe, Source, strategy_templates, template_fields
+from prebake.recipes.model import Build, Recipe, strategy_templates, template_fields
 from prebake.sources import materialize, render_source
 from prebake.toolchain.cmakefile import ToolchainFileError, for_unit, toolchain_folder
 from prebake.toolchain.families import family_of_argv
@@ -23,31 +21,12 @@ from prebake.toolchain.zigwarm import warm
 
 
 def fetch_sources(run: UnitRun, recipe: Recipe, work: Path) -> None:
-    """Fetch what this unit's strategy uses of the recipe's sources into ``work``.
-
-    Sources whose folders do not nest unpack side by side, one per core (decompression and
-    writing release the GIL): onnxruntime's own 4 s archive beside its 16 dependencies' 5 s.
-    A source inside another's folder waits for it, so all of them then go one by one, in order.
-    The first failure in the recipe's order is the one raised, once every unpack has ended."""
+    """Fetch what this unit's strategy uses of the recipe's sources into ``work``."""
     ver = run.version(recipe)
-    sources = [render_source(src, ver, run.ws.pins)
-               for src in recipe.fetched_sources(run.unit.platform.name, ver)]
-
-    def one(s: Source) -> None:
+    for src in recipe.fetched_sources(run.unit.platform.name, ver):
+        s = render_source(src, ver, run.ws.pins)
         run.say(f"{recipe.name}: fetching {getattr(s, 'url', getattr(s, 'path', ''))}")
         materialize(s, work, recipe.folder, run.cache)
-
-    dests = [PurePosixPath(s.dest) for s in sources]
-    nested = len(set(dests)) != len(dests) or any(b in a.parents for a in dests for b in dests)
-    if nested or len(sources) < 2:
-        for s in sources:
-            one(s)
-        return
-    with ThreadPoolExecutor(max(1, min(usable_cores(), len(sources))),
-                            thread_name_prefix="sources") as pool:
-        futures = [pool.submit(one, s) for s in sources]
-    for f in futures:
-        f.result()
 
 
 def build_from_source(run: UnitRun, recipe: Recipe, strategy: Build, work: Path) -> None:
