@@ -69,5 +69,5 @@ def test_the_order_reads_like_the_data_flow() -> None:
     proof (it is only worth computing for libraries that passed)."""
     names = [guard.__name__ for guard in GUARDS]
     assert names.index("outputs_present") == 0
-    assert names.index("contract_checked") < names.index("snippet_linked") \
-        < names.index("whole_archive_linked") < names.index("link_order_found") == len(names) - 1
+    assert names.index("contract_checked") < names.index("consumer_linked") \
+        < names.index("link_order_found") == len(names) - 1

@@ -3,7 +3,8 @@
 Each guard is a small function of the recipe's frozen :class:`GuardInput` and the
 :class:`GuardReport` it records into; it returns whether the next guard runs. :data:`GUARDS`
 holds them in order — outputs present, libraries found, links inside the prefix, facts read,
-contract checked, snippet linked, every archive member linked, link order — and
+contract checked, the consumer's links (the snippet and every archive member, side by side),
+link order — and
 :func:`run_guards` runs them until one stops. Each failure becomes one message; any message fails
 the unit. There is deliberately no switch to downgrade a failure to a warning. To add a guard,
 write one function of that shape and put it where it belongs in :data:`GUARDS`.
@@ -14,6 +15,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,8 +27,8 @@ from prebake.contract.check import check_paths, wants_deep
 from prebake.errors import PrebakeError
 from prebake.inspect import ParseOptions, inspect
 from prebake.link.order import relative_order
-from prebake.link.test import link_test
-from prebake.link.whole import prove_whole_archive
+from prebake.link.test import LinkTestResult, link_test
+from prebake.link.whole import WholeArchiveProof, prove_whole_archive
 from prebake.package.libs import Library
 from prebake.package.manifest_builder import facts_summary
 from prebake.recipes.model import Recipe
@@ -146,45 +148,73 @@ def contract_checked(g: GuardInput, out: GuardReport) -> bool:
     return True
 
 
-def snippet_linked(g: GuardInput, out: GuardReport) -> bool:
-    """The recipe's link-test snippet (or symbols) links with the consumer's flags."""
-    recipe, prefix, platform = g.recipe, g.prefix, g.platform
-    snippet = recipe.link_test
+def consumer_linked(g: GuardInput, out: GuardReport) -> bool:
+    """The recipe's link-test snippet, and every member of every library it ships, link with
+    the consumer's flags: two links of their own, run side by side (each a linker process; on
+    the flagship's wasm archive they took 11 s one after the other). Both are recorded, in
+    that order, and each failure is a message of its own."""
+    with ThreadPoolExecutor(2, thread_name_prefix="consumer-link") as pool:
+        snippet = pool.submit(_link_snippet, g, out)
+        whole = pool.submit(_link_whole_archive, g, out)
+    snippet_ok = _record_snippet(g, out, snippet.result())
+    whole_ok = _record_whole_archive(g, out, whole.result())
+    return snippet_ok and whole_ok
+
+
+def _link_snippet(g: GuardInput, out: GuardReport) -> LinkTestResult | None:
+    """The snippet's link (``None``: the recipe has none)."""
+    snippet = g.recipe.link_test
     if snippet is None or not (snippet.code or snippet.symbols):
-        return True
+        return None
     lib_in = _link_input(g.libraries(out), out.libs, list(g.dep_libs), g.workdir, g.log)
-    result = link_test(lib_in, platform,
-                       include_dirs=[prefix / "include", *g.include_dirs],
-                       snippet=snippet.code or None, symbols=snippet.symbols,
-                       lang=snippet.lang, flags=snippet.flags,
-                       workdir=g.workdir / "link-test" / recipe.name)
+    return link_test(lib_in, g.platform,
+                     include_dirs=[g.prefix / "include", *g.include_dirs],
+                     snippet=snippet.code or None, symbols=snippet.symbols,
+                     lang=snippet.lang, flags=snippet.flags,
+                     workdir=g.workdir / "link-test" / g.recipe.name)
+
+
+def _record_snippet(g: GuardInput, out: GuardReport, result: LinkTestResult | None) -> bool:
+    if result is None:
+        return True
+    snippet = g.recipe.link_test
+    assert snippet is not None
     for cmd in result.commands:
         g.log.write("$ " + " ".join(cmd))
     g.log.write(result.output or "")
     if not result.ok:
         detail = "\n".join(result.errors) or result.output
-        out.failures.append(f"{recipe.name}: link test failed for {platform.name}:\n{detail}")
+        out.failures.append(f"{g.recipe.name}: link test failed for {g.platform.name}:\n"
+                            f"{detail}")
         return False
-    out.linked = (["snippet"] if snippet.code else []) + [
+    out.linked[:0] = (["snippet"] if snippet.code else []) + [
         f"symbol {sym}" for sym in snippet.symbols]
     return True
 
 
-def whole_archive_linked(g: GuardInput, out: GuardReport) -> bool:
-    """Every member of every library the recipe ships links with the consumer's flags
-    (``prebake.link.whole``); what the consumer provides is the recipe's
-    ``link_test.allow_undefined``, and what it let through is recorded."""
-    recipe, prefix, platform, log = g.recipe, g.prefix, g.platform, g.log
+def _whole_archive_libs(g: GuardInput, out: GuardReport) -> list[tuple[Path, str]]:
     paths = [*g.libraries(out),
-             *(prefix / rel for rel in out.unlisted if LIBRARY_NAME.search(rel))]
-    allow = recipe.link_test.allow_undefined if recipe.link_test else ()
-    libs = [(p, p.relative_to(prefix).as_posix() if p.is_relative_to(prefix) else p.name)
+             *(g.prefix / rel for rel in out.unlisted if LIBRARY_NAME.search(rel))]
+    return [(p, p.relative_to(g.prefix).as_posix() if p.is_relative_to(g.prefix) else p.name)
             for p in paths]
+
+
+def _link_whole_archive(g: GuardInput, out: GuardReport) -> WholeArchiveProof:
+    """Every member of every library the recipe ships links (``prebake.link.whole``); what
+    the consumer provides is the recipe's ``link_test.allow_undefined``."""
+    allow = g.recipe.link_test.allow_undefined if g.recipe.link_test else ()
+    return prove_whole_archive(_whole_archive_libs(g, out), g.platform,
+                               g.workdir / "whole-archive" / g.recipe.name,
+                               deps=list(g.dep_libs), allow_undefined=allow)
+
+
+def _record_whole_archive(g: GuardInput, out: GuardReport, proof: WholeArchiveProof) -> bool:
+    recipe, platform, log = g.recipe, g.platform, g.log
+    allow = recipe.link_test.allow_undefined if recipe.link_test else ()
+    libs = _whole_archive_libs(g, out)
     log.write(f"# whole-archive proof for {recipe.name}: every member of "
               f"{', '.join(s for _p, s in libs)} links with the {platform.name} consumer flags"
               + (f"; the consumer provides {', '.join(allow)}" if allow else ""))
-    proof = prove_whole_archive(libs, platform, g.workdir / "whole-archive" / recipe.name,
-                                deps=list(g.dep_libs), allow_undefined=allow)
     for cmd in proof.commands:
         log.write("$ " + " ".join(cmd))
     log.write(proof.output or "")
@@ -209,8 +239,7 @@ def link_order_found(g: GuardInput, out: GuardReport) -> bool:
 
 
 GUARDS: tuple[Guard, ...] = (outputs_present, libraries_found, links_stay_inside, facts_read,
-                             contract_checked, snippet_linked, whole_archive_linked,
-                             link_order_found)
+                             contract_checked, consumer_linked, link_order_found)
 
 
 def run_guards(g: GuardInput) -> GuardReport:
