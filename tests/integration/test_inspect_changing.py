@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -62,8 +63,10 @@ def _has_open(pid: int, target: Path) -> bool:
 
 def _run_and_change(args: list[str | Path], victim: Path, change: Callable[[Path], None],
                     tmp_path: Path) -> tuple[int, bytes, str]:
-    """Run ``prebake inspect ARGS``; the moment a process of it has ``victim`` open, apply
-    ``change`` to it. Returns (exit status, stdout, stderr)."""
+    """Run ``prebake inspect ARGS``; the moment a process of it has ``victim`` open, stop the
+    run's processes, apply ``change`` and let them go on. Returns (exit status, stdout,
+    stderr). (Without the stop this was a race the reader could win: the C loops read the
+    16 MB archive in about 0.1 s, less than a loaded machine took to make the change.)"""
     out, err = tmp_path / "stdout", tmp_path / "stderr"
     with out.open("wb") as o, err.open("wb") as e:
         proc = subprocess.Popen([sys.executable, "-m", "prebake", "inspect", *map(str, args)],
@@ -74,13 +77,31 @@ def _run_and_change(args: list[str | Path], victim: Path, change: Callable[[Path
                 assert proc.poll() is None, "the run ended before it opened the file"
                 assert time.monotonic() < deadline, "the file was never opened"
                 time.sleep(0.001)
-            change(victim)
+            stopped = _signal_tree(proc.pid, signal.SIGSTOP)
+            try:
+                change(victim)
+            finally:
+                for p in stopped:
+                    _signal(p, signal.SIGCONT)
             code = proc.wait(timeout=300)
         finally:
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
     return code, out.read_bytes(), err.read_text()
+
+
+def _signal(pid: int, sig: signal.Signals) -> bool:
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:  # it ended meanwhile
+        return False
+    return True
+
+
+def _signal_tree(pid: int, sig: signal.Signals) -> list[int]:
+    """``sig`` to ``pid`` and its descendants; the ones that got it."""
+    return [p for p in _tree(pid) if _signal(p, sig)]
 
 
 def _truncate(path: Path) -> None:
