@@ -125,11 +125,16 @@ def _current_wrappers(env: Environment) -> None:
     build would fail with a bare "not found" from inside the wrapper. Once per process.
     """
     if (env.root / "usr" / "bin").is_dir():
-        try:
-            write_wrappers(env)
-        except OSError as exc:
-            raise PrebakeError(f"{env.bin}: cannot bring the environment's wrappers to this "
-                               f"interpreter ({exc.strerror})") from None
+        _rewrite_wrappers(env)
+
+
+def _rewrite_wrappers(env: Environment) -> None:
+    """``write_wrappers``, its failure one line naming the folder."""
+    try:
+        write_wrappers(env)
+    except OSError as exc:
+        raise PrebakeError(f"{env.bin}: cannot bring the environment's wrappers to this "
+                           f"interpreter ({exc.strerror})") from None
 
 
 def not_installed(env_name: str, platform: str) -> str:
@@ -232,11 +237,7 @@ def mmdebstrap_argv(env: Environment, dest: Path) -> list[str]:
 def install(env: Environment) -> tuple[bool, str]:
     """Make the root (when missing) and its wrappers: (True, what was done) or (False, why)."""
     if (env.root / "usr" / "bin").is_dir():
-        try:
-            write_wrappers(env)
-        except OSError as exc:
-            raise PrebakeError(f"{env.bin}: cannot bring the environment's wrappers to this "
-                               f"interpreter ({exc.strerror})") from None
+        _rewrite_wrappers(env)
         return True, f"environment {env.name} already in {env.root}"
     why = _why_not()
     if why:
