@@ -10,6 +10,7 @@ legs' job-level ``if:`` as JSON lists.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from prebake.errors import PrebakeError
@@ -37,21 +38,22 @@ def _names(text: str, what: str) -> list[str]:
     return [name.strip() for name in text.split(",") if name.strip()]
 
 
+def _wanted(text: str, what: str, expand: Callable[[str], Iterable[str]]) -> set[str]:
+    """Every name the input's names (or aliases) stand for; an unknown one is one line."""
+    out: set[str] = set()
+    for name in _names(text, what):
+        try:
+            out.update(expand(name))
+        except PrebakeError as e:
+            raise PrebakeError(f"input {what}: {e}") from None
+    return out
+
+
 def select(ws: Workspace, stages: str = "", platforms: str = "") -> Selection:
     """The legs a run builds; refuses (one line naming the input and the name) what the
     workspace does not know. A stage input may name an alias (``full``)."""
-    wanted_stages: set[str] = set()
-    for name in _names(stages, 'stages'):
-        try:
-            wanted_stages.update(ws.stage_names(name))
-        except PrebakeError as e:
-            raise PrebakeError(f"input stages: {e}") from None
-    wanted_platforms: set[str] = set()
-    for name in _names(platforms, 'platforms'):
-        try:
-            wanted_platforms.update(ws.platform_names(name))
-        except PrebakeError as e:
-            raise PrebakeError(f"input platforms: {e}") from None
+    wanted_stages = _wanted(stages, "stages", ws.stage_names)
+    wanted_platforms = _wanted(platforms, "platforms", ws.platform_names)
     order = ws.stage_names()
     return Selection(
         stages=tuple(s for s in order if not wanted_stages or s in wanted_stages),
