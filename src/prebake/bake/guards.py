@@ -153,11 +153,16 @@ def consumer_linked(g: GuardInput, out: GuardReport) -> bool:
     the consumer's flags: two links of their own, run side by side (each a linker process; on
     the flagship's wasm archive they took 11 s one after the other). Both are recorded, in
     that order, and each failure is a message of its own."""
+    libs = _whole_archive_libs(g, out)
+    allow = g.recipe.link_test.allow_undefined if g.recipe.link_test else ()
     with ThreadPoolExecutor(2, thread_name_prefix="consumer-link") as pool:
         snippet = pool.submit(_link_snippet, g, out)
-        whole = pool.submit(_link_whole_archive, g, out)
+        # what the consumer provides is the recipe's link_test.allow_undefined
+        whole = pool.submit(prove_whole_archive, libs, g.platform,
+                            g.workdir / "whole-archive" / g.recipe.name,
+                            deps=list(g.dep_libs), allow_undefined=allow)
     snippet_ok = _record_snippet(g, out, snippet.result())
-    whole_ok = _record_whole_archive(g, out, whole.result())
+    whole_ok = _record_whole_archive(g, out, libs, allow, whole.result())
     return snippet_ok and whole_ok
 
 
@@ -187,31 +192,24 @@ def _record_snippet(g: GuardInput, out: GuardReport, result: LinkTestResult | No
         out.failures.append(f"{g.recipe.name}: link test failed for {g.platform.name}:\n"
                             f"{detail}")
         return False
-    out.linked[:0] = (["snippet"] if snippet.code else []) + [
+    out.linked = (["snippet"] if snippet.code else []) + [
         f"symbol {sym}" for sym in snippet.symbols]
     return True
 
 
 def _whole_archive_libs(g: GuardInput, out: GuardReport) -> list[tuple[Path, str]]:
+    """Every library the recipe ships, with the name the log and the report give it."""
     paths = [*g.libraries(out),
              *(g.prefix / rel for rel in out.unlisted if LIBRARY_NAME.search(rel))]
     return [(p, p.relative_to(g.prefix).as_posix() if p.is_relative_to(g.prefix) else p.name)
             for p in paths]
 
 
-def _link_whole_archive(g: GuardInput, out: GuardReport) -> WholeArchiveProof:
-    """Every member of every library the recipe ships links (``prebake.link.whole``); what
-    the consumer provides is the recipe's ``link_test.allow_undefined``."""
-    allow = g.recipe.link_test.allow_undefined if g.recipe.link_test else ()
-    return prove_whole_archive(_whole_archive_libs(g, out), g.platform,
-                               g.workdir / "whole-archive" / g.recipe.name,
-                               deps=list(g.dep_libs), allow_undefined=allow)
-
-
-def _record_whole_archive(g: GuardInput, out: GuardReport, proof: WholeArchiveProof) -> bool:
+def _record_whole_archive(g: GuardInput, out: GuardReport, libs: list[tuple[Path, str]],
+                          allow: Sequence[str], proof: WholeArchiveProof) -> bool:
+    """The proof (``prebake.link.whole``: every member of every library links) into the log
+    and the report."""
     recipe, platform, log = g.recipe, g.platform, g.log
-    allow = recipe.link_test.allow_undefined if recipe.link_test else ()
-    libs = _whole_archive_libs(g, out)
     log.write(f"# whole-archive proof for {recipe.name}: every member of "
               f"{', '.join(s for _p, s in libs)} links with the {platform.name} consumer flags"
               + (f"; the consumer provides {', '.join(allow)}" if allow else ""))
