@@ -109,16 +109,23 @@ def _two_platform_repo(tmp_path: Path) -> tuple[Path, Path, Path]:
     return repo, repo / ".github" / "workflows" / "prebake-demo-sdk.yml", store
 
 
-def test_a_manual_run_builds_and_publishes_only_its_selection(tmp_path: Path) -> None:
-    """workflow_dispatch with platforms=linux-x86_64: the windows leg is skipped by its
-    job-level if:, and the publish job still runs (a leg left out does not block it)."""
+def _manual_run(tmp_path: Path, stages: str, platforms: str) -> tuple[int, str, Path]:
+    """``act workflow_dispatch`` with these inputs on the two-platform workspace: (exit code,
+    act's whole log, also kept as ``act.log``; the store it publishes into)."""
     repo, workflow, store = _two_platform_repo(tmp_path)
     env = {"PIP_CACHE_DIR": _env()["PIP_CACHE_DIR"], "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
     run = run_act(repo, workflow, tmp_path / "act", extra_env=env,
-                  inputs={"stages": "", "platforms": "linux-x86_64"})
+                  inputs={"stages": stages, "platforms": platforms})
     log = run.stdout + run.stderr
     (tmp_path / "act.log").write_text(log)
-    assert run.returncode == 0, log[-6000:]
+    return run.returncode, log, store
+
+
+def test_a_manual_run_builds_and_publishes_only_its_selection(tmp_path: Path) -> None:
+    """workflow_dispatch with platforms=linux-x86_64: the windows leg is skipped by its
+    job-level if:, and the publish job still runs (a leg left out does not block it)."""
+    code, log, store = _manual_run(tmp_path, stages="", platforms="linux-x86_64")
+    assert code == 0, log[-6000:]
     for job in ("plan", "core / linux-x86_64", "publish core"):
         assert re.search(rf"\[prebake demo-sdk/{job} *\] 🏁  Job succeeded", log), job
     assert "demo-sdk/core / windows-x86_64" not in log  # never started
@@ -132,13 +139,9 @@ def test_a_manual_run_builds_and_publishes_only_its_selection(tmp_path: Path) ->
 def test_a_manual_run_naming_an_unknown_platform_stops_in_the_plan_job(tmp_path: Path) -> None:
     """workflow_dispatch with a platform the workspace does not have: the plan job fails with
     one line naming it, and no leg or publish job starts (nothing is built or published)."""
-    repo, workflow, store = _two_platform_repo(tmp_path)
-    env = {"PIP_CACHE_DIR": _env()["PIP_CACHE_DIR"], "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
-    run = run_act(repo, workflow, tmp_path / "act", extra_env=env,
-                  inputs={"stages": "core", "platforms": "linux-x86_64,linux-x86_65"})
-    log = run.stdout + run.stderr
-    (tmp_path / "act.log").write_text(log)
-    assert run.returncode != 0, log[-6000:]
+    code, log, store = _manual_run(tmp_path, stages="core",
+                                   platforms="linux-x86_64,linux-x86_65")
+    assert code != 0, log[-6000:]
     said = [line for line in log.splitlines() if "unknown platform" in line]
     assert said and all(line.rstrip().endswith(
         "prebake: error: input platforms: unknown platform 'linux-x86_65' (did you mean "
