@@ -22,6 +22,12 @@ Rules (each rejection names the archive, the member and the rule):
   the disk; ``declared`` (path -> size, from the asset's manifest) makes every member's size
   exact: a member larger than its manifest says is refused before its first byte is written.
 
+``members`` (paths in the stripped tree: a file, or a folder and all under it) takes part of an
+archive: a Debian ``-dev`` package that stands in for one header library holds 17 000 files of
+which a build reads 40. Every member is still read and judged by the rules above (and counted
+against the budgets), so a hostile or truncated archive is refused whole; a listed path that
+names no member is an error, never an empty tree.
+
 It sits on the ground floor because every reader of an archive needs the same rules: the
 consumer's fetch, the inspector's package walk, source unpacking and the diff's sides.
 """
@@ -47,7 +53,7 @@ import tempfile
 import threading
 import zipfile
 import zlib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -362,8 +368,21 @@ class _Extractor:
     """Writes accepted members into ``root`` (a fresh temporary folder) and keeps the budgets."""
 
     def __init__(self, archive: Path, root: Path, max_bytes: int, max_members: int,
-                 declared: Mapping[str, int] | None = None) -> None:
+                 declared: Mapping[str, int] | None = None,
+                 members: Sequence[str] | None = None) -> None:
         self.archive = archive
+        # the listed paths, each marked once a member lies at or under it
+        self.wanted: dict[str, bool] | None = None
+        if members is not None:
+            self.wanted = {}
+            for path in members:
+                parts = [p for p in path.split("/") if p not in ("", ".")]
+                if not parts or ".." in parts:
+                    raise PrebakeError(f"{archive}: {path!r} is not a path inside the archive "
+                                       "(the paths to take from it)")
+                self.wanted["/".join(parts)] = False
+        self.seen = 0  # members judged, taken or not
+        self.passed = 0  # bytes of members judged and not taken (still decompressed)
         self.root = root
         self.max_bytes = max_bytes
         self.max_members = max_members
@@ -384,8 +403,20 @@ class _Extractor:
     def _reject(self, m: _Member, rule: str) -> UnsafeArchive:
         return UnsafeArchive(self.archive, m.raw, rule)
 
+    def _taken(self, name: str) -> bool:
+        if self.wanted is None:
+            return True
+        parts = name.split("/")
+        hit = False
+        for i in range(1, len(parts) + 1):
+            prefix = "/".join(parts[:i])
+            if prefix in self.wanted:
+                self.wanted[prefix] = True
+                hit = True
+        return hit
+
     def add(self, m: _Member) -> None:
-        if len(self.names) >= self.max_members:
+        if self.seen >= self.max_members:
             raise self._reject(m, f"more than {self.max_members} members (member budget)")
         if m.name in self.kinds:
             # a folder listed twice is harmless (some zip tools do it); anything else is not
@@ -403,6 +434,14 @@ class _Extractor:
                 raise self._reject(m, f"lives under non-folder member {parent!r}")
             self.implicit.add(parent)
         self.kinds[m.name] = m.kind
+        self.seen += 1
+        if not self._taken(m.name):
+            # not written, but read all the same: it counts against the size budget
+            if self.written + self.passed + m.size > self.max_bytes:
+                raise self._reject(m, f"more than {self.max_bytes} uncompressed bytes "
+                                      f"({self.budget})")
+            self.passed += m.size
+            return
         self.names.append(m.name)
         path = self.root / m.name
         if m.kind == "dir":
@@ -420,7 +459,7 @@ class _Extractor:
 
     def _charge(self, m: _Member, n: int) -> None:
         self.written += n
-        if self.written > self.max_bytes:
+        if self.written + self.passed > self.max_bytes:
             raise self._reject(m, f"more than {self.max_bytes} uncompressed bytes ({self.budget})")
 
     def _write_file(self, m: _Member, path: Path) -> None:
@@ -433,7 +472,7 @@ class _Extractor:
                                           "asset's manifest does not list")
             elif m.size != want:
                 raise self._reject(m, f"{m.size} bytes, but the asset's manifest says {want}")
-        if self.written + m.size > self.max_bytes:
+        if self.written + self.passed + m.size > self.max_bytes:
             raise self._reject(m, f"more than {self.max_bytes} uncompressed bytes ({self.budget})")
         assert m.open is not None
         got = 0
@@ -461,9 +500,17 @@ class _Extractor:
             self._finish()
 
     def _finish(self) -> None:
+        missing = [p for p, hit in (self.wanted or {}).items() if not hit]
+        if missing:
+            raise PrebakeError(f"{self.archive}: no member at {shown(missing[0], 120)} (the "
+                               "paths to take from it, after the stripped folders); nothing "
+                               "was extracted")
+        taken = set(self.names)
         for m in self.hardlinks:
             if self.kinds.get(m.target) != "file":
                 raise self._reject(m, f"hardlink to {m.target!r}, not a regular file member")
+            if m.target not in taken:
+                raise self._reject(m, f"hardlink to {m.target!r}, which is not taken")
             size = (self.root / m.target).stat().st_size
             self._charge(m, size)
             shutil.copy2(self.root / m.target, self.root / m.name)
@@ -576,6 +623,7 @@ def safe_extract(
     check: Callable[[Path], None] | None = None,
     max_ratio: int | None = DEFAULT_MAX_RATIO,
     declared: Mapping[str, int] | None = None,
+    members: Sequence[str] | None = None,
 ) -> list[str]:
     """Extract ``archive`` into ``dest`` all-or-nothing; returns the member names in order.
 
@@ -586,7 +634,9 @@ def safe_extract(
     as it was (``fetch`` re-checks the consumer's contract there, decompressing only once).
     ``max_ratio`` bounds the uncompressed size to that many times the archive's size beyond
     ``RATIO_FLOOR`` (``None``: no ratio bound); ``declared`` holds the sizes the asset's
-    manifest lists, enforced member by member before anything is written.
+    manifest lists, enforced member by member before anything is written. ``members``: only
+    those paths of the (stripped) tree are written, every member still judged; the names
+    returned are the ones written.
     """
     archive = Path(archive)
     dest = Path(dest)
@@ -613,10 +663,10 @@ def safe_extract(
         raise _destination_error(dest, archive, exc.err) from None
     ok = False
     try:
-        ex = _Extractor(archive, tmp, max_bytes, max_members, declared)
+        ex = _Extractor(archive, tmp, max_bytes, max_members, declared, members)
         ex.budget = budget
-        with _open_members(archive, strip_components) as members:
-            for m in members:
+        with _open_members(archive, strip_components) as listing:
+            for m in listing:
                 ex.add(m)
         ex.finish()
         with _writing():

@@ -11,6 +11,7 @@ names (another release's wheel, another release's header, a wrong Emscripten pin
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -27,7 +28,9 @@ import pytest
 
 from prebake.package import version_proof
 from prebake.recipes.builtin.onnxruntime import emsdk_standin, fetchcontent
-from prebake.recipes.model import Recipe, VersionCheck
+from prebake.recipes.model import Recipe, UrlSource, VersionCheck
+from prebake.sources import SourceCache, materialize
+from prebake.sources.lock import read_source_lock
 from tests import support
 
 FLAGSHIP = support.ROOT / "examples" / "onnxruntime"
@@ -236,6 +239,43 @@ def test_the_version_table_matches_the_release_deps_txt(tmp_path: Path) -> None:
     assert 'set(XNNPACK_ENABLE_KLEIDIAI "OFF"' in script
     assert "add_library(kleidiai INTERFACE)" in (deps / "kleidiai" / "CMakeLists.txt").read_text()
     assert len(said) == len(table) + 2  # mp11 sets two variables, kleidiai a setting and a target
+
+
+@pytest.fixture(scope="session")
+def boost_deb() -> UrlSource:
+    """Debian's libboost1.83-dev as the flagship's lock pins it, in the suite's prebake cache
+    (downloaded here, before the tests' network guard, on the first run)."""
+    lock = read_source_lock(FLAGSHIP)
+    (entry,) = [e for e in lock.entries.values() if "libboost1.83-dev" in e.url]
+    mirror = entry.url.replace("http://deb.debian.org/debian", support.debian_mirror())
+    SourceCache(PREBAKE_CACHE).fetch(list(dict.fromkeys([mirror, entry.url])), entry.sha256,
+                                     size=entry.size)
+    return UrlSource(entry.url, sha256=entry.sha256, size=entry.size, dest="deps/mp11")
+
+
+def test_the_mp11_members_are_all_the_build_reads_of_debians_boost(
+        boost_deb: UrlSource, tmp_path: Path) -> None:
+    """The table unpacks 3 paths of Debian's libboost1.83-dev (17 000 files): the folders its
+    variables name exist, and mp11 compiles with nothing else of Boost beside it."""
+    (mp11,) = [d for d in fetchcontent.load_table(DEPS_TABLE)["1.21.0"] if d.name == "mp11"]
+    assert mp11.members
+    src = dataclasses.replace(boost_deb, members=mp11.members)
+    tree = materialize(src, tmp_path / "work", DEPS_TABLE.parent,
+                       SourceCache(PREBAKE_CACHE))
+    for _, sub in mp11.variables:
+        assert (tree / sub).is_dir(), sub
+    files = [p for p in tree.rglob("*") if p.is_file()]
+    assert 30 < len(files) < 100, len(files)
+    (tmp_path / "m.cc").write_text(
+        "#include <boost/mp11.hpp>\n"
+        "using L = boost::mp11::mp_list<int, char, long>;\n"
+        "static_assert(boost::mp11::mp_size<L>::value == 3);\n"
+        "int main() { return boost::mp11::mp_find<L, char>::value - 1; }\n")
+    proc = subprocess.run(["g++", "-std=c++17", "-I", str(tree / "include"), "-o",
+                           str(tmp_path / "m"), str(tmp_path / "m.cc")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert subprocess.run([str(tmp_path / "m")]).returncode == 0
 
 
 def test_an_absent_dependency_configures_without_a_download(tmp_path: Path) -> None:

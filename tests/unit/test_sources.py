@@ -313,3 +313,32 @@ def test_the_locked_size_reaches_the_source(tmp_path: Path) -> None:
     got, problems = locked_recipe(recipe, "p", "linux", "x86_64", {"lib": "1.0"}, lock)
     (src,) = got.sources
     assert not problems and isinstance(src, UrlSource) and src.size == 294
+
+
+def test_url_source_members_from_a_real_debian_package(www: tuple[str, Path],
+                                                       tmp_path: Path) -> None:
+    """A -dev package standing in for one header library: only the listed paths land, and
+    the dry run says so."""
+    base, root = www
+    pkg = tmp_path / "pkg"
+    for rel, text in (("usr/include/one/one.h", "int one;\n"), ("usr/include/two/two.h", "x\n"),
+                      ("usr/lib/cmake/one/one-config.cmake", "# one\n")):
+        (pkg / rel).parent.mkdir(parents=True, exist_ok=True)
+        (pkg / rel).write_text(text)
+    (pkg / "DEBIAN").mkdir()
+    (pkg / "DEBIAN/control").write_text("Package: libone-dev\nVersion: 1.0\nArchitecture: all\n"
+                                        "Maintainer: t <t@example.invalid>\nDescription: t\n")
+    subprocess.run(["dpkg-deb", "-Zxz", "--root-owner-group", "--build", str(pkg),
+                    str(root / "libone-dev_1.0_all.deb")], check=True, capture_output=True)
+    sha = hashlib.sha256((root / "libone-dev_1.0_all.deb").read_bytes()).hexdigest()
+    src = UrlSource(url=f"{base}/libone-dev_1.0_all.deb", sha256=sha, dest="deps/one",
+                    members=("include/one", "lib/cmake/one"))
+    work = tmp_path / "work"
+    cache = SourceCache(tmp_path / "cache")
+    assert "(strip 1, only include/one, lib/cmake/one)" in describe(src, work, tmp_path, cache)[1]
+    out = materialize(src, work, tmp_path, cache)
+    assert sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()) == [
+        "include/one/one.h", "lib/cmake/one/one-config.cmake"]
+    with pytest.raises(PrebakeError, match="no member at 'include/three'"):
+        materialize(UrlSource(url=src.url, sha256=sha, dest="deps/one",
+                              members=("include/three",)), work, tmp_path, cache)

@@ -256,3 +256,60 @@ def test_case_only_duplicates_on_case_insensitive_systems(
         safe_extract(archive, tmp_path / "mac")
     monkeypatch.setattr("prebake.extract.sys.platform", "linux")
     assert safe_extract(archive, tmp_path / "linux") == ["inc/A.h", "inc/a.h"]
+
+
+def _two_libraries(tf: tarfile.TarFile) -> None:
+    _file(tf, "./usr/include/boost/mp11.hpp", b"#include <boost/mp11/list.hpp>\n")
+    _file(tf, "./usr/include/boost/mp11/list.hpp", b"// list\n")
+    _file(tf, "./usr/include/boost/mp11x.hpp", b"// not mp11's: a prefix, not a folder\n")
+    _file(tf, "./usr/include/boost/asio.hpp", b"// asio\n")
+    _link(tf, "./usr/include/boost/mp11/alias.hpp", "list.hpp", tarfile.SYMTYPE)
+    _file(tf, "./usr/lib/cmake/Boost/BoostConfig.cmake", b"# config\n")
+
+
+def test_members_take_listed_files_and_folders_only(tmp_path: Path) -> None:
+    archive = make_tar(tmp_path / "boost.tar.xz", _two_libraries)
+    dest = tmp_path / "out"
+    names = safe_extract(archive, dest, strip_components=1,
+                         members=["include/boost/mp11", "include/boost/mp11.hpp",
+                                  "./lib/cmake/"])
+    assert names == ["include/boost/mp11.hpp", "include/boost/mp11/list.hpp",
+                     "include/boost/mp11/alias.hpp", "lib/cmake/Boost/BoostConfig.cmake"]
+    assert sorted(str(p.relative_to(dest)) for p in dest.rglob("*") if not p.is_dir()) == [
+        "include/boost/mp11.hpp", "include/boost/mp11/alias.hpp", "include/boost/mp11/list.hpp",
+        "lib/cmake/Boost/BoostConfig.cmake"]
+    assert (dest / "include/boost/mp11/alias.hpp").read_text() == "// list\n"
+
+
+def test_members_every_member_still_judged(world: tuple[Path, Path], tmp_path: Path) -> None:
+    """A hostile member outside the listed paths refuses the whole archive: the listing says
+    what is written, not what is trusted."""
+    site, dest = world
+    before = snapshot(site)
+    evil = make_tar(tmp_path / "evil.tar.xz",
+                    lambda tf: (_file(tf, "keep/a.h"), _file(tf, "../evil.txt")))
+    with pytest.raises(UnsafeArchive, match=r"'\.\.'"):
+        safe_extract(evil, dest, members=["keep"])
+    bomb = make_tar(tmp_path / "bomb.tar.xz",
+                    lambda tf: (_file(tf, "keep/a.h"), _file(tf, "zeros", bytes(3 << 20))))
+    with pytest.raises(UnsafeArchive, match="size budget"):
+        safe_extract(bomb, dest, members=["keep"], max_bytes=2 << 20)
+    linked = make_tar(tmp_path / "hard.tar.xz",
+                      lambda tf: (_file(tf, "other/x"), _link(tf, "keep/x", "other/x",
+                                                              tarfile.LNKTYPE)))
+    with pytest.raises(UnsafeArchive, match="not taken"):
+        safe_extract(linked, dest, members=["keep"])
+    assert snapshot(site) == before
+
+
+@pytest.mark.parametrize("listed", ["include/boost/mp12", "include/boost/mp1", "../x", "."])
+def test_members_a_path_that_names_nothing_is_an_error(listed: str, world: tuple[Path, Path],
+                                                        tmp_path: Path) -> None:
+    site, dest = world
+    before = snapshot(site)
+    archive = make_tar(tmp_path / "boost.tar.xz", _two_libraries)
+    with pytest.raises(PrebakeError, match=r"no member at|not a path inside") as err:
+        safe_extract(archive, dest, strip_components=1, members=["include/boost/mp11", listed],
+                     replace=True)
+    assert str(archive) in str(err.value) and "\n" not in str(err.value)
+    assert snapshot(site) == before

@@ -75,6 +75,10 @@ class UrlSource:
     # Patch files (relative to the recipe's folder, part of the input hash) applied with
     # ``patch -p1`` to the unpacked tree; a patch that does not apply fails the build.
     patches: tuple[str, ...] = ()
+    # Paths of the unpacked tree (after strip_components) to take, each a file or a folder
+    # with all under it; empty: the whole archive. A package that stands in for one header
+    # library (a Debian -dev .deb) holds far more than the build reads.
+    members: tuple[str, ...] = ()
     # Set by the source lock, never in a recipe: the recipe's upstream URL that this archive
     # stands for when the workspace provides it with another ([sources.provided]).
     provides: str = ""
@@ -83,7 +87,7 @@ class UrlSource:
     size: int = -1
 
     def __post_init__(self) -> None:
-        _freeze(self, "mirrors", "versions", "patches")
+        _freeze(self, "mirrors", "versions", "patches", "members")
 
     def used_by(self, version: str) -> bool:
         return not self.versions or version in self.versions

@@ -116,7 +116,8 @@ def describe(src: Source, workdir: Path, recipe_dir: Path, cache: SourceCache) -
         if not src.sha256:
             return [f"download {urls}: no digest in prebake.sources.lock (the build would "
                     "refuse; run `prebake pin`)"]
-        place = (f"unpack -> {dest} (strip {src.strip_components})" if src.unpack
+        only = f", only {', '.join(src.members)}" if src.members else ""
+        place = (f"unpack -> {dest} (strip {src.strip_components}{only})" if src.unpack
                  else f"copy the archive -> {dest}")
         return [f"download {urls} (sha256 {src.sha256}) -> {cache.path_for(src.sha256)}", place]
     return [f"copy {(recipe_dir / src.path).resolve()} -> {dest}"]
@@ -184,7 +185,8 @@ def materialize(src: Source, workdir: Path, recipe_dir: Path, cache: SourceCache
             placed = dest.with_name(dest.name + archive_suffix(src.url))  # named by kind
             shutil.copyfile(archive, placed)
             return placed
-        tree = extract(archive, dest, strip_components=src.strip_components)
+        tree = extract(archive, dest, strip_components=src.strip_components,
+                       members=src.members)
         for rel in src.patches:
             apply_patch(recipe_dir / rel, tree, run)
         return tree

@@ -7,12 +7,16 @@ folders stripped like ``tar --strip-components``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from prebake.extract import safe_extract
 
 
-def extract(archive: Path, dest: Path, *, strip_components: int = 0) -> Path:
-    """Unpack into ``dest`` (replacing what it held), dropping ``strip_components`` levels."""
-    safe_extract(archive, dest, strip_components=strip_components, replace=True)
+def extract(archive: Path, dest: Path, *, strip_components: int = 0,
+            members: Sequence[str] = ()) -> Path:
+    """Unpack into ``dest`` (replacing what it held), dropping ``strip_components`` levels;
+    ``members``, when given, are the only paths written (each a file or a folder)."""
+    safe_extract(archive, dest, strip_components=strip_components, replace=True,
+                 members=members or None)
     return dest

@@ -69,6 +69,7 @@ class Dep:
     # what the SBOM calls it where it is compiled in: (name, the version this URL holds)
     component: tuple[str, str] | None = None
     when: str = ""  # the CMake cache variable that is ON in a build that compiles it
+    members: tuple[str, ...] = ()  # the paths of the archive to unpack (empty: all)
 
     @property
     def fetched(self) -> bool:
@@ -94,7 +95,7 @@ def load_table(path: Path) -> dict[str, tuple[Dep, ...]]:
 def _dep(path: Path, version: str, name: str, row: Mapping[str, Any]) -> Dep:
     where = f"{path}: [{version}.{name}]"
     unknown = set(row) - {"url", "take", "subdir", "variables", "patches", "cache", "reason",
-                          "component", "when"}
+                          "component", "when", "members"}
     if unknown:
         raise PrebakeError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
     take = row.get("take")
@@ -118,11 +119,17 @@ def _dep(path: Path, version: str, name: str, row: Mapping[str, Any]) -> Dep:
     when = row.get("when", "")
     if not isinstance(when, str) or (when and component is None):
         raise PrebakeError(f"{where}: when names the CMake cache variable of a component")
+    members = row.get("members", [])
+    if not (isinstance(members, list) and all(isinstance(m, str) and m for m in members)) \
+            or (members and take == "archive"):
+        raise PrebakeError(f"{where}: members must be a list of paths in an archive prebake "
+                           "unpacks (not take = \"archive\")")
     return Dep(name, row["url"], take, str(row.get("subdir", "")),
                tuple((str(k), str(v)) for k, v in variables.items()),
                tuple(row.get("patches", ())),
                tuple((str(k), str(v)) for k, v in cache.items()), str(row.get("reason", "")),
-               (component[0], component[1]) if component is not None else None, when)
+               (component[0], component[1]) if component is not None else None, when,
+               tuple(members))
 
 
 def _check_cmake_values(where: str, name: str, variables: Mapping[str, Any],

@@ -59,7 +59,7 @@ def dependency_sources() -> tuple[UrlSource, ...]:
         for dep in (d for d in deps if d.fetched):
             out.append(UrlSource(dep.url, dest=f"deps/{dep.name}", unpack=dep.take != "archive",
                                  versions=(version,),
-                                 patches=tuple(dep.patches)))
+                                 patches=tuple(dep.patches), members=dep.members))
     return tuple(out)
 
 
