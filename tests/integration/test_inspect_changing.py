@@ -77,6 +77,13 @@ def _run_and_change(args: list[str | Path], victim: Path, change: Callable[[Path
                 assert proc.poll() is None, "the run ended before it opened the file"
                 assert time.monotonic() < deadline, "the file was never opened"
                 time.sleep(0.001)
+            # the file's size is taken by fstat right after the open, before any read: stopped
+            # in between, the run would take the changed file for the one it opened (a
+            # truncated archive, not a change while read). One read more than now is past it.
+            reads = _reads(proc.pid)
+            while _reads(proc.pid) <= reads:
+                assert proc.poll() is None, "the run ended before it read the file"
+                assert time.monotonic() < deadline, "the file was never read"
             stopped = _signal_tree(proc.pid, signal.SIGSTOP)
             try:
                 change(victim)
@@ -89,6 +96,18 @@ def _run_and_change(args: list[str | Path], victim: Path, change: Callable[[Path
                 proc.kill()
                 proc.wait()
     return code, out.read_bytes(), err.read_text()
+
+
+def _reads(pid: int) -> int:
+    """Read calls made so far by ``pid`` and its descendants (``syscr`` counts ``pread``)."""
+    total = 0
+    for p in _tree(pid):
+        try:
+            lines = Path(f"/proc/{p}/io").read_text().splitlines()
+        except OSError:
+            continue
+        total += sum(int(line.split()[1]) for line in lines if line.startswith("syscr:"))
+    return total
 
 
 def _signal(pid: int, sig: signal.Signals) -> bool:
