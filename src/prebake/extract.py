@@ -26,7 +26,10 @@ Rules (each rejection names the archive, the member and the rule):
 archive: a Debian ``-dev`` package that stands in for one header library holds 17 000 files of
 which a build reads 40. Every member is still read and judged by the rules above (and counted
 against the budgets), so a hostile or truncated archive is refused whole; a listed path that
-names no member is an error, never an empty tree.
+names no member is an error, never an empty tree. ``skip`` is the converse, for an archive
+of which a build needs all but one big folder (onnxruntime's CUDA kernels, two thirds of its
+source archive, read by CUDA builds only): those paths are judged and not written, and each must
+name a member as well.
 
 It sits on the ground floor because every reader of an archive needs the same rules: the
 consumer's fetch, the inspector's package walk, source unpacking and the diff's sides.
@@ -364,23 +367,41 @@ def _destination_error(dest: Path, archive: Path, err: OSError) -> PrebakeError:
                             "archive itself is intact)")
 
 
+def _listed(archive: Path, paths: Sequence[str], what: str) -> dict[str, bool]:
+    """Paths of the stripped tree, normalised, each unmarked until a member lies at or under
+    it (a path that stays unmarked names nothing: a typo, or an archive that moved on)."""
+    out = {}
+    for path in paths:
+        parts = [p for p in path.split("/") if p not in ("", ".")]
+        if not parts or ".." in parts:
+            raise PrebakeError(f"{archive}: {path!r} is not a path inside the archive "
+                               f"(the paths {what} of it)")
+        out["/".join(parts)] = False
+    return out
+
+
+def _mark(table: dict[str, bool], name: str) -> bool:
+    """Whether ``name`` lies at or under a path of ``table``, marking each such path."""
+    parts = name.split("/")
+    hit = False
+    for i in range(1, len(parts) + 1):
+        prefix = "/".join(parts[:i])
+        if prefix in table:
+            table[prefix] = True
+            hit = True
+    return hit
+
+
 class _Extractor:
     """Writes accepted members into ``root`` (a fresh temporary folder) and keeps the budgets."""
 
     def __init__(self, archive: Path, root: Path, max_bytes: int, max_members: int,
                  declared: Mapping[str, int] | None = None,
-                 members: Sequence[str] | None = None) -> None:
+                 members: Sequence[str] | None = None, skip: Sequence[str] = ()) -> None:
         self.archive = archive
         # the listed paths, each marked once a member lies at or under it
-        self.wanted: dict[str, bool] | None = None
-        if members is not None:
-            self.wanted = {}
-            for path in members:
-                parts = [p for p in path.split("/") if p not in ("", ".")]
-                if not parts or ".." in parts:
-                    raise PrebakeError(f"{archive}: {path!r} is not a path inside the archive "
-                                       "(the paths to take from it)")
-                self.wanted["/".join(parts)] = False
+        self.wanted = None if members is None else _listed(archive, members, "to take")
+        self.skipped = _listed(archive, skip, "to leave out")
         self.seen = 0  # members judged, taken or not
         self.passed = 0  # bytes of members judged and not taken (still decompressed)
         self.root = root
@@ -404,16 +425,8 @@ class _Extractor:
         return UnsafeArchive(self.archive, m.raw, rule)
 
     def _taken(self, name: str) -> bool:
-        if self.wanted is None:
-            return True
-        parts = name.split("/")
-        hit = False
-        for i in range(1, len(parts) + 1):
-            prefix = "/".join(parts[:i])
-            if prefix in self.wanted:
-                self.wanted[prefix] = True
-                hit = True
-        return hit
+        wanted = self.wanted is None or _mark(self.wanted, name)
+        return not _mark(self.skipped, name) and wanted
 
     def add(self, m: _Member) -> None:
         if self.seen >= self.max_members:
@@ -500,11 +513,12 @@ class _Extractor:
             self._finish()
 
     def _finish(self) -> None:
-        missing = [p for p, hit in (self.wanted or {}).items() if not hit]
-        if missing:
-            raise PrebakeError(f"{self.archive}: no member at {shown(missing[0], 120)} (the "
-                               "paths to take from it, after the stripped folders); nothing "
-                               "was extracted")
+        for table, what in ((self.wanted or {}, "to take"), (self.skipped, "to leave out")):
+            missing = [p for p, hit in table.items() if not hit]
+            if missing:
+                raise PrebakeError(f"{self.archive}: no member at {shown(missing[0], 120)} (the "
+                                   f"paths {what} of it, after the stripped folders); nothing "
+                                   "was extracted")
         taken = set(self.names)
         for m in self.hardlinks:
             if self.kinds.get(m.target) != "file":
@@ -624,6 +638,7 @@ def safe_extract(
     max_ratio: int | None = DEFAULT_MAX_RATIO,
     declared: Mapping[str, int] | None = None,
     members: Sequence[str] | None = None,
+    skip: Sequence[str] = (),
 ) -> list[str]:
     """Extract ``archive`` into ``dest`` all-or-nothing; returns the member names in order.
 
@@ -636,7 +651,8 @@ def safe_extract(
     ``RATIO_FLOOR`` (``None``: no ratio bound); ``declared`` holds the sizes the asset's
     manifest lists, enforced member by member before anything is written. ``members``: only
     those paths of the (stripped) tree are written, every member still judged; the names
-    returned are the ones written.
+    returned are the ones written. ``skip``: paths of the tree left out the same way (judged,
+    not written), each of which must name a member.
     """
     archive = Path(archive)
     dest = Path(dest)
@@ -663,7 +679,7 @@ def safe_extract(
         raise _destination_error(dest, archive, exc.err) from None
     ok = False
     try:
-        ex = _Extractor(archive, tmp, max_bytes, max_members, declared, members)
+        ex = _Extractor(archive, tmp, max_bytes, max_members, declared, members, skip)
         ex.budget = budget
         with _open_members(archive, strip_components) as listing:
             for m in listing:

@@ -28,6 +28,7 @@ import pytest
 
 from prebake.package import version_proof
 from prebake.recipes.builtin.onnxruntime import emsdk_standin, fetchcontent
+from prebake.recipes.builtin.onnxruntime import recipe as ort_recipe
 from prebake.recipes.model import Recipe, UrlSource, VersionCheck
 from prebake.sources import SourceCache, materialize
 from prebake.sources.lock import read_source_lock
@@ -239,6 +240,50 @@ def test_the_version_table_matches_the_release_deps_txt(tmp_path: Path) -> None:
     assert 'set(XNNPACK_ENABLE_KLEIDIAI "OFF"' in script
     assert "add_library(kleidiai INTERFACE)" in (deps / "kleidiai" / "CMakeLists.txt").read_text()
     assert len(said) == len(table) + 2  # mp11 sets two variables, kleidiai a setting and a target
+
+
+def test_the_cuda_kernels_left_out_of_the_source_are_read_by_cuda_builds_only(
+        tmp_path: Path) -> None:
+    """The recipe does not unpack ``contrib_ops/cuda`` (two thirds of the archive's bytes):
+    no source outside the GPU providers includes it, and the CMake files outside them that
+    name it only glob it into ``onnxruntime_cuda_*`` lists that only GPU CMake files read (or
+    list it for a reduced-ops build's substitution). A release that starts to need it fails
+    here, not an hour into a build."""
+    [source] = [s for s in ort_recipe.RECIPE.sources
+                if isinstance(s, UrlSource) and s.url == ort_recipe.SOURCE]
+    assert source.skip == ort_recipe.NOT_BUILT == ("onnxruntime/contrib_ops/cuda",)
+    gpu = re.compile(r"/(cuda|rocm|training|orttraining|test|migraphx|tensorrt)/|"
+                     r"cmake/onnxruntime_(providers_(cuda|rocm)|kernel_explorer|rocm_hipify)")
+    includes, cmake = [], {}
+    with tarfile.open(_source_archive(tmp_path)) as tf:
+        for m in tf:
+            name = m.name.split("/", 1)[-1]
+            if not m.isfile() or name.startswith(source.skip) or gpu.search("/" + name):
+                continue
+            if name.endswith((".cc", ".h", ".cpp", ".cu", ".inc")):
+                f = tf.extractfile(m)
+                assert f is not None
+                if b"contrib_ops/cuda/" in f.read():
+                    includes.append(name)
+            elif name.endswith((".cmake", "CMakeLists.txt")):
+                f = tf.extractfile(m)
+                assert f is not None
+                cmake[name] = f.read().decode()
+    assert includes == []
+    naming = {n for n, text in cmake.items() if "contrib_ops/cuda" in text}
+    assert naming == {"cmake/onnxruntime_providers_cpu.cmake",
+                      "cmake/onnxruntime_providers.cmake"}
+    lists = set(re.findall(r"file\(GLOB_RECURSE (\w+)[^)]*contrib_ops/cuda",
+                           cmake["cmake/onnxruntime_providers_cpu.cmake"]))
+    assert lists == {"onnxruntime_cuda_contrib_ops_cc_srcs",
+                     "onnxruntime_cuda_contrib_ops_cu_srcs"}
+    for var in lists:  # read by no CMake file of a CPU or wasm build
+        assert [n for n, text in cmake.items() if "${" + var + "}" in text] == []
+    # the reduced-ops substitution names the file among others it replaces when present
+    text = cmake["cmake/onnxruntime_providers.cmake"]
+    assert text.count("contrib_ops/cuda") == 1
+    assert re.search(r"function\(substitute_op_reduction_srcs[^§]*?contrib_ops/cuda/"
+                     r"cuda_contrib_kernels\.cc", text)
 
 
 @pytest.fixture(scope="session")

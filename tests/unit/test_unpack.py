@@ -313,3 +313,36 @@ def test_members_a_path_that_names_nothing_is_an_error(listed: str, world: tuple
                      replace=True)
     assert str(archive) in str(err.value) and "\n" not in str(err.value)
     assert snapshot(site) == before
+
+
+@pytest.mark.parametrize("left", ["include/boost/mp12", "include/boost/mp1", "../x"])
+def test_skip_leaves_paths_out_and_each_must_name_a_member(
+        left: str, world: tuple[Path, Path], tmp_path: Path) -> None:
+    """``skip`` is the converse of ``members``: the paths are judged and not written; with
+    ``members`` too, a member must be listed and not skipped. A skip path that names nothing
+    (a typo, a release that moved the folder) is an error, never a full tree."""
+    archive = make_tar(tmp_path / "boost.tar.xz", _two_libraries)
+    dest = tmp_path / "out"
+    names = safe_extract(archive, dest, strip_components=1,
+                         skip=["include/boost/mp11", "./lib/cmake/Boost/BoostConfig.cmake"])
+    # a folder's path leaves out what lies under it, not the names it is a prefix of
+    assert names == ["include/boost/mp11.hpp", "include/boost/mp11x.hpp",
+                     "include/boost/asio.hpp"]
+    assert sorted(str(p.relative_to(dest)) for p in dest.rglob("*") if not p.is_dir()) == [
+        "include/boost/asio.hpp", "include/boost/mp11.hpp", "include/boost/mp11x.hpp"]
+    both = safe_extract(archive, tmp_path / "both", strip_components=1,
+                        members=["include/boost"], skip=["include/boost/mp11x.hpp"])
+    assert both == ["include/boost/mp11.hpp", "include/boost/mp11/list.hpp",
+                    "include/boost/asio.hpp", "include/boost/mp11/alias.hpp"]
+    evil = make_tar(tmp_path / "evil.tar.xz",
+                    lambda tf: (_file(tf, "keep/a.h"), _file(tf, "cuda/../../evil.txt")))
+    with pytest.raises(UnsafeArchive, match=r"'\.\.'"):
+        safe_extract(evil, tmp_path / "evil", skip=["cuda"])
+    site, dest = world
+    before = snapshot(site)
+    with pytest.raises(PrebakeError, match=r"no member at|not a path inside") as err:
+        safe_extract(archive, dest, strip_components=1, skip=["include/boost/mp11", left],
+                     replace=True)
+    assert str(archive) in str(err.value) and "\n" not in str(err.value)
+    assert "leave out" in str(err.value)
+    assert snapshot(site) == before

@@ -79,6 +79,10 @@ class UrlSource:
     # with all under it; empty: the whole archive. A package that stands in for one header
     # library (a Debian -dev .deb) holds far more than the build reads.
     members: tuple[str, ...] = ()
+    # Paths of the unpacked tree left out (each must name a member), for an archive of which
+    # the build needs all but a big folder: onnxruntime's CUDA kernels, two thirds of its
+    # source archive, are read only by CUDA builds.
+    skip: tuple[str, ...] = ()
     # Set by the source lock, never in a recipe: the recipe's upstream URL that this archive
     # stands for when the workspace provides it with another ([sources.provided]).
     provides: str = ""
@@ -87,7 +91,7 @@ class UrlSource:
     size: int = -1
 
     def __post_init__(self) -> None:
-        _freeze(self, "mirrors", "versions", "patches", "members")
+        _freeze(self, "mirrors", "versions", "patches", "members", "skip")
 
     def used_by(self, version: str) -> bool:
         return not self.versions or version in self.versions

@@ -117,6 +117,7 @@ def describe(src: Source, workdir: Path, recipe_dir: Path, cache: SourceCache) -
             return [f"download {urls}: no digest in prebake.sources.lock (the build would "
                     "refuse; run `prebake pin`)"]
         only = f", only {', '.join(src.members)}" if src.members else ""
+        only += f", not {', '.join(src.skip)}" if src.skip else ""
         place = (f"unpack -> {dest} (strip {src.strip_components}{only})" if src.unpack
                  else f"copy the archive -> {dest}")
         return [f"download {urls} (sha256 {src.sha256}) -> {cache.path_for(src.sha256)}", place]
@@ -186,7 +187,7 @@ def materialize(src: Source, workdir: Path, recipe_dir: Path, cache: SourceCache
             shutil.copyfile(archive, placed)
             return placed
         tree = extract(archive, dest, strip_components=src.strip_components,
-                       members=src.members)
+                       members=src.members, skip=src.skip)
         for rel in src.patches:
             apply_patch(recipe_dir / rel, tree, run)
         return tree

@@ -14,9 +14,10 @@ from prebake.extract import safe_extract
 
 
 def extract(archive: Path, dest: Path, *, strip_components: int = 0,
-            members: Sequence[str] = ()) -> Path:
+            members: Sequence[str] = (), skip: Sequence[str] = ()) -> Path:
     """Unpack into ``dest`` (replacing what it held), dropping ``strip_components`` levels;
-    ``members``, when given, are the only paths written (each a file or a folder)."""
+    ``members``, when given, are the only paths written (each a file or a folder), and
+    ``skip`` the paths left out."""
     safe_extract(archive, dest, strip_components=strip_components, replace=True,
-                 members=members or None)
+                 members=members or None, skip=skip)
     return dest

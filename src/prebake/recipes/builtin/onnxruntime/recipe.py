@@ -36,6 +36,10 @@ from prebake.recipes.builtin.onnxruntime.fetchcontent import load_table
 
 RELEASES = "https://github.com/microsoft/onnxruntime/releases/download/v{version}"
 SOURCE = "https://github.com/microsoft/onnxruntime/archive/refs/tags/v{version}.tar.gz"
+# Not unpacked: the CUDA kernels, 206 of the 1.21.0 archive's 319 MB. Only the CUDA (and ROCm,
+# kernel explorer) CMake files read them; the CPU and wasm builds glob them into variables
+# nothing of theirs uses, and no other source includes them (tests/integration/test_flagship.py).
+NOT_BUILT = ("onnxruntime/contrib_ops/cuda",)
 HERE = Path(__file__).parent
 DEPS = "deps.toml"
 # Ends in --cmake_extra_defines: a leg's own defines follow it directly (a second
@@ -214,7 +218,7 @@ RECIPE = Recipe(
     name="onnxruntime",
     pin="onnxruntime",
     description="ONNX Runtime inference library (C/C++ API)",
-    sources=(UrlSource(SOURCE), *dependency_sources()),
+    sources=(UrlSource(SOURCE, skip=NOT_BUILT), *dependency_sources()),
     files=(DEPS,),
     host_tools=(PROTOC, CMAKE),
     releases=EH_BY_RELEASE,
