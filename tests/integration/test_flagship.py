@@ -499,6 +499,32 @@ def environment() -> Path:
     return toolchains.TOOLCHAINS
 
 
+def test_the_environment_holds_the_system_libraries_the_builds_links_need(
+        environment: Path, tmp_path: Path) -> None:
+    """``toolchain install`` built Emscripten's system libraries for the platform's flags: a
+    configure check's link and a target's link as the recipe makes them (its own flags,
+    without the consumer's ``-sJSPI``) add nothing to the environment's cache. Left to the
+    first build, onnxruntime built 17 there (~100 s) and wrote into the toolchain meanwhile."""
+    proc = support.prebake("-C", FLAGSHIP, "toolchain", "install", "--platform", "wasm",
+                           "--json", env={"PREBAKE_TOOLCHAINS": str(environment)})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (wasm,) = json.loads(proc.stdout)["platforms"]
+    assert "system libraries for the platform's flags already built" in wasm["message"], wasm
+    root = Path(wasm["path"]).with_suffix("")  # the wrappers sit beside the root
+    libs = root / "var/cache/emscripten/sysroot/lib/wasm32-emscripten"
+    before = {p.name: p.stat().st_mtime_ns for p in libs.glob("*.a")}
+    assert {"libc-mt.a", "libc-mt-debug.a", "libc++-mt-wasmexcept.a",
+            "libc++-debug-mt-wasmexcept.a", "libc++abi-mt-wasmexcept.a"} <= set(before), before
+    src = tmp_path / "t.cc"
+    src.write_text("#include <vector>\nint main() { try { std::vector<int>(1).at(3); }"
+                   " catch (...) { return 0; } return 1; }\n")
+    for level in ("-O0", "-O3"):
+        support.run([str(Path(wasm["path"]) / "em++"), level, "-fwasm-exceptions",
+                     "-sWASM_LEGACY_EXCEPTIONS=0", "-pthread", "-msimd128", str(src), "-o",
+                     str(tmp_path / f"t{level}.js")], tmp_path)
+    assert {p.name: p.stat().st_mtime_ns for p in libs.glob("*.a")} == before
+
+
 def test_the_environment_reports_the_pinned_emscripten(environment: Path) -> None:
     proc = support.prebake("-C", FLAGSHIP, "toolchain", "list", "--json",
                            env={"PREBAKE_TOOLCHAINS": str(environment)})

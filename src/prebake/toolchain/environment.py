@@ -58,6 +58,10 @@ class Environment:
     # False: the suite's Release file may be past its Valid-Until (a frozen snapshot); only
     # that date check is relaxed, signatures are verified as always
     check_valid_until: bool = True
+    # True: Emscripten builds its system libraries on first use into the root's cache, and
+    # `toolchain install` builds the platform's variants then (prebake.toolchain.emwarm);
+    # False: the cache is frozen (Debian 13's ships them built and refuses to build more)
+    warm_system_libraries: bool = False
 
     @property
     def root(self) -> Path:
@@ -84,7 +88,8 @@ def environments() -> Mapping[str, Environment]:
         out[name] = Environment(name, str(row.get("description", "")), str(row["suite"]),
                                 tuple(row["packages"]), tuple(row["tools"]),
                                 tuple(row["identity"]),
-                                bool(row.get("check_valid_until", True)))
+                                bool(row.get("check_valid_until", True)),
+                                bool(row.get("warm_system_libraries", False)))
     return out
 
 

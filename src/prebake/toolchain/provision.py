@@ -17,6 +17,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from prebake.toolchain.emwarm import warm
 from prebake.toolchain.environment import environment_named, install, toolchains_dir
 from prebake.toolchain.families import Family, family_of_argv, pin_matches
 from prebake.toolchain.probe import installed_emsdk, installed_zig
@@ -115,6 +116,11 @@ def provision(ws: Workspace, platform: Platform) -> Provisioned:
         env = environment_named(tc.environment)
         present = env.installed()
         ok, msg = install(env)
+        if ok and env.warm_system_libraries:
+            # the system libraries the platform's links need, built now rather than by the
+            # first unit that links (prebake.toolchain.emwarm)
+            ok, said = warm(env, platform.link_test.flags)
+            msg = f"{msg}; {said}"
         outcome = (Outcome.PRESENT if present else Outcome.INSTALLED) if ok else Outcome.CANNOT
         return Provisioned(name, fam.name if fam else None,
                            ws.pins.get(tc.pin) if tc.pin else None, outcome, f"{name}: {msg}",
