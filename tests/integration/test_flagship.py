@@ -525,6 +525,25 @@ def test_the_environment_holds_the_system_libraries_the_builds_links_need(
     assert {p.name: p.stat().st_mtime_ns for p in libs.glob("*.a")} == before
 
 
+def test_consumer_flags_the_environment_cannot_link_fail_the_install(
+        environment: Path, tmp_path: Path) -> None:
+    """An environment that cannot link its platform's consumer flags is not usable: the
+    install says which link failed and what the compiler said, and stamps nothing."""
+    ws = _copy(tmp_path / "ws")
+    toml = ws / "prebake.toml"
+    toml.write_text(toml.read_text().replace('flags = ["-sJSPI",',
+                                             'flags = ["-sNO_SUCH_SETTING=1", "-sJSPI",'))
+    proc = _prebake(ws, "toolchain", "install", "--platform", "wasm",
+                    env={"PREBAKE_TOOLCHAINS": str(environment)})
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    (line,) = proc.stdout.splitlines()
+    assert line.split()[0] == "cannot", line
+    assert "emcc -O0 -sNO_SUCH_SETTING=1 -sJSPI" in line and "NO_SUCH_SETTING" in line.split(
+        "failed in environment debian-sid-emscripten: ")[1], line
+    stamps = environment / "env-debian-sid-emscripten" / "var" / "cache" / "prebake-warm"
+    assert all("NO_SUCH_SETTING" not in f.read_text() for f in stamps.iterdir())
+
+
 def test_the_environment_reports_the_pinned_emscripten(environment: Path) -> None:
     proc = support.prebake("-C", FLAGSHIP, "toolchain", "list", "--json",
                            env={"PREBAKE_TOOLCHAINS": str(environment)})
