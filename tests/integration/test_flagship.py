@@ -199,19 +199,21 @@ def test_a_header_of_another_release_is_refused(tmp_path: Path) -> None:
     assert ok.ok, ok.failure("ort")
 
 
-def _source_archive(tmp_path: Path) -> Path:
-    """onnxruntime 1.21.0's source archive, as prebake's cache holds it (the desktop legs and
-    ``prebake pin`` download it)."""
-    cached = PREBAKE_CACHE / "sources" / SOURCE_SHA
-    if not cached.is_file():
-        ws = _copy(tmp_path / "pin")
-        proc = _prebake(ws, "pin", "onnxruntime", "1.21.0", "--platform", "linux-x86_64")
-        assert proc.returncode == 0, proc.stderr
-    return cached
+@pytest.fixture(scope="session")
+def ort_source() -> Path:
+    """onnxruntime 1.21.0's source archive as the flagship's lock pins it, in the suite's
+    prebake cache (downloaded here, before the tests' network guard, on the first run)."""
+    lock = read_source_lock(FLAGSHIP)
+    (entry,) = [e for e in lock.entries.values() if "onnxruntime_1.21.0" in e.url]
+    assert entry.sha256 == SOURCE_SHA
+    mirror = entry.url.replace("http://deb.debian.org/debian", support.debian_mirror())
+    return SourceCache(PREBAKE_CACHE).fetch(list(dict.fromkeys([mirror, entry.url])),
+                                            entry.sha256, size=entry.size)
 
 
-def test_the_version_table_matches_the_release_deps_txt(tmp_path: Path) -> None:
-    with tarfile.open(_source_archive(tmp_path)) as tf:
+def test_the_version_table_matches_the_release_deps_txt(ort_source: Path,
+                                                       tmp_path: Path) -> None:
+    with tarfile.open(ort_source) as tf:
         member = tf.extractfile("onnxruntime-1.21.0/cmake/deps.txt")
         assert member is not None
         deps_txt = tmp_path / "deps.txt"
@@ -243,7 +245,7 @@ def test_the_version_table_matches_the_release_deps_txt(tmp_path: Path) -> None:
 
 
 def test_the_cuda_kernels_left_out_of_the_source_are_read_by_cuda_builds_only(
-        tmp_path: Path) -> None:
+        ort_source: Path) -> None:
     """The recipe does not unpack ``contrib_ops/cuda`` (two thirds of the archive's bytes):
     no source outside the GPU providers includes it, and the CMake files outside them that
     name it only glob it into ``onnxruntime_cuda_*`` lists that only GPU CMake files read (or
@@ -255,7 +257,7 @@ def test_the_cuda_kernels_left_out_of_the_source_are_read_by_cuda_builds_only(
     gpu = re.compile(r"/(cuda|rocm|training|orttraining|test|migraphx|tensorrt)/|"
                      r"cmake/onnxruntime_(providers_(cuda|rocm)|kernel_explorer|rocm_hipify)")
     includes, cmake = [], {}
-    with tarfile.open(_source_archive(tmp_path)) as tf:
+    with tarfile.open(ort_source) as tf:
         for m in tf:
             name = m.name.split("/", 1)[-1]
             if not m.isfile() or name.startswith(source.skip) or gpu.search("/" + name):
@@ -532,16 +534,17 @@ def test_consumer_flags_the_environment_cannot_link_fail_the_install(
     ws = _copy(tmp_path / "ws")
     toml = ws / "prebake.toml"
     toml.write_text(toml.read_text().replace('flags = ["-sJSPI",',
-                                             'flags = ["-sNO_SUCH_SETTING=1", "-sJSPI",'))
+                                             'flags = ["-sPREBAKE_BOGUS_SETTING=1", "-sJSPI",'))
     proc = _prebake(ws, "toolchain", "install", "--platform", "wasm",
                     env={"PREBAKE_TOOLCHAINS": str(environment)})
     assert proc.returncode == 1, proc.stdout + proc.stderr
     (line,) = proc.stdout.splitlines()
     assert line.split()[0] == "cannot", line
-    assert "emcc -O0 -sNO_SUCH_SETTING=1 -sJSPI" in line and "NO_SUCH_SETTING" in line.split(
-        "failed in environment debian-sid-emscripten: ")[1], line
+    assert "emcc -O0 -sPREBAKE_BOGUS_SETTING=1 -sJSPI" in line, line
+    said = line.split("failed in environment debian-sid-emscripten: ")[1]
+    assert said.startswith("emcc: error:") and "PREBAKE_BOGUS_SETTING" in said, line
     stamps = environment / "env-debian-sid-emscripten" / "var" / "cache" / "prebake-warm"
-    assert all("NO_SUCH_SETTING" not in f.read_text() for f in stamps.iterdir())
+    assert all("PREBAKE_BOGUS_SETTING" not in f.read_text() for f in stamps.iterdir())
 
 
 def test_the_environment_reports_the_pinned_emscripten(environment: Path) -> None:

@@ -77,4 +77,6 @@ def _link(argv: list[str], cwd: str) -> str:
     if proc.returncode == 0:
         return ""
     lines = (proc.stderr or proc.stdout).strip().splitlines()
-    return (lines[-1] if lines else f"exit {proc.returncode}")[:300]
+    # the compiler's own error line (emcc adds hints after it), else its last line
+    said = next((ln for ln in lines if "error" in ln), lines[-1] if lines else "")
+    return (said.strip() or f"exit {proc.returncode}")[:300]
