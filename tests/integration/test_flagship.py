@@ -31,7 +31,7 @@ from prebake.recipes.builtin.onnxruntime import emsdk_standin, fetchcontent
 from prebake.recipes.builtin.onnxruntime import recipe as ort_recipe
 from prebake.recipes.model import Recipe, UrlSource, VersionCheck
 from prebake.sources import SourceCache, materialize
-from prebake.sources.lock import read_source_lock
+from prebake.sources.lock import Locked, read_source_lock
 from tests import support
 
 FLAGSHIP = support.ROOT / "examples" / "onnxruntime"
@@ -199,16 +199,24 @@ def test_a_header_of_another_release_is_refused(tmp_path: Path) -> None:
     assert ok.ok, ok.failure("ort")
 
 
+def _locked(fragment: str) -> tuple[Locked, Path]:
+    """The flagship's one locked archive whose URL holds ``fragment``, fetched into the suite's
+    prebake cache (from the tests' Debian mirror when one is set): its lock entry and file.
+    Fixtures call it, so the download happens before the tests' network guard."""
+    lock = read_source_lock(FLAGSHIP)
+    (entry,) = [e for e in lock.entries.values() if fragment in e.url]
+    mirror = entry.url.replace("http://deb.debian.org/debian", support.debian_mirror())
+    path = SourceCache(PREBAKE_CACHE).fetch(list(dict.fromkeys([mirror, entry.url])),
+                                            entry.sha256, size=entry.size)
+    return entry, path
+
+
 @pytest.fixture(scope="session")
 def ort_source() -> Path:
-    """onnxruntime 1.21.0's source archive as the flagship's lock pins it, in the suite's
-    prebake cache (downloaded here, before the tests' network guard, on the first run)."""
-    lock = read_source_lock(FLAGSHIP)
-    (entry,) = [e for e in lock.entries.values() if "onnxruntime_1.21.0" in e.url]
+    """onnxruntime 1.21.0's source archive as the flagship's lock pins it."""
+    entry, path = _locked("onnxruntime_1.21.0")
     assert entry.sha256 == SOURCE_SHA
-    mirror = entry.url.replace("http://deb.debian.org/debian", support.debian_mirror())
-    return SourceCache(PREBAKE_CACHE).fetch(list(dict.fromkeys([mirror, entry.url])),
-                                            entry.sha256, size=entry.size)
+    return path
 
 
 def test_the_version_table_matches_the_release_deps_txt(ort_source: Path,
@@ -262,15 +270,16 @@ def test_the_cuda_kernels_left_out_of_the_source_are_read_by_cuda_builds_only(
             name = m.name.split("/", 1)[-1]
             if not m.isfile() or name.startswith(source.skip) or gpu.search("/" + name):
                 continue
-            if name.endswith((".cc", ".h", ".cpp", ".cu", ".inc")):
-                f = tf.extractfile(m)
-                assert f is not None
-                if b"contrib_ops/cuda/" in f.read():
-                    includes.append(name)
-            elif name.endswith((".cmake", "CMakeLists.txt")):
-                f = tf.extractfile(m)
-                assert f is not None
-                cmake[name] = f.read().decode()
+            code = name.endswith((".cc", ".h", ".cpp", ".cu", ".inc"))
+            if not (code or name.endswith((".cmake", "CMakeLists.txt"))):
+                continue
+            f = tf.extractfile(m)
+            assert f is not None
+            data = f.read()
+            if not code:
+                cmake[name] = data.decode()
+            elif b"contrib_ops/cuda/" in data:
+                includes.append(name)
     assert includes == []
     naming = {n for n, text in cmake.items() if "contrib_ops/cuda" in text}
     assert naming == {"cmake/onnxruntime_providers_cpu.cmake",
@@ -290,13 +299,8 @@ def test_the_cuda_kernels_left_out_of_the_source_are_read_by_cuda_builds_only(
 
 @pytest.fixture(scope="session")
 def boost_deb() -> UrlSource:
-    """Debian's libboost1.83-dev as the flagship's lock pins it, in the suite's prebake cache
-    (downloaded here, before the tests' network guard, on the first run)."""
-    lock = read_source_lock(FLAGSHIP)
-    (entry,) = [e for e in lock.entries.values() if "libboost1.83-dev" in e.url]
-    mirror = entry.url.replace("http://deb.debian.org/debian", support.debian_mirror())
-    SourceCache(PREBAKE_CACHE).fetch(list(dict.fromkeys([mirror, entry.url])), entry.sha256,
-                                     size=entry.size)
+    """Debian's libboost1.83-dev as the flagship's lock pins it."""
+    entry, _ = _locked("libboost1.83-dev")
     return UrlSource(entry.url, sha256=entry.sha256, size=entry.size, dest="deps/mp11")
 
 
