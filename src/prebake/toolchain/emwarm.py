@@ -14,7 +14,6 @@ later builds find every library there.
 from __future__ import annotations
 
 import hashlib
-import os
 import subprocess
 import tempfile
 import time
@@ -69,9 +68,8 @@ def warm(env: Environment, flags: Sequence[str]) -> tuple[bool, str]:
 
 def _link(argv: list[str], cwd: str) -> str:
     try:
-        proc = subprocess.run(argv, cwd=cwd, env=dict(os.environ), capture_output=True,
-                              text=True, errors="replace", timeout=WARM_TIMEOUT, check=False,
-                              stdin=subprocess.DEVNULL)
+        proc = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, errors="replace",
+                              timeout=WARM_TIMEOUT, check=False, stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"{type(exc).__name__}: {exc}"
     if proc.returncode == 0:
