@@ -433,6 +433,9 @@ def _twins(data: bytes) -> list[tuple[str, object, object]]:
                                                 wasm_code.C_FAMILIES),
                         None if eh is None else (eh.legacy, eh.exnref, eh.throw,  # type: ignore
                                                  eh.exnref_types)))  # type: ignore
+            deep = _python(lambda: wasm_code.decode_bodies_py(data, bodies))
+            out.append(("deep", scan.wasm_deep_scan(data, bodies, *wasm_code.deep_tables()),
+                        None if deep is None else _family_counts(deep)))  # type: ignore[arg-type]
     if -1 in secs:
         m = _python(lambda: wasm.parse_container(Reader(data)))
         if m is not None:
@@ -453,6 +456,14 @@ def _twins(data: bytes) -> list[tuple[str, object, object]]:
     return out
 
 
+def _family_counts(deep: wasm_code.DeepScan) -> tuple[int, ...]:
+    """The Python decode's counts in the C loop's shape: one per family, in ``FAMILIES``' order,
+    padded to 16 (a family the Python counted that FAMILIES lacks would fail the comparison)."""
+    counts = tuple(deep.counts.get(f, 0) for f in wasm_code.FAMILIES)
+    assert sum(counts) == sum(deep.counts.values()), "a family the C tables do not name"
+    return counts + (0,) * (16 - len(counts))
+
+
 @pytest.fixture(scope="module")
 def wasm_objects() -> list[bytes]:
     objects = [o for p in REAL_WASM[:2] if p.exists() for o in _member_objects(p, 25)]
@@ -468,7 +479,7 @@ def test_the_wasm_loops_agree_on_real_objects(wasm_objects: list[bytes]) -> None
             assert fast == slow, what
             assert fast is not None, f"{what}: the C loop gave up on a real object"
             seen.add(what)
-    assert seen == {"imports", "types", "locals", "eh", "symbols"}
+    assert seen == {"imports", "types", "locals", "eh", "deep", "symbols"}
 
 
 @settings(max_examples=400, deadline=None)

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from prebake.errors import FormatError
-from prebake.inspect import ParseOptions, inspect_bytes, wasm_code
+from prebake.inspect import ParseOptions, hotloops, inspect_bytes, wasm_code
 from prebake.inspect import bitcode as bc
 from prebake.inspect.binreader import Reader, Truncated
 from prebake.inspect.facts import Facts
@@ -268,6 +268,46 @@ def test_eh_scan_agrees_with_the_deep_decode_on_any_sequence(pieces: list[bytes]
     types = sum(p.count(t) for p in pieces for t in (
         b"\x02\x69", b"\x02\x63\x69", b"\x1f\x69", b"\xd0\x69", b"\x1c\x01\x69"))
     assert eh.exnref_types == types
+
+
+def _both_decodes(buf: bytes, bodies: list[tuple[int, int]]) -> tuple[object, object]:
+    """(C, Python) deep decodes of ``bodies``: each a ``DeepScan``, or the error's type."""
+    out: list[object] = []
+    for decode in (wasm_code.decode_bodies, wasm_code.decode_bodies_py):
+        try:
+            out.append(decode(buf, bodies))
+        except Truncated as exc:
+            out.append(type(exc))
+    return out[0], out[1]
+
+
+def test_the_c_deep_decode_counts_every_family_as_the_python_does() -> None:
+    assert hotloops.BUILT, "the C extension is not built (scripts/bootstrap)"
+    call_ref = body(b"\x14\x00\x0b")  # typed function references, which EVERY_FAMILY lacks
+    buf = vec([body(EVERY_FAMILY, vec([b"\x01\x7b", b"\x02\x69"])), call_ref])
+    scan = wasm_code.scan_locals(buf, 0, len(buf), keep_bodies=True)
+    fast = hotloops.scan.wasm_deep_scan(buf, scan.bodies, *wasm_code.deep_tables())
+    assert fast is not None
+    c, py = _both_decodes(buf, scan.bodies)
+    assert c == py
+    assert isinstance(c, wasm_code.DeepScan)
+    assert set(c.counts) == set(wasm_code.FAMILIES)  # every family, each counted at least once
+
+
+# Instructions that open or close blocks on their own (a body of them may be unbalanced: an
+# `end` before the last byte, a `delegate` below depth 0), beside the balanced PIECES
+UNBALANCED = [b"\x0b", b"\x02\x40", b"\x06\x40", b"\x18\x00", b"\x1f\x40\x00", b"\x07\x00"]
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(PIECES + UNBALANCED), max_size=12))
+def test_the_c_deep_decode_agrees_with_the_python_on_any_sequence(pieces: list[bytes]) -> None:
+    """Counts where both decode; the same refusal (the C gives up, the Python raises) where a
+    body's blocks do not close exactly at its last byte."""
+    buf = vec([body(b"".join(pieces) + b"\x0b", vec([b"\x01\x69"]))])
+    scan = wasm_code.scan_locals(buf, 0, len(buf), keep_bodies=True)
+    c, py = _both_decodes(buf, scan.bodies)
+    assert c == py
 
 
 LEGACY_BODY = b"\x06\x40\x10\x00\x19\x0b\x0b"  # try; call 0; catch_all; end; end

@@ -735,6 +735,177 @@ done:
     return result;
 }
 
+/* The deep decode's family tables (wasm_code.deep_tables): which families each single-byte
+ * opcode counts for (a bit per family, little-endian 16 bits), how it changes the block depth
+ * (a signed byte), and the family of each 0xFD, 0xFC and 0xFE sub-opcode. */
+#define DEEP_FAMILIES 16
+#define FD_SUBS 0x114
+#define FC_SUBS 18
+typedef struct {
+    const unsigned char *shapes, *masks, *depths, *fd, *fc;
+    unsigned atomics;
+} deep_tables;
+
+/* One body, every instruction decoded and its families counted: wasm_code.decode_body, the
+ * block depth included (an ``end`` at depth 0 must be the body's last byte). */
+static int w_deep_body(const unsigned char *b, Py_ssize_t pos, Py_ssize_t end,
+                       const deep_tables *t, uint64_t counts[DEEP_FAMILIES]) {
+    uint64_t ndecl;
+    int big;
+    pos = w_uleb(b, pos, end, &ndecl, &big);
+    if (pos < 0 || big)
+        return -1;
+    for (uint64_t i = 0; i < ndecl; i++) {
+        pos = w_skip_leb(b, pos, end);
+        if (pos < 0 || (pos = w_valtype(b, pos, end)) < 0)
+            return -1;
+    }
+    int64_t depth = 0;
+    while (pos < end) {
+        const unsigned op = b[pos++];
+        if (op == 0x0B) {
+            if (depth == 0)
+                return pos == end ? 0 : -1;
+            depth--;
+            continue;
+        }
+        const unsigned shape = t->shapes[op];
+        if (shape == S_UNKNOWN) {
+            if (op != 0xFC && op != 0xFD && op != 0xFE)
+                return -1;
+            uint64_t sub;
+            const Py_ssize_t at = pos;
+            pos = w_prefixed(op, b, pos, end);
+            if (pos < 0)
+                return -1;
+            w_uleb(b, at, end, &sub, &big); /* read once already: in range and not big */
+            const unsigned fam = op == 0xFD ? t->fd[sub] : op == 0xFC ? t->fc[sub] : t->atomics;
+            if (fam < DEEP_FAMILIES)
+                counts[fam]++;
+            continue;
+        }
+        uint64_t n = 0;
+        switch (shape) {
+        case S_NONE:
+            break;
+        case S_IDX: case S_I32: case S_I64: case S_MEMIDX: case S_HEAPTYPE:
+            pos = w_skip_leb(b, pos, end);
+            break;
+        case S_MEMARG:
+            pos = w_memarg(b, pos, end);
+            break;
+        case S_BLOCK:
+            pos = w_blocktype(b, pos, end);
+            break;
+        case S_IDX2:
+            pos = w_skip_leb(b, pos, end);
+            if (pos >= 0)
+                pos = w_skip_leb(b, pos, end);
+            break;
+        case S_F32:
+            pos += 4;
+            break;
+        case S_F64:
+            pos += 8;
+            break;
+        case S_BRTABLE:
+            pos = w_count(b, pos, end, &n);
+            for (uint64_t i = 0; i <= n && pos >= 0; i++)
+                pos = w_skip_leb(b, pos, end);
+            break;
+        case S_SELECT_T:
+            pos = w_count(b, pos, end, &n);
+            for (uint64_t i = 0; i < n && pos >= 0; i++)
+                pos = w_valtype(b, pos, end);
+            break;
+        case S_TRY_TABLE:
+            pos = w_blocktype(b, pos, end);
+            if (pos >= 0)
+                pos = w_count(b, pos, end, &n);
+            for (uint64_t i = 0; i < n && pos >= 0; i++) {
+                if (pos >= end)
+                    return -1;
+                const unsigned kind = b[pos++];
+                if (kind > 3)
+                    return -1;
+                if (kind <= 1)
+                    pos = w_skip_leb(b, pos, end); /* the tag */
+                if (pos >= 0)
+                    pos = w_skip_leb(b, pos, end); /* the label */
+            }
+            break;
+        default:
+            return -1;
+        }
+        if (pos < 0)
+            return -1;
+        depth += (signed char)t->depths[op];
+        const unsigned mask = t->masks[2 * op] | (unsigned)t->masks[2 * op + 1] << 8;
+        for (unsigned f = 0; mask >> f; f++)
+            if (mask >> f & 1)
+                counts[f]++;
+    }
+    return -1; /* no final ``end``, or an immediate ran past the body */
+}
+
+/* wasm_deep_scan(buf, bodies, shapes, masks, depths, fd, fc, atomics)
+ *   -> (count of family 0, ... family 15) | None
+ *
+ * Every instruction of every body (``bodies``: (start, end) pairs in ``buf``) decoded, as
+ * wasm_code.decode_bodies does; None when a body does not decode to exactly its size (the
+ * Python then says where and why). The tables are wasm_code.deep_tables(), built from
+ * wasm_code.OPS, so that the instructions are known in one place. */
+static PyObject *wasm_deep_scan(PyObject *self, PyObject *args) {
+    Py_buffer buf, shapes, masks, depths, fd, fc;
+    unsigned atomics;
+    PyObject *bodies, *result = NULL;
+    if (!PyArg_ParseTuple(args, "y*O!y*y*y*y*y*I", &buf, &PyList_Type, &bodies, &shapes, &masks,
+                          &depths, &fd, &fc, &atomics))
+        return NULL;
+    if (shapes.len != 256 || masks.len != 512 || depths.len != 256 || fd.len != FD_SUBS ||
+        fc.len != FC_SUBS) {
+        PyErr_SetString(PyExc_ValueError, "deep tables of the wrong sizes");
+        goto done;
+    }
+    const deep_tables t = {shapes.buf, masks.buf, depths.buf, fd.buf, fc.buf, atomics};
+    uint64_t counts[DEEP_FAMILIES] = {0};
+    const Py_ssize_t n = PyList_GET_SIZE(bodies);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PyList_GET_ITEM(bodies, i);
+        Py_ssize_t start, end;
+        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 2) {
+            PyErr_SetString(PyExc_TypeError, "bodies are (start, end) tuples");
+            goto done;
+        }
+        start = PyLong_AsSsize_t(PyTuple_GET_ITEM(item, 0));
+        end = PyLong_AsSsize_t(PyTuple_GET_ITEM(item, 1));
+        if (PyErr_Occurred())
+            goto done;
+        if (start < 0 || end <= start || end > buf.len ||
+            w_deep_body(buf.buf, start, end, &t, counts) < 0) {
+            result = Py_NewRef(Py_None);
+            goto done;
+        }
+    }
+    result = PyTuple_New(DEEP_FAMILIES);
+    for (Py_ssize_t f = 0; result != NULL && f < DEEP_FAMILIES; f++) {
+        PyObject *v = PyLong_FromUnsignedLongLong(counts[f]);
+        if (v == NULL) {
+            Py_CLEAR(result);
+            break;
+        }
+        PyTuple_SET_ITEM(result, f, v);
+    }
+done:
+    PyBuffer_Release(&buf);
+    PyBuffer_Release(&shapes);
+    PyBuffer_Release(&masks);
+    PyBuffer_Release(&depths);
+    PyBuffer_Release(&fd);
+    PyBuffer_Release(&fc);
+    return result;
+}
+
 /* The name of a symbol: a LEB length and its bytes, decoded as UTF-8 with replacement. */
 static PyObject *w_name(const unsigned char *b, Py_ssize_t *pos, Py_ssize_t end) {
     uint64_t n;
@@ -1098,6 +1269,7 @@ static PyMethodDef methods[] = {
     {"dangling", dangling, METH_VARARGS, "Distinct index offsets that are not member heads."},
     {"fill_demangled", fill_demangled, METH_VARARGS, "Demangle the names a cache lacks."},
     {"wasm_eh_scan", wasm_eh_scan, METH_VARARGS, "EH instructions of every wasm body, or None."},
+    {"wasm_deep_scan", wasm_deep_scan, METH_VARARGS, "Every wasm body's families, or None."},
     {"wasm_symbols", wasm_symbols, METH_VARARGS, "A wasm object's symbol table, or None."},
     {"wasm_locals", wasm_locals, METH_VARARGS, "A code section's bodies and locals, or None."},
     {"wasm_imports", wasm_imports, METH_VARARGS, "A wasm import section, or None."},

@@ -174,6 +174,13 @@ def wasm_eh_scan(buf: Buffer, bodies: list[tuple[int, int]], shapes: bytes, fami
     return None
 
 
+def wasm_deep_scan(buf: Buffer, bodies: list[tuple[int, int]], shapes: bytes, masks: bytes,
+                   depths: bytes, fd: bytes, fc: bytes, atomics: int, /
+                   ) -> tuple[int, ...] | None:
+    """No fast answer: ``wasm_code.decode_bodies_py`` is the reference."""
+    return None
+
+
 def wasm_symbols(buf: Buffer, start: int, end: int,
                  imports: tuple[list[str], list[str], list[str], list[str]], /
                  ) -> WasmSymbols | None:
