@@ -50,6 +50,7 @@ import queue
 import re
 import shutil
 import stat
+import subprocess
 import sys
 import tarfile
 import tempfile
@@ -61,6 +62,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from prebake.cores import usable_cores
 from prebake.errors import PrebakeError
 from prebake.names import shown
 from prebake.walk import MAX_DEPTH
@@ -193,9 +195,56 @@ def _zip_members(archive: Path, zf: zipfile.ZipFile, strip: int) -> Iterator[_Me
                           open=opener)
 
 
+class _XzChild(io.RawIOBase):
+    """An ``.xz`` file decompressed by ``xz -dc`` in a child process. liblzma here runs on one
+    core; xz decompresses the blocks of a multi-block file on several (onnxruntime 1.21.0's
+    source, 13 blocks, 319 MB: 1.55 s on one thread, 0.99 s on two; prebake's own assets are
+    written in blocks too), and on another core than the one writing the files. Its errors
+    end the stream as liblzma's would (``lzma.LZMAError``, which the caller words)."""
+
+    def __init__(self, xz: str, archive: Path) -> None:
+        super().__init__()
+        self._proc = subprocess.Popen(
+            [xz, "--decompress", "--stdout", "--quiet", f"--threads={usable_cores()}", "--",
+             str(archive)],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0)
+        assert self._proc.stdout is not None and self._proc.stderr is not None
+        self._out, self._err = self._proc.stdout, self._proc.stderr
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        n = os.readv(self._out.fileno(), [b])
+        if not n and self._proc.wait() != 0:
+            said = self._err.read(4096).decode(errors="replace").strip().splitlines()
+            # "xz: PATH: Compressed data is corrupt": the caller names the file itself
+            why = said[-1].rsplit(": ", 1)[-1] if said else f"exit status {self._proc.returncode}"
+            if "memory" in why.lower():  # as liblzma's allocation failing here would say it
+                raise MemoryError(why)
+            raise lzma.LZMAError(f"xz: {why}")
+        return n
+
+    def close(self) -> None:
+        if self._proc.poll() is None:  # stopped early (an unsafe member): nothing more is read
+            self._proc.kill()
+        self._proc.wait()
+        self._out.close()
+        self._err.close()
+        super().close()
+
+
+def _xz(archive: Path) -> io.BufferedIOBase:
+    """The ``xz`` child where the machine has xz (Debian's xz-utils), liblzma otherwise."""
+    xz = shutil.which("xz")
+    if xz is None:
+        return lzma.open(archive, "rb")
+    return io.BufferedReader(_XzChild(xz, archive), _CHUNK)
+
+
 # the stream is closed by _ReadAhead.close(), hence no context managers here
 _MAGIC: tuple[tuple[bytes, Callable[[Path], io.BufferedIOBase]], ...] = (
-    (b"\xfd7zXZ\x00", lambda p: lzma.open(p, "rb")),  # noqa: SIM115
+    (b"\xfd7zXZ\x00", _xz),
     (b"\x1f\x8b", lambda p: gzip.open(p, "rb")),  # noqa: SIM115
     (b"BZh", lambda p: bz2.open(p, "rb")),  # noqa: SIM115
 )
@@ -420,6 +469,7 @@ class _Extractor:
         self.hardlinks: list[_Member] = []
         self.written = 0
         self.mtimes: list[tuple[Path, float]] = []
+        self.folders: set[Path] = set()  # made in root
 
     def _reject(self, m: _Member, rule: str) -> UnsafeArchive:
         return UnsafeArchive(self.archive, m.raw, rule)
@@ -461,6 +511,7 @@ class _Extractor:
             with _writing():
                 path.mkdir(parents=True, exist_ok=True)
                 path.chmod(0o755)
+            self.folders.add(path)
         elif m.kind == "file":
             self._write_file(m, path)
         elif m.kind == "symlink":
@@ -490,7 +541,9 @@ class _Extractor:
         assert m.open is not None
         got = 0
         with _writing():
-            path.parent.mkdir(parents=True, exist_ok=True)
+            if path.parent not in self.folders:  # one mkdir per folder, not one per file
+                path.parent.mkdir(parents=True, exist_ok=True)
+                self.folders.add(path.parent)
             out = open(path, "xb")  # noqa: SIM115 -- closed below, where a full disk shows
         with m.open() as src:
             try:

@@ -346,3 +346,68 @@ def test_skip_leaves_paths_out_and_each_must_name_a_member(
     assert str(archive) in str(err.value) and "\n" not in str(err.value)
     assert "leave out" in str(err.value)
     assert snapshot(site) == before
+
+
+# .xz archives are decompressed by an `xz` child where the machine has one (extract._XzChild),
+# by liblzma in the process otherwise: both must land the same tree and refuse the same way.
+@pytest.fixture(params=["xz child", "liblzma"])
+def xz_reader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    import shutil
+
+    from prebake import extract
+
+    real = shutil.which
+    if request.param == "liblzma":
+        monkeypatch.setattr(extract.shutil, "which",
+                            lambda name: None if name == "xz" else real(name))
+    else:
+        assert real("xz"), "xz-utils is missing (scripts/bootstrap installs it)"
+    return str(request.param)
+
+
+def test_either_xz_reader_lands_the_same_tree(xz_reader: str, tmp_path: Path) -> None:
+    archive = make_tar(tmp_path / "good.tar.xz", _good, "w:xz")
+    names = safe_extract(archive, tmp_path / "out", strip_components=1)
+    assert names == ["include/foo.h", "lib/libfoo.so.1", "lib/libfoo.so", "lib/libfoo-copy.so.1",
+                     "share/inc"]
+    assert (tmp_path / "out/share/inc/foo.h").read_text() == "int foo(void);\n"
+
+
+def test_either_xz_reader_refuses_a_corrupt_stream_in_one_line(xz_reader: str,
+                                                               tmp_path: Path) -> None:
+    good = make_tar(tmp_path / "g.tar.xz", lambda tf: _file(tf, "big", os.urandom(300_000)))
+    data = bytearray(good.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    bad = tmp_path / "bad.tar.xz"
+    bad.write_bytes(bytes(data))
+    with pytest.raises(PrebakeError, match=r"bad\.tar\.xz: not a readable archive") as err:
+        safe_extract(bad, tmp_path / "out")
+    assert "\n" not in str(err.value)
+    assert not (tmp_path / "out").exists()
+
+
+def _children_named(name: str) -> list[int]:
+    """Live (not yet reaped) children of this process whose command is ``name``."""
+    out = []
+    for stat_file in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat_file.read_text().rsplit(")", 1)
+            comm = fields[0].split("(", 1)[1]
+            ppid = int(fields[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == os.getpid() and comm == name:
+            out.append(int(stat_file.parent.name))
+    return out
+
+
+def test_an_unsafe_member_stops_the_xz_child(tmp_path: Path) -> None:
+    """Refused at its first member, a large archive is not decompressed to its end, and its xz
+    child is stopped and reaped: no process outlives the refusal."""
+    archive = tmp_path / "a.tar.xz"
+    with tarfile.open(archive, "w:xz", preset=0) as tf:
+        _file(tf, "../escape", b"x")
+        _file(tf, "big", bytes(256 * 1024 * 1024))  # ~40 KB of xz; seconds to decompress
+    with pytest.raises(UnsafeArchive, match="escape"):
+        safe_extract(archive, tmp_path / "out", max_ratio=None)
+    assert _children_named("xz") == []
