@@ -4,7 +4,7 @@ sanitized environment, with the CMake toolchain file written first when a comman
 from __future__ import annotations
 
 import shlex
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from prebake.bake import placeholders
@@ -29,10 +29,14 @@ def fetch_sources(run: UnitRun, recipe: Recipe, work: Path) -> None:
         materialize(s, work, recipe.folder, run.cache)
 
 
-def build_from_source(run: UnitRun, recipe: Recipe, strategy: Build, work: Path) -> None:
+def build_from_source(run: UnitRun, recipe: Recipe, strategy: Build, work: Path,
+                      sources_in: Callable[[], None] = lambda: None) -> None:
+    """``sources_in`` is called once the sources are unpacked, before the first command (the
+    unit deletes the earlier build's tree then, not beside the unpack)."""
     if "cmake_toolchain" in template_fields(strategy_templates(strategy)):
         write_cmake_toolchain(run)
     fetch_sources(run, recipe, work)
+    sources_in()
     ctx = command_context(run.ws, run.unit, run.opts, recipe, work, run.dirs)
     env = command_env(run.unit, run.opts, recipe, strategy, ctx, dirs=run.dirs)
     run.log.env(env, dropped(run.opts.caller_env, env))

@@ -215,13 +215,16 @@ def build_recipe(run: UnitRun, recipe: Recipe) -> RecipeBuilt:
     if run.cancel.is_set():
         raise UnitFailed("cancelled")
     work = run.dirs.recipe(recipe)
-    discard(work)
+    old = discard(work)
     work.mkdir(parents=True)
     before = frozenset(prefix_files(run.dirs.prefix))
-    if isinstance(strategy, Repackage):
-        repackage(run, recipe, strategy, work)
-    else:
-        build_from_source(run, recipe, strategy, work)
+    try:
+        if isinstance(strategy, Repackage):
+            repackage(run, recipe, strategy, work)
+        else:
+            build_from_source(run, recipe, strategy, work, sources_in=old.delete)
+    finally:
+        old.delete()  # a repackage, or a build that failed before its sources were in
     _install_license(recipe, work, run.dirs.prefix)
     installed = frozenset(files_below(run.dirs.prefix) - before)
     stamp.write_built(run.dirs, run.unit, recipe, before, installed)
