@@ -215,7 +215,9 @@ class _XzChild(io.RawIOBase):
         return True
 
     def readinto(self, b: Any) -> int:
-        n = os.readv(self._out.fileno(), [b])
+        data = self._out.read(len(b))  # one read of the pipe (unbuffered: bufsize=0)
+        n = len(data)
+        b[:n] = data
         if not n and self._proc.wait() != 0:
             said = self._err.read(4096).decode(errors="replace").strip().splitlines()
             # "xz: PATH: Compressed data is corrupt": the caller names the file itself
