@@ -40,6 +40,7 @@ from __future__ import annotations
 import bz2
 import contextlib
 import errno
+import functools
 import glob
 import gzip
 import io
@@ -236,9 +237,23 @@ class _XzChild(io.RawIOBase):
         super().close()
 
 
-def _xz(archive: Path) -> io.BufferedIOBase:
-    """The ``xz`` child where the machine has xz (Debian's xz-utils), liblzma otherwise."""
+@functools.cache
+def _xz_utils() -> str | None:
+    """XZ Utils' ``xz`` on PATH, or None: another ``xz`` (BusyBox's) lacks the options used."""
     xz = shutil.which("xz")
+    if xz is None:
+        return None
+    try:
+        said = subprocess.run([xz, "--version"], capture_output=True, text=True, timeout=30,
+                              stdin=subprocess.DEVNULL).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return xz if "XZ Utils" in said else None
+
+
+def _xz(archive: Path) -> io.BufferedIOBase:
+    """The ``xz`` child where the machine has XZ Utils (Debian's xz-utils), liblzma otherwise."""
+    xz = _xz_utils()
     if xz is None:
         return lzma.open(archive, "rb")
     return io.BufferedReader(_XzChild(xz, archive), _CHUNK)

@@ -352,17 +352,33 @@ def test_skip_leaves_paths_out_and_each_must_name_a_member(
 # by liblzma in the process otherwise: both must land the same tree and refuse the same way.
 @pytest.fixture(params=["xz child", "liblzma"])
 def xz_reader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    import shutil
-
     from prebake import extract
 
-    real = shutil.which
     if request.param == "liblzma":
-        monkeypatch.setattr(extract.shutil, "which",
-                            lambda name: None if name == "xz" else real(name))
+        monkeypatch.setattr(extract, "_xz_utils", lambda: None)
     else:
-        assert real("xz"), "xz-utils is missing (scripts/bootstrap installs it)"
+        assert extract._xz_utils(), "XZ Utils' xz is missing (scripts/bootstrap installs it)"
     return str(request.param)
+
+
+def test_an_xz_that_is_not_xz_utils_is_not_used(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another ``xz`` on PATH (BusyBox's lacks --threads) would fail every extraction: liblzma
+    reads the archive then."""
+    from prebake import extract
+
+    fake = tmp_path / "bin" / "xz"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\necho 'BusyBox v1.36.1 multi-call binary.'\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
+    extract._xz_utils.cache_clear()
+    try:
+        assert extract._xz_utils() is None
+        archive = make_tar(tmp_path / "good.tar.xz", _good, "w:xz")
+        assert "lib/libfoo.so.1" in safe_extract(archive, tmp_path / "out", strip_components=1)
+    finally:
+        extract._xz_utils.cache_clear()
 
 
 def test_either_xz_reader_lands_the_same_tree(xz_reader: str, tmp_path: Path) -> None:
