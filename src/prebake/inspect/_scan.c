@@ -553,14 +553,16 @@ enum { F_NONE, F_LEGACY, F_EXNREF, F_THROW };
 
 static const unsigned char FC_IMM[18] = {0, 0, 0, 0, 0, 0, 0, 0, 2, 1, 2, 1, 2, 1, 2, 1, 1, 1};
 
-/* One prefixed (0xFC, 0xFD, 0xFE) instruction's immediates: wasm_code._prefixed. */
+/* One prefixed (0xFC, 0xFD, 0xFE) instruction's immediates: wasm_code._prefixed. Its
+ * sub-opcode goes to *sub_out (in range for ``op`` when the position returned is not -1). */
 static Py_ssize_t w_prefixed(unsigned op, const unsigned char *b, Py_ssize_t pos,
-                             Py_ssize_t end) {
+                             Py_ssize_t end, uint64_t *sub_out) {
     uint64_t sub;
     int big;
     pos = w_uleb(b, pos, end, &sub, &big);
     if (pos < 0)
         return -1;
+    *sub_out = sub;
     if (op == 0xFD) {
         if (big)
             return -1;
@@ -588,19 +590,101 @@ static Py_ssize_t w_prefixed(unsigned op, const unsigned char *b, Py_ssize_t pos
     return sub == 0x03 ? pos + 1 : w_memarg(b, pos, end);
 }
 
-/* One body (locals, then instructions up to its final ``end``): wasm_code.eh_body. */
-static int w_eh_body(const unsigned char *b, Py_ssize_t pos, Py_ssize_t end,
-                     const unsigned char *shapes, const unsigned char *fams, uint64_t counts[4]) {
+/* The local declarations that open a body: the position after them, or -1. */
+static Py_ssize_t w_locals(const unsigned char *b, Py_ssize_t pos, Py_ssize_t end) {
     uint64_t ndecl;
     int big;
     pos = w_uleb(b, pos, end, &ndecl, &big);
     if (pos < 0 || big)
         return -1; /* more runs than bytes: the reference runs out of body */
-    for (uint64_t i = 0; i < ndecl; i++) {
+    for (uint64_t i = 0; i < ndecl && pos >= 0; i++) {
         pos = w_skip_leb(b, pos, end);
-        if (pos < 0 || (pos = w_valtype(b, pos, end)) < 0)
-            return -1;
+        if (pos >= 0)
+            pos = w_valtype(b, pos, end);
     }
+    return pos;
+}
+
+/* The position after the immediates of a single-byte instruction of ``shape`` (not
+ * S_UNKNOWN), or -1: wasm_code._immediates. */
+static inline Py_ssize_t w_immediates(unsigned shape, const unsigned char *b, Py_ssize_t pos,
+                                      Py_ssize_t end) {
+    uint64_t n = 0;
+    switch (shape) {
+    case S_NONE:
+        return pos;
+    case S_IDX: case S_I32: case S_I64: case S_MEMIDX: case S_HEAPTYPE:
+        return w_skip_leb(b, pos, end);
+    case S_MEMARG:
+        return w_memarg(b, pos, end);
+    case S_BLOCK:
+        return w_blocktype(b, pos, end);
+    case S_IDX2:
+        pos = w_skip_leb(b, pos, end);
+        return pos < 0 ? -1 : w_skip_leb(b, pos, end);
+    case S_F32:
+        return pos + 4;
+    case S_F64:
+        return pos + 8;
+    case S_BRTABLE:
+        pos = w_count(b, pos, end, &n);
+        for (uint64_t i = 0; i <= n && pos >= 0; i++)
+            pos = w_skip_leb(b, pos, end);
+        return pos;
+    case S_SELECT_T:
+        pos = w_count(b, pos, end, &n);
+        for (uint64_t i = 0; i < n && pos >= 0; i++)
+            pos = w_valtype(b, pos, end);
+        return pos;
+    case S_TRY_TABLE:
+        pos = w_blocktype(b, pos, end);
+        if (pos >= 0)
+            pos = w_count(b, pos, end, &n);
+        for (uint64_t i = 0; i < n && pos >= 0; i++) {
+            if (pos >= end)
+                return -1;
+            const unsigned kind = b[pos++];
+            if (kind > 3)
+                return -1;
+            if (kind <= 1)
+                pos = w_skip_leb(b, pos, end); /* the tag */
+            if (pos >= 0)
+                pos = w_skip_leb(b, pos, end); /* the label */
+        }
+        return pos;
+    default:
+        return -1;
+    }
+}
+
+/* Whether the immediates at ``pos`` name the exnref type: a block type, ``ref.null exn`` or a
+ * typed ``select`` of it (wasm_code._names_exnref; the bounds are w_immediates' to check). */
+static inline int w_names_exnref(unsigned shape, unsigned op, const unsigned char *b,
+                                 Py_ssize_t pos, Py_ssize_t end) {
+    if (shape == S_BLOCK || shape == S_TRY_TABLE)
+        return w_exnref_at(b, pos, end);
+    if (op == 0xD0)
+        return pos < end && b[pos] == 0x69;
+    if (shape == S_SELECT_T) {
+        uint64_t n;
+        pos = w_count(b, pos, end, &n);
+        for (uint64_t i = 0; i < n && pos >= 0; i++) {
+            if (w_exnref_at(b, pos, end))
+                return 1;
+            pos = w_valtype(b, pos, end);
+        }
+    }
+    return 0;
+}
+
+/* One body (locals, then instructions up to its final ``end``): wasm_code.eh_body. */
+static int w_eh_body(const unsigned char *b, Py_ssize_t pos, Py_ssize_t end, const void *tables,
+                     uint64_t *counts) {
+    const unsigned char *shapes = ((const unsigned char *const *)tables)[0];
+    const unsigned char *fams = ((const unsigned char *const *)tables)[1];
+    pos = w_locals(b, pos, end);
+    if (pos < 0)
+        return -1;
     const Py_ssize_t last = end - 1;
     while (pos < last) {
         const unsigned op = b[pos++];
@@ -610,84 +694,113 @@ static int w_eh_body(const unsigned char *b, Py_ssize_t pos, Py_ssize_t end,
         if (shape == S_UNKNOWN) {
             if (op != 0xFC && op != 0xFD && op != 0xFE)
                 return -1;
-            pos = w_prefixed(op, b, pos, end);
+            uint64_t sub;
+            pos = w_prefixed(op, b, pos, end, &sub);
             if (pos < 0)
                 return -1;
             continue;
         }
-        uint64_t n = 0;
-        switch (shape) {
-        case S_NONE:
-            break;
-        case S_IDX: case S_I32: case S_I64: case S_MEMIDX:
-            pos = w_skip_leb(b, pos, end);
-            break;
-        case S_HEAPTYPE:
-            if (op == 0xD0 && pos < end && b[pos] == 0x69)
-                counts[3]++;
-            pos = w_skip_leb(b, pos, end);
-            break;
-        case S_MEMARG:
-            pos = w_memarg(b, pos, end);
-            break;
-        case S_BLOCK:
-            if (w_exnref_at(b, pos, end))
-                counts[3]++;
-            pos = w_blocktype(b, pos, end);
-            break;
-        case S_IDX2:
-            pos = w_skip_leb(b, pos, end);
-            if (pos >= 0)
-                pos = w_skip_leb(b, pos, end);
-            break;
-        case S_F32:
-            pos += 4;
-            break;
-        case S_F64:
-            pos += 8;
-            break;
-        case S_BRTABLE:
-            pos = w_count(b, pos, end, &n);
-            for (uint64_t i = 0; i <= n && pos >= 0; i++)
-                pos = w_skip_leb(b, pos, end);
-            break;
-        case S_SELECT_T: {
-            pos = w_count(b, pos, end, &n);
-            int exn = 0;
-            for (uint64_t i = 0; i < n && pos >= 0; i++) {
-                exn |= w_exnref_at(b, pos, end);
-                pos = w_valtype(b, pos, end);
-            }
-            counts[3] += exn;
-            break;
-        }
-        case S_TRY_TABLE:
-            if (w_exnref_at(b, pos, end))
-                counts[3]++;
-            pos = w_blocktype(b, pos, end);
-            if (pos >= 0)
-                pos = w_count(b, pos, end, &n);
-            for (uint64_t i = 0; i < n && pos >= 0; i++) {
-                if (pos >= end)
-                    return -1;
-                const unsigned kind = b[pos++];
-                if (kind > 3)
-                    return -1;
-                if (kind <= 1)
-                    pos = w_skip_leb(b, pos, end); /* the tag */
-                if (pos >= 0)
-                    pos = w_skip_leb(b, pos, end); /* the label */
-            }
-            break;
-        default:
-            return -1;
-        }
+        counts[3] += (uint64_t)w_names_exnref(shape, op, b, pos, end);
+        pos = w_immediates(shape, b, pos, end);
         if (pos < 0)
             return -1;
         if (fams[op] >= F_LEGACY && fams[op] <= F_THROW)
             counts[fams[op] - 1]++;
     }
     return (pos == last && b[last] == 0x0B) ? 0 : -1;
+}
+
+/* The deep decode's family tables (wasm_code.deep_tables): which families each single-byte
+ * opcode counts for (a bit per family, little-endian 16 bits), how it changes the block depth
+ * (a signed byte), and the family of each 0xFD, 0xFC and 0xFE sub-opcode. */
+#define DEEP_FAMILIES 16
+#define FD_SUBS 0x114
+#define FC_SUBS 18
+typedef struct {
+    const unsigned char *shapes, *masks, *depths, *fd, *fc;
+    unsigned atomics;
+} deep_tables;
+
+/* One body, every instruction decoded and its families counted: wasm_code.decode_body, the
+ * block depth included (an ``end`` at depth 0 must be the body's last byte). */
+static int w_deep_body(const unsigned char *b, Py_ssize_t pos, Py_ssize_t end,
+                       const void *tables, uint64_t *counts) {
+    const deep_tables *t = tables;
+    pos = w_locals(b, pos, end);
+    if (pos < 0)
+        return -1;
+    int64_t depth = 0;
+    while (pos < end) {
+        const unsigned op = b[pos++];
+        if (op == 0x0B) {
+            if (depth == 0)
+                return pos == end ? 0 : -1;
+            depth--;
+            continue;
+        }
+        const unsigned shape = t->shapes[op];
+        if (shape == S_UNKNOWN) {
+            if (op != 0xFC && op != 0xFD && op != 0xFE)
+                return -1;
+            uint64_t sub;
+            pos = w_prefixed(op, b, pos, end, &sub);
+            if (pos < 0)
+                return -1;
+            const unsigned fam = op == 0xFD ? t->fd[sub] : op == 0xFC ? t->fc[sub] : t->atomics;
+            if (fam < DEEP_FAMILIES)
+                counts[fam]++;
+            continue;
+        }
+        pos = w_immediates(shape, b, pos, end);
+        if (pos < 0)
+            return -1;
+        depth += (signed char)t->depths[op];
+        const unsigned mask = t->masks[2 * op] | (unsigned)t->masks[2 * op + 1] << 8;
+        for (unsigned f = 0; mask >> f; f++)
+            if (mask >> f & 1)
+                counts[f]++;
+    }
+    return -1; /* no final ``end``, or an immediate ran past the body */
+}
+
+typedef int (*body_fn)(const unsigned char *b, Py_ssize_t pos, Py_ssize_t end,
+                       const void *tables, uint64_t *counts);
+
+/* Every body of ``bodies`` ((start, end) tuples in ``buf``) through ``body``: 1 when each one
+ * decodes to its end, 0 when one does not (or lies outside ``buf``), -1 with a Python error
+ * set when ``bodies`` is not a list of such tuples. */
+static int w_each_body(const Py_buffer *buf, PyObject *bodies, body_fn body, const void *tables,
+                       uint64_t *counts) {
+    const Py_ssize_t n = PyList_GET_SIZE(bodies);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PyList_GET_ITEM(bodies, i);
+        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 2) {
+            PyErr_SetString(PyExc_TypeError, "bodies are (start, end) tuples");
+            return -1;
+        }
+        const Py_ssize_t start = PyLong_AsSsize_t(PyTuple_GET_ITEM(item, 0));
+        const Py_ssize_t end = PyLong_AsSsize_t(PyTuple_GET_ITEM(item, 1));
+        if (PyErr_Occurred())
+            return -1;
+        if (start < 0 || end <= start || end > buf->len ||
+            body(buf->buf, start, end, tables, counts) < 0)
+            return 0;
+    }
+    return 1;
+}
+
+/* ``counts`` as a tuple of ``n`` ints, or NULL with the error set. */
+static PyObject *w_counts(const uint64_t *counts, Py_ssize_t n) {
+    PyObject *result = PyTuple_New(n);
+    for (Py_ssize_t f = 0; result != NULL && f < n; f++) {
+        PyObject *v = PyLong_FromUnsignedLongLong(counts[f]);
+        if (v == NULL) {
+            Py_CLEAR(result);
+            break;
+        }
+        PyTuple_SET_ITEM(result, f, v);
+    }
+    return result;
 }
 
 /* wasm_eh_scan(buf, bodies, shapes, families) -> (legacy, exnref, throw, exnref_types) | None
@@ -706,146 +819,16 @@ static PyObject *wasm_eh_scan(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "opcode tables must be 256 bytes");
         goto done;
     }
+    const unsigned char *tables[2] = {shapes.buf, fams.buf};
     uint64_t counts[4] = {0, 0, 0, 0};
-    const Py_ssize_t n = PyList_GET_SIZE(bodies);
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *item = PyList_GET_ITEM(bodies, i);
-        Py_ssize_t start, end;
-        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 2) {
-            PyErr_SetString(PyExc_TypeError, "bodies are (start, end) tuples");
-            goto done;
-        }
-        start = PyLong_AsSsize_t(PyTuple_GET_ITEM(item, 0));
-        end = PyLong_AsSsize_t(PyTuple_GET_ITEM(item, 1));
-        if (PyErr_Occurred())
-            goto done;
-        if (start < 0 || end <= start || end > buf.len ||
-            w_eh_body(buf.buf, start, end, shapes.buf, fams.buf, counts) < 0) {
-            result = Py_NewRef(Py_None);
-            goto done;
-        }
-    }
-    result = Py_BuildValue("(KKKK)", (unsigned long long)counts[0],
-                           (unsigned long long)counts[1], (unsigned long long)counts[2],
-                           (unsigned long long)counts[3]);
+    const int ok = w_each_body(&buf, bodies, w_eh_body, tables, counts);
+    if (ok >= 0)
+        result = ok ? w_counts(counts, 4) : Py_NewRef(Py_None);
 done:
     PyBuffer_Release(&buf);
     PyBuffer_Release(&shapes);
     PyBuffer_Release(&fams);
     return result;
-}
-
-/* The deep decode's family tables (wasm_code.deep_tables): which families each single-byte
- * opcode counts for (a bit per family, little-endian 16 bits), how it changes the block depth
- * (a signed byte), and the family of each 0xFD, 0xFC and 0xFE sub-opcode. */
-#define DEEP_FAMILIES 16
-#define FD_SUBS 0x114
-#define FC_SUBS 18
-typedef struct {
-    const unsigned char *shapes, *masks, *depths, *fd, *fc;
-    unsigned atomics;
-} deep_tables;
-
-/* One body, every instruction decoded and its families counted: wasm_code.decode_body, the
- * block depth included (an ``end`` at depth 0 must be the body's last byte). */
-static int w_deep_body(const unsigned char *b, Py_ssize_t pos, Py_ssize_t end,
-                       const deep_tables *t, uint64_t counts[DEEP_FAMILIES]) {
-    uint64_t ndecl;
-    int big;
-    pos = w_uleb(b, pos, end, &ndecl, &big);
-    if (pos < 0 || big)
-        return -1;
-    for (uint64_t i = 0; i < ndecl; i++) {
-        pos = w_skip_leb(b, pos, end);
-        if (pos < 0 || (pos = w_valtype(b, pos, end)) < 0)
-            return -1;
-    }
-    int64_t depth = 0;
-    while (pos < end) {
-        const unsigned op = b[pos++];
-        if (op == 0x0B) {
-            if (depth == 0)
-                return pos == end ? 0 : -1;
-            depth--;
-            continue;
-        }
-        const unsigned shape = t->shapes[op];
-        if (shape == S_UNKNOWN) {
-            if (op != 0xFC && op != 0xFD && op != 0xFE)
-                return -1;
-            uint64_t sub;
-            const Py_ssize_t at = pos;
-            pos = w_prefixed(op, b, pos, end);
-            if (pos < 0)
-                return -1;
-            w_uleb(b, at, end, &sub, &big); /* read once already: in range and not big */
-            const unsigned fam = op == 0xFD ? t->fd[sub] : op == 0xFC ? t->fc[sub] : t->atomics;
-            if (fam < DEEP_FAMILIES)
-                counts[fam]++;
-            continue;
-        }
-        uint64_t n = 0;
-        switch (shape) {
-        case S_NONE:
-            break;
-        case S_IDX: case S_I32: case S_I64: case S_MEMIDX: case S_HEAPTYPE:
-            pos = w_skip_leb(b, pos, end);
-            break;
-        case S_MEMARG:
-            pos = w_memarg(b, pos, end);
-            break;
-        case S_BLOCK:
-            pos = w_blocktype(b, pos, end);
-            break;
-        case S_IDX2:
-            pos = w_skip_leb(b, pos, end);
-            if (pos >= 0)
-                pos = w_skip_leb(b, pos, end);
-            break;
-        case S_F32:
-            pos += 4;
-            break;
-        case S_F64:
-            pos += 8;
-            break;
-        case S_BRTABLE:
-            pos = w_count(b, pos, end, &n);
-            for (uint64_t i = 0; i <= n && pos >= 0; i++)
-                pos = w_skip_leb(b, pos, end);
-            break;
-        case S_SELECT_T:
-            pos = w_count(b, pos, end, &n);
-            for (uint64_t i = 0; i < n && pos >= 0; i++)
-                pos = w_valtype(b, pos, end);
-            break;
-        case S_TRY_TABLE:
-            pos = w_blocktype(b, pos, end);
-            if (pos >= 0)
-                pos = w_count(b, pos, end, &n);
-            for (uint64_t i = 0; i < n && pos >= 0; i++) {
-                if (pos >= end)
-                    return -1;
-                const unsigned kind = b[pos++];
-                if (kind > 3)
-                    return -1;
-                if (kind <= 1)
-                    pos = w_skip_leb(b, pos, end); /* the tag */
-                if (pos >= 0)
-                    pos = w_skip_leb(b, pos, end); /* the label */
-            }
-            break;
-        default:
-            return -1;
-        }
-        if (pos < 0)
-            return -1;
-        depth += (signed char)t->depths[op];
-        const unsigned mask = t->masks[2 * op] | (unsigned)t->masks[2 * op + 1] << 8;
-        for (unsigned f = 0; mask >> f; f++)
-            if (mask >> f & 1)
-                counts[f]++;
-    }
-    return -1; /* no final ``end``, or an immediate ran past the body */
 }
 
 /* wasm_deep_scan(buf, bodies, shapes, masks, depths, fd, fc, atomics)
@@ -869,33 +852,9 @@ static PyObject *wasm_deep_scan(PyObject *self, PyObject *args) {
     }
     const deep_tables t = {shapes.buf, masks.buf, depths.buf, fd.buf, fc.buf, atomics};
     uint64_t counts[DEEP_FAMILIES] = {0};
-    const Py_ssize_t n = PyList_GET_SIZE(bodies);
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *item = PyList_GET_ITEM(bodies, i);
-        Py_ssize_t start, end;
-        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 2) {
-            PyErr_SetString(PyExc_TypeError, "bodies are (start, end) tuples");
-            goto done;
-        }
-        start = PyLong_AsSsize_t(PyTuple_GET_ITEM(item, 0));
-        end = PyLong_AsSsize_t(PyTuple_GET_ITEM(item, 1));
-        if (PyErr_Occurred())
-            goto done;
-        if (start < 0 || end <= start || end > buf.len ||
-            w_deep_body(buf.buf, start, end, &t, counts) < 0) {
-            result = Py_NewRef(Py_None);
-            goto done;
-        }
-    }
-    result = PyTuple_New(DEEP_FAMILIES);
-    for (Py_ssize_t f = 0; result != NULL && f < DEEP_FAMILIES; f++) {
-        PyObject *v = PyLong_FromUnsignedLongLong(counts[f]);
-        if (v == NULL) {
-            Py_CLEAR(result);
-            break;
-        }
-        PyTuple_SET_ITEM(result, f, v);
-    }
+    const int ok = w_each_body(&buf, bodies, w_deep_body, &t, counts);
+    if (ok >= 0)
+        result = ok ? w_counts(counts, DEEP_FAMILIES) : Py_NewRef(Py_None);
 done:
     PyBuffer_Release(&buf);
     PyBuffer_Release(&shapes);
