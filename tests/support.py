@@ -18,6 +18,11 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from prebake.errors import PrebakeError
+from prebake.link import wine
+
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = Path(os.environ.get("PREBAKE_TEST_CACHE", ROOT / ".cache" / "tests"))
 NPM_PACKAGES = {"web": "onnxruntime-web@1.30.0", "node": "onnxruntime-node@1.30.0"}
@@ -95,6 +100,20 @@ def prebake(*args: str | Path, env: Mapping[str, str] | None = None, timeout: fl
 
 
 ZIG = [sys.executable, "-m", "ziglang"]
+# The suite's one Wine prefix (~700 MB, made once by the first test that runs a Windows
+# program, under a lock; every worker and every re-run of CI reuses it)
+WINE_PREFIX = CACHE / "wine"
+
+
+def run_windows(program: Path, *args: str, dll_dirs: Sequence[Path] = (),
+                cwd: Path | None = None) -> wine.WineRun:
+    """A Windows program run under Wine (``prebake.link.wine``) in the suite's prefix; Wine
+    missing is a failure, as any tool ``scripts/bootstrap`` installs."""
+    try:
+        wine.wine()
+    except PrebakeError as exc:
+        pytest.fail(str(exc))
+    return wine.run(program, args, prefix=WINE_PREFIX, dll_dirs=dll_dirs, cwd=cwd)
 
 
 def build(name: str, sources: Mapping[str, str], commands: Sequence[Sequence[str]],
