@@ -63,6 +63,24 @@ def test_stems() -> None:
     assert Library("lib/libonnxruntime.so.1.30.0", "shared").stem == "onnxruntime"
     assert Library("lib/onnxruntime.lib", "shared").stem == "onnxruntime"
     assert Library("lib/libfoo.1.2.dylib", "shared").stem == "foo"
+    # a DLL is named, and linked, by its import library (FFmpeg's avcodec-61.dll)
+    dll = Library("bin/avcodec-61.dll", "shared", ("lib/avcodec.lib", "lib/libavcodec.dll.a"))
+    assert dll.stem == "avcodec"
+    assert (dll.msvc_implib, dll.mingw_implib) == ("lib/avcodec.lib", "lib/libavcodec.dll.a")
+    assert dll.link_path == "lib/libavcodec.dll.a"
+    assert dll.files == ("bin/avcodec-61.dll", "lib/avcodec.lib", "lib/libavcodec.dll.a")
+    assert Library("bin/x.dll", "shared", ("lib/x.lib",)).link_path == "lib/x.lib"
+
+
+def test_a_dll_links_by_its_import_library_in_pkg_config() -> None:
+    dll = Library("bin/avcodec-61.dll", "shared", ("lib/avcodec.lib", "lib/libavcodec.dll.a"))
+    text = pkgconfig.pc_file("ffmpeg", "7.1.5", [dll], os="windows")
+    assert "Libs: -L${libdir} -lavcodec\n" in text and "bindir=${prefix}/bin\n" in text
+    # import libraries named apart: -l could find either, so the MinGW one by its path
+    odd = Library("bin/avcodec-61.dll", "shared", ("lib/avcodec-61.lib", "lib/libavcodec.dll.a"))
+    assert "Libs: -L${libdir} ${prefix}/lib/libavcodec.dll.a\n" in pkgconfig.pc_file(
+        "ffmpeg", "7.1.5", [odd], os="windows")
+    assert "bindir" not in pkgconfig.pc_file("pingpong", "2.3.1", LIBS, ORDER, os="linux")
 
 
 def test_cmake_consumer_links_the_cycle_in_order(tmp_path: Path) -> None:

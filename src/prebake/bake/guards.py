@@ -22,14 +22,14 @@ from typing import Any
 
 from prebake.bake.process import BuildLog
 from prebake.bake.result import GuardReport
-from prebake.bake.shipped import LIBRARY_NAME, expand, unlisted_binaries
+from prebake.bake.shipped import LIBRARY_NAME, expand, prefix_files, unlisted_binaries
 from prebake.contract.check import check_paths, wants_deep
 from prebake.errors import PrebakeError
 from prebake.inspect import ParseOptions, inspect
 from prebake.link.order import relative_order
 from prebake.link.test import LinkTestResult, link_test
 from prebake.link.whole import WholeArchiveProof, prove_whole_archive
-from prebake.package.libs import Library
+from prebake.package.libs import Library, libraries
 from prebake.package.manifest_builder import facts_summary
 from prebake.recipes.model import Recipe
 from prebake.workspace.model import Platform
@@ -52,12 +52,15 @@ class GuardInput:
     before: frozenset[str] = frozenset()
 
     def libraries(self, out: GuardReport) -> list[Path]:
-        """The recipe's declared libraries (found by :func:`libraries_found`), as paths."""
-        return [self.prefix / lib.path for lib in out.libs]
+        """The recipe's declared libraries (found by :func:`libraries_found`) as a consumer's
+        linker is given them (a DLL by its import library), as paths."""
+        return [self.prefix / lib.link_path for lib in out.libs]
 
     def binaries(self, out: GuardReport) -> list[Path]:
-        """Every binary the recipe ships: its libraries, then what its outputs do not list."""
-        return [*self.libraries(out), *(self.prefix / rel for rel in out.unlisted)]
+        """Every binary the recipe ships: its libraries (a DLL with its import libraries),
+        then what its outputs do not list."""
+        return [*(self.prefix / f for lib in out.libs for f in lib.files),
+                *(self.prefix / rel for rel in out.unlisted)]
 
 
 Guard = Callable[[GuardInput, GuardReport], bool]  # records into the report; False: stop here
@@ -87,10 +90,20 @@ def outputs_present(g: GuardInput, out: GuardReport) -> bool:
 
 
 def libraries_found(g: GuardInput, out: GuardReport) -> bool:
-    """The recipe's libraries, globs expanded; a recipe with none for the platform fails."""
-    out.libs = _libraries(g.recipe, g.platform, g.prefix)
+    """The recipe's libraries, globs expanded; a recipe with none for the platform fails, and
+    so does a Windows one whose DLLs are not in bin/ with their import libraries in lib/
+    (``prebake.package.windows``)."""
+    recipe, platform = g.recipe, g.platform
+    outputs = expand(recipe.outputs.libs_for(platform.name), g.prefix)[0]  # globs expanded
+    added = [f for f in prefix_files(g.prefix) if f not in g.before]
+    out.libs, problems = libraries(outputs, recipe.kind_for(platform.name), g.prefix,
+                                   os=platform.os, added=added)
+    if problems:
+        out.failures.append(f"{recipe.name}: the {platform.name} layout is wrong:\n"
+                            + "\n".join(problems))
+        return False
     if not out.libs:
-        out.failures.append(f"{g.recipe.name}: declares no libraries for {g.platform.name}")
+        out.failures.append(f"{recipe.name}: declares no libraries for {platform.name}")
         return False
     return True
 
@@ -98,7 +111,7 @@ def libraries_found(g: GuardInput, out: GuardReport) -> bool:
 def links_stay_inside(g: GuardInput, out: GuardReport) -> bool:
     """No symlink the build added leaves the prefix (a consumer's copy would dangle); the
     binaries it added that the outputs do not list are found here, to be guarded the same."""
-    declared = [lib.path for lib in out.libs] + [lib.implib for lib in out.libs if lib.implib]
+    declared = [f for lib in out.libs for f in lib.files]
     unlisted, escapes = unlisted_binaries(g.prefix, declared, g.before)
     if escapes:
         out.failures.append(f"{g.recipe.name}: symlinks leave the prefix (a consumer's copy "
@@ -114,7 +127,7 @@ def links_stay_inside(g: GuardInput, out: GuardReport) -> bool:
 def facts_read(g: GuardInput, out: GuardReport) -> bool:
     """Each binary's facts, for the manifest; one that cannot be read fails, and the contract
     check still runs (it names the same file with its own rule)."""
-    for rel in [lib.path for lib in out.libs] + out.unlisted:
+    for rel in [f for lib in out.libs for f in lib.files] + out.unlisted:
         try:
             facts = inspect(g.prefix / rel, ParseOptions(symbols=False))
         except PrebakeError as exc:
@@ -269,35 +282,6 @@ def guards_record(platform: Platform, outcomes: Sequence[GuardReport]) -> dict[s
 
 
 # ---- helpers ----------------------------------------------------------------------------------
-
-def _kind_of(rel: str, declared: str) -> str:
-    name = rel.rsplit("/", 1)[-1]
-    if name.endswith((".so", ".dylib", ".dll")) or ".so." in name:
-        return "shared"
-    if name.endswith(".a"):
-        return "static"
-    return declared
-
-
-def _libraries(recipe: Recipe, platform: Platform, prefix: Path) -> list[Library]:
-    """The recipe's libraries; a Windows import library rides on its DLL, not on its own."""
-    declared = recipe.kind_for(platform.name)
-    outputs = expand(recipe.outputs.libs_for(platform.name), prefix)[0]  # globs expanded
-    implibs: dict[str, str] = {}
-    for rel in outputs:
-        if rel.endswith(".dll"):
-            stem = rel.rsplit("/", 1)[-1][: -len(".dll")]
-            cands = [o for o in outputs if o.endswith(f"/{stem}.lib")] + [f"lib/{stem}.lib"]
-            found = next((c for c in cands if (prefix / c).exists()), None)
-            if found:
-                implibs[rel] = found
-    libs = []
-    for rel in outputs:
-        if rel in implibs.values():
-            continue
-        libs.append(Library(rel, _kind_of(rel, declared), implibs.get(rel)))
-    return libs
-
 
 def _link_input(paths: list[Path], libs: list[Library], dep_libs: list[Path], workdir: Path,
                 log: BuildLog) -> Path:

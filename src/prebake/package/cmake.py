@@ -76,8 +76,10 @@ def config_file(name: str, version: str, libs: Sequence[Library],
             props = [f'IMPORTED_LOCATION "${{_{name}_prefix}}/{cmake_escape(lib.path)}"',
                      'INTERFACE_INCLUDE_DIRECTORIES '
                      f'"${{_{name}_prefix}}/{cmake_escape(include_dir)}"']
-            if lib.implib:
-                props.append(f'IMPORTED_IMPLIB "${{_{name}_prefix}}/{cmake_escape(lib.implib)}"')
+            msvc, mingw = lib.msvc_implib, lib.mingw_implib
+            only = None if msvc and mingw else msvc or mingw
+            if only:
+                props.append(f'IMPORTED_IMPLIB "${{_{name}_prefix}}/{cmake_escape(only)}"')
             if lib.kind == "static" and cxx:
                 props.append('IMPORTED_LINK_INTERFACE_LANGUAGES "CXX"')
             if deps:
@@ -90,6 +92,7 @@ def config_file(name: str, version: str, libs: Sequence[Library],
                 f"  set_target_properties({t} PROPERTIES",
                 *[f"    {p}" for p in props],
                 "  )",
+                *(_implib_by_compiler(name, t, msvc, mingw) if msvc and mingw else []),
                 "endif()",
             ]
     if len(libs) > 1:
@@ -108,6 +111,21 @@ def config_file(name: str, version: str, libs: Sequence[Library],
         "",
     ]
     return "\n".join(lines)
+
+
+def _implib_by_compiler(name: str, target: str, msvc: str, mingw: str) -> list[str]:
+    """A DLL with both import libraries: MinGW's linkers (gcc, clang and zig for
+    ``*-windows-gnu``, where CMake sets ``MINGW``) take ``libx.dll.a``, MSVC's and clang-cl's
+    ``x.lib``."""
+    def implib(rel: str) -> str:
+        return f'IMPORTED_IMPLIB "${{_{name}_prefix}}/{cmake_escape(rel)}"'
+    return [
+        "  if(MINGW)",
+        f"    set_target_properties({target} PROPERTIES {implib(mingw)})",
+        "  else()",
+        f"    set_target_properties({target} PROPERTIES {implib(msvc)})",
+        "  endif()",
+    ]
 
 
 def version_file(version: str, arch: str | None) -> str:

@@ -4,16 +4,24 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from prebake.package import windows
 from prebake.package.libs import Library, ordered
 
 
 def _flag(lib: Library) -> str:
+    if lib.implibs:  # a DLL: linked through its import library, -lavcodec finding
+        # lib/libavcodec.dll.a (GNU ld's search order) or lib/avcodec.lib (pkgconf --msvc-syntax)
+        mingw, msvc = lib.mingw_implib, lib.msvc_implib
+        if (mingw is None or mingw == f"lib/lib{lib.stem}.dll.a") and (
+                msvc is None or msvc == f"lib/{lib.stem}.lib"):
+            return f"-l{lib.stem}"
+        return "${prefix}/" + lib.link_path
     fname = lib.path.rsplit("/", 1)[-1]
     if lib.path.startswith("lib/") and "/" not in lib.path[4:] and fname.startswith("lib") and (
         fname.endswith((".a", ".so", ".dylib")) or ".so." in fname
     ):
         return f"-l{lib.stem}" if fname.endswith((".a", ".so", ".dylib")) else f"-l:{fname}"
-    return "${prefix}/" + (lib.implib or lib.path)
+    return "${prefix}/" + lib.path
 
 
 GROUPING_OSES = ("linux", "windows")  # GNU ld (and mingw's): one pass over archives
@@ -35,8 +43,11 @@ def pc_file(name: str, version: str, libs: Sequence[Library],
         if len(group) > 1 and os in GROUPING_OSES:
             g = ["-Wl,--start-group", *g, "-Wl,--end-group"]
         flags += g
+    dlls = any(lib.path.startswith(f"{windows.BIN}/") for lib in libs)
     return "\n".join([
         "prefix=${pcfiledir}/../..",
+        # where a Windows program finds the DLLs at run time (PATH, or copied next to it)
+        *([f"bindir=${{prefix}}/{windows.BIN}"] if dlls else []),
         "libdir=${prefix}/lib",
         "includedir=${prefix}/include",
         "",
