@@ -120,7 +120,9 @@ def test_windows_ships_import_libraries_made_from_the_dll(
     with tarfile.open(asset) as tf:
         tf.extractall(tmp_path, filter="data")
     lib = tmp_path / "lib"
-    dll = _facts(lib / "onnxruntime.dll", "--symbols")
+    assert sorted(p.name for p in (tmp_path / "bin").iterdir()) == ["onnxruntime.dll"]
+    assert not list(lib.glob("*.dll"))
+    dll = _facts(tmp_path / "bin" / "onnxruntime.dll", "--symbols")
     implib = _facts(lib / "onnxruntime.lib", "--symbols")
     assert [e["name"] for e in dll["exports"]] == [
         "OrtGetApiBase", "OrtSessionOptionsAppendExecutionProvider_CPU"]
@@ -135,6 +137,35 @@ def test_windows_ships_import_libraries_made_from_the_dll(
                  str(lib / "libonnxruntime.dll.a"), "-o", str(tmp_path / "c.exe")], tmp_path)
     exe = _facts(tmp_path / "c.exe")
     assert "onnxruntime.dll" in exe["needed"]
+
+
+def test_the_fetched_windows_asset_runs_a_real_model_under_wine(
+        desktop: tuple[Path, dict[str, Any]], tmp_path: Path) -> None:
+    """The consumer cross-built by MinGW-w64 through the asset's CMake package (its import
+    library; the DLL copied from bin/ next to it) runs Microsoft's DLL under Wine: the same
+    outputs as numpy, also from a folder whose name the ANSI code page cannot spell (the
+    consumer reads its paths from the wide command line, as onnxruntime takes them)."""
+    ws, _ = desktop
+    into = tmp_path / "asset"
+    proc = _prebake(ws, "fetch", "onnxruntime==1.21.0", "--platform", "windows-x86_64",
+                    "--into", str(into), "--lock", str(tmp_path / "prebake.lock"))
+    assert proc.returncode == 0, proc.stderr
+    model = tmp_path / "modèle-模型"
+    support.run([sys.executable, str(FLAGSHIP / "consumer" / "make_model.py"), str(model)],
+                tmp_path)
+    support.run(["cmake", "-S", str(FLAGSHIP / "consumer"), "-B", str(tmp_path / "b"),
+                 f"-DCMAKE_TOOLCHAIN_FILE={FLAGSHIP / 'consumer' / 'mingw-w64.cmake'}",
+                 f"-DCMAKE_PREFIX_PATH={into}"], tmp_path)
+    support.run(["cmake", "--build", str(tmp_path / "b")], tmp_path)
+    exe = tmp_path / "b" / "ort_check.exe"
+    assert _facts(exe)["needed"][0] == "onnxruntime.dll"
+    assert (tmp_path / "b" / "onnxruntime.dll").read_bytes() == (
+        into / "bin" / "onnxruntime.dll").read_bytes()
+    run = support.run_windows(exe, str(model / "model.onnx"), str(model / "reference.txt"))
+    assert run.returncode == 0, run
+    assert "onnxruntime 1.21.0 (API 21), providers: CPU" in run.stdout
+    assert re.search(r"max \|onnxruntime - reference\| = \S+ over 8 outputs .*: equal",
+                     run.stdout), run.stdout
 
 
 def test_macos_keeps_the_universal2_library_and_says_so(

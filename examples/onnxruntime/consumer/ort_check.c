@@ -10,7 +10,19 @@
  *
  * REFERENCE.txt: "input N v1 … vN" and "output M w1 … wM" lines (one input, one output,
  * float32, shape [1, N]). One environment with global thread pools and no per-session
- * threads: a threaded WebAssembly build refuses per-session thread pools. */
+ * threads: a threaded WebAssembly build refuses per-session thread pools.
+ *
+ * Windows: onnxruntime takes a model path as ORTCHAR_T, a wchar_t there (a char* compiles
+ * with a warning in gcc 12, an error in gcc 14, and fails to load "潭敤⽬…"). Both paths
+ * come from the wide command line: a program's char argv holds them in the ANSI code page
+ * (1252 on most machines), which cannot spell every path ("modèle-模型.onnx" arrives as
+ * "mod\xe8le-??.onnx"). */
+#ifdef _WIN32
+/* first: 1.21's onnxruntime_c_api.h uses SAL's _Return_type_success_ without defining it
+ * for compilers other than MSVC, and MinGW's sal.h (through windows.h) defines it */
+#include <windows.h>
+#include <shellapi.h>
+#endif
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,7 +58,19 @@ int main(int argc, char** argv) {
     return 2;
   }
   const char* provider = argc == 4 ? argv[3] : NULL;
+#ifdef _WIN32
+  int wargc = 0;
+  wchar_t** wargv = CommandLineToArgvW(GetCommandLineW(), &wargc);
+  if (!wargv || wargc != argc) {
+    fprintf(stderr, "ort_check: cannot read the command line as Windows has it\n");
+    return 2;
+  }
+  const ORTCHAR_T* model = wargv[1];
+  FILE* ref = _wfopen(wargv[2], L"r");
+#else
+  const ORTCHAR_T* model = argv[1];
   FILE* ref = fopen(argv[2], "r");
+#endif
   if (!ref || read_values(ref, "input", input, &n_in) || read_values(ref, "output", expected, &n_out)) {
     fprintf(stderr, "ort_check: %s: not a reference file\n", argv[2]);
     return 2;
@@ -77,7 +101,7 @@ int main(int argc, char** argv) {
       check(ort->DisablePerSessionThreads(opts), "DisablePerSessionThreads") ||
       (provider && check(ort->SessionOptionsAppendExecutionProvider(opts, provider, NULL, NULL, 0),
                          provider)) ||
-      check(ort->CreateSession(env, argv[1], opts, &session), "CreateSession") ||
+      check(ort->CreateSession(env, model, opts, &session), "CreateSession") ||
       check(ort->GetAllocatorWithDefaultOptions(&alloc), "GetAllocatorWithDefaultOptions") ||
       check(ort->SessionGetInputName(session, 0, alloc, &in_name), "SessionGetInputName") ||
       check(ort->SessionGetOutputName(session, 0, alloc, &out_name), "SessionGetOutputName") ||

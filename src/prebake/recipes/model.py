@@ -155,7 +155,7 @@ class Repackage:
     # Symlinks to make in the prefix when the archive has none there (a wheel's library has
     # no soname chain): ``{"lib/libx.so.1": "libx.so.{version}"}``.
     links: Mapping[str, str] = field(default_factory=dict)
-    # Import libraries generated from a DLL's own export table: ``{"lib/x.dll":
+    # Import libraries generated from a DLL's own export table: ``{"bin/x.dll":
     # ("lib/x.lib", "lib/libx.dll.a")}`` (``.lib``: MSVC, llvm-dlltool; ``.dll.a``: MinGW).
     import_libs: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     # Set by the source lock, never in a recipe: the archive's locked size in bytes; the

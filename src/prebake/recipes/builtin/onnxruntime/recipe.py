@@ -199,19 +199,25 @@ MACOS_ARM64 = Build(
 # Headers and licences also come from the release's own source archive.
 LAYOUT = {"*/lib/*": "lib", "*/include/*": "include", "*/LICENSE": "share/licenses/onnxruntime",
           "onnxruntime/capi/libonnxruntime.so.*": "lib",
-          "onnxruntime/capi/libonnxruntime.*.dylib": "lib",
-          "onnxruntime/capi/onnxruntime.dll": "lib"}
+          "onnxruntime/capi/libonnxruntime.*.dylib": "lib"}
+# Windows: the DLL in bin/ (prebake.package.windows), from the archive's lib/ or the wheel;
+# upstream's onnxruntime_providers_shared.dll (the loader of GPU providers, none built) and
+# its .lib stay out, the import libraries are written from the DLL's exports.
+WINDOWS_LAYOUT = {"*/lib/onnxruntime.dll": "bin", "onnxruntime/capi/onnxruntime.dll": "bin",
+                  "*/include/*": "include", "*/LICENSE": "share/licenses/onnxruntime"}
 FROM_SOURCE = {"src/include/onnxruntime/core/session/*.h": "include",
                "src/LICENSE": "share/licenses/onnxruntime",
                "src/ThirdPartyNotices.txt": "share/licenses/onnxruntime"}
 
 
-def repackage(asset: str, *, links: dict[str, str] | None = None,
+def repackage(asset: str, *, layout: dict[str, str] | None = None,
+              links: dict[str, str] | None = None,
               import_libs: dict[str, tuple[str, ...]] | None = None) -> Repackage:
     """Upstream's release archive ``asset``; its sha256 (or that of the archive the workspace
     says provides it) comes from ``prebake.sources.lock``."""
-    return Repackage(url=f"{RELEASES}/{asset}", layout=LAYOUT, source_layout=FROM_SOURCE,
-                     links=links or {}, import_libs=import_libs or {})
+    return Repackage(url=f"{RELEASES}/{asset}", layout=layout or LAYOUT,
+                     source_layout=FROM_SOURCE, links=links or {},
+                     import_libs=import_libs or {})
 
 
 RECIPE = Recipe(
@@ -233,9 +239,11 @@ RECIPE = Recipe(
         # Upstream ships macOS x86_64 inside the universal2 archive (kept universal2).
         "macos-x86_64": repackage("onnxruntime-osx-universal2-{version}.tgz", links={
             "lib/libonnxruntime.dylib": "libonnxruntime.{version}.dylib"}),
-        # MSVC and MinGW import libraries, generated from the DLL's own export table
-        "windows-x86_64": repackage("onnxruntime-win-x64-{version}.zip", import_libs={
-            "lib/onnxruntime.dll": ("lib/onnxruntime.lib", "lib/libonnxruntime.dll.a")}),
+        # the DLL in bin/; MSVC and MinGW import libraries in lib/, generated from the DLL's
+        # own export table
+        "windows-x86_64": repackage(
+            "onnxruntime-win-x64-{version}.zip", layout=WINDOWS_LAYOUT, import_libs={
+                "bin/onnxruntime.dll": ("lib/onnxruntime.lib", "lib/libonnxruntime.dll.a")}),
     },
     outputs=Outputs(
         libs={
@@ -244,7 +252,7 @@ RECIPE = Recipe(
             "linux-aarch64": ("lib/libonnxruntime.so",),
             "macos-arm64": ("lib/libonnxruntime.dylib",),
             "macos-x86_64": ("lib/libonnxruntime.dylib",),
-            "windows-x86_64": ("lib/onnxruntime.dll", "lib/onnxruntime.lib",
+            "windows-x86_64": ("bin/onnxruntime.dll", "lib/onnxruntime.lib",
                                "lib/libonnxruntime.dll.a"),
         },
         headers=("include/onnxruntime_c_api.h", "include/onnxruntime_cxx_api.h"),
