@@ -1,0 +1,129 @@
+"""The README's two long commands, ``scripts/long-leg`` and ``scripts/main-job``, run by the suite
+in their ``--dry-run`` form: the set-up checked (``bootstrap --check``), the Python each step
+calls (``scripts/steps.py``, the model), every unit's ``prebake build --dry-run``, and each
+other command printed after its program and the repository files it names were found. A step
+that names a module, a file or a unit that moved fails here, not on the next person's long
+leg (the long leg once died at its aarch64 leg on an import of the recipe from where it was
+before it became a folder).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+import pytest
+
+from tests import support
+
+ROOT = support.ROOT
+STEPS = ROOT / "scripts" / "steps.py"
+
+
+def _script(root: Path, name: str, *args: str, env: Mapping[str, str] | None = None
+            ) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(root / "scripts" / name), *args], capture_output=True,
+                          text=True, timeout=600, env={**os.environ, **(env or {})})
+
+
+def _outputs(root: Path) -> set[str]:
+    """What the real runs would write in the checkout (a dry run writes none of it)."""
+    folders = (root / "examples/onnxruntime/.prebake", root / "examples/addon/build",
+               root / "examples/sdk/.prebake")
+    return {str(p) for f in folders if f.exists() for p in f.rglob("*")}
+
+
+def test_the_long_leg_dry_run_runs_every_cheap_part(tmp_path: Path) -> None:
+    before = _outputs(ROOT)
+    proc = _script(ROOT, "long-leg", "--dry-run", env={"PREBAKE_CACHE": str(tmp_path)})
+    out = proc.stdout
+    assert proc.returncode == 0, out + proc.stderr
+    assert "bootstrap: every Debian package and .venv's prebake are installed" in out
+    for leg in ("wasm", "linux-aarch64"):  # each unit's own dry run: plan, sources, commands
+        assert f"# unit onnxruntime/{leg} -> onnxruntime-1.21.0-{leg}.tar.xz" in out, leg
+    assert "build.py" in out and "--build_wasm_static_lib" in out and "--use_xnnpack" in out
+    # the Python the steps call, for real: the recipe's pinned CMake, the model
+    assert re.search(r"would run: \S+/python -m pip install -q --disable-pip-version-check "
+                     r"cmake==3\.31\.6\n", out), out
+    assert "== model + numpy reference: " in out
+    assert re.search(r"qemu-aarch64 version \d", out), out
+    # what needs a built asset is printed, with the repository files it names found
+    assert re.search(r"would run: \S+/prebake -C examples/onnxruntime/legacy-addon fetch "
+                     r"onnxruntime==1\.21\.0 --platform wasm", out), out
+    assert "examples/onnxruntime/consumer/ort_check.c" in out
+    assert "== run under qemu-aarch64 (XNNPACK)" in out
+    assert _outputs(ROOT) == before
+    assert not any(tmp_path.iterdir()), "a dry run downloads nothing"
+
+
+def test_the_main_job_dry_run_runs_every_cheap_part(tmp_path: Path) -> None:
+    before = _outputs(ROOT)
+    proc = _script(ROOT, "main-job", "--dry-run", env={"PREBAKE_CACHE": str(tmp_path)})
+    out = proc.stdout
+    assert proc.returncode == 0, out + proc.stderr
+    for unit in ("core/linux-x86_64", "media/wasm", "onnxruntime/linux-x86_64",
+                 "onnxruntime/windows-x86_64"):
+        assert f"# unit {unit} -> " in out, unit
+    assert "layout onnxruntime/capi/onnxruntime.dll -> bin" in out
+    assert re.search(r"would run: cmake -S examples/onnxruntime/consumer -B \S+ "
+                     r"-DCMAKE_TOOLCHAIN_FILE=\S+/examples/onnxruntime/consumer/mingw-w64\.cmake",
+                     out), out
+    assert re.search(r"would run: \S+/python -m prebake\.link\.wine --prefix \S+/wine "
+                     r"\S+/ort_check\.exe \S+/model\.onnx \S+/reference\.txt\n", out), out
+    assert _outputs(ROOT) == before
+
+
+@pytest.fixture
+def checkout(tmp_path: Path) -> Path:
+    """The scripts and examples in a folder of their own, run with this checkout's .venv."""
+    root = tmp_path / "repo"
+    shutil.copytree(ROOT / "scripts", root / "scripts")
+    shutil.copytree(ROOT / "examples", root / "examples", ignore=shutil.ignore_patterns(
+        ".prebake", "releases", "build"))
+    (root / ".venv").symlink_to(ROOT / ".venv")
+    return root
+
+
+def test_a_step_naming_a_file_that_moved_fails_the_dry_run(checkout: Path) -> None:
+    (checkout / "examples/onnxruntime/consumer/ort_check.c").unlink()
+    proc = _script(checkout, "long-leg", "--dry-run", "linux-aarch64")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert ("names examples/onnxruntime/consumer/ort_check.c, which does not exist"
+            in proc.stderr), proc.stderr
+
+
+def test_a_step_naming_a_host_tool_the_recipe_no_longer_pins_fails(checkout: Path) -> None:
+    script = checkout / "scripts" / "long-leg"
+    script.write_text(script.read_text().replace('host-tool "$WS" onnxruntime cmake',
+                                                 'host-tool "$WS" onnxruntime ninja'))
+    proc = _script(checkout, "long-leg", "--dry-run", "linux-aarch64")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert ("scripts/steps.py host-tool: recipe onnxruntime pins no host tool ninja "
+            "(it pins cmake, protoc)") in proc.stderr
+
+
+def test_steps_read_what_prebake_resolves(tmp_path: Path) -> None:
+    def steps(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, str(STEPS), *args], capture_output=True,
+                              text=True, cwd=ROOT, timeout=120,
+                              env={**os.environ, "PREBAKE_TOOLCHAINS": str(tmp_path)})
+
+    assert steps("host-tool", "examples/onnxruntime", "onnxruntime", "protoc").stdout == (
+        "protoc==3.21.12\n")
+    missing = steps("host-tool", "examples/onnxruntime", "ffmpeg", "nasm")
+    assert missing.returncode == 2 and missing.stderr == (
+        "scripts/steps.py host-tool: examples/onnxruntime: no recipe ffmpeg (it has "
+        "onnxruntime)\n")
+    # an environment that is not installed (none is, in an empty toolchains folder): the
+    # reason prebake gives, in one line, never a folder of a compiler that is not there
+    absent = steps("cc-folder", "examples/onnxruntime", "wasm")
+    assert (absent.returncode, absent.stdout) == (2, ""), absent
+    assert absent.stderr == (
+        "scripts/steps.py cc-folder: platform wasm: toolchain environment "
+        "debian-sid-emscripten is not installed: run `prebake toolchain install --platform "
+        "wasm`\n"), absent.stderr
