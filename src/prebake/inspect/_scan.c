@@ -572,6 +572,12 @@ static inline Py_ssize_t w_heaptype(const unsigned char *b, Py_ssize_t pos, Py_s
     return pos;
 }
 
+/* What a non-nullable reference adds to its heap type's families: typed function references
+ * for func and extern (wasm_code.non_null). */
+static inline uint32_t w_non_null(unsigned first, const type_tables *tt) {
+    return first == 0x70 || first == 0x6F ? tt->typed_ref : 0;
+}
+
 /* A value type (``packed``: a field's storage type, i8/i16 too): the position after it, its
  * families in *mask; -1 (wasm_code.valtype). */
 static inline Py_ssize_t w_valtype_fams(const unsigned char *b, Py_ssize_t pos, Py_ssize_t end,
@@ -580,9 +586,10 @@ static inline Py_ssize_t w_valtype_fams(const unsigned char *b, Py_ssize_t pos, 
         return -1;
     const unsigned t = b[pos];
     if (t == 0x63 || t == 0x64) {
-        pos = w_heaptype(b, pos + 1, end, tt, mask);
+        const Py_ssize_t ht = pos + 1;
+        pos = w_heaptype(b, ht, end, tt, mask);
         if (pos >= 0 && t == 0x64)
-            *mask |= tt->typed_ref;
+            *mask |= w_non_null(b[ht], tt);
         return pos;
     }
     const uint32_t m = rd32le(tt->vt + 4 * t);
@@ -724,9 +731,10 @@ static Py_ssize_t w_immediates(unsigned shape, const unsigned char *b, Py_ssize_
         const unsigned flags = b[pos];
         pos = w_skip_leb(b, pos + 1, end);
         for (int k = 0; k < 2 && pos >= 0; k++) {
+            const Py_ssize_t ht = pos;
             pos = w_heaptype(b, pos, end, &t->tt, &mask);
             if (pos >= 0)
-                w_add(counts, mask | ((flags >> k) & 1 ? 0 : t->tt.typed_ref));
+                w_add(counts, mask | ((flags >> k) & 1 ? 0 : w_non_null(b[ht], &t->tt)));
         }
         return pos;
     }

@@ -168,6 +168,7 @@ class Module:
     # What could not be read as WebAssembly 3.0 (a type, limits or segment of a later
     # proposal): the features are then not the whole list, and this says why.
     unread: list[str] = field(default_factory=list)
+    exnref_at: Counter[str] = field(default_factory=Counter)  # where ``uses`` saw exnref
     global_mutable: list[bool] = field(default_factory=list)  # imported globals first
     imported_globals: int = 0
 
@@ -413,6 +414,8 @@ def parse_types(c: _Cur) -> TypeScan:
 def _apply_types(m: Module, t: TypeScan) -> None:
     m.types += t.types
     m.uses.update(t.uses)
+    if t.exnref:
+        m.exnref_at["types"] += t.exnref
     gc = [f"{n} {what}" for n, what in ((t.recs, "rec groups"), (t.subtypes, "subtypes"),
                                          (t.structs, "struct types"), (t.arrays, "array types"))
           if n]
@@ -473,10 +476,17 @@ def _parse_imports(m: Module, c: _Cur) -> None:
             m.imports.append(imp)
 
 
+def _uses(m: Module, mask: int, where: str) -> None:
+    """Count the families of a value type read at ``where`` (exnref's place kept apart)."""
+    wasm_code.count_mask(m.uses, mask)
+    if mask & wasm_code.BIT["exnref_type"]:
+        m.exnref_at[where] += 1
+
+
 def _apply_imports(m: Module) -> None:
     """What the imports need: their value types, mutable globals, tags, a second table."""
     for imp in m.imports:
-        wasm_code.count_mask(m.uses, imp.types)
+        _uses(m, imp.types, "imported globals" if imp.kind == Ext.GLOBAL else "imported tables")
         if imp.kind == Ext.GLOBAL:
             m.imported_globals += 1
             m.global_mutable.append(imp.mutable)
@@ -502,7 +512,7 @@ def _parse_tables(m: Module, c: _Cur) -> None:
             if c.u8() != 0:
                 raise Unsupported(f"table at offset {c.pos - 2} with a reserved byte not 0")
             m.need("function-references", "a table with an initializer expression")
-        wasm_code.count_mask(m.uses, c.reftype())
+        _uses(m, c.reftype(), "tables")
         flags, _, _ = c.limits(table=True)
         if flags & 4:
             m.need("memory64", "a table with 64-bit limits")
@@ -524,7 +534,10 @@ def _const(m: Module, c: _Cur) -> None:
     """A constant expression: what it needs beside its instructions' families (arithmetic:
     extended-const; ``global.get`` of a global the module defines: GC, §3.4.13)."""
     read: list[int] = []
+    before = m.uses["exnref_type"]
     ops = c.expr(m, read)
+    if m.uses["exnref_type"] > before:
+        m.exnref_at["constant expressions"] += m.uses["exnref_type"] - before
     arith = ops & wasm_code.EXTENDED_CONST_OPS
     if arith:
         m.need("extended-const", "arithmetic in a constant expression")
@@ -536,7 +549,7 @@ def _parse_globals(m: Module, c: _Cur) -> None:
     n = c.count(3)
     m.globals = n
     for _ in range(n):
-        wasm_code.count_mask(m.uses, c.valtype())
+        _uses(m, c.valtype(), "globals")
         m.global_mutable.append(c.mutability())
         _const(m, c)
 
@@ -568,7 +581,7 @@ def _parse_elements(m: Module, c: _Cur) -> None:
             _const(m, c)  # the offset
         if flags & 4:  # expressions of a reference type (the type given unless flags is 4)
             if flags != 4:
-                wasm_code.count_mask(m.uses, c.valtype())
+                _uses(m, c.valtype(), "element segments")
             m.uses["reftype"] += 1  # the validator checks the element type (funcref too)
             for _ in range(c.count()):
                 _const(m, c)
@@ -907,7 +920,8 @@ def _eh_encoding(f: Facts, m: Module, code: Code) -> None:
         parts.append(f"{in_code} exnref types in the code (locals, block types, select, "
                      "heap types)")
     if outside:
-        parts.append(f"{outside} exnref types in {_STRUCTURE}")
+        parts.append(f"{outside} exnref types outside the code (" + ", ".join(
+            f"{n} in {where}" for where, n in sorted(m.exnref_at.items())) + ")")
     if c["eh_throw"]:
         parts.append(f"{c['eh_throw']} throw (the same instruction in both encodings)")
     exnref = exnref_ins + types

@@ -206,6 +206,14 @@ def heaptype(buf: Buffer, pos: int, end: int) -> tuple[int, int]:
     return pos, BIT["reftype"] | BIT["typed_ref"]
 
 
+def non_null(first: int) -> int:
+    """What a non-nullable reference adds to its heap type's families (the byte ``first``
+    begins it): typed function references for ``func`` and ``extern`` (an indexed type has
+    them already); the other abstract types need only their own proposal (the validator's
+    check_ref_type)."""
+    return BIT["typed_ref"] if first in (0x70, 0x6F) else 0
+
+
 def valtype(buf: Buffer, pos: int, end: int, packed: bool = False) -> tuple[int, int]:
     """A value type (or, with ``packed``, a field's storage type): the position after it and
     the families it names."""
@@ -213,8 +221,9 @@ def valtype(buf: Buffer, pos: int, end: int, packed: bool = False) -> tuple[int,
         raise Truncated(f"value type at offset {pos} runs past its end {end}")
     t = buf[pos]
     if t in (REF_NULL_HT, REF_HT):
-        pos, mask = heaptype(buf, pos + 1, end)
-        return pos, mask | (BIT["typed_ref"] if t == REF_HT else 0)
+        ht = pos + 1
+        pos, mask = heaptype(buf, ht, end)
+        return pos, mask | (non_null(buf[ht]) if t == REF_HT else 0)
     mask = _VT[t]
     if mask < 0:
         if packed and t in (I8, I16):
@@ -548,8 +557,9 @@ def _immediates(shape: int, buf: Buffer, pos: int, end: int, counts: Counter[str
             raise Bounds(f"cast flags 0x{flags:02x} at offset {pos}")
         pos = skip_leb(buf, pos + 1, end)
         for nullable in (flags & 1, flags & 2):
+            ht = pos
             pos, mask = heaptype(buf, pos, end)
-            count_mask(counts, mask | (0 if nullable else BIT["typed_ref"]))
+            count_mask(counts, mask | (0 if nullable else non_null(buf[ht])))
         return pos
     # TRY_TABLE: a block type, then the catch clauses
     pos = blocktype(buf, pos, end, counts)
