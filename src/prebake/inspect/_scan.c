@@ -1035,6 +1035,74 @@ fail:
     return result;
 }
 
+/* wasm_sections(buf, order) -> [(id, name, start, end)] | None
+ *
+ * A module's sections after its 8-byte header, as wasm._sections lists them: each known
+ * section's id, its name (wasm.SECTION_NAMES, given as ``names``) and its payload's bounds;
+ * a custom section's name (UTF-8, errors replaced) and the bounds of what follows the name.
+ * ``order``: each known id's rank (255: not a known id); the known ones must come in rising
+ * rank, each once. None for anything else (an unknown id, a section past the end, a bad
+ * LEB): the reference says which.
+ */
+static PyObject *wasm_sections(PyObject *self, PyObject *args) {
+    Py_buffer buf;
+    PyObject *names;
+    Py_buffer order;
+    if (!PyArg_ParseTuple(args, "y*y*O!", &buf, &order, &PyTuple_Type, &names))
+        return NULL;
+    PyObject *out = PyList_New(0), *result = NULL;
+    if (out == NULL)
+        goto done;
+    const unsigned char *b = buf.buf, *rank = order.buf;
+    const Py_ssize_t n = buf.len;
+    int last = -1;
+    Py_ssize_t pos = 8;
+    if (n < 8)
+        goto none;
+    while (pos < n) {
+        const unsigned sid = b[pos];
+        uint64_t size;
+        int big;
+        Py_ssize_t start = w_uleb(b, pos + 1, n, &size, &big);
+        if (start < 0 || big || size > (uint64_t)(n - start))
+            goto none;
+        const Py_ssize_t end = start + (Py_ssize_t)size;
+        PyObject *name;
+        if (sid == 0) {
+            Py_ssize_t p = start;
+            name = w_name(b, &p, end);
+            if (name == NULL)
+                goto none_or_error;
+            start = p;
+        } else {
+            if (sid >= (unsigned)order.len || sid >= (unsigned)PyTuple_GET_SIZE(names) ||
+                rank[sid] == 255 || (int)rank[sid] <= last)
+                goto none;
+            last = rank[sid];
+            name = Py_NewRef(PyTuple_GET_ITEM(names, sid));
+        }
+        PyObject *item = Py_BuildValue("(INnn)", sid, name, start, end);
+        if (item == NULL || PyList_Append(out, item) < 0) {
+            Py_XDECREF(item);
+            goto done;
+        }
+        Py_DECREF(item);
+        pos = end;
+    }
+    result = Py_NewRef(out);
+    goto done;
+none_or_error:
+    if (PyErr_Occurred())
+        goto done;
+none:
+    result = Py_NewRef(Py_None);
+done:
+    Py_XDECREF(out);
+    PyBuffer_Release(&buf);
+    PyBuffer_Release(&order);
+    return result;
+}
+
 /* wasm_locals(buf, start, end) -> (functions, v128_locals, exnref_locals, bodies) | None
  *
  * The code section ``buf[start:end]`` walked as wasm_code.scan_locals walks it: each body's
@@ -1343,6 +1411,7 @@ static PyMethodDef methods[] = {
     {"wasm_deep_scan", wasm_deep_scan, METH_VARARGS, "Every wasm body's families, or None."},
     {"wasm_symbols", wasm_symbols, METH_VARARGS, "A wasm object's symbol table, or None."},
     {"wasm_locals", wasm_locals, METH_VARARGS, "A code section's bodies and locals, or None."},
+    {"wasm_sections", wasm_sections, METH_VARARGS, "A wasm module's sections, or None."},
     {"wasm_imports", wasm_imports, METH_VARARGS, "A wasm import section, or None."},
     {"wasm_types", wasm_types, METH_VARARGS, "A wasm type section's counts, or None."},
     {NULL, NULL, 0, NULL},

@@ -185,6 +185,12 @@ def wasm_symbols(buf: Buffer, start: int, end: int,
     return None
 
 
+def wasm_sections(buf: Buffer, order: bytes, names: tuple[str, ...], /
+                  ) -> list[tuple[int, str, int, int]] | None:
+    """No fast answer: ``wasm._sections_py`` is the reference."""
+    return None
+
+
 def wasm_locals(buf: Buffer, start: int, end: int, /
                 ) -> tuple[int, int, int, list[tuple[int, int]]] | None:
     """No fast answer: ``wasm_code.scan_locals_py`` is the reference."""

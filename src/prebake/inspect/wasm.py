@@ -306,12 +306,27 @@ class _Cur:
 # --- container ---------------------------------------------------------------------------------
 
 
+# For the C walk: each section id's rank in ``_ORDER`` (255: unknown), and its name.
+_RANKS = bytes(_ORDER.index(Sec(i)) if i in SECTION_NAMES else 255 for i in range(256))
+_NAMES = tuple(SECTION_NAMES.get(i, "") for i in range(Sec.TAG + 1))
+
+
 def _sections(r: Reader) -> list[tuple[int, str, int, int]]:
+    """Every section: (id, name, payload start, end); a custom section's name is read, its
+    payload starts after it. In C (``_scan.wasm_sections``: a tenth of the time of an object
+    of a big archive went here) when it reads them all, else ``_sections_py``, which says
+    what is wrong."""
     if r.bytes(0, 4, "magic") != MAGIC:
         raise Truncated("not a WebAssembly file")
     version = r.bytes(4, 4, "version")
     if version != VERSION_1:
         raise ValueError(f"unsupported wasm version {version.hex(' ')} (a component?)")
+    fast = hotloops.scan.wasm_sections(r.buf, _RANKS, _NAMES)
+    return fast if fast is not None else _sections_py(r)
+
+
+def _sections_py(r: Reader) -> list[tuple[int, str, int, int]]:
+    """``_sections`` in Python after the header: the reference the C walk is held to."""
     out: list[tuple[int, str, int, int]] = []
     pos = 8
     last = -1
@@ -533,6 +548,12 @@ def _parse_memories(m: Module, c: _Cur) -> None:
 def _const(m: Module, c: _Cur) -> None:
     """A constant expression: what it needs beside its instructions' families (arithmetic:
     extended-const; ``global.get`` of a global the module defines: GC, §3.4.13)."""
+    buf, pos = c.buf, c.pos
+    if pos + 1 < c.end and buf[pos] in (0x41, 0x42):  # i32/i64.const N end: most offsets
+        end = wasm_code.skip_leb(buf, pos + 1, c.end)
+        if end < c.end and buf[end] == 0x0B:
+            c.pos = end + 1
+            return
     read: list[int] = []
     before = m.uses["exnref_type"]
     ops = c.expr(m, read)
@@ -613,6 +634,7 @@ def _parse_tags(m: Module, c: _Cur) -> None:
     m.need("exception-handling", "a tag section")
 
 
+_CUSTOM_READ = frozenset({"target_features", "producers", "linking"})
 # sections read only for features: what they cannot read as 3.0 marks the list incomplete
 _FEATURE_SECTIONS = {Sec.TABLE: _parse_tables, Sec.GLOBAL: _parse_globals,
                      Sec.ELEMENT: _parse_elements, Sec.DATA: _parse_data}
@@ -623,6 +645,8 @@ def parse_container(r: Reader) -> Module:
     expression: all but the code."""
     m = Module(sections=_sections(r))
     for sid, name, start, end in m.sections:
+        if sid == Sec.CUSTOM and name not in _CUSTOM_READ:
+            continue  # relocations, names, debug info: nothing the facts read
         c = _Cur(r, start, end)
         if sid == Sec.TYPE:
             _types(m, r, c, start, end)
@@ -710,12 +734,23 @@ def _parse_features(m: Module, c: _Cur) -> None:
 
 
 def _parse_producers(m: Module, c: _Cur) -> None:
+    """field -> ["name version", ...] (ProducersSection.md); names of one byte's length read
+    inline (every real one), others through the cursor."""
+    buf, end = c.buf, c.end
+
+    def name() -> str:
+        pos = c.pos
+        n = buf[pos] if pos < end else 0x80
+        if n < 0x80 and pos + 1 + n <= end:
+            c.pos = pos + 1 + n
+            return bytes(buf[pos + 1 : pos + 1 + n]).decode("utf-8", "replace")
+        return c.name()
+
     for _ in range(c.count(2)):
-        key = c.name()
-        vals = m.producers.setdefault(key, [])
+        vals = m.producers.setdefault(name(), [])
         for _ in range(c.count(2)):
-            name, ver = c.name(), c.name()
-            vals.append(f"{name} {ver}".strip())
+            tool, ver = name(), name()
+            vals.append(f"{tool} {ver}".strip())
 
 
 # --- relocatable objects: the linking section --------------------------------------------------
@@ -882,7 +917,9 @@ def features_of(m: Module, code: Code, *, linked: bool) -> dict[str, list[str]]:
     if code.deep is not None:
         sources.append((code.deep.counts, "code"))
     for counts, where in sources:
-        for fam in wasm_code.FAMILIES:
+        if not counts:
+            continue
+        for fam in wasm_code.FAMILIES:  # in this order whichever decode counted them
             n = counts.get(fam, 0)
             if n:
                 for feat in wasm_code.FAMILY_FEATURES[fam]:
@@ -1044,7 +1081,7 @@ def _object_facts(r: Reader, m: Module, f: Facts, opts: ParseOptions) -> None:
     if opts.deep and code.deep is not None:
         f.details["opcodes"] = dict(sorted(code.deep.counts.items()))
     _features_fact(f, m, code, features_of(m, code, linked=False), enabled)
-    _object_threads(f, feats, PurePath(f.path).name)
+    _object_threads(f, feats)
     f.arch, why = _arch(m)
     if why:
         f.note("arch", why)
@@ -1059,7 +1096,7 @@ def _object_facts(r: Reader, m: Module, f: Facts, opts: ParseOptions) -> None:
     _object_eh(f, m, linked, enabled, code)
 
 
-def _object_threads(f: Facts, feats: dict[str, str], name: str) -> None:
+def _object_threads(f: Facts, feats: dict[str, str]) -> None:
     has = [k for k in ("atomics", "bulk-memory") if feats.get(k) in ("+", "=")]
     if len(has) == 2:
         f.abi.threads = True
@@ -1069,6 +1106,7 @@ def _object_threads(f: Facts, feats: dict[str, str], name: str) -> None:
     missing = [k for k in ("atomics", "bulk-memory") if k not in has]
     if feats.get("shared-mem") == "-":
         # wasm-ld's own words, so a user can match the link error to this fact
+        name = PurePath(f.path).name
         reason = (f"target_features -shared-mem: --shared-memory is disallowed by {name} "
                   "because it was not compiled with 'atomics' or 'bulk-memory' features")
     else:
