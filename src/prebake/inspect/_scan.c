@@ -1035,6 +1035,59 @@ fail:
     return result;
 }
 
+/* wasm_data(buf, start, end) -> (segments, passive) | None
+ *
+ * The data section ``buf[start:end]`` as wasm._parse_data reads it, when every active
+ * segment's offset is ``i32.const N end`` or ``i64.const N end`` (nearly every one; an object
+ * holds hundreds of segments): how many segments, how many passive (flags 1; flags 2 names a
+ * memory). None for anything else: another offset expression (decoded by the reference), a
+ * flag after 2, a truncation (the reference says which).
+ */
+static PyObject *wasm_data(PyObject *self, PyObject *args) {
+    Py_buffer buf;
+    Py_ssize_t start, end;
+    if (!PyArg_ParseTuple(args, "y*nn", &buf, &start, &end))
+        return NULL;
+    PyObject *result = NULL;
+    const unsigned char *b = buf.buf;
+    uint64_t count, passive = 0;
+    int big;
+    if (start < 0 || end < start || end > buf.len)
+        goto none;
+    Py_ssize_t pos = w_count(b, start, end, &count);
+    for (uint64_t i = 0; i < count && pos >= 0; i++) {
+        uint64_t flags, size;
+        pos = w_uleb(b, pos, end, &flags, &big);
+        if (pos < 0 || big || flags > 2)
+            goto none;
+        if (flags == 1) {
+            passive++;
+        } else {
+            if (flags == 2 && (pos = w_skip_leb(b, pos, end)) < 0)
+                goto none;
+            if (pos >= end || (b[pos] != 0x41 && b[pos] != 0x42))
+                goto none;
+            pos = w_skip_leb(b, pos + 1, end);
+            if (pos < 0 || pos >= end || b[pos] != 0x0B)
+                goto none;
+            pos++;
+        }
+        pos = w_uleb(b, pos, end, &size, &big);
+        if (pos < 0 || big || size > (uint64_t)(end - pos))
+            goto none;
+        pos += (Py_ssize_t)size;
+    }
+    if (pos != end)
+        goto none;
+    result = Py_BuildValue("(KK)", (unsigned long long)count, (unsigned long long)passive);
+    goto done;
+none:
+    result = Py_NewRef(Py_None);
+done:
+    PyBuffer_Release(&buf);
+    return result;
+}
+
 /* wasm_sections(buf, order) -> [(id, name, start, end)] | None
  *
  * A module's sections after its 8-byte header, as wasm._sections lists them: each known
@@ -1412,6 +1465,7 @@ static PyMethodDef methods[] = {
     {"wasm_symbols", wasm_symbols, METH_VARARGS, "A wasm object's symbol table, or None."},
     {"wasm_locals", wasm_locals, METH_VARARGS, "A code section's bodies and locals, or None."},
     {"wasm_sections", wasm_sections, METH_VARARGS, "A wasm module's sections, or None."},
+    {"wasm_data", wasm_data, METH_VARARGS, "A wasm data section's plain segments, or None."},
     {"wasm_imports", wasm_imports, METH_VARARGS, "A wasm import section, or None."},
     {"wasm_types", wasm_types, METH_VARARGS, "A wasm type section's counts, or None."},
     {NULL, NULL, 0, NULL},

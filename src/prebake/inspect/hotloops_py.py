@@ -191,6 +191,11 @@ def wasm_sections(buf: Buffer, order: bytes, names: tuple[str, ...], /
     return None
 
 
+def wasm_data(buf: Buffer, start: int, end: int, /) -> tuple[int, int] | None:
+    """No fast answer: ``wasm._parse_data`` is the reference."""
+    return None
+
+
 def wasm_locals(buf: Buffer, start: int, end: int, /
                 ) -> tuple[int, int, int, list[tuple[int, int]]] | None:
     """No fast answer: ``wasm_code.scan_locals_py`` is the reference."""

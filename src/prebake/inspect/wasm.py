@@ -499,24 +499,31 @@ def _uses(m: Module, mask: int, where: str) -> None:
 
 
 def _apply_imports(m: Module) -> None:
-    """What the imports need: their value types, mutable globals, tags, a second table."""
-    for imp in m.imports:
-        _uses(m, imp.types, "imported globals" if imp.kind == Ext.GLOBAL else "imported tables")
-        if imp.kind == Ext.GLOBAL:
+    """What the imports need: their value types, mutable globals, tags, a second table (a
+    function import needs nothing: most of an object's thousands of imports)."""
+    mutable: list[str] = []
+    for imp in (*m.imports_of(Ext.GLOBAL), *m.imports_of(Ext.TAG), *m.imports_of(Ext.MEMORY),
+                *m.imports_of(Ext.TABLE)):
+        kind = imp.kind
+        if kind == Ext.GLOBAL:
+            _uses(m, imp.types, "imported globals")
             m.imported_globals += 1
             m.global_mutable.append(imp.mutable)
             if imp.mutable:
-                m.need("mutable-globals", f"imports mutable global {imp.module}.{imp.field}",
-                       module_only=True)
-        elif imp.kind == Ext.TAG:
+                mutable.append(f"{imp.module}.{imp.field}")
+        elif kind == Ext.TAG:
             m.need("exception-handling", f"imports tag {imp.module}.{imp.field}")
-        elif imp.kind == Ext.MEMORY and imp.page_size:
+        elif kind == Ext.MEMORY and imp.page_size:
             m.need("custom-page-sizes", f"memory {imp.module}.{imp.field} has a custom page "
                    "size")
-        elif imp.kind == Ext.TABLE:
+        elif kind == Ext.TABLE:
+            _uses(m, imp.types, "imported tables")
             m.tables += 1
             if imp.memory64:
                 m.need("memory64", f"table {imp.module}.{imp.field} has 64-bit limits")
+    if mutable:
+        m.need("mutable-globals", f"imports mutable globals {_list(mutable, 3)}",
+               module_only=True)
 
 
 def _parse_tables(m: Module, c: _Cur) -> None:
@@ -613,6 +620,19 @@ def _parse_elements(m: Module, c: _Cur) -> None:
                 c.skip_leb()
 
 
+def _data(m: Module, c: _Cur) -> None:
+    """The data section in C (``_scan.wasm_data``) when every offset is a plain constant
+    (an object holds hundreds of segments: a tenth of a big archive's reading went here in
+    Python), else ``_parse_data``, which decodes the others and says what is wrong."""
+    fast = hotloops.scan.wasm_data(c.buf, c.pos, c.end)
+    if fast is None:
+        _parse_data(m, c)
+        return
+    c.pos = c.end
+    if fast[1]:
+        m.need("bulk-memory", "passive data segments")
+
+
 def _parse_data(m: Module, c: _Cur) -> None:
     """Data segments: 0 active in memory 0, 1 passive (bulk memory), 2 active in memory x."""
     for _ in range(c.count()):
@@ -637,7 +657,7 @@ def _parse_tags(m: Module, c: _Cur) -> None:
 _CUSTOM_READ = frozenset({"target_features", "producers", "linking"})
 # sections read only for features: what they cannot read as 3.0 marks the list incomplete
 _FEATURE_SECTIONS = {Sec.TABLE: _parse_tables, Sec.GLOBAL: _parse_globals,
-                     Sec.ELEMENT: _parse_elements, Sec.DATA: _parse_data}
+                     Sec.ELEMENT: _parse_elements, Sec.DATA: _data}
 
 
 def parse_container(r: Reader) -> Module:
@@ -681,6 +701,8 @@ def parse_container(r: Reader) -> Module:
                 _FEATURE_SECTIONS[Sec(sid)](m, c)
             except Unsupported as exc:
                 m.unread.append(f"{SECTION_NAMES[sid].lower()} section: {exc}")
+            else:
+                _exact(c, SECTION_NAMES[sid])
         elif sid == Sec.CUSTOM and name == "target_features":
             _parse_features(m, c)
         elif sid == Sec.CUSTOM and name == "producers":
@@ -693,6 +715,14 @@ def parse_container(r: Reader) -> Module:
                               "memory64": imp.memory64, "imported": f"{imp.module}.{imp.field}"})
     _memory_needs(m)
     return m
+
+
+def _exact(c: _Cur, what: str) -> None:
+    """A section read to its last byte (bytes after its items are a corrupt file, as
+    wasm-tools says: "section size mismatch")."""
+    if c.pos != c.end:
+        raise Truncated(f"{what} section has {c.end - c.pos} bytes after its items "
+                        f"(at offset {c.pos})")
 
 
 def _types(m: Module, r: Reader, c: _Cur, start: int, end: int) -> None:
