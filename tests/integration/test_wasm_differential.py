@@ -402,6 +402,114 @@ def test_an_exnref_contract_refuses_the_objects_and_their_archive(eh_objects: Pa
         assert cli(["check", str(eh_objects / name), "--contract", str(contract)]) == 1, name
 
 
+# --- real Emscripten output: 3.1.6 (Debian 12), 3.1.69 (Debian 13), 6.0.5 (Debian sid) --------
+
+EM_LIB = """\
+#include <stdexcept>
+#include <string>
+#include <wasm_simd128.h>
+int thrower(int x) { if (x > 3) throw std::runtime_error("big " + std::to_string(x)); return x; }
+int catcher(int x) { try { return thrower(x); } catch (const std::exception&) { return -1; } }
+float dot(const float* a, const float* b) {
+  v128_t s = wasm_f32x4_mul(wasm_v128_load(a), wasm_v128_load(b));
+  return wasm_f32x4_extract_lane(s, 0) + wasm_f32x4_extract_lane(s, 3);
+}
+"""
+EM_MAIN = """\
+#include <cstdio>
+int catcher(int x);
+float dot(const float* a, const float* b);
+int main() {
+  float a[4] = {1, 2, 3, 4};
+  int r = 0;
+  try { r = catcher(5) + catcher(1); } catch (...) { r = 99; }
+  std::printf("%d %f\\n", r, dot(a, a));
+  return 0;
+}
+"""
+# (toolchain, encoding) -> the flags that choose it, and the encoding of the object they make:
+# 3.1.69's -sWASM_EXNREF leaves the object legacy and translates the linked module (Binaryen)
+EM_BUILDS = {
+    ("3.1.6", "legacy"): (["-fwasm-exceptions"], "legacy"),
+    ("3.1.69", "legacy"): (["-fwasm-exceptions"], "legacy"),
+    ("3.1.69", "exnref"): (["-fwasm-exceptions", "-sWASM_EXNREF"], "legacy"),
+    ("6.0.5", "legacy"): (["-fwasm-exceptions"], "legacy"),
+    ("6.0.5", "exnref"): (["-fwasm-exceptions", "-sWASM_LEGACY_EXCEPTIONS=0"], "exnref"),
+}
+
+
+def _em_commands(flags: list[str]) -> list[list[str]]:
+    common = ["-O2", "-pthread", "-msimd128", *flags]
+    return [["em++", *common, "-c", "lib.cpp", "-o", "lib.o"],
+            ["emar", "rcs", "liblib.a", "lib.o"],
+            ["em++", *common, "main.cpp", "liblib.a", "-o", "main.js"]]
+
+
+@pytest.fixture(scope="module", params=sorted(EM_BUILDS), ids=lambda k: f"{k[0]}-{k[1]}")
+def em_build(request: pytest.FixtureRequest) -> tuple[str, str, Path]:
+    """lib.o, liblib.a and main.wasm of one Emscripten in one encoding, built once and
+    cached (the Debian 13 and sid ones in their chroots, as tests/toolchains.py makes them)."""
+    import hashlib
+    import json
+    import os
+    import shutil
+
+    from tests import support, toolchains
+
+    version, encoding = request.param
+    flags, in_object = EM_BUILDS[request.param]
+    commands = _em_commands(flags)
+    if version == "3.1.6":
+        out = support.build("diff-em-3.1.6-" + encoding, {"lib.cpp": EM_LIB, "main.cpp": EM_MAIN},
+                            commands, env={"EM_CACHE": str(support.em_cache())})
+        return encoding, in_object, out
+    root = toolchains.TRIXIE if version == "3.1.69" else toolchains.SID
+    bin_dir = toolchains.trixie_emscripten() if version == "3.1.69" \
+        else toolchains.sid_emscripten()
+    key = hashlib.sha256(json.dumps([EM_LIB, EM_MAIN, commands]).encode()).hexdigest()[:16]
+    out = support.CACHE / "builds" / f"diff-em-{version}-{encoding}-{key}"
+    with support.cache_lock(out.name):
+        if not (out / ".done").exists():
+            with toolchains.trixie_workdir("diff-em", root=root) as work:
+                (work / "lib.cpp").write_text(EM_LIB)
+                (work / "main.cpp").write_text(EM_MAIN)
+                env = {"PATH": toolchains.trixie_path(bin_dir)}
+                for cmd in commands:
+                    support.run(cmd, work, env)
+                tmp = out.with_name(out.name + f".tmp{os.getpid()}")
+                shutil.rmtree(tmp, ignore_errors=True)
+                tmp.mkdir(parents=True)
+                for name in ("lib.o", "liblib.a", "main.wasm"):
+                    shutil.copy2(work / name, tmp / name)
+                (tmp / ".done").write_text("ok\n")
+                shutil.rmtree(out, ignore_errors=True)
+                tmp.rename(out)
+    return encoding, in_object, out
+
+
+def test_real_emscripten_output_agrees_with_wasm_tools(em_build: tuple[str, str, Path],
+                                                       tmp_path: Path) -> None:
+    """Each Emscripten's object, archive and linked module, in each encoding it has: the EH
+    encoding and relaxed SIMD as wasm-tools prints them (objects and the archive's member),
+    and the module's whole feature list as wasm-tools validates it."""
+    from prebake.inspect import inspect
+
+    encoding, in_object, out = em_build
+    obj = (out / "lib.o").read_bytes()
+    assert encoding_in_text(printed(obj, tmp_path, "lib")) == in_object  # wasm-tools' reading
+    for f in (inspect(out / "lib.o"), *(inspect(out / "liblib.a").members or [])):
+        assert f.abi.wasm_eh_encoding == in_object, f.evidence.get("wasm_eh_encoding")
+        assert f.abi.relaxed_simd is False and f.abi.simd128 is True
+        assert f.abi.wasm_features_complete is True
+        assert {"exception-handling", "simd128", "atomics"} <= set(f.abi.wasm_features or [])
+    module = (out / "main.wasm").read_bytes()
+    mod = inspect(out / "main.wasm")
+    # the consumer's libc++abi is linked in the same encoding as the library
+    assert mod.abi.wasm_eh_encoding == encoding, mod.evidence.get("wasm_eh_encoding")
+    got = compare([module], tmp_path)
+    assert not got.wrong and not got.nulls and got.checked == 1, got
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--modules", type=int, default=MODULES)
