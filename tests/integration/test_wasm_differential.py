@@ -402,6 +402,38 @@ def test_an_exnref_contract_refuses_the_objects_and_their_archive(eh_objects: Pa
         assert cli(["check", str(eh_objects / name), "--contract", str(contract)]) == 1, name
 
 
+def test_a_member_whose_code_cannot_be_read_fails_a_contract_closed(eh_objects: Path,
+                                                                   tmp_path: Path) -> None:
+    """One member's body holds an opcode after 3.0 (0xE0, stack switching's cont.new): its
+    encoding is null with the offset, the archive keeps the others' value and counts it, and a
+    contract on the encoding cannot pass it (the other member is legacy, as asked)."""
+    import shutil
+    from collections import Counter
+
+    from prebake.cli import main as cli
+    from prebake.inspect import inspect, wasm, wasm_code
+    from prebake.inspect.binreader import Reader
+
+    data = bytearray((eh_objects / "wabt.o").read_bytes())
+    m = wasm.parse_container(Reader(bytes(data)))
+    assert m.code is not None
+    [(start, end)] = wasm_code.scan_locals(bytes(data), *m.code, keep_bodies=True).bodies
+    data[wasm_code.decode_locals(bytes(data), start, end, Counter())] = 0xE0
+    (tmp_path / "bad.o").write_bytes(bytes(data))
+    shutil.copy2(eh_objects / "clang.o", tmp_path / "good.o")
+    subprocess.run(["llvm-ar", "rcs", "libmixed.a", "good.o", "bad.o"], cwd=tmp_path,
+                   check=True)
+    f = inspect(tmp_path / "libmixed.a")
+    bad = next(x for x in f.members or [] if x.path.endswith("(bad.o)"))
+    assert bad.abi.wasm_eh_encoding is None and bad.abi.wasm_features_complete is False
+    assert "unknown opcode 0xe0 at offset" in " ".join(bad.evidence["wasm_eh_encoding"])
+    assert f.counts["wasm_eh_encoding"] == {"legacy": 1, "null": 1}
+    contract = tmp_path / "c.toml"
+    contract.write_text('wasm_eh_encoding = "legacy"\n')
+    assert cli(["check", str(tmp_path / "libmixed.a"), "--contract", str(contract)]) == 1
+    assert cli(["check", str(tmp_path / "good.o"), "--contract", str(contract)]) == 0
+
+
 # --- real Emscripten output: 3.1.6 (Debian 12), 3.1.69 (Debian 13), 6.0.5 (Debian sid) --------
 
 EM_LIB = """\
