@@ -1,18 +1,22 @@
 """WebAssembly modules and relocatable objects → ``Facts`` (docs/binary-formats.md §3).
 
-Specs: the WebAssembly core binary format (sections, imports, limits), LLVM's
-``tool-conventions/Linking.md`` (the ``linking`` custom section of relocatable objects),
-``tool-conventions/ProducersSection.md`` and the ``target_features`` section, plus the
-exception-handling, threads and SIMD proposals. Every read is bounded by its section (and the
-section by the file) through ``binreader.Reader``; a bad length raises ``Truncated``, which the
-frame turns into a one-line ``FormatError`` naming the file.
+Specs: the WebAssembly 3.0 core binary format (every section: rec groups of function, struct
+and array types, imports, tables, memories, globals, exports, element and data segments with
+their constant expressions, tags), LLVM's ``tool-conventions/Linking.md`` (the ``linking``
+custom section of relocatable objects), ``tool-conventions/ProducersSection.md`` and the
+``target_features`` section. Every read is bounded by its section (and the section by the
+file) through ``binreader.Reader``; a bad length raises ``Truncated``, which the frame turns
+into a one-line ``FormatError`` naming the file; a construct after 3.0 in a section read only
+for features marks the feature list incomplete instead (``Module.unread``).
 
-Relocatable objects (they carry a ``linking`` section) get symbols from its symbol table and
-features from ``target_features``. Linked modules (Emscripten output has no custom sections at
-all) get threads from shared memory, EH from tags/imports/the JS glue, Asyncify from the
-runtime's byte patterns, and SIMD from ``v128`` in types/locals, or from a full decode
-(``ParseOptions.deep``). Objects and modules alike get the EH encoding (legacy, exnref, both,
-none) from their instructions (``wasm_code.eh_scan``).
+Objects and modules alike: every instruction is decoded (``wasm_code.decode_bodies``) and every
+value type read, which give the EH encoding (legacy, exnref, both, none), ``simd128``,
+``relaxed_simd`` and the feature list (``features_of``: what the code and the structure need,
+through ``wasm_code.FAMILY_FEATURES``); an object's ``target_features`` is evidence beside the
+code, and adds what the compiler enabled. Relocatable objects (they carry a ``linking``
+section) get symbols from its symbol table. Linked modules (Emscripten output has no custom
+sections at all) get threads from shared memory, EH from tags/imports/the code/the JS glue,
+and Asyncify from the runtime's byte patterns.
 """
 
 from __future__ import annotations
