@@ -284,6 +284,20 @@ def test_random_modules_agree_with_wasm_tools(tmp_path: Path) -> None:
     assert got.checked == MODULES
 
 
+def test_the_c_loops_and_their_python_reference_agree_on_random_modules(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every fact and detail (the per-family counts of --deep included) of 100 random modules,
+    read with the C loops and with ``hotloops_py`` (their Python reference)."""
+    from prebake.inspect import hotloops, hotloops_py
+
+    modules = list(random_modules(SEED + 1, 100, tmp_path))
+    opts = ParseOptions(deep=True)
+    fast = [inspect_bytes(m, f"m{i}.wasm", opts).to_json() for i, m in enumerate(modules)]
+    monkeypatch.setattr(hotloops, "scan", hotloops_py)
+    slow = [inspect_bytes(m, f"m{i}.wasm", opts).to_json() for i, m in enumerate(modules)]
+    assert [i for i, (a, b) in enumerate(zip(fast, slow, strict=True)) if a != b] == []
+
+
 # --- the issue's reproducers, as fixed cases ---------------------------------------------------
 
 # (name, the text wasm-tools parses, the EH encoding, what the evidence must name)
