@@ -1,9 +1,10 @@
 """``prebake inspect --json`` over the flagship's wasm archive vs ``llvm-nm`` on the same file.
 
 The flagship's wasm asset (``onnxruntime-<v>-wasm.tar.xz``, made by ``scripts/long-leg``) holds
-one 68 MB archive of about 700 exnref objects. Reading it, prebake decodes every function body
-for the EH encoding (a fact of every member, not only under ``--deep``), where ``llvm-nm`` reads
-only the symbol tables: the bar is that ``inspect --json`` stays within 2x ``llvm-nm``.
+one 68 MB archive of about 700 exnref objects. Reading it, prebake decodes every instruction
+of every function body and reads every section (the EH encoding, SIMD and the feature list are
+facts of every member, not only under ``--deep``), where ``llvm-nm`` reads only the symbol
+tables: the bar is that ``inspect --json`` stays within 2x ``llvm-nm``.
 Both run as whole processes, alternating, outputs to files; the median of the rounds counts.
 ``prebake inspect --symbols`` against ``llvm-nm -C`` is printed beside it, without a bar.
 

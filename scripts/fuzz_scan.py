@@ -18,7 +18,8 @@ and a child Python runs the corpus with libasan preloaded (``LD_PRELOAD`` of gcc
 The seeds are real objects from real compilers, both ELF classes and byte orders (gcc for
 x86-64; clang for i686, aarch64, 32-bit big-endian MIPS and 64-bit big-endian PowerPC, C and
 C++ with exceptions), a shared library, wasm objects from Emscripten (C++ with native wasm
-exceptions, threaded C with SIMD) and archives of them: GNU (``/``), ``/SYM64/``, BSD
+exceptions, threaded C with SIMD), two modules from ``wasm-tools smith`` (every WebAssembly
+3.0 proposal) and archives of them: GNU (``/``), ``/SYM64/``, BSD
 ``__.SYMDEF``, GNU thin (``!<thin>``), emar's.
 Mutations are byte flips, boundary values written over
 the fields the readers trust (ELF header, section headers, symbols, archive member sizes and
@@ -86,6 +87,14 @@ def _seed_commands() -> list[list[str]]:
     cmds += [["em++", "-O1", "-fwasm-exceptions", "-c", "e.cpp", "-o", "e-wasm.o"],
              ["emcc", "-O1", "-pthread", "-msimd128", "-c", "c.c", "-o", "c-wasm.o"],
              ["emar", "rcs", "libwasm.a", "c-wasm.o", "e-wasm.o"]]
+    # linked modules from wasm-tools smith (every 3.0 proposal: GC and rec groups, exnref and
+    # try_table, typed references, SIMD and relaxed SIMD, threads, memory64, tail calls), for
+    # the type walk and the deep decode beyond what Emscripten 3.1.6 emits
+    smith = Path(sys.executable).with_name("wasm-tools")
+    for i in (1, 2):
+        cmds.append(["sh", "-c", f"{sys.executable} -c 'import random, sys; sys.stdout.buffer"
+                     f".write(random.Random({i}).randbytes(6000))' | {smith} smith "
+                     "--min-funcs 4 -o smith-" + str(i) + ".wasm"])
     return cmds
 
 
@@ -345,15 +354,23 @@ def _direct_edges() -> int:
         n = len(blob)
         for start, end in ((0, n), (0, n + 1), (n, n), (-1, n), (n + 5, n + 9), (2**62, 2**62)):
             outside = start < 0 or end > n or start > end
-            got = (scan.wasm_locals(view, start, end), scan.wasm_types(view, start, end),
-                   scan.wasm_imports(view, start, end),
-                   scan.wasm_symbols(view, start, end, ([], [], [], [])),
-                   scan.wasm_eh_scan(view, [(start, end)], wasm_code.C_SHAPES,
-                                     wasm_code.C_FAMILIES))
+            types = wasm_code.type_tables()
+            got = (scan.wasm_locals(view, start, end), scan.wasm_types(view, start, end, types),
+                   scan.wasm_imports(view, start, end, types),
+                   scan.wasm_symbols(view, start, end, ([], [], [], [])))
+            deep = scan.wasm_deep_scan(view, [(start, end)], *wasm_code.deep_tables())
             # outside the buffer: no answer, only "ask the reference"; inside: an answer's shape
             assert all(g is None for g in got) if outside else \
                 all(g is None or isinstance(g, (tuple, list)) for g in got), (blob, start, end, got)
+            # the deep decode names the body it cannot read (the first, here), or counts
+            assert deep == 0 if outside else deep == 0 or isinstance(deep, tuple), deep
             cases += 5
+        sections = scan.wasm_sections(view, bytes(256), ("",) * 14)
+        assert sections is None or isinstance(sections, list), sections
+        for start, end in ((0, n), (0, n + 1), (-1, n), (2**62, 2**62)):
+            data = scan.wasm_data(view, start, end)
+            assert data is None or isinstance(data, tuple), data
+        cases += 5
         del view, keep
     return cases
 
@@ -364,7 +381,7 @@ def child(seed_dir: Path, mutants: int, seed: int) -> int:
     assert hotloops.scan is not None and "asan-" in str(hotloops.scan.__file__), hotloops.scan
     edges = _direct_edges()
     seeds = [p.read_bytes() for p in sorted(seed_dir.iterdir())
-             if p.suffix in (".o", ".so", ".a")]
+             if p.suffix in (".o", ".so", ".a", ".wasm")]
     use_c = _switches()
     mut = Mutator(seeds, random.Random(seed))
     t0 = time.monotonic()

@@ -42,10 +42,14 @@ ASYNC_KINDS = ("jspi", "asyncify", "none")
 # contract may ask for.
 WASM_EH_ENCODINGS = ("legacy", "exnref", "both", "none")
 WASM_EH_WANTED = ("legacy", "exnref")
+# Every feature the wasm reader can report (LLVM's target_features spelling, and wasm-tools'
+# for proposals LLVM has no feature for: typed function references, compact imports, custom
+# page sizes), so that a contract may name each.
 KNOWN_WASM_FEATURES = (
     "atomics", "bulk-memory", "exception-handling", "extended-const", "memory64",
     "multimemory", "multivalue", "mutable-globals", "nontrapping-fptoint", "reference-types",
-    "relaxed-simd", "sign-ext", "simd128", "tail-call", "gc",
+    "relaxed-simd", "sign-ext", "simd128", "tail-call", "gc", "function-references",
+    "wide-arithmetic", "compact-imports", "custom-page-sizes",
 )
 WASM_OSES = ("emscripten", "wasi")
 
@@ -172,8 +176,8 @@ KEYS: tuple[AbiKey, ...] = (
            fact="abi", report=True,
            diff=Diff("added", "consumers must enable the new wasm features")),
     AbiKey("wasm_features_complete", "whether wasm_features is the whole list", Value.BOOL,
-           fact="abi", describe="whether wasm_features is the whole list (false: read without "
-                                "decoding the code)"),
+           fact="abi", describe="whether wasm_features is the whole list (false: some code "
+                                "or section could not be read; the evidence says why)"),
     AbiKey("features_required", "wasm features every binary must have", Value.FEATURES,
            rule="FEATURES_REQUIRED", reads=(_FEATS, "abi.simd128"), oses=WASM_OSES),
     AbiKey("features_forbidden", "wasm features no binary may have (e.g. relaxed-simd)",

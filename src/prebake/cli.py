@@ -35,10 +35,53 @@ def _command_modules() -> list[ModuleType]:
     return mods
 
 
-def build_parser() -> tuple[argparse.ArgumentParser, dict[str, ModuleType]]:
+def build_parser(argv: Sequence[str] | None = None
+                 ) -> tuple[argparse.ArgumentParser, dict[str, ModuleType]]:
+    """The parser, with every command's sub-parser; with ``argv``, only what it needs: the
+    command it names (importing every command module and building its parser was a third of
+    ``prebake inspect``'s start-up), or none for ``--version``. Anything else (no command, a
+    misspelt one, top-level help) gets them all, so help and errors list every command."""
     from prebake.cliparser import build
 
+    if argv is not None:
+        named = _named_command(argv)
+        if named is not None:
+            return build(named)
     return build(_command_modules())
+
+
+# the top-level options that take a value (``-C DIR``): the word after them is no command
+_VALUED = ("-C", "--workspace")
+
+
+def _named_command(argv: Sequence[str]) -> list[ModuleType] | None:
+    """The command modules ``argv`` needs, when it says so before any word argparse could read
+    otherwise: ``[module]`` for its first word that is neither an option nor ``-C``'s value,
+    ``[]`` for a ``--version`` before it; None (build them all) for the rest."""
+    import prebake.commands as pkg
+
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+            continue
+        if arg == "--version":
+            return []  # argparse prints it and exits as it meets it: no command is read
+        if arg in _VALUED:
+            skip = True
+            continue
+        if arg.startswith("-"):
+            if arg in ("-h", "--help", "--") or arg.startswith("---"):
+                return None
+            continue
+        name = arg.replace("-", "_")
+        if not name.isidentifier() or name.startswith("_") or not any(
+                os.path.isfile(os.path.join(folder, name + ".py"))  # noqa: PTH113, PTH118
+                for folder in pkg.__path__):
+            return None
+        mod = importlib.import_module(f"prebake.commands.{name}")
+        return [mod] if getattr(mod, "NAME", None) == arg and hasattr(mod, "run") else None
+    return None
 
 
 class Terminated(KeyboardInterrupt):
@@ -98,8 +141,9 @@ def _err(message: str) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     from prebake.errors import CheckFailed, PrebakeError
 
-    parser, table = build_parser()
-    args = parser.parse_args(sys.argv[1:] if argv is None else list(argv))
+    words = sys.argv[1:] if argv is None else list(argv)
+    parser, table = build_parser(words)
+    args = parser.parse_args(words)
     if not args.command:
         parser.print_help()
         return 2

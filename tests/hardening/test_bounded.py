@@ -7,6 +7,7 @@ its body (or trickles it), and a real closed port as the S3 endpoint.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -20,6 +21,9 @@ from typing import Any
 
 import pytest
 
+from prebake.consume.consumer_lock import read_lock
+from prebake.errors import PrebakeError
+from prebake.store.base import bound_words
 from tests import support
 from tests.servers.assets import make_asset
 from tests.servers.static_http import LoopbackServer, Running, closed_port_url
@@ -173,3 +177,61 @@ def test_unreachable_s3_endpoint_in_build(tmp_path: Path) -> None:
     assert proc.returncode != 0, out
     assert "internal error" not in out and "Traceback" not in out, out
     assert "s3://prebake-down/assets" in out and "cannot reach the endpoint" in out, out
+
+
+class _EndlessAsset(_Endless):
+    """A mirror of a file store whose sidecars are the true ones and whose asset never ends:
+    what a hostile or broken mirror serves a consumer whose lock pins the asset's bytes."""
+
+    def do_GET(self) -> None:
+        rel = self.path.lstrip("/")
+        if rel.endswith(ASSET):
+            self.server.asked = True
+            super().do_GET()
+            return
+        path = self.server.root / rel
+        body = path.read_bytes() if path.is_file() else b""
+        self.send_response(200 if path.is_file() else 404)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+def test_a_locked_fetch_stops_at_the_size_the_lock_records(tmp_path: Path, store: Path) -> None:
+    """The lock of an honest fetch records the asset's size; from a mirror answering an endless
+    body for the same asset, the next fetch (fresh cache) stops there: one line naming the
+    lock's bound, nothing installed, no partial download kept."""
+    lock = tmp_path / "prebake.lock"
+    first = tmp_path / "first"
+    first.mkdir()
+    proc = _fetch(first, store.as_uri(), "--lock", str(lock))
+    assert proc.returncode == 0, proc.stderr
+    [entry] = json.loads(lock.read_text())["packages"]
+    size = (store / "v1.0.0" / ASSET).stat().st_size
+    assert entry["size"] == size < 64 * 1024
+    httpd = LoopbackServer(("127.0.0.1", 0), _EndlessAsset)
+    httpd.root, httpd.trickle, httpd.asked = store, False, False  # type: ignore[attr-defined]
+    httpd.stop = threading.Event()  # type: ignore[attr-defined]
+    with Running(httpd) as srv:
+        t0 = time.monotonic()
+        proc = _fetch(tmp_path, srv.url, "--lock", str(lock))
+        httpd.stop.set()  # type: ignore[attr-defined]
+    assert httpd.asked  # type: ignore[attr-defined]
+    assert time.monotonic() - t0 < 30
+    _one_error_line(proc, ASSET, f"{size} bytes the consumer lock records")
+    assert not (tmp_path / "into").exists()
+    assert not list((tmp_path / "cache").rglob("*.part")), "a partial download was kept"
+    # the lock is as it was: an asset that could not be fetched changes nothing
+    assert json.loads(lock.read_text())["packages"] == [entry]
+
+
+def test_a_lock_without_sizes_still_reads_and_says_the_bound(tmp_path: Path) -> None:
+    """Locks written before sizes were recorded still read; the bound they leave is said."""
+    lock = tmp_path / "prebake.lock"
+    lock.write_text('{"schema_version": 1, "packages": [{"name": "demo", "version": "1.0.0", '
+                    '"platform": "wasm", "sha256": "' + "0" * 64 + '", "url": "u"}]}')
+    assert read_lock(lock).get("demo", "wasm").size is None  # type: ignore[union-attr]
+    assert "2147483648 bytes" in bound_words(None) and "records no size" in bound_words(None)
+    lock.write_text(lock.read_text().replace('"url": "u"', '"url": "u", "size": -1'))
+    with pytest.raises(PrebakeError, match="size -1 is not a byte count"):
+        read_lock(lock)

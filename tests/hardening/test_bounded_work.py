@@ -14,9 +14,11 @@ import struct
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from prebake.errors import FormatError
 from prebake.inspect import MAX_NESTING, inspect
 from prebake.inspect import binreader as br
 from prebake.inspect.archive import MAX_THIN_BYTES
@@ -160,6 +162,33 @@ def test_thin_members_past_the_byte_budget_are_one_error(tmp_path: Path, distinc
     assert proc.stderr.strip().splitlines() == [
         f"prebake: error: {lib}: thin archive members add up to more than {MAX_THIN_BYTES} "
         "bytes (repeats counted); not read further"]
+
+
+@pytest.mark.parametrize("headers", ["understate", "true"])
+def test_thin_members_past_the_budget_are_refused_before_any_is_read(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, headers: str) -> None:
+    """The issue's reproducer: one 1 GiB file of data (no reader's format: read whole before)
+    named ten times. The total comes from the member headers and the files' sizes before a
+    member is read: no byte of the file is read (it took 1 GB of memory and 6-7 s)."""
+    big = tmp_path / "big.bin"
+    with big.open("wb") as fh:
+        fh.truncate(1 << 30)
+    lib = thin(tmp_path / "libten.a", *["big.bin"] * 10)
+    if headers == "true":  # each member header records the file's size, as GNU ar writes it
+        raw = lib.read_bytes()
+        lib.write_bytes(raw.replace(b"64        `\n", f"{1 << 30:<10}`\n".encode()))
+        assert raw.count(b"64        `\n") == 10
+    opened: list[str] = []
+    real_open = os.open
+
+    def spy(file: Any, *args: Any, **kw: Any) -> int:
+        opened.append(str(file))
+        return real_open(file, *args, **kw)
+
+    monkeypatch.setattr(os, "open", spy)
+    with pytest.raises(FormatError, match=r"add up to more than \d+ bytes \(repeats counted\)"):
+        inspect(lib)
+    assert str(big) not in opened and str(big.resolve()) not in opened
 
 
 # --- special files, loops, short reads -----------------------------------------------------

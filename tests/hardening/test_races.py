@@ -187,11 +187,11 @@ def test_a_fetch_during_a_publish_installs_one_upload_whole(tmp_path: Path) -> N
         raced = False
 
         def download(self, asset: AssetId, dest: Path, release: str | None = None, *,
-                     progress: ProgressFn | None = None) -> Path:
+                     progress: ProgressFn | None = None, limit: int | None = None) -> Path:
             if not self.raced:
                 self.raced = True
                 LocalStore(self.url, self.path).publish(new)
-            return super().download(asset, dest, release, progress=progress)
+            return super().download(asset, dest, release, progress=progress, limit=limit)
 
     store = PublishedUnder(root.as_uri(), root)
     result = fetch(FetchRequest("demo", "1.0.0", "linux-x86_64", store=store,

@@ -204,3 +204,96 @@ def test_proxy_variables_and_their_credentials_as_free_text() -> None:
     assert redact_text(f"password is {PASSWORD}; Pa55word; Sec@77", *secrets) == \
         "password is ***; ***; ***"
     assert redact_json({"env": env}) == {"env": redact_env(env)}
+
+
+@pytest.mark.parametrize(("text", "shown"), [
+    # header credentials, as curl -v, a JSON dump and a command line show them
+    ("> Proxy-Authorization: Basic cHJveHl1c2VyOnBhNTV3MHJk", "> Proxy-Authorization: Basic ***"),
+    ("> Authorization: Bearer eyJhbGciOi.eyJzdWIi.c2ln", "> Authorization: Bearer ***"),
+    ('{"Authorization": "token ghp_0123456789abcdefghijKLMN"}', '{"Authorization": "token ***"}'),
+    ('curl -H "Authorization: Bearer abc123def456" https://h/x',
+     'curl -H "Authorization: Bearer ***" https://h/x'),
+    ("Authorization: AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/2015/us-east-1/iam/aws4_request, "
+     "SignedHeaders=content-type;host, Signature=5d672d79c15b13",
+     "Authorization: AWS4-HMAC-SHA256 ***"),
+    ("HTTP_AUTHORIZATION=Basic dXNlcjpwYXNz", "HTTP_AUTHORIZATION=Basic ***"),
+    # the token parameters of signed URLs
+    ("https://h/x?jwt=eyJhbGciOi.eyJzdWIi.c2ln&v=1", "https://h/x?jwt=***&v=1"),
+    ("https://h/x?sig=abc%2Bdef", "https://h/x?sig=***"),
+    ("https://h/x?hmac=00ff&expires=1", "https://h/x?hmac=***&expires=1"),
+    # tokens in URL paths, by their place or their shape
+    ("https://api.telegram.org/bot123456:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw/sendMessage",
+     "https://api.telegram.org/bot123456:***/sendMessage"),
+    ("https://hooks.slack.com/services/T0000/B0000/XXXXXXXXXXXXXXXXXXXXXXXX",
+     "https://hooks.slack.com/services/T0000/B0000/***"),
+    ("https://discord.com/api/webhooks/123/abcDEF-ghi", "https://discord.com/api/webhooks/123/***"),
+    ("https://h/download/token/abcd1234/f.tgz", "https://h/download/token/***/f.tgz"),
+    ("https://h/ghp_0123456789abcdefghijKLMN/raw/f", "https://h/***/raw/f"),
+    ("https://gitlab.example/api/v4/glpat-0123456789abcdefghij/x", "https://gitlab.example/api/v4/***/x"),
+    # not credentials: a file path through a tokenizer, a URL of one, prose about the header
+    ("src/tokenizer/token/bpe.cc", "src/tokenizer/token/bpe.cc"),
+    ("https://h/tokenizer/vocab.json", "https://h/tokenizer/vocab.json"),
+])
+def test_header_parameter_and_path_tokens(text: str, shown: str) -> None:
+    from prebake.redact import redact_text
+
+    assert redact_text(text) == shown
+
+
+def test_the_base64_of_a_known_credential_at_any_alignment() -> None:
+    """A proxy's ``user:password``, or a token after a prefix (``x-access-token:TOKEN`` in a
+    Basic header), is masked in base64 whatever precedes it."""
+    import base64
+
+    from prebake.redact import env_secrets, redact_text
+
+    secrets = env_secrets({"HTTPS_PROXY": PROXY, "NPM_TOKEN": TOKEN})
+    for raw in (f"proxyuser:{PASSWORD}", f"x-access-token:{TOKEN}", f"a{PASSWORD}",
+                f"ab{TOKEN}xyz"):
+        blob = base64.b64encode(raw.encode()).decode()
+        out = redact_text(f"seen {blob} and {blob.replace('+', '-').replace('/', '_')}",
+                          *secrets)
+        assert "***" in out, raw
+        for secret in (PASSWORD, TOKEN):
+            if secret in raw:  # what is left is the rest's base64, and a few stray characters
+                left = out.split("seen ")[1].split(" and")[0].replace("***", "")
+                assert len(left) <= (len(raw) - len(secret)) * 4 // 3 + 4, (raw, out)
+
+
+def test_curl_through_a_proxy_verbosely_leaves_no_credential_in_the_build_log(
+        tmp_path: Path) -> None:
+    """The issue's reproducer: a recipe command run verbosely through the proxy prints
+    ``> Proxy-Authorization: Basic <base64 of user:password>``; the build log masks it."""
+    import socket
+    import threading
+
+    from prebake.bake.process import BuildLog, run_logged
+
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(1)
+    port = srv.getsockname()[1]
+
+    def answer() -> None:
+        conn, _ = srv.accept()
+        with conn:
+            conn.recv(65536)
+            conn.sendall(b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n")
+
+    t = threading.Thread(target=answer, daemon=True)
+    t.start()
+    proxy = f"http://proxyuser:{PASSWORD}@127.0.0.1:{port}"
+    log = BuildLog(tmp_path / "unit.log")
+    env = {"PATH": "/usr/bin:/bin", "HTTPS_PROXY": proxy, "http_proxy": proxy}
+    log.env(env, [])
+    run_logged(["curl", "-sv", "--max-time", "10", "http://example.invalid/x"], cwd=tmp_path,
+               env=env, log=log)
+    log.close()
+    t.join(10)
+    srv.close()
+    text = (tmp_path / "unit.log").read_text()
+    assert "Proxy-Authorization: Basic ***" in text, text  # curl did send it
+    import base64
+
+    assert base64.b64encode(f"proxyuser:{PASSWORD}".encode()).decode() not in text
+    _clean(text, "a verbose curl's build log")

@@ -200,3 +200,58 @@ def test_100k_tiny_members_twice_stay_under_300_mb_in_every_worker(tmp_path: Pat
         while at >= 0:
             lasts, at = lasts + 1, mm.find(b'"member": "m099999.o"', at + 1)
     assert lasts == 2
+
+
+def _targets() -> list:  # type: ignore[type-arg]
+    from prebake.inspect.runner import Target
+
+    return [Target(str(p), file=p, size=p.stat().st_size) for p in ARCHIVES]
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the forked workers are Linux's")
+def test_an_error_in_a_forked_worker_is_raised_here(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reader's bug in a worker reaches the command as that exception (its type and words,
+    as a pool's would), and the workers are reaped."""
+    from contextlib import ExitStack
+
+    from prebake.inspect import runner
+
+    def broken(*_: object) -> None:
+        raise ZeroDivisionError("a reader's bug")
+
+    monkeypatch.setattr(runner, "usable_cores", lambda: 2)
+    monkeypatch.setattr(runner, "job", broken)  # the children are forked with it
+    mode = runner.Mode(symbols=False, deep=False, json=True, color=False)
+    with ExitStack() as stack, pytest.raises(ZeroDivisionError, match="a reader's bug"):
+        list(runner.results(_targets(), mode, stack))
+    with pytest.raises(ChildProcessError):
+        os.waitpid(-1, os.WNOHANG)  # no child left behind
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the forked workers are Linux's")
+def test_a_worker_that_dies_is_one_error_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    from contextlib import ExitStack
+
+    from prebake.errors import PrebakeError
+    from prebake.inspect import runner
+
+    def killed(*_: object) -> None:
+        os.kill(os.getpid(), 9)
+
+    monkeypatch.setattr(runner, "usable_cores", lambda: 2)
+    monkeypatch.setattr(runner, "job", killed)
+    mode = runner.Mode(symbols=False, deep=False, json=True, color=False)
+    with ExitStack() as stack, pytest.raises(PrebakeError, match=r"inspect worker \(pid \d+\) "
+                                             r"ended before its results \(killed by signal 9\)"):
+        list(runner.results(_targets(), mode, stack))
+    with pytest.raises(ChildProcessError):
+        os.waitpid(-1, os.WNOHANG)
+
+
+def test_shares_deal_the_biggest_first_to_the_least_loaded() -> None:
+    from prebake.inspect.runner import Target, shares
+
+    sizes = [5, 100, 7, 60, 50, 3]
+    got = shares([Target(str(i), size=s) for i, s in enumerate(sizes)], 2)
+    assert got == [[1, 2, 0], [3, 4, 5]]  # 112 and 113 bytes
+    assert sorted(i for s in got for i in s) == list(range(len(sizes)))

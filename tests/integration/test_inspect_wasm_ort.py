@@ -47,8 +47,9 @@ def test_cheap_facts(cheap: dict[str, Facts], name: str) -> None:
     f = cheap[name]
     assert (f.format, f.kind, f.os, f.arch) == ("wasm", "module", "emscripten", "wasm32")
     assert f.abi.threads is True
-    assert f.abi.simd128 is True  # v128 locals: conclusive without the decode
-    assert f.abi.relaxed_simd is None  # unknown without the decode, never guessed
+    assert f.abi.simd128 is True
+    # every instruction decoded on the default path: no relaxed SIMD in any build (§3.8)
+    assert f.abi.relaxed_simd is False and f.abi.wasm_features_complete is True
     assert f.abi.eh == eh, f.evidence.get("eh")
     # JS exceptions hold no native EH instruction; the JSPI build is all exnref (§3.6)
     want = "exnref" if name.endswith("jspi.wasm") else "none"

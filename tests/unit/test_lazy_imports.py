@@ -39,9 +39,10 @@ LAZY = {
     # is judged against one g++ link (benchmarks/bench_link_order.py) and needs only
     # SCHEMA_VERSION from jsonio; `prebake inspect FILE` never starts the process pool
     ("prebake/jsonio.py", "tempfile"): "5 ms (shutil, random, bz2, lzma); test_startup.py",
-    ("prebake/inspect/runner.py", "multiprocessing"): "15 ms with the two below, one target",
-    ("prebake/inspect/runner.py", "tempfile"): "the pool's folder for big results",
-    ("prebake/inspect/runner.py", "concurrent.futures"): "the pool",
+    ("prebake/inspect/runner.py", "tempfile"): "5 ms, the workers' folder for big results",
+    ("prebake/inspect/runner.py", "concurrent.futures"): "the pool, where there is no fork",
+    ("prebake/inspect/runner.py", "pickle"): "6M instructions at every start (callgrind); only "
+                                            "an error in a forked worker needs it",
 }
 
 #: files other branches are changing now: their function-body imports are cleaned after merge

@@ -8,6 +8,7 @@ The registry's cheap pre-checks must never change which reader claims a file.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 import struct
@@ -77,3 +78,31 @@ def test_registry_sniff_picks_the_reader_a_full_scan_picks() -> None:
     for head in _heads():
         expected = next((r for r in everyone if r.sniff(head)), None)
         assert registry.sniff(head) is expected, head.hex(" ")
+
+
+def test_a_command_imports_and_parses_only_itself(elf_archive: Path) -> None:
+    """``prebake inspect`` builds its own sub-parser, not every command's (their modules and
+    parsers were a third of its start-up); ``--version`` builds none."""
+    mods = _modules_after(
+        "import contextlib, io, prebake.cli\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    assert prebake.cli.main(['-C', '/tmp', 'inspect', {str(elf_archive)!r}]) == 0\n")
+    commands = {m for m in mods if m.startswith("prebake.commands.")}
+    assert commands <= {"prebake.commands.inspect", "prebake.commands._common"}, commands
+    mods = _modules_after(
+        "import contextlib, io, prebake.cli\n"
+        "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
+        "    prebake.cli.main(['--version'])\n")
+    assert not {m for m in mods if m.startswith("prebake.commands.")}
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["inspec"], ["-C", "inspect"], []])
+def test_help_and_misspelt_commands_still_list_every_command(
+        argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    from prebake.cli import main
+
+    with contextlib.suppress(SystemExit):
+        main(argv)
+    out = capsys.readouterr()
+    text = out.out + out.err
+    assert "link-order" in text and "fetch" in text, text

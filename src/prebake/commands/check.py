@@ -23,9 +23,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     src.add_argument("--contract", metavar="FILE", help="a standalone contract TOML file")
     p.add_argument("--json", action="store_true", help="machine-readable report")
     p.add_argument("--deep", action="store_true",
-                   help="decode every wasm instruction, so a wasm module's feature list is "
-                        "whole (without it a rule forbidding features cannot pass on a "
-                        "module whose list was read without its code)")
+                   help="read as inspect --deep does (wasm feature lists are whole without it: "
+                        "every instruction is decoded on the default path)")
 
 
 def load_platform(workspace: str | None, name: str) -> Platform:

@@ -1,4 +1,5 @@
-"""``prebake.lock``: what a consumer fetched, byte for byte (name, version, platform, sha256, url).
+"""``prebake.lock``: what a consumer fetched, byte for byte (name, version, platform, sha256, url,
+and the asset's size, which bounds the next download of it).
 
 JSON through ``prebake.jsonio`` (sorted keys, entries sorted by name then platform, written
 atomically), so the same fetches always give the same file and diffs stay one line per change.
@@ -17,6 +18,7 @@ from prebake import jsonio
 from prebake.bounded import read_bounded
 from prebake.errors import PrebakeError
 from prebake.names import name_problem
+from prebake.package.naming import MAX_ASSET_BYTES
 
 LOCK_NAME = "prebake.lock"
 LOCK_SCHEMA_VERSION = 1
@@ -33,6 +35,7 @@ class LockEntry:
     sha256: str
     url: str
     release: str | None = None
+    size: int | None = None  # the asset's bytes (locks written before it was recorded: None)
 
     def to_json(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if v is not None}
@@ -66,7 +69,7 @@ def _entry(path: Path, i: int, raw: Any) -> LockEntry:
     missing = [k for k in _FIELDS if not isinstance(raw.get(k), str) or not raw.get(k)]
     if missing:
         raise PrebakeError(f"{where}: missing or empty {', '.join(missing)}")
-    unknown = sorted(set(raw) - {*_FIELDS, "release"})
+    unknown = sorted(set(raw) - {*_FIELDS, "release", "size"})
     if unknown:
         raise PrebakeError(f"{where}: unknown key(s) {', '.join(unknown)}")
     if not _HEX64.fullmatch(raw["sha256"]):
@@ -74,11 +77,16 @@ def _entry(path: Path, i: int, raw: Any) -> LockEntry:
     release = raw.get("release")
     if release is not None and not isinstance(release, str):
         raise PrebakeError(f"{where}: release must be a string")
+    size = raw.get("size")
+    if size is not None and (not isinstance(size, int) or isinstance(size, bool)
+                             or not 0 <= size < MAX_ASSET_BYTES):
+        raise PrebakeError(f"{where}: size {size!r} is not a byte count below "
+                           f"{MAX_ASSET_BYTES} (the largest asset prebake publishes)")
     for key in ("name", "version", "platform", "release"):  # they become cache and store paths
         if raw.get(key) is not None and (bad := name_problem(raw[key])) is not None:
             raise PrebakeError(f"{where}: {key} {bad}")
     return LockEntry(raw["name"], raw["version"], raw["platform"], raw["sha256"], raw["url"],
-                     release if isinstance(release, str) else None)
+                     release if isinstance(release, str) else None, size)
 
 
 def read_lock(path: Path, *, must_exist: bool = False) -> Lock:

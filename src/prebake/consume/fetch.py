@@ -1,5 +1,5 @@
-"""Fetch a pinned asset: resolve → download (resumable) → verify sha256 → re-check the consumer's
-contract → unpack safely → lock.
+"""Fetch a pinned asset: resolve → download (resumable, bounded by the size the lock records)
+→ verify sha256 → re-check the consumer's contract → unpack safely → lock.
 
 Every check happens before anything is installed: a tampered download, a lock mismatch or a
 contract violation leaves ``into`` exactly as it was. With a lock entry for the dependency, the
@@ -160,14 +160,17 @@ REPUBLISHED_RETRIES = 2  # a store re-published under a fetch twice in a row is 
 
 
 def _download_verified(store: Store, aid: AssetId, release: str, expected: str, cache: Path,
-                       progress: ProgressFn | None) -> tuple[Path, bool]:
-    """The verified asset in the cache, downloading (or resuming) when not there yet. A
-    resumed download that fails verification is retried once from scratch (the store may have
-    been re-published since the partial file was written)."""
+                       progress: ProgressFn | None, limit: int | None = None
+                       ) -> tuple[Path, bool]:
+    """The verified asset in the cache, downloading (or resuming) when not there yet, never
+    more than ``limit`` bytes (the size the consumer lock records; without one the store's
+    bound). A resumed download that fails verification is retried once from scratch (the
+    store may have been re-published since the partial file was written)."""
     final = cache / "assets" / expected / aid.filename
     staging = cache / "downloads" / release / aid.filename
     try:
-        return _cached_or_downloaded(store, aid, release, expected, final, staging, progress)
+        return _cached_or_downloaded(store, aid, release, expected, final, staging, progress,
+                                     limit)
     except OSError as exc:
         if exc.errno not in _CACHE_FULL or (exc.filename and not str(exc.filename).startswith(
                 str(cache))):
@@ -185,14 +188,15 @@ _CACHE_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EROFS)
 
 
 def _cached_or_downloaded(store: Store, aid: AssetId, release: str, expected: str, final: Path,
-                          staging: Path, progress: ProgressFn | None) -> tuple[Path, bool]:
+                          staging: Path, progress: ProgressFn | None,
+                          limit: int | None) -> tuple[Path, bool]:
     with _exclusive(staging.with_name(staging.name + ".lock")):
         with contextlib.suppress(FileNotFoundError):  # removed meanwhile: download it again
             if final.is_file() and file_sha256(final) == expected:
                 return final, False
         for _ in range(2):
             resumed = staging.with_name(staging.name + ".part").exists()
-            store.download(aid, staging, release, progress=progress)
+            store.download(aid, staging, release, progress=progress, limit=limit)
             actual = file_sha256(staging)
             if actual == expected:
                 break
@@ -368,7 +372,8 @@ def fetch(req: FetchRequest, progress: ProgressFn | None = None) -> FetchResult:
             signed_by = verify_in_store(st, aid, tag, expected, allowed_signers).principal
         try:
             asset, downloaded = _download_verified(st, aid, tag, expected,
-                                                   cache_dir or default_cache(), progress)
+                                                   cache_dir or default_cache(), progress,
+                                                   locked.size if locked else None)
             break
         except IntegrityError:
             # the .sha256 and the bytes are read in two requests: a publish between them is
@@ -380,6 +385,7 @@ def fetch(req: FetchRequest, progress: ProgressFn | None = None) -> FetchResult:
             if not moved or attempt == REPUBLISHED_RETRIES:
                 raise
 
+    size = asset.stat().st_size  # the lock's bound on the next download of these bytes
     notes: list[str] = []
     if signed_by is not None:
         notes.append(f"signature valid: signed by {signed_by} (allowed by {allowed_signers})")
@@ -406,7 +412,7 @@ def fetch(req: FetchRequest, progress: ProgressFn | None = None) -> FetchResult:
 
     url = redact_text(st.asset_url(aid, tag))  # the lock is committed: never a credential
     if lock is not None:
-        lock.put(LockEntry(name, version, platform, expected, url, tag))
+        lock.put(LockEntry(name, version, platform, expected, url, tag, size))
         lock.write()
     return FetchResult(aid, tag, expected, url, into, files, lock.path if lock else None,
                        downloaded, contract is not None, notes, signed_by)

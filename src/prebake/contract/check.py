@@ -169,8 +169,9 @@ def _default_inspect(path: Path, deep: bool = False, root: Path | None = None) -
 
 
 def wants_deep(contract: Contract) -> bool:
-    """Whether a feature rule needs the whole feature list: a linked wasm module without
-    ``target_features`` shows some features only in its code (the deep read decodes it)."""
+    """Whether a contract asks for the deep read. Every wasm instruction is decoded on the
+    default path now, so feature lists are whole without it; a feature rule keeps asking for
+    it, which adds only the per-family counts to the details."""
     return bool(contract.features_forbidden)
 
 

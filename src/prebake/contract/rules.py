@@ -210,7 +210,7 @@ def _rule_features_required(expected: Sequence[str], leaf: Facts) -> Finding | N
         return None
     have = ", ".join(sorted(feats)) or "none"
     if leaf.abi.wasm_features_complete is False:  # the code may use what the list lacks
-        have += " (partial: read without the code; --deep reads the whole list)"
+        have += " (partial: the code could not be read whole; its evidence says why)"
     return Finding(f"missing {', '.join(missing)}", [f"features: {have}"])
 
 
@@ -339,8 +339,8 @@ def _wasm_features_unknown(f: Facts) -> bool:
 
 
 def _wasm_features_partial(f: Facts) -> bool:
-    """A forbidden feature may hide in what was not read: a list read without the code
-    (``wasm_features_complete`` false) cannot show that a feature is absent."""
+    """A forbidden feature may hide in what was not read: a list whose code could not be read
+    whole (``wasm_features_complete`` false) cannot show that a feature is absent."""
     return _wasm_features_unknown(f) or (is_wasm(f) and f.abi.wasm_features_complete is False)
 
 

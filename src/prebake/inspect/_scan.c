@@ -518,114 +518,200 @@ static inline Py_ssize_t w_valtype(const unsigned char *b, Py_ssize_t pos, Py_ss
     return pos + 1;
 }
 
-static inline int w_exnref_at(const unsigned char *b, Py_ssize_t pos, Py_ssize_t end) {
-    if (pos >= end)
-        return 0;
-    return b[pos] == 0x69 ||
-           ((b[pos] == 0x63 || b[pos] == 0x64) && pos + 1 < end && b[pos + 1] == 0x69);
+/* The value-type tables (wasm_code.type_tables): each first byte's families as a 32-bit mask
+ * (0xFFFFFFFF: no value type / no abstract heap type), and the bits of the families these
+ * loops set themselves. */
+typedef struct {
+    const unsigned char *vt, *heap;
+    uint32_t reftype, typed_ref, multivalue, multimemory, overlong_table;
+} type_tables;
+
+static inline uint32_t rd32le(const unsigned char *p) { return rd32(p, 1); }
+
+#define W_NONE 0xFFFFFFFFu
+
+/* Read ``types`` = (vt: 1024 bytes, heap: 1024 bytes, (5 bits)) into *tt; 0, or -1 with a
+ * Python error set. The buffers stay owned by the tuple, which the caller holds. */
+static int w_type_tables(PyObject *types, type_tables *tt) {
+    PyObject *vt, *heap, *bits;
+    if (!PyTuple_Check(types) || !PyArg_ParseTuple(types, "SSO!", &vt, &heap, &PyTuple_Type,
+                                                   &bits))
+        return -1;
+    if (PyBytes_GET_SIZE(vt) != 1024 || PyBytes_GET_SIZE(heap) != 1024) {
+        PyErr_SetString(PyExc_ValueError, "type tables must be 1024 bytes");
+        return -1;
+    }
+    tt->vt = (const unsigned char *)PyBytes_AS_STRING(vt);
+    tt->heap = (const unsigned char *)PyBytes_AS_STRING(heap);
+    unsigned int b[5];
+    if (!PyArg_ParseTuple(bits, "IIIII", &b[0], &b[1], &b[2], &b[3], &b[4]))
+        return -1;
+    tt->reftype = b[0], tt->typed_ref = b[1], tt->multivalue = b[2], tt->multimemory = b[3];
+    tt->overlong_table = b[4];
+    return 0;
 }
 
-static inline Py_ssize_t w_blocktype(const unsigned char *b, Py_ssize_t pos, Py_ssize_t end) {
+/* A heap type (an abstract one's byte, or a type index as a non-negative s33): the position
+ * after it, its families in *mask; -1 (wasm_code.heaptype). */
+static inline Py_ssize_t w_heaptype(const unsigned char *b, Py_ssize_t pos, Py_ssize_t end,
+                                    const type_tables *tt, uint32_t *mask) {
     if (pos >= end)
         return -1;
-    const unsigned t = b[pos];
-    if (t == 0x63 || t == 0x64)
-        return w_skip_leb(b, pos + 1, end);
-    if (t >= 0x40 && t <= 0x7F)
+    const unsigned c = b[pos];
+    if (c >= 0x40 && c < 0x80) {
+        const uint32_t m = rd32le(tt->heap + 4 * c);
+        if (m == W_NONE)
+            return -1;
+        *mask = m;
         return pos + 1;
-    return w_skip_leb(b, pos, end);
-}
-
-static inline Py_ssize_t w_memarg(const unsigned char *b, Py_ssize_t pos, Py_ssize_t end) {
-    uint64_t align;
-    int big;
-    pos = w_uleb(b, pos, end, &align, &big);
-    if (pos >= 0 && (align & 0x40))
-        pos = w_skip_leb(b, pos, end);
-    return pos < 0 ? -1 : w_skip_leb(b, pos, end);
-}
-
-/* wasm_code's immediate shapes, in its order (_NONE, _IDX, ... _MEMIDX) */
-enum { S_NONE, S_IDX, S_IDX2, S_BLOCK, S_MEMARG, S_I32, S_I64, S_F32, S_F64, S_BRTABLE,
-       S_SELECT_T, S_HEAPTYPE, S_TRY_TABLE, S_MEMIDX, S_UNKNOWN = 255 };
-/* the EH family codes of the table eh_scan is given */
-enum { F_NONE, F_LEGACY, F_EXNREF, F_THROW };
-
-static const unsigned char FC_IMM[18] = {0, 0, 0, 0, 0, 0, 0, 0, 2, 1, 2, 1, 2, 1, 2, 1, 1, 1};
-
-/* One prefixed (0xFC, 0xFD, 0xFE) instruction's immediates: wasm_code._prefixed. Its
- * sub-opcode goes to *sub_out (in range for ``op`` when the position returned is not -1). */
-static Py_ssize_t w_prefixed(unsigned op, const unsigned char *b, Py_ssize_t pos,
-                             Py_ssize_t end, uint64_t *sub_out) {
-    uint64_t sub;
-    int big;
-    pos = w_uleb(b, pos, end, &sub, &big);
-    if (pos < 0)
+    }
+    pos = w_skip_leb(b, pos, end);
+    if (pos < 0 || (b[pos - 1] & 0x40))
         return -1;
-    *sub_out = sub;
-    if (op == 0xFD) {
-        if (big)
-            return -1;
-        if (sub <= 0x0B || sub == 0x5C || sub == 0x5D)
-            return w_memarg(b, pos, end);
-        if (sub == 0x0C || sub == 0x0D)
-            return pos + 16;
-        if (sub >= 0x15 && sub <= 0x22)
-            return pos + 1;
-        if (sub >= 0x54 && sub <= 0x5B) {
-            pos = w_memarg(b, pos, end);
-            return pos < 0 ? -1 : pos + 1;
-        }
-        return sub > 0x113 ? -1 : pos;
-    }
-    if (op == 0xFC) {
-        if (big || sub > 17)
-            return -1;
-        for (unsigned i = 0; i < FC_IMM[sub] && pos >= 0; i++)
-            pos = w_skip_leb(b, pos, end);
-        return pos;
-    }
-    if (big || sub > 0x4E)
-        return -1;
-    return sub == 0x03 ? pos + 1 : w_memarg(b, pos, end);
-}
-
-/* The local declarations that open a body: the position after them, or -1. */
-static Py_ssize_t w_locals(const unsigned char *b, Py_ssize_t pos, Py_ssize_t end) {
-    uint64_t ndecl;
-    int big;
-    pos = w_uleb(b, pos, end, &ndecl, &big);
-    if (pos < 0 || big)
-        return -1; /* more runs than bytes: the reference runs out of body */
-    for (uint64_t i = 0; i < ndecl && pos >= 0; i++) {
-        pos = w_skip_leb(b, pos, end);
-        if (pos >= 0)
-            pos = w_valtype(b, pos, end);
-    }
+    *mask = tt->reftype | tt->typed_ref;
     return pos;
 }
 
-/* The position after the immediates of a single-byte instruction of ``shape`` (not
- * S_UNKNOWN), or -1: wasm_code._immediates. */
-static inline Py_ssize_t w_immediates(unsigned shape, const unsigned char *b, Py_ssize_t pos,
-                                      Py_ssize_t end) {
+/* What a non-nullable reference adds to its heap type's families: typed function references
+ * for func and extern (wasm_code.non_null). */
+static inline uint32_t w_non_null(unsigned first, const type_tables *tt) {
+    return first == 0x70 || first == 0x6F ? tt->typed_ref : 0;
+}
+
+/* A value type (``packed``: a field's storage type, i8/i16 too): the position after it, its
+ * families in *mask; -1 (wasm_code.valtype). */
+static inline Py_ssize_t w_valtype_fams(const unsigned char *b, Py_ssize_t pos, Py_ssize_t end,
+                                        const type_tables *tt, int packed, uint32_t *mask) {
+    if (pos >= end)
+        return -1;
+    const unsigned t = b[pos];
+    if (t == 0x63 || t == 0x64) {
+        const Py_ssize_t ht = pos + 1;
+        pos = w_heaptype(b, ht, end, tt, mask);
+        if (pos >= 0 && t == 0x64)
+            *mask |= w_non_null(b[ht], tt);
+        return pos;
+    }
+    const uint32_t m = rd32le(tt->vt + 4 * t);
+    if (m == W_NONE) {
+        if (packed && (t == 0x78 || t == 0x77)) {
+            *mask = 0;
+            return pos + 1;
+        }
+        return -1;
+    }
+    *mask = m;
+    return pos + 1;
+}
+
+/* Count each family of ``mask`` once. */
+static inline void w_add(uint64_t *counts, uint32_t mask) {
+    while (mask) {
+        counts[__builtin_ctz(mask)]++;
+        mask &= mask - 1;
+    }
+}
+
+/* wasm_code's immediate shapes, in its order (NONE, LEB, ... CAST) */
+enum { S_NONE, S_LEB, S_LEB2, S_BLOCK, S_MEMARG, S_F32, S_F64, S_BRTABLE, S_SELECT_T,
+       S_HEAPTYPE, S_TRY_TABLE, S_MEMARG_LANE, S_LANE, S_V128, S_CALL_INDIRECT, S_MEMIDX,
+       S_CAST, S_UNKNOWN = 255 };
+
+#define W_PAGES 4 /* 0xFB GC, 0xFC, 0xFD SIMD, 0xFE threads */
+#define W_FAMILIES 32
+
+/* The decode's tables (wasm_code.deep_tables): for the single-byte opcodes each one's shape,
+ * families (a 32-bit mask, little-endian) and depth change (a signed byte); for each page its
+ * shapes and masks by sub-opcode; the value-type tables. */
+typedef struct {
+    const unsigned char *shapes, *masks, *depths;
+    const unsigned char *pshapes[W_PAGES], *pmasks[W_PAGES];
+    Py_ssize_t plen[W_PAGES];
+    type_tables tt;
+} deep_tables;
+
+static inline Py_ssize_t w_memarg(const unsigned char *b, Py_ssize_t pos, Py_ssize_t end,
+                                  const deep_tables *t, uint64_t *counts) {
+    uint64_t align;
+    int big;
+    pos = w_uleb(b, pos, end, &align, &big);
+    if (pos >= 0 && (align & 0x40)) { /* multi-memory: a memory index follows */
+        w_add(counts, t->tt.multimemory);
+        pos = w_skip_leb(b, pos, end);
+    }
+    return pos < 0 ? -1 : w_skip_leb(b, pos, end);
+}
+
+static inline Py_ssize_t w_blocktype(const unsigned char *b, Py_ssize_t pos, Py_ssize_t end,
+                                     const deep_tables *t, uint64_t *counts) {
+    if (pos >= end)
+        return -1;
+    const unsigned c = b[pos];
+    if (c == 0x40)
+        return pos + 1;
+    if (c > 0x40 && c < 0x80) { /* a value type */
+        uint32_t mask;
+        pos = w_valtype_fams(b, pos, end, &t->tt, 0, &mask);
+        if (pos >= 0)
+            w_add(counts, mask);
+        return pos;
+    }
+    pos = w_skip_leb(b, pos, end); /* a type index: a non-negative s33 */
+    if (pos < 0 || (b[pos - 1] & 0x40))
+        return -1;
+    w_add(counts, t->tt.multivalue);
+    return pos;
+}
+
+static inline Py_ssize_t w_fixed(Py_ssize_t pos, Py_ssize_t n, Py_ssize_t end) {
+    return pos <= end - n ? pos + n : -1;
+}
+
+/* The position after the immediates of an instruction of ``shape``, the value types they
+ * name counted, or -1: wasm_code._immediates. */
+static Py_ssize_t w_immediates(unsigned shape, const unsigned char *b, Py_ssize_t pos,
+                               Py_ssize_t end, const deep_tables *t, uint64_t *counts) {
     uint64_t n = 0;
+    uint32_t mask;
     switch (shape) {
     case S_NONE:
         return pos;
-    case S_IDX: case S_I32: case S_I64: case S_MEMIDX: case S_HEAPTYPE:
+    case S_LEB:
         return w_skip_leb(b, pos, end);
     case S_MEMARG:
-        return w_memarg(b, pos, end);
+        return w_memarg(b, pos, end, t, counts);
     case S_BLOCK:
-        return w_blocktype(b, pos, end);
-    case S_IDX2:
+        return w_blocktype(b, pos, end, t, counts);
+    case S_LEB2:
         pos = w_skip_leb(b, pos, end);
         return pos < 0 ? -1 : w_skip_leb(b, pos, end);
+    case S_CALL_INDIRECT:
+        pos = w_skip_leb(b, pos, end);
+        if (pos < 0)
+            return -1;
+        if (pos < end && b[pos] != 0)
+            w_add(counts, t->tt.overlong_table);
+        return w_skip_leb(b, pos, end);
+    case S_MEMIDX:
+        if (pos < end && b[pos] != 0)
+            w_add(counts, t->tt.multimemory);
+        return w_skip_leb(b, pos, end);
     case S_F32:
-        return pos + 4;
+        return w_fixed(pos, 4, end);
     case S_F64:
-        return pos + 8;
+        return w_fixed(pos, 8, end);
+    case S_V128:
+        return w_fixed(pos, 16, end);
+    case S_LANE:
+        return w_fixed(pos, 1, end);
+    case S_MEMARG_LANE:
+        pos = w_memarg(b, pos, end, t, counts);
+        return pos < 0 ? -1 : w_fixed(pos, 1, end);
+    case S_HEAPTYPE:
+        pos = w_heaptype(b, pos, end, &t->tt, &mask);
+        if (pos >= 0)
+            w_add(counts, mask);
+        return pos;
     case S_BRTABLE:
         pos = w_count(b, pos, end, &n);
         for (uint64_t i = 0; i <= n && pos >= 0; i++)
@@ -633,11 +719,27 @@ static inline Py_ssize_t w_immediates(unsigned shape, const unsigned char *b, Py
         return pos;
     case S_SELECT_T:
         pos = w_count(b, pos, end, &n);
-        for (uint64_t i = 0; i < n && pos >= 0; i++)
-            pos = w_valtype(b, pos, end);
+        for (uint64_t i = 0; i < n && pos >= 0; i++) {
+            pos = w_valtype_fams(b, pos, end, &t->tt, 0, &mask);
+            if (pos >= 0)
+                w_add(counts, mask);
+        }
         return pos;
+    case S_CAST: {
+        if (pos >= end || b[pos] > 3)
+            return -1;
+        const unsigned flags = b[pos];
+        pos = w_skip_leb(b, pos + 1, end);
+        for (int k = 0; k < 2 && pos >= 0; k++) {
+            const Py_ssize_t ht = pos;
+            pos = w_heaptype(b, pos, end, &t->tt, &mask);
+            if (pos >= 0)
+                w_add(counts, mask | ((flags >> k) & 1 ? 0 : w_non_null(b[ht], &t->tt)));
+        }
+        return pos;
+    }
     case S_TRY_TABLE:
-        pos = w_blocktype(b, pos, end);
+        pos = w_blocktype(b, pos, end, t, counts);
         if (pos >= 0)
             pos = w_count(b, pos, end, &n);
         for (uint64_t i = 0; i < n && pos >= 0; i++) {
@@ -657,136 +759,69 @@ static inline Py_ssize_t w_immediates(unsigned shape, const unsigned char *b, Py
     }
 }
 
-/* Whether the immediates at ``pos`` name the exnref type: a block type, ``ref.null exn`` or a
- * typed ``select`` of it (wasm_code._names_exnref; the bounds are w_immediates' to check). */
-static inline int w_names_exnref(unsigned shape, unsigned op, const unsigned char *b,
-                                 Py_ssize_t pos, Py_ssize_t end) {
-    if (shape == S_BLOCK || shape == S_TRY_TABLE)
-        return w_exnref_at(b, pos, end);
-    if (op == 0xD0)
-        return pos < end && b[pos] == 0x69;
-    if (shape == S_SELECT_T) {
-        uint64_t n;
-        pos = w_count(b, pos, end, &n);
-        for (uint64_t i = 0; i < n && pos >= 0; i++) {
-            if (w_exnref_at(b, pos, end))
-                return 1;
-            pos = w_valtype(b, pos, end);
-        }
-    }
-    return 0;
-}
-
-/* One body (locals, then instructions up to its final ``end``): wasm_code.eh_body. */
-static int w_eh_body(const unsigned char *b, Py_ssize_t pos, Py_ssize_t end, const void *tables,
-                     uint64_t *counts) {
-    const unsigned char *shapes = ((const unsigned char *const *)tables)[0];
-    const unsigned char *fams = ((const unsigned char *const *)tables)[1];
-    pos = w_locals(b, pos, end);
-    if (pos < 0)
-        return -1;
-    const Py_ssize_t last = end - 1;
-    while (pos < last) {
-        const unsigned op = b[pos++];
-        if (op == 0x0B)
-            continue;
-        const unsigned shape = shapes[op];
-        if (shape == S_UNKNOWN) {
-            if (op != 0xFC && op != 0xFD && op != 0xFE)
-                return -1;
-            uint64_t sub;
-            pos = w_prefixed(op, b, pos, end, &sub);
-            if (pos < 0)
-                return -1;
-            continue;
-        }
-        counts[3] += (uint64_t)w_names_exnref(shape, op, b, pos, end);
-        pos = w_immediates(shape, b, pos, end);
-        if (pos < 0)
-            return -1;
-        if (fams[op] >= F_LEGACY && fams[op] <= F_THROW)
-            counts[fams[op] - 1]++;
-    }
-    return (pos == last && b[last] == 0x0B) ? 0 : -1;
-}
-
-/* The deep decode's family tables (wasm_code.deep_tables): which families each single-byte
- * opcode counts for (a bit per family, little-endian 16 bits), how it changes the block depth
- * (a signed byte), and the family of each 0xFD, 0xFC and 0xFE sub-opcode. */
-#define DEEP_FAMILIES 16
-#define FD_SUBS 0x114
-#define FC_SUBS 18
-typedef struct {
-    const unsigned char *shapes, *masks, *depths, *fd, *fc;
-    unsigned atomics;
-} deep_tables;
-
-/* One body, every instruction decoded and its families counted: wasm_code.decode_body, the
- * block depth included (an ``end`` at depth 0 must be the body's last byte). */
-static int w_deep_body(const unsigned char *b, Py_ssize_t pos, Py_ssize_t end,
-                       const void *tables, uint64_t *counts) {
-    const deep_tables *t = tables;
-    pos = w_locals(b, pos, end);
-    if (pos < 0)
-        return -1;
+/* Instructions from ``pos`` to the ``end`` that closes them, families counted: the position
+ * after that ``end``, or -1 (wasm_code.decode_expr). */
+static Py_ssize_t w_expr(const unsigned char *b, Py_ssize_t pos, Py_ssize_t end,
+                         const deep_tables *t, uint64_t *counts) {
     int64_t depth = 0;
     while (pos < end) {
         const unsigned op = b[pos++];
         if (op == 0x0B) {
             if (depth == 0)
-                return pos == end ? 0 : -1;
+                return pos;
             depth--;
             continue;
         }
-        const unsigned shape = t->shapes[op];
+        unsigned shape = t->shapes[op];
+        const unsigned char *mp = t->masks + 4 * op;
         if (shape == S_UNKNOWN) {
-            if (op != 0xFC && op != 0xFD && op != 0xFE)
+            if (op < 0xFB || op > 0xFE)
                 return -1;
+            const int page = (int)op - 0xFB;
             uint64_t sub;
-            pos = w_prefixed(op, b, pos, end, &sub);
+            int big;
+            pos = w_uleb(b, pos, end, &sub, &big);
+            if (pos < 0 || big || sub >= (uint64_t)t->plen[page])
+                return -1;
+            shape = t->pshapes[page][sub];
+            if (shape == S_UNKNOWN)
+                return -1;
+            mp = t->pmasks[page] + 4 * sub;
+        } else {
+            depth += (signed char)t->depths[op];
+        }
+        if (shape != S_NONE) {
+            pos = w_immediates(shape, b, pos, end, t, counts);
             if (pos < 0)
                 return -1;
-            const unsigned fam = op == 0xFD ? t->fd[sub] : op == 0xFC ? t->fc[sub] : t->atomics;
-            if (fam < DEEP_FAMILIES)
-                counts[fam]++;
-            continue;
         }
-        pos = w_immediates(shape, b, pos, end);
-        if (pos < 0)
-            return -1;
-        depth += (signed char)t->depths[op];
-        const unsigned mask = t->masks[2 * op] | (unsigned)t->masks[2 * op + 1] << 8;
-        for (unsigned f = 0; mask >> f; f++)
-            if (mask >> f & 1)
-                counts[f]++;
+        const uint32_t mask = rd32le(mp);
+        if (mask)
+            w_add(counts, mask);
     }
-    return -1; /* no final ``end``, or an immediate ran past the body */
+    return -1; /* no final ``end``, or an immediate ran past */
 }
 
-typedef int (*body_fn)(const unsigned char *b, Py_ssize_t pos, Py_ssize_t end,
-                       const void *tables, uint64_t *counts);
-
-/* Every body of ``bodies`` ((start, end) tuples in ``buf``) through ``body``: 1 when each one
- * decodes to its end, 0 when one does not (or lies outside ``buf``), -1 with a Python error
- * set when ``bodies`` is not a list of such tuples. */
-static int w_each_body(const Py_buffer *buf, PyObject *bodies, body_fn body, const void *tables,
-                       uint64_t *counts) {
-    const Py_ssize_t n = PyList_GET_SIZE(bodies);
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *item = PyList_GET_ITEM(bodies, i);
-        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 2) {
-            PyErr_SetString(PyExc_TypeError, "bodies are (start, end) tuples");
-            return -1;
-        }
-        const Py_ssize_t start = PyLong_AsSsize_t(PyTuple_GET_ITEM(item, 0));
-        const Py_ssize_t end = PyLong_AsSsize_t(PyTuple_GET_ITEM(item, 1));
-        if (PyErr_Occurred())
-            return -1;
-        if (start < 0 || end <= start || end > buf->len ||
-            body(buf->buf, start, end, tables, counts) < 0)
-            return 0;
+/* One body: its local declarations (each run's type counted), then its instructions, whose
+ * final ``end`` must be its last byte (wasm_code.decode_body); 0 or -1. */
+static int w_deep_body(const unsigned char *b, Py_ssize_t pos, Py_ssize_t end,
+                       const deep_tables *t, uint64_t *counts) {
+    uint64_t ndecl;
+    int big;
+    pos = w_uleb(b, pos, end, &ndecl, &big);
+    if (pos < 0 || big || ndecl > (uint64_t)(end - pos))
+        return -1;
+    for (uint64_t i = 0; i < ndecl && pos >= 0; i++) {
+        uint32_t mask;
+        pos = w_skip_leb(b, pos, end);
+        if (pos >= 0)
+            pos = w_valtype_fams(b, pos, end, &t->tt, 0, &mask);
+        if (pos >= 0)
+            w_add(counts, mask);
     }
-    return 1;
+    if (pos < 0)
+        return -1;
+    return w_expr(b, pos, end, t, counts) == end ? 0 : -1;
 }
 
 /* ``counts`` as a tuple of ``n`` ints, or NULL with the error set. */
@@ -803,65 +838,66 @@ static PyObject *w_counts(const uint64_t *counts, Py_ssize_t n) {
     return result;
 }
 
-/* wasm_eh_scan(buf, bodies, shapes, families) -> (legacy, exnref, throw, exnref_types) | None
- *
- * ``bodies``: (start, end) of each function body in ``buf``; ``shapes``: 256 bytes, each
- * single-byte opcode's immediate shape (255: not a single-byte instruction); ``families``:
- * 256 bytes, its EH family (0 none, 1 legacy, 2 exnref, 3 throw). The opcode tables are
- * wasm_code.OPS, so the instructions are known in one place.
- */
-static PyObject *wasm_eh_scan(PyObject *self, PyObject *args) {
-    Py_buffer buf, shapes, fams;
-    PyObject *bodies, *result = NULL;
-    if (!PyArg_ParseTuple(args, "y*O!y*y*", &buf, &PyList_Type, &bodies, &shapes, &fams))
-        return NULL;
-    if (shapes.len != 256 || fams.len != 256) {
-        PyErr_SetString(PyExc_ValueError, "opcode tables must be 256 bytes");
-        goto done;
-    }
-    const unsigned char *tables[2] = {shapes.buf, fams.buf};
-    uint64_t counts[4] = {0, 0, 0, 0};
-    const int ok = w_each_body(&buf, bodies, w_eh_body, tables, counts);
-    if (ok >= 0)
-        result = ok ? w_counts(counts, 4) : Py_NewRef(Py_None);
-done:
-    PyBuffer_Release(&buf);
-    PyBuffer_Release(&shapes);
-    PyBuffer_Release(&fams);
-    return result;
-}
-
-/* wasm_deep_scan(buf, bodies, shapes, masks, depths, fd, fc, atomics)
- *   -> (count of family 0, ... family 15) | None
+/* wasm_deep_scan(buf, bodies, (shapes, masks, depths), ((shapes, masks) of 0xFB..0xFE),
+ *                types) -> (count of family 0, ... family 31) | index of a body | None
  *
  * Every instruction of every body (``bodies``: (start, end) pairs in ``buf``) decoded, as
- * wasm_code.decode_bodies does; None when a body does not decode to exactly its size (the
- * Python then says where and why). The tables are wasm_code.deep_tables(), built from
- * wasm_code.OPS, so that the instructions are known in one place. */
+ * wasm_code.decode_bodies does; the index of the first body that does not decode to exactly
+ * its size, or lies outside ``buf`` (the Python then decodes that one and says where and
+ * why). The tables are wasm_code.deep_tables(), made from wasm_code.OPS and PREFIXED, so that
+ * the instructions are known in one place. */
 static PyObject *wasm_deep_scan(PyObject *self, PyObject *args) {
-    Py_buffer buf, shapes, masks, depths, fd, fc;
-    unsigned atomics;
-    PyObject *bodies, *result = NULL;
-    if (!PyArg_ParseTuple(args, "y*O!y*y*y*y*y*I", &buf, &PyList_Type, &bodies, &shapes, &masks,
-                          &depths, &fd, &fc, &atomics))
+    Py_buffer buf;
+    PyObject *bodies, *single, *pages, *types, *result = NULL;
+    if (!PyArg_ParseTuple(args, "y*O!O!O!O!", &buf, &PyList_Type, &bodies, &PyTuple_Type,
+                          &single, &PyTuple_Type, &pages, &PyTuple_Type, &types))
         return NULL;
-    if (shapes.len != 256 || masks.len != 512 || depths.len != 256 || fd.len != FD_SUBS ||
-        fc.len != FC_SUBS) {
+    deep_tables t;
+    PyObject *shapes, *masks, *depths;
+    if (!PyArg_ParseTuple(single, "SSS", &shapes, &masks, &depths) ||
+        w_type_tables(types, &t.tt) < 0)
+        goto done;
+    if (PyBytes_GET_SIZE(shapes) != 256 || PyBytes_GET_SIZE(masks) != 1024 ||
+        PyBytes_GET_SIZE(depths) != 256 || PyTuple_GET_SIZE(pages) != W_PAGES) {
         PyErr_SetString(PyExc_ValueError, "deep tables of the wrong sizes");
         goto done;
     }
-    const deep_tables t = {shapes.buf, masks.buf, depths.buf, fd.buf, fc.buf, atomics};
-    uint64_t counts[DEEP_FAMILIES] = {0};
-    const int ok = w_each_body(&buf, bodies, w_deep_body, &t, counts);
-    if (ok >= 0)
-        result = ok ? w_counts(counts, DEEP_FAMILIES) : Py_NewRef(Py_None);
+    t.shapes = (const unsigned char *)PyBytes_AS_STRING(shapes);
+    t.masks = (const unsigned char *)PyBytes_AS_STRING(masks);
+    t.depths = (const unsigned char *)PyBytes_AS_STRING(depths);
+    for (int p = 0; p < W_PAGES; p++) {
+        PyObject *ps, *pm;
+        if (!PyArg_ParseTuple(PyTuple_GET_ITEM(pages, p), "SS", &ps, &pm))
+            goto done;
+        if (PyBytes_GET_SIZE(pm) != 4 * PyBytes_GET_SIZE(ps)) {
+            PyErr_SetString(PyExc_ValueError, "a page's masks are not 4 bytes per shape");
+            goto done;
+        }
+        t.pshapes[p] = (const unsigned char *)PyBytes_AS_STRING(ps);
+        t.pmasks[p] = (const unsigned char *)PyBytes_AS_STRING(pm);
+        t.plen[p] = PyBytes_GET_SIZE(ps);
+    }
+    uint64_t counts[W_FAMILIES] = {0};
+    const Py_ssize_t n = PyList_GET_SIZE(bodies);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PyList_GET_ITEM(bodies, i);
+        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) != 2) {
+            PyErr_SetString(PyExc_TypeError, "bodies are (start, end) tuples");
+            goto done;
+        }
+        const Py_ssize_t start = PyLong_AsSsize_t(PyTuple_GET_ITEM(item, 0));
+        const Py_ssize_t end = PyLong_AsSsize_t(PyTuple_GET_ITEM(item, 1));
+        if (PyErr_Occurred())
+            goto done;
+        if (start < 0 || end <= start || end > buf.len ||
+            w_deep_body(buf.buf, start, end, &t, counts) < 0) {
+            result = PyLong_FromSsize_t(i);
+            goto done;
+        }
+    }
+    result = w_counts(counts, W_FAMILIES);
 done:
     PyBuffer_Release(&buf);
-    PyBuffer_Release(&shapes);
-    PyBuffer_Release(&masks);
-    PyBuffer_Release(&depths);
-    PyBuffer_Release(&fd);
-    PyBuffer_Release(&fc);
     return result;
 }
 
@@ -999,6 +1035,127 @@ fail:
     return result;
 }
 
+/* wasm_data(buf, start, end) -> (segments, passive) | None
+ *
+ * The data section ``buf[start:end]`` as wasm._parse_data reads it, when every active
+ * segment's offset is ``i32.const N end`` or ``i64.const N end`` (nearly every one; an object
+ * holds hundreds of segments): how many segments, how many passive (flags 1; flags 2 names a
+ * memory). None for anything else: another offset expression (decoded by the reference), a
+ * flag after 2, a truncation (the reference says which).
+ */
+static PyObject *wasm_data(PyObject *self, PyObject *args) {
+    Py_buffer buf;
+    Py_ssize_t start, end;
+    if (!PyArg_ParseTuple(args, "y*nn", &buf, &start, &end))
+        return NULL;
+    PyObject *result = NULL;
+    const unsigned char *b = buf.buf;
+    uint64_t count, passive = 0;
+    int big;
+    if (start < 0 || end < start || end > buf.len)
+        goto none;
+    Py_ssize_t pos = w_count(b, start, end, &count);
+    for (uint64_t i = 0; i < count && pos >= 0; i++) {
+        uint64_t flags, size;
+        pos = w_uleb(b, pos, end, &flags, &big);
+        if (pos < 0 || big || flags > 2)
+            goto none;
+        if (flags == 1) {
+            passive++;
+        } else {
+            if (flags == 2 && (pos = w_skip_leb(b, pos, end)) < 0)
+                goto none;
+            if (pos >= end || (b[pos] != 0x41 && b[pos] != 0x42))
+                goto none;
+            pos = w_skip_leb(b, pos + 1, end);
+            if (pos < 0 || pos >= end || b[pos] != 0x0B)
+                goto none;
+            pos++;
+        }
+        pos = w_uleb(b, pos, end, &size, &big);
+        if (pos < 0 || big || size > (uint64_t)(end - pos))
+            goto none;
+        pos += (Py_ssize_t)size;
+    }
+    if (pos != end)
+        goto none;
+    result = Py_BuildValue("(KK)", (unsigned long long)count, (unsigned long long)passive);
+    goto done;
+none:
+    result = Py_NewRef(Py_None);
+done:
+    PyBuffer_Release(&buf);
+    return result;
+}
+
+/* wasm_sections(buf, order) -> [(id, name, start, end)] | None
+ *
+ * A module's sections after its 8-byte header, as wasm._sections lists them: each known
+ * section's id, its name (wasm.SECTION_NAMES, given as ``names``) and its payload's bounds;
+ * a custom section's name (UTF-8, errors replaced) and the bounds of what follows the name.
+ * ``order``: each known id's rank (255: not a known id); the known ones must come in rising
+ * rank, each once. None for anything else (an unknown id, a section past the end, a bad
+ * LEB): the reference says which.
+ */
+static PyObject *wasm_sections(PyObject *self, PyObject *args) {
+    Py_buffer buf;
+    PyObject *names;
+    Py_buffer order;
+    if (!PyArg_ParseTuple(args, "y*y*O!", &buf, &order, &PyTuple_Type, &names))
+        return NULL;
+    PyObject *out = PyList_New(0), *result = NULL;
+    if (out == NULL)
+        goto done;
+    const unsigned char *b = buf.buf, *rank = order.buf;
+    const Py_ssize_t n = buf.len;
+    int last = -1;
+    Py_ssize_t pos = 8;
+    if (n < 8)
+        goto none;
+    while (pos < n) {
+        const unsigned sid = b[pos];
+        uint64_t size;
+        int big;
+        Py_ssize_t start = w_uleb(b, pos + 1, n, &size, &big);
+        if (start < 0 || big || size > (uint64_t)(n - start))
+            goto none;
+        const Py_ssize_t end = start + (Py_ssize_t)size;
+        PyObject *name;
+        if (sid == 0) {
+            Py_ssize_t p = start;
+            name = w_name(b, &p, end);
+            if (name == NULL)
+                goto none_or_error;
+            start = p;
+        } else {
+            if (sid >= (unsigned)order.len || sid >= (unsigned)PyTuple_GET_SIZE(names) ||
+                rank[sid] == 255 || (int)rank[sid] <= last)
+                goto none;
+            last = rank[sid];
+            name = Py_NewRef(PyTuple_GET_ITEM(names, sid));
+        }
+        PyObject *item = Py_BuildValue("(INnn)", sid, name, start, end);
+        if (item == NULL || PyList_Append(out, item) < 0) {
+            Py_XDECREF(item);
+            goto done;
+        }
+        Py_DECREF(item);
+        pos = end;
+    }
+    result = Py_NewRef(out);
+    goto done;
+none_or_error:
+    if (PyErr_Occurred())
+        goto done;
+none:
+    result = Py_NewRef(Py_None);
+done:
+    Py_XDECREF(out);
+    PyBuffer_Release(&buf);
+    PyBuffer_Release(&order);
+    return result;
+}
+
 /* wasm_locals(buf, start, end) -> (functions, v128_locals, exnref_locals, bodies) | None
  *
  * The code section ``buf[start:end]`` walked as wasm_code.scan_locals walks it: each body's
@@ -1060,22 +1217,27 @@ done:
     return result;
 }
 
-/* wasm_imports(buf, start, end) -> [(module, field, kind, ...)] | None
+/* wasm_imports(buf, start, end, types) -> [(module, field, kind, ...)] | None
  *
  * The import section ``buf[start:end]`` as wasm._parse_imports reads it, each import a tuple
- * of ``Import``'s fields in its order: (module, field, kind) for functions, tables and tags;
- * a memory adds (shared, memory64, False, (min, max or None)), a global (False, False,
- * mutable).
+ * of ``Import``'s fields in its order: (module, field, kind) for functions and tags; a memory
+ * adds (shared, memory64, False, (min, max or None)); a table (False, memory64, False,
+ * (min, max or None), the families of its element type: none for funcref); a global (False,
+ * False, mutable, None, the families of its type). ``types``: wasm_code.type_tables().
  */
 static PyObject *wasm_imports(PyObject *self, PyObject *args) {
     Py_buffer buf;
     Py_ssize_t start, end;
-    if (!PyArg_ParseTuple(args, "y*nn", &buf, &start, &end))
+    PyObject *types;
+    if (!PyArg_ParseTuple(args, "y*nnO", &buf, &start, &end, &types))
         return NULL;
     PyObject *out = NULL, *result = NULL;
     const unsigned char *b = buf.buf;
     uint64_t count;
     int big;
+    type_tables tt;
+    if (w_type_tables(types, &tt) < 0)
+        goto done;
     if (start < 0 || end < start || end > buf.len)
         goto none;
     Py_ssize_t pos = w_uleb(b, start, end, &count, &big);
@@ -1097,23 +1259,34 @@ static PyObject *wasm_imports(PyObject *self, PyObject *args) {
         }
         const unsigned kind = b[pos++];
         uint64_t flags = 0, lo = 0, hi = 0;
+        uint32_t mask = 0;
         int has_hi = 0;
         if (kind == 0) { /* a function: its type index */
             pos = w_skip_leb(b, pos, end);
-        } else if (kind == 3) { /* a global: its value type, then mutability */
-            pos = w_valtype(b, pos, end);
-            if (pos >= 0 && pos >= end)
+        } else if (kind == 3) { /* a global: its value type, then mutability (0 or 1) */
+            pos = w_valtype_fams(b, pos, end, &tt, 0, &mask);
+            if (pos >= 0 && (pos >= end || b[pos] > 1))
                 pos = -1;
             if (pos >= 0)
                 flags = b[pos++];
         } else if (kind == 4) { /* a tag: its attribute byte and type index */
             pos = pos < end ? w_skip_leb(b, pos + 1, end) : -1;
         } else if (kind == 1 || kind == 2) { /* a table's element type, then limits */
-            if (kind == 1)
-                pos = w_valtype(b, pos, end);
+            if (kind == 1) {
+                const Py_ssize_t at = pos;
+                pos = w_valtype_fams(b, pos, end, &tt, 0, &mask);
+                if (pos >= 0 && !(mask & tt.reftype))
+                    pos = -1; /* not a reference type: the reference says so */
+                if (pos >= 0 && ((pos - at == 1 && b[at] == 0x70) ||
+                                 (pos - at == 2 && b[at] == 0x63 && b[at + 1] == 0x70)))
+                    mask = 0; /* funcref: a table of functions needs no proposal */
+            }
             if (pos >= 0 && pos < end) {
                 flags = b[pos++];
-                pos = w_uleb(b, pos, end, &lo, &big);
+                if (flags > 7 || (kind == 1 && (flags & 2)))
+                    pos = -1; /* custom page sizes, shared tables: the reference says so */
+                if (pos >= 0)
+                    pos = w_uleb(b, pos, end, &lo, &big);
                 if (pos >= 0 && big)
                     pos = -1;
                 if (pos >= 0 && (flags & 1)) {
@@ -1133,16 +1306,16 @@ static PyObject *wasm_imports(PyObject *self, PyObject *args) {
             Py_DECREF(field);
             goto none;
         }
-        if (kind == 2) {
+        if (kind == 1 || kind == 2) {
             PyObject *max = has_hi ? PyLong_FromUnsignedLongLong(hi) : Py_NewRef(Py_None);
             item = max == NULL ? NULL
-                               : Py_BuildValue("(NNIOOO(KN))", module, field, kind,
-                                               (flags & 2) ? Py_True : Py_False,
+                               : Py_BuildValue("(NNIOOO(KN)I)", module, field, kind,
+                                               (kind == 2 && (flags & 2)) ? Py_True : Py_False,
                                                (flags & 4) ? Py_True : Py_False, Py_False,
-                                               (unsigned long long)lo, max);
+                                               (unsigned long long)lo, max, (unsigned)mask);
         } else if (kind == 3) {
-            item = Py_BuildValue("(NNIOOO)", module, field, kind, Py_False, Py_False,
-                                 flags == 1 ? Py_True : Py_False);
+            item = Py_BuildValue("(NNIOOOOI)", module, field, kind, Py_False, Py_False,
+                                 flags == 1 ? Py_True : Py_False, Py_None, (unsigned)mask);
         } else {
             item = Py_BuildValue("(NNI)", module, field, kind);
         }
@@ -1160,57 +1333,118 @@ done:
     return result;
 }
 
-/* wasm_types(buf, start, end) -> (types, v128, exnref, multivalue, gc) | None
+/* One type slot of the type section: its families counted, v128 and exnref apart; -1. */
+static inline Py_ssize_t w_type_slot(const unsigned char *b, Py_ssize_t pos, Py_ssize_t end,
+                                     const type_tables *tt, int packed, uint64_t *counts,
+                                     uint64_t *v128, uint64_t *exnref, uint32_t exnref_bit) {
+    uint32_t mask;
+    const Py_ssize_t at = pos;
+    pos = w_valtype_fams(b, pos, end, tt, packed, &mask);
+    if (pos < 0)
+        return -1;
+    w_add(counts, mask);
+    *v128 += b[at] == 0x7B;
+    *exnref += (mask & exnref_bit) != 0;
+    return pos;
+}
+
+/* wasm_types(buf, start, end, types) -> (types, v128, exnref, multivalue, recs, subtypes,
+ *                                        structs, arrays, family counts) | None
  *
- * The type section ``buf[start:end]`` as wasm._parse_types reads it: function types counted,
- * with the v128 and exnref value types among their parameters and results and those with more
- * than one result; ``gc`` when a type of the GC proposal stops the walk (the rest is not
- * needed for facts).
- */
+ * The type section ``buf[start:end]`` as wasm.parse_types reads it: rec groups of subtypes of
+ * function, struct and array types, every value type's families counted (``types``:
+ * wasm_code.type_tables()); the v128 and exnref slots, function types with several results,
+ * and the GC definitions counted apart. None for anything the reference would word (a
+ * truncation, a form after 3.0). */
 static PyObject *wasm_types(PyObject *self, PyObject *args) {
     Py_buffer buf;
     Py_ssize_t start, end;
-    if (!PyArg_ParseTuple(args, "y*nn", &buf, &start, &end))
+    PyObject *types;
+    if (!PyArg_ParseTuple(args, "y*nnO", &buf, &start, &end, &types))
         return NULL;
     PyObject *result = NULL;
     const unsigned char *b = buf.buf;
-    uint64_t count, types = 0, v128 = 0, exnref = 0, multi = 0;
-    int big, gc = 0;
+    uint64_t groups, ntypes = 0, v128 = 0, exnref = 0, multi = 0, recs = 0, subs = 0;
+    uint64_t structs = 0, arrays = 0, counts[W_FAMILIES] = {0};
+    int big;
+    type_tables tt;
+    if (w_type_tables(types, &tt) < 0)
+        goto done;
+    /* the exnref bit: what 0x69 names beside ``reftype`` */
+    const uint32_t exnref_bit = rd32le(tt.vt + 4 * 0x69) & ~tt.reftype;
     if (start < 0 || end < start || end > buf.len)
         goto none;
-    Py_ssize_t pos = w_uleb(b, start, end, &count, &big);
-    if (pos < 0 || big || count > (uint64_t)(end - pos) / 3)
+    Py_ssize_t pos = w_count(b, start, end, &groups);
+    if (pos < 0)
         goto none;
-    for (uint64_t i = 0; i < count; i++) {
+    for (uint64_t g = 0; g < groups; g++) {
         if (pos >= end)
             goto none;
-        if (b[pos++] != 0x60) {
-            gc = 1;
-            break;
-        }
-        types++;
-        uint64_t results = 0;
-        for (int part = 0; part < 2; part++) {
-            uint64_t n;
-            pos = w_uleb(b, pos, end, &n, &big);
-            if (pos < 0 || big || n > (uint64_t)(end - pos))
+        unsigned form = b[pos++];
+        uint64_t members = 1;
+        int rec = form == 0x4E;
+        if (rec) {
+            recs++;
+            pos = w_count(b, pos, end, &members);
+            if (pos < 0)
                 goto none;
-            for (uint64_t k = 0; k < n; k++) {
+        }
+        for (uint64_t k = 0; k < members; k++) {
+            if (rec) {
                 if (pos >= end)
                     goto none;
-                v128 += b[pos] == 0x7B;
-                exnref += b[pos] == 0x69;
-                pos = w_valtype(b, pos, end);
+                form = b[pos++];
+            }
+            if (form == 0x50 || form == 0x4F) {
+                uint64_t supers;
+                pos = w_count(b, pos, end, &supers);
+                for (uint64_t s = 0; s < supers && pos >= 0; s++)
+                    pos = w_skip_leb(b, pos, end);
+                if (pos < 0 || pos >= end)
+                    goto none;
+                subs += form == 0x50 || supers;
+                form = b[pos++];
+            }
+            ntypes++;
+            if (form == 0x60) {
+                for (int part = 0; part < 2; part++) {
+                    uint64_t n;
+                    pos = w_count(b, pos, end, &n);
+                    for (uint64_t i = 0; i < n && pos >= 0; i++)
+                        pos = w_type_slot(b, pos, end, &tt, 0, counts, &v128, &exnref,
+                                          exnref_bit);
+                    if (pos < 0)
+                        goto none;
+                    multi += part && n > 1;
+                }
+            } else if (form == 0x5F || form == 0x5E) {
+                uint64_t n = 1;
+                if (form == 0x5F) {
+                    structs++;
+                    pos = w_uleb(b, pos, end, &n, &big);
+                    if (pos < 0 || big || n > (uint64_t)(end - pos) / 2)
+                        goto none;
+                } else {
+                    arrays++;
+                }
+                for (uint64_t i = 0; i < n && pos >= 0; i++) {
+                    pos = w_type_slot(b, pos, end, &tt, 1, counts, &v128, &exnref, exnref_bit);
+                    pos = pos >= 0 && pos < end ? pos + 1 : -1; /* mutability */
+                }
                 if (pos < 0)
                     goto none;
+            } else {
+                goto none; /* a form after 3.0: the reference says which */
             }
-            results += part ? n : 0;
         }
-        multi += results > 1;
     }
-    result = Py_BuildValue("(KKKKO)", (unsigned long long)types, (unsigned long long)v128,
+    PyObject *fams = w_counts(counts, W_FAMILIES);
+    if (fams == NULL)
+        goto done;
+    result = Py_BuildValue("(KKKKKKKKN)", (unsigned long long)ntypes, (unsigned long long)v128,
                            (unsigned long long)exnref, (unsigned long long)multi,
-                           gc ? Py_True : Py_False);
+                           (unsigned long long)recs, (unsigned long long)subs,
+                           (unsigned long long)structs, (unsigned long long)arrays, fams);
     goto done;
 none:
     result = Py_NewRef(Py_None);
@@ -1227,10 +1461,11 @@ static PyMethodDef methods[] = {
     {"count_byte", count_byte, METH_VARARGS, "How often a byte occurs from an offset on."},
     {"dangling", dangling, METH_VARARGS, "Distinct index offsets that are not member heads."},
     {"fill_demangled", fill_demangled, METH_VARARGS, "Demangle the names a cache lacks."},
-    {"wasm_eh_scan", wasm_eh_scan, METH_VARARGS, "EH instructions of every wasm body, or None."},
     {"wasm_deep_scan", wasm_deep_scan, METH_VARARGS, "Every wasm body's families, or None."},
     {"wasm_symbols", wasm_symbols, METH_VARARGS, "A wasm object's symbol table, or None."},
     {"wasm_locals", wasm_locals, METH_VARARGS, "A code section's bodies and locals, or None."},
+    {"wasm_sections", wasm_sections, METH_VARARGS, "A wasm module's sections, or None."},
+    {"wasm_data", wasm_data, METH_VARARGS, "A wasm data section's plain segments, or None."},
     {"wasm_imports", wasm_imports, METH_VARARGS, "A wasm import section, or None."},
     {"wasm_types", wasm_types, METH_VARARGS, "A wasm type section's counts, or None."},
     {NULL, NULL, 0, NULL},

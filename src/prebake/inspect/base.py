@@ -32,7 +32,8 @@ class ParseOptions:
     """What the caller needs: ``symbols`` asks for full symbol lists (slower on big archives)."""
 
     symbols: bool = False
-    # Opt-in expensive passes (e.g. a full wasm instruction decode when no target_features).
+    # Opt-in extra details: per-family wasm instruction counts and Asyncify's instrumentation
+    # count (every instruction is decoded without it).
     deep: bool = False
     # With ``symbols``: an archive's own lists too (its index's names, what no member
     # defines), not only each member's. The human view lists members alone; leaving these

@@ -33,8 +33,9 @@ class Abi:
     wasm_eh_encoding: str | None = None
     lto: str | None = None
     wasm_features: list[str] | None = None
-    # whether ``wasm_features`` is the whole list: False when it was read without decoding
-    # the code (a linked module without target_features, no --deep), None when no list
+    # whether ``wasm_features`` is the whole list: False when some code or section could not
+    # be read (a body that does not decode, a construct after WebAssembly 3.0), None when no
+    # list
     wasm_features_complete: bool | None = None
     threads: bool | None = None
     simd128: bool | None = None

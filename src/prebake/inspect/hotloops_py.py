@@ -166,17 +166,13 @@ def dangling(offsets: Sequence[int], heads: set[int]) -> int:
     return len(set(offsets) - heads)
 
 
-def wasm_eh_scan(buf: Buffer, bodies: list[tuple[int, int]], shapes: bytes, families: bytes,
-                 /) -> tuple[int, int, int, int] | None:
-    """No fast answer: ``None`` sends ``wasm_code.eh_scan`` to ``eh_scan_py``, the reader's own
-    Python decode, which is the reference the C loop is held to (as the C loop does for a body
-    it cannot read)."""
-    return None
+# the value-type tables of the wasm loops (wasm_code.type_tables)
+TypeTables = tuple[bytes, bytes, tuple[int, int, int, int, int]]
 
 
-def wasm_deep_scan(buf: Buffer, bodies: list[tuple[int, int]], shapes: bytes, masks: bytes,
-                   depths: bytes, fd: bytes, fc: bytes, atomics: int, /
-                   ) -> tuple[int, ...] | None:
+def wasm_deep_scan(buf: Buffer, bodies: list[tuple[int, int]],
+                   single: tuple[bytes, bytes, bytes], pages: tuple[tuple[bytes, bytes], ...],
+                   types: TypeTables, /) -> tuple[int, ...] | int | None:
     """No fast answer: ``wasm_code.decode_bodies_py`` is the reference."""
     return None
 
@@ -189,17 +185,30 @@ def wasm_symbols(buf: Buffer, start: int, end: int,
     return None
 
 
+def wasm_sections(buf: Buffer, order: bytes, names: tuple[str, ...], /
+                  ) -> list[tuple[int, str, int, int]] | None:
+    """No fast answer: ``wasm._sections_py`` is the reference."""
+    return None
+
+
+def wasm_data(buf: Buffer, start: int, end: int, /) -> tuple[int, int] | None:
+    """No fast answer: ``wasm._parse_data`` is the reference."""
+    return None
+
+
 def wasm_locals(buf: Buffer, start: int, end: int, /
                 ) -> tuple[int, int, int, list[tuple[int, int]]] | None:
     """No fast answer: ``wasm_code.scan_locals_py`` is the reference."""
     return None
 
 
-def wasm_imports(buf: Buffer, start: int, end: int, /) -> list[tuple[Any, ...]] | None:
+def wasm_imports(buf: Buffer, start: int, end: int, types: TypeTables, /
+                 ) -> list[tuple[Any, ...]] | None:
     """No fast answer: ``wasm._parse_imports`` is the reference."""
     return None
 
 
-def wasm_types(buf: Buffer, start: int, end: int, /) -> tuple[int, int, int, int, bool] | None:
-    """No fast answer: ``wasm._parse_types`` is the reference."""
+def wasm_types(buf: Buffer, start: int, end: int, types: TypeTables, /
+               ) -> tuple[int, int, int, int, int, int, int, int, tuple[int, ...]] | None:
+    """No fast answer: ``wasm.parse_types`` is the reference."""
     return None

@@ -1,11 +1,12 @@
 """Reading ``prebake inspect``'s targets and writing their output: the speed machinery.
 
 One binary is read in this process and its output written to stdout as it is made. Several are
-read by a ``concurrent.futures`` process pool (one worker per usable core), and this process
-writes the results to stdout in input order as they complete, so the output is the bytes of a
-serial run. A result's text comes back with it while it is small (the facts of an archive); a
-bigger one (its symbol lists) is written by the worker to a file of its own in a private
-folder and copied from there, so that no big result waits in this process's memory.
+read by one worker per usable core (forked children on Linux, a ``concurrent.futures`` pool
+elsewhere), and this process writes the results to stdout in input order as they complete, so
+the output is the bytes of a serial run. A result's text comes back with it while it is small
+(the facts of an archive); a bigger one (its symbol lists) is written by the worker to a file of
+its own in a private folder and copied from there, so that no big result waits in this
+process's memory.
 
 The command (``prebake.commands.inspect``) parses the line, resolves the paths to ``Target``
 values and calls ``results`` and ``write``; nothing here parses arguments or prints a table.
@@ -13,15 +14,20 @@ values and calls ``results`` and ``write``; nothing here parses arguments or pri
 
 from __future__ import annotations
 
+import contextlib
 import gc
+import marshal
 import os
+import select
 import shutil
+import signal
+import struct
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, TextIO
+from typing import Any, BinaryIO, NoReturn, TextIO
 
 from prebake.cores import usable_cores
 from prebake.errors import PrebakeError
@@ -105,27 +111,141 @@ class _Spill:
 
 def results(targets: list[Target], mode: Mode, stack: ExitStack) -> Iterator[Result]:
     """Each target's result in input order: read here for one target (or one core), else by
-    a pool, the biggest files first so that no worker is left with a big one at the end."""
+    one worker per core, the biggest files first so that no worker is left with a big one at
+    the end: forked children on Linux (``_forked``), a process pool elsewhere."""
     workers = min(len(targets), usable_cores())
     if workers <= 1:
         for i, target in enumerate(targets):
             yield job(mode, None, target, i)
         return
-    # lazy: the pool and its folder cost one target 15 ms of start-up (-X importtime:
-    # multiprocessing, concurrent.futures.process, tempfile), which one target never uses
-    import multiprocessing
-    import tempfile
-    from concurrent.futures import ProcessPoolExecutor
+    import tempfile  # lazy: one target never needs the folder (shutil, random, bz2, lzma)
 
     folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="prebake-inspect-out-"))
-    # forked on Linux (a worker starts as this process is, nothing re-imported); each worker
-    # loads the readers itself, all of them at once, while this process hands out the work
-    context = None
     if sys.platform == "linux":
-        gc.freeze()  # the workers' collections then leave the pages they share with us alone
-        context = multiprocessing.get_context("fork")
-    pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_warm,
-                               initargs=(mode.symbols,))
+        yield from _forked(targets, mode, folder, workers)
+        return
+    yield from _pooled(targets, mode, folder, workers, stack)
+
+
+def shares(targets: list[Target], workers: int) -> list[list[int]]:
+    """The targets' indices dealt to ``workers`` workers, biggest first, each to the one with
+    the fewest bytes so far (longest processing time first: within a third of the best)."""
+    out: list[list[int]] = [[] for _ in range(workers)]
+    load = [0] * workers
+    for i in sorted(range(len(targets)), key=lambda i: -targets[i].size):
+        w = load.index(min(load))
+        out[w].append(i)
+        load[w] += max(1, targets[i].size)
+    return out
+
+
+_LEN = struct.Struct("<I")
+
+
+def _forked(targets: list[Target], mode: Mode, folder: str, workers: int) -> Iterator[Result]:
+    """The workers as forked children, each given its share up front and sending each result
+    back through a pipe as it is made (``marshal``). No pool: its imports (multiprocessing,
+    concurrent.futures, logging, subprocess, socket) cost this process more start-up than a
+    facts run of LLVM's 176 archives takes to read, and a pool's workers wait for this process
+    to hand out each next target: on two cores, with this process writing the output, they
+    sat idle a third of the time. An error in a child is raised here as it was raised there
+    (pickled); a child that dies is an error naming it; leaving early kills them."""
+    gc.freeze()  # the children's collections then leave the pages they share with us alone
+    children: dict[int, list[Any]] = {}  # read end -> [pid, unread bytes, results to come]
+    try:
+        for share in shares(targets, workers):
+            r, w = os.pipe()
+            pid = os.fork()
+            if pid == 0:  # the child: never returns
+                os.close(r)
+                _child(w, share, targets, mode, folder)
+            os.close(w)
+            children[r] = [pid, b"", len(share)]
+        done: dict[int, Result] = {}
+        for i in range(len(targets)):
+            while i not in done:
+                _receive(children, done)
+            yield done.pop(i)
+    finally:
+        for fd, (pid, _, left) in children.items():
+            os.close(fd)
+            if not pid:
+                continue  # reaped already
+            if left:  # not finished: its work is dropped (its files go with the folder)
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+
+
+def _receive(children: dict[int, list[Any]], done: dict[int, Result]) -> None:
+    """Read what the children have sent (waiting until one sends) into ``done``."""
+    ready, _, _ = select.select([fd for fd, st in children.items() if st[2]], [], [])
+    for fd in ready:
+        st = children[fd]
+        chunk = os.read(fd, 1 << 20)
+        if not chunk:
+            pid, st[0] = st[0], 0  # reaped here, not again
+            _, status = os.waitpid(pid, 0)
+            st[2] = 0
+            raise PrebakeError(f"an inspect worker (pid {pid}) ended before its results "
+                               f"({_said(status)})")
+        st[1] += chunk
+        while len(st[1]) >= _LEN.size:
+            (n,) = _LEN.unpack_from(st[1])
+            if len(st[1]) < _LEN.size + n:
+                break
+            record, st[1] = st[1][_LEN.size : _LEN.size + n], st[1][_LEN.size + n :]
+            i, text, file, error, failed, raised = marshal.loads(record)
+            if raised is not None:
+                import pickle  # lazy: only an error in a child comes this way (6M instructions)
+
+                raise pickle.loads(raised)
+            done[i] = Result(text, file, tuple(error) if error else None, failed)
+            st[2] -= 1
+
+
+def _said(status: int) -> str:
+    if os.WIFSIGNALED(status):
+        return f"killed by signal {os.WTERMSIG(status)}"
+    return f"exit status {os.WEXITSTATUS(status)}"
+
+
+def _send(fd: int, record: tuple[Any, ...]) -> None:
+    data = marshal.dumps(record)
+    view = memoryview(_LEN.pack(len(data)) + data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _child(fd: int, share: list[int], targets: list[Target], mode: Mode, folder: str) -> NoReturn:
+    """A forked worker: read its share in order, send each result, exit without running the
+    parent's exit handlers (``os._exit``); an exception goes back pickled, as a pool's would."""
+    code = 0
+    try:
+        _warm(mode.symbols)
+        for i in share:
+            r = job(mode, folder, targets[i], i)
+            _send(fd, (i, r.text, r.file, r.error, r.failed, None))
+    except BaseException as exc:  # any error, Ctrl-C included: the parent raises it
+        code = 1
+        import pickle  # lazy: only a child's error needs it
+
+        try:
+            raised = pickle.dumps(exc)
+        except Exception:  # an exception that does not pickle: its words
+            raised = pickle.dumps(RuntimeError(f"{type(exc).__name__}: {exc}"))
+        with contextlib.suppress(OSError):
+            _send(fd, (-1, None, None, None, True, raised))
+    os._exit(code)
+
+
+def _pooled(targets: list[Target], mode: Mode, folder: str, workers: int,
+            stack: ExitStack) -> Iterator[Result]:
+    """The workers as a ``concurrent.futures`` process pool, where there is no ``fork``
+    (spawned workers import prebake afresh and each loads the readers)."""
+    from concurrent.futures import ProcessPoolExecutor  # lazy: the pool, where there is no fork
+
+    pool = ProcessPoolExecutor(workers, initializer=_warm, initargs=(mode.symbols,))
     stack.enter_context(pool)
     order = sorted(range(len(targets)), key=lambda i: -targets[i].size)
     futures = {i: pool.submit(job, mode, folder, targets[i], i) for i in order}

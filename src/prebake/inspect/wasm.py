@@ -1,24 +1,30 @@
 """WebAssembly modules and relocatable objects → ``Facts`` (docs/binary-formats.md §3).
 
-Specs: the WebAssembly core binary format (sections, imports, limits), LLVM's
-``tool-conventions/Linking.md`` (the ``linking`` custom section of relocatable objects),
-``tool-conventions/ProducersSection.md`` and the ``target_features`` section, plus the
-exception-handling, threads and SIMD proposals. Every read is bounded by its section (and the
-section by the file) through ``binreader.Reader``; a bad length raises ``Truncated``, which the
-frame turns into a one-line ``FormatError`` naming the file.
+Specs: the WebAssembly 3.0 core binary format (every section: rec groups of function, struct
+and array types, imports, tables, memories, globals, exports, element and data segments with
+their constant expressions, tags), LLVM's ``tool-conventions/Linking.md`` (the ``linking``
+custom section of relocatable objects), ``tool-conventions/ProducersSection.md`` and the
+``target_features`` section. Every read is bounded by its section (and the section by the
+file) through ``binreader.Reader``; a bad length raises ``Truncated``, which the frame turns
+into a one-line ``FormatError`` naming the file; a construct after 3.0 in a section read only
+for features marks the feature list incomplete instead (``Module.unread``).
 
-Relocatable objects (they carry a ``linking`` section) get symbols from its symbol table and
-features from ``target_features``. Linked modules (Emscripten output has no custom sections at
-all) get threads from shared memory, EH from tags/imports/the JS glue, Asyncify from the
-runtime's byte patterns, and SIMD from ``v128`` in types/locals, or from a full decode
-(``ParseOptions.deep``). Objects and modules alike get the EH encoding (legacy, exnref, both,
-none) from their instructions (``wasm_code.eh_scan``).
+Objects and modules alike: every instruction is decoded (``wasm_code.decode_bodies``) and every
+value type read, which give the EH encoding (legacy, exnref, both, none), ``simd128``,
+``relaxed_simd`` and the feature list (``features_of``: what the code and the structure need,
+through ``wasm_code.FAMILY_FEATURES``); an object's ``target_features`` is evidence beside the
+code, and adds what the compiler enabled. Relocatable objects (they carry a ``linking``
+section) get symbols from its symbol table. Linked modules (Emscripten output has no custom
+sections at all) get threads from shared memory, EH from tags/imports/the code/the JS glue,
+and Asyncify from the runtime's byte patterns.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from enum import IntEnum
 from pathlib import PurePath
@@ -49,6 +55,11 @@ class Sec(IntEnum):
     DATACOUNT = 12
     TAG = 13
 
+
+# The order of the known sections (§5.5.2): tag between memory and global, data count before
+# code; each at most once. Custom sections may come anywhere.
+_ORDER = (Sec.TYPE, Sec.IMPORT, Sec.FUNCTION, Sec.TABLE, Sec.MEMORY, Sec.TAG, Sec.GLOBAL,
+          Sec.EXPORT, Sec.START, Sec.ELEMENT, Sec.DATACOUNT, Sec.CODE, Sec.DATA)
 
 # Section names as wasm-objdump prints them, so the two listings compare directly.
 SECTION_NAMES: dict[int, str] = {
@@ -119,7 +130,8 @@ _STOP_TEMPLATE = b"\x00\x41\x00\x24%s\x23%s\x28\x02\x00\x23%s\x28\x02\x04\x4b\x0
 
 @dataclass
 class Import:
-    """One import of a wasm module, with the memory and global flags the checks read."""
+    """One import of a wasm module, with the memory and global flags the checks read, and the
+    families its value type names (a global's, a table's elements; ``wasm_code.BIT`` masks)."""
 
     module: str
     field: str
@@ -128,6 +140,8 @@ class Import:
     memory64: bool = False
     mutable: bool = False
     limits: tuple[int, int | None] | None = None
+    types: int = 0
+    page_size: bool = False  # a memory of a custom page size
 
 
 @dataclass
@@ -140,16 +154,37 @@ class Module:
     memories: list[dict[str, Any]] = field(default_factory=list)
     functions: int = 0
     globals: int = 0
+    tables: int = 0
     tags: int = 0
     types: int = 0
-    v128_in_types: int = 0
-    exnref_in_types: int = 0
-    multivalue_types: int = 0
     gc_types: bool = False
     features: dict[str, str] | None = None  # name -> prefix ("+", "-", "=")
     producers: dict[str, list[str]] = field(default_factory=dict)
     linking: tuple[int, int] | None = None  # payload bounds of the linking section
     code: tuple[int, int] | None = None
+    # Families (``wasm_code.FAMILIES``) the module names outside its code section: value types
+    # of types, imports, globals, tables and element segments, and the instructions of its
+    # constant expressions (global, table, element and data initializers).
+    uses: Counter[str] = field(default_factory=Counter)
+    # Features the module's structure needs, each with why (shared memory, 64-bit limits,
+    # tags, passive segments, GC type definitions, ...): the rest come from ``uses``.
+    needs: dict[str, list[str]] = field(default_factory=dict)
+    # What could not be read as WebAssembly 3.0 (a type, limits or segment of a later
+    # proposal): the features are then not the whole list, and this says why.
+    unread: list[str] = field(default_factory=list)
+    exnref_at: Counter[str] = field(default_factory=Counter)  # where ``uses`` saw exnref
+    global_mutable: list[bool] = field(default_factory=list)  # imported globals first
+    imported_globals: int = 0
+
+    # Needs of a linked module only: a relocatable object imports ``__stack_pointer`` as a
+    # mutable global and LLVM writes a data count section into it whatever its features,
+    # and wasm-ld resolves both (a module it links needs neither unless its features say so).
+    module_needs: dict[str, list[str]] = field(default_factory=dict)
+
+    def need(self, feature: str, why: str, module_only: bool = False) -> None:
+        reasons = (self.module_needs if module_only else self.needs).setdefault(feature, [])
+        if why not in reasons:
+            reasons.append(why)
 
     @functools.cached_property
     def _by_kind(self) -> dict[int, list[Import]]:
@@ -163,6 +198,11 @@ class Module:
 
     def imports_of(self, kind: int) -> list[Import]:
         return self._by_kind.get(kind, [])
+
+
+class Unsupported(ValueError):
+    """A construct outside WebAssembly 3.0 in a section the reader only needs for features:
+    the section's rest is skipped and the feature list marked incomplete (``Module.unread``)."""
 
 
 class _Cur:
@@ -201,36 +241,99 @@ class _Cur:
         self.pos += n
         return out
 
+    def skip(self, n: int) -> None:
+        if n < 0 or self.pos + n > self.end:
+            raise Truncated(f"{n} bytes at offset {self.pos} run past the section end {self.end}")
+        self.pos += n
+
     def name(self) -> str:
         return self.bytes(self.uleb()).decode("utf-8", "replace")
 
     def skip_leb(self) -> None:
         self.pos = wasm_code.skip_leb(self.buf, self.pos, self.end)
 
-    def skip_valtype(self) -> int:
-        t = self.u8()
-        if t in (wasm_code.REF_NULL_HT, wasm_code.REF_HT):
-            self.skip_leb()
-        return t
+    def valtype(self, packed: bool = False) -> int:
+        """A value type (``packed``: a field's storage type): the families it names."""
+        try:
+            self.pos, mask = wasm_code.valtype(self.buf, self.pos, self.end, packed)
+        except wasm_code.Bounds as exc:
+            raise Unsupported(str(exc)) from None
+        return mask
 
-    def limits(self) -> tuple[int, int, int | None]:
+    def mutability(self) -> bool:
+        at = self.pos
+        b = self.u8()
+        if b > 1:
+            raise Unsupported(f"global mutability 0x{b:02x} at offset {at} (shared globals, "
+                              "after WebAssembly 3.0)")
+        return b == 1
+
+    def reftype(self) -> int:
+        """A table's element type: the families it names, none for ``funcref`` (a table of
+        functions needs no proposal)."""
+        start = self.pos
+        mask = self.valtype()
+        raw = bytes(self.buf[start : self.pos])
+        if raw in (b"\x70", b"\x63\x70"):
+            return 0
+        if not mask & wasm_code.BIT["reftype"]:
+            raise Unsupported(f"table element type {raw.hex()} at offset {start} is no reference")
+        return mask
+
+    def limits(self, table: bool = False) -> tuple[int, int, int | None]:
+        """Limits: flags (bit 0 a maximum, bit 1 shared, bit 2 64-bit, bit 3 a custom page
+        size after the maximum: the custom-page-sizes proposal), minimum, maximum."""
+        at = self.pos
         flags = self.u8()
+        if flags > 15 or (table and flags & 10):
+            raise Unsupported(f"limits flags 0x{flags:02x} at offset {at} (shared tables or a "
+                              "later proposal, after WebAssembly 3.0)")
         lo = self.uleb()
         hi = self.uleb() if flags & 0x01 else None
+        if flags & 8:
+            self.uleb()  # the page size's log2
         return flags, lo, hi
+
+    def expr(self, m: Module, globals_read: list[int] | None = None) -> set[int]:
+        """A constant expression, decoded with the opcode table: its families counted in
+        ``m.uses``; the single-byte opcodes it holds (and, into ``globals_read``, the indices
+        ``global.get`` reads)."""
+        ops: set[int] = set()
+        try:
+            self.pos = wasm_code.decode_expr(self.buf, self.pos, self.end, m.uses, ops,
+                                             globals_read)
+        except wasm_code.Bounds as exc:
+            raise Unsupported(f"constant expression: {exc}") from None
+        return ops
 
 
 # --- container ---------------------------------------------------------------------------------
 
 
+# For the C walk: each section id's rank in ``_ORDER`` (255: unknown), and its name.
+_RANKS = bytes(_ORDER.index(Sec(i)) if i in SECTION_NAMES else 255 for i in range(256))
+_NAMES = tuple(SECTION_NAMES.get(i, "") for i in range(Sec.TAG + 1))
+
+
 def _sections(r: Reader) -> list[tuple[int, str, int, int]]:
+    """Every section: (id, name, payload start, end); a custom section's name is read, its
+    payload starts after it. In C (``_scan.wasm_sections``: a tenth of the time of an object
+    of a big archive went here) when it reads them all, else ``_sections_py``, which says
+    what is wrong."""
     if r.bytes(0, 4, "magic") != MAGIC:
         raise Truncated("not a WebAssembly file")
     version = r.bytes(4, 4, "version")
     if version != VERSION_1:
         raise ValueError(f"unsupported wasm version {version.hex(' ')} (a component?)")
+    fast = hotloops.scan.wasm_sections(r.buf, _RANKS, _NAMES)
+    return fast if fast is not None else _sections_py(r)
+
+
+def _sections_py(r: Reader) -> list[tuple[int, str, int, int]]:
+    """``_sections`` in Python after the header: the reference the C walk is held to."""
     out: list[tuple[int, str, int, int]] = []
     pos = 8
+    last = -1
     while pos < r.size:
         sid = r.u8(pos)
         size, start = wasm_code.uleb(r.buf, pos + 1, r.size)
@@ -241,6 +344,11 @@ def _sections(r: Reader) -> list[tuple[int, str, int, int]]:
             name = c.name()
             out.append((sid, name, c.pos, end))
         elif sid <= Sec.TAG:
+            rank = _ORDER.index(sid)
+            if rank <= last:
+                raise ValueError(f"section {SECTION_NAMES[sid]} at offset {pos} is out of order "
+                                 "or repeated")
+            last = rank
             out.append((sid, SECTION_NAMES[sid], start, end))
         else:
             raise ValueError(f"unknown section id {sid} at offset {pos}")
@@ -248,103 +356,357 @@ def _sections(r: Reader) -> list[tuple[int, str, int, int]]:
     return out
 
 
-def _parse_types(m: Module, c: _Cur) -> None:
-    n = c.count(3)
-    for _ in range(n):
+@dataclass
+class TypeScan:
+    """The type section as the facts need it: every type position's value types counted by
+    family (``uses``), the v128 and exnref ones apart, function types with several results,
+    and the GC definitions (rec groups, subtypes, structs, arrays)."""
+
+    types: int = 0
+    v128: int = 0
+    exnref: int = 0
+    multivalue: int = 0
+    recs: int = 0
+    subtypes: int = 0
+    structs: int = 0
+    arrays: int = 0
+    uses: Counter[str] = field(default_factory=Counter)
+
+
+def _type_slot(t: TypeScan, c: _Cur, packed: bool = False) -> None:
+    start = c.pos
+    mask = c.valtype(packed)
+    wasm_code.count_mask(t.uses, mask)
+    if c.buf[start] == wasm_code.V128:
+        t.v128 += 1
+    if mask & wasm_code.BIT["exnref_type"]:
+        t.exnref += 1
+
+
+def _subtype(t: TypeScan, c: _Cur, form: int) -> None:
+    at = c.pos - 1
+    if form in (0x50, 0x4F):  # sub / sub final, with their supertypes
+        supers = c.count()
+        for _ in range(supers):
+            c.skip_leb()
+        if form == 0x50 or supers:  # a final type without supertypes is a plain type
+            t.subtypes += 1
+        at = c.pos
         form = c.u8()
-        if form != 0x60:  # GC proposal types: stop here, the rest is not needed for facts
-            m.gc_types = True
-            return
-        m.types += 1
-        results = 0
+    t.types += 1
+    if form == 0x60:  # func: parameters, results
         for part in range(2):
+            n = c.count()
+            for _ in range(n):
+                _type_slot(t, c)
+            if part and n > 1:
+                t.multivalue += 1
+    elif form == 0x5F:  # struct: fields
+        t.structs += 1
+        for _ in range(c.count(2)):
+            _type_slot(t, c, packed=True)
+            c.u8()  # mutability
+    elif form == 0x5E:  # array: one field
+        t.arrays += 1
+        _type_slot(t, c, packed=True)
+        c.u8()
+    else:
+        raise Unsupported(f"type form 0x{form:02x} at offset {at} (not a WebAssembly 3.0 "
+                          "function, struct or array type)")
+
+
+def parse_types(c: _Cur) -> TypeScan:
+    """The type section (§5.5.4): rec groups of subtypes of function, struct and array
+    types, every value type read. The reference ``_scan.wasm_types`` is held to."""
+    t = TypeScan()
+    for _ in range(c.count()):
+        form = c.u8()
+        if form == 0x4E:  # rec: a group of subtypes
+            t.recs += 1
             for _ in range(c.count()):
-                t = c.skip_valtype()
-                if t == wasm_code.V128:
-                    m.v128_in_types += 1
-                elif t == wasm_code.EXNREF:
-                    m.exnref_in_types += 1
-                results += part
-        if results > 1:
-            m.multivalue_types += 1
+                _subtype(t, c, c.u8())
+        else:
+            _subtype(t, c, form)
+    return t
+
+
+def _apply_types(m: Module, t: TypeScan) -> None:
+    m.types += t.types
+    m.uses.update(t.uses)
+    if t.exnref:
+        m.exnref_at["types"] += t.exnref
+    gc = [f"{n} {what}" for n, what in ((t.recs, "rec groups"), (t.subtypes, "subtypes"),
+                                         (t.structs, "struct types"), (t.arrays, "array types"))
+          if n]
+    if gc:
+        m.gc_types = True
+        m.need("gc", ", ".join(gc))
+    if t.multivalue:
+        m.need("multivalue", f"{t.multivalue} function types with several results")
+
+
+def _import_type(c: _Cur, imp: Import) -> None:
+    """What an import imports (§5.5.5): a function's type index, a table's element type and
+    limits, a memory's limits, a global's type and mutability, a tag's attribute and type."""
+    if imp.kind == Ext.FUNC:
+        c.skip_leb()
+    elif imp.kind == Ext.TABLE:
+        imp.types = c.reftype()
+        flags, lo, hi = c.limits(table=True)
+        imp.memory64, imp.limits = bool(flags & 4), (lo, hi)
+    elif imp.kind == Ext.MEMORY:
+        flags, lo, hi = c.limits()
+        imp.shared, imp.memory64, imp.limits = bool(flags & 2), bool(flags & 4), (lo, hi)
+        imp.page_size = flags & 8 != 0
+    elif imp.kind == Ext.GLOBAL:
+        imp.types = c.valtype()
+        imp.mutable = c.mutability()
+    elif imp.kind == Ext.TAG:
+        c.u8()
+        c.skip_leb()
+    else:
+        raise ValueError(f"unknown import kind {imp.kind} for {imp.module}.{imp.field}")
 
 
 def _parse_imports(m: Module, c: _Cur) -> None:
+    """Each import, or a group of them in the compact encoding (the compact-imports proposal,
+    on in wasm-tools' defaults): a module name and an empty name, then 0x7F and (name, type)
+    pairs, or 0x7E, one type and the names that share it."""
     for _ in range(c.count(4)):
-        imp = Import(c.name(), c.name(), c.u8())
-        if imp.kind == Ext.FUNC:
-            c.skip_leb()
-        elif imp.kind == Ext.TABLE:
-            c.skip_valtype()
-            c.limits()
-        elif imp.kind == Ext.MEMORY:
-            flags, lo, hi = c.limits()
-            imp.shared, imp.memory64, imp.limits = bool(flags & 2), bool(flags & 4), (lo, hi)
-        elif imp.kind == Ext.GLOBAL:
-            c.skip_valtype()
-            imp.mutable = c.u8() == 1
-        elif imp.kind == Ext.TAG:
-            c.u8()
-            c.skip_leb()
+        module, name = c.name(), c.name()
+        form = c.buf[c.pos] if not name and c.pos < c.end else None
+        if form == 0x7F:
+            c.pos += 1
+            m.need("compact-imports", f"compact imports from {module}")
+            for _ in range(c.count(2)):
+                imp = Import(module, c.name(), c.u8())
+                _import_type(c, imp)
+                m.imports.append(imp)
+        elif form == 0x7E:
+            c.pos += 1
+            m.need("compact-imports", f"compact imports from {module}")
+            shared = Import(module, "", c.u8())
+            _import_type(c, shared)
+            for _ in range(c.count()):
+                m.imports.append(dataclasses.replace(shared, field=c.name()))
         else:
-            raise ValueError(f"unknown import kind {imp.kind} for {imp.module}.{imp.field}")
-        m.imports.append(imp)
+            imp = Import(module, name, c.u8())
+            _import_type(c, imp)
+            m.imports.append(imp)
 
 
-def _parse_features(m: Module, c: _Cur) -> None:
-    m.features = {}
+def _uses(m: Module, mask: int, where: str) -> None:
+    """Count the families of a value type read at ``where`` (exnref's place kept apart)."""
+    wasm_code.count_mask(m.uses, mask)
+    if mask & wasm_code.BIT["exnref_type"]:
+        m.exnref_at[where] += 1
+
+
+def _apply_imports(m: Module) -> None:
+    """What the imports need: their value types, mutable globals, tags, a second table (a
+    function import needs nothing: most of an object's thousands of imports)."""
+    mutable: list[str] = []
+    for imp in (*m.imports_of(Ext.GLOBAL), *m.imports_of(Ext.TAG), *m.imports_of(Ext.MEMORY),
+                *m.imports_of(Ext.TABLE)):
+        kind = imp.kind
+        if kind == Ext.GLOBAL:
+            _uses(m, imp.types, "imported globals")
+            m.imported_globals += 1
+            m.global_mutable.append(imp.mutable)
+            if imp.mutable:
+                mutable.append(f"{imp.module}.{imp.field}")
+        elif kind == Ext.TAG:
+            m.need("exception-handling", f"imports tag {imp.module}.{imp.field}")
+        elif kind == Ext.MEMORY and imp.page_size:
+            m.need("custom-page-sizes", f"memory {imp.module}.{imp.field} has a custom page "
+                   "size")
+        elif kind == Ext.TABLE:
+            _uses(m, imp.types, "imported tables")
+            m.tables += 1
+            if imp.memory64:
+                m.need("memory64", f"table {imp.module}.{imp.field} has 64-bit limits")
+    if mutable:
+        m.need("mutable-globals", f"imports mutable globals {_list(mutable, 3)}",
+               module_only=True)
+
+
+def _parse_tables(m: Module, c: _Cur) -> None:
     for _ in range(c.count(2)):
-        prefix = chr(c.u8())
-        m.features[c.name()] = prefix
+        init = c.buf[c.pos] == 0x40 if c.pos < c.end else False
+        if init:  # 0x40 0x00 tabletype expr: a table with an initializer (3.0)
+            c.pos += 1
+            if c.u8() != 0:
+                raise Unsupported(f"table at offset {c.pos - 2} with a reserved byte not 0")
+            m.need("function-references", "a table with an initializer expression")
+        _uses(m, c.reftype(), "tables")
+        flags, _, _ = c.limits(table=True)
+        if flags & 4:
+            m.need("memory64", "a table with 64-bit limits")
+        if init:
+            _const(m, c)
+        m.tables += 1
 
 
-def _parse_producers(m: Module, c: _Cur) -> None:
+def _parse_memories(m: Module, c: _Cur) -> None:
+    for i in range(c.count(2)):
+        flags, lo, hi = c.limits()
+        m.memories.append({"min": lo, "max": hi, "shared": bool(flags & 2),
+                           "memory64": bool(flags & 4), "imported": None})
+        if flags & 8:
+            m.need("custom-page-sizes", f"memory {i} has a custom page size")
+
+
+def _const(m: Module, c: _Cur) -> None:
+    """A constant expression: what it needs beside its instructions' families (arithmetic:
+    extended-const; ``global.get`` of a global the module defines: GC, §3.4.13)."""
+    buf, pos = c.buf, c.pos
+    if pos + 1 < c.end and buf[pos] in (0x41, 0x42):  # i32/i64.const N end: most offsets
+        end = wasm_code.skip_leb(buf, pos + 1, c.end)
+        if end < c.end and buf[end] == 0x0B:
+            c.pos = end + 1
+            return
+    read: list[int] = []
+    before = m.uses["exnref_type"]
+    ops = c.expr(m, read)
+    if m.uses["exnref_type"] > before:
+        m.exnref_at["constant expressions"] += m.uses["exnref_type"] - before
+    arith = ops & wasm_code.EXTENDED_CONST_OPS
+    if arith:
+        m.need("extended-const", "arithmetic in a constant expression")
+    if any(i >= m.imported_globals for i in read):
+        m.need("gc", "a constant expression reads a global the module defines")
+
+
+def _parse_globals(m: Module, c: _Cur) -> None:
+    n = c.count(3)
+    m.globals = n
+    for _ in range(n):
+        _uses(m, c.valtype(), "globals")
+        m.global_mutable.append(c.mutability())
+        _const(m, c)
+
+
+def _parse_exports(m: Module, c: _Cur) -> None:
+    for _ in range(c.count(3)):
+        m.exports.append((c.name(), c.u8(), c.uleb()))
+
+
+def _apply_exports(m: Module) -> None:
+    for name, kind, index in m.exports:
+        if kind == Ext.GLOBAL and index < len(m.global_mutable) and m.global_mutable[index]:
+            m.need("mutable-globals", f"exports mutable global {name}", module_only=True)
+
+
+def _parse_elements(m: Module, c: _Cur) -> None:
+    """Element segments (§5.5.12): flags 0..7 say active, passive or declared, an explicit
+    table, and function indices or expressions."""
     for _ in range(c.count(2)):
-        key = c.name()
-        vals = m.producers.setdefault(key, [])
-        for _ in range(c.count(2)):
-            name, ver = c.name(), c.name()
-            vals.append(f"{name} {ver}".strip())
+        at = c.pos
+        flags = c.uleb()
+        if flags > 7:
+            raise Unsupported(f"element segment flags {flags} at offset {at}")
+        if flags & 1:
+            m.need("bulk-memory", "passive or declared element segments")
+        elif flags & 2:
+            c.skip_leb()  # the table
+        if not flags & 1:
+            _const(m, c)  # the offset
+        if flags & 4:  # expressions of a reference type (the type given unless flags is 4)
+            if flags != 4:
+                _uses(m, c.valtype(), "element segments")
+            m.uses["reftype"] += 1  # the validator checks the element type (funcref too)
+            for _ in range(c.count()):
+                _const(m, c)
+        else:  # function indices (after an element kind, 0x00, unless flags is 0)
+            if flags:
+                c.u8()
+            for _ in range(c.count()):
+                c.skip_leb()
+
+
+def _data(m: Module, c: _Cur) -> None:
+    """The data section in C (``_scan.wasm_data``) when every offset is a plain constant
+    (an object holds hundreds of segments: a tenth of a big archive's reading went here in
+    Python), else ``_parse_data``, which decodes the others and says what is wrong."""
+    fast = hotloops.scan.wasm_data(c.buf, c.pos, c.end)
+    if fast is None:
+        _parse_data(m, c)
+        return
+    c.pos = c.end
+    if fast[1]:
+        m.need("bulk-memory", "passive data segments")
+
+
+def _parse_data(m: Module, c: _Cur) -> None:
+    """Data segments: 0 active in memory 0, 1 passive (bulk memory), 2 active in memory x."""
+    for _ in range(c.count()):
+        at = c.pos
+        flags = c.uleb()
+        if flags > 2:
+            raise Unsupported(f"data segment flags {flags} at offset {at}")
+        if flags == 1:
+            m.need("bulk-memory", "passive data segments")
+        else:
+            if flags == 2:
+                c.skip_leb()
+            _const(m, c)
+        c.skip(c.uleb())
+
+
+def _parse_tags(m: Module, c: _Cur) -> None:
+    m.tags = c.count()
+    m.need("exception-handling", "a tag section")
+
+
+_CUSTOM_READ = frozenset({"target_features", "producers", "linking"})
+# sections read only for features: what they cannot read as 3.0 marks the list incomplete
+_FEATURE_SECTIONS = {Sec.TABLE: _parse_tables, Sec.GLOBAL: _parse_globals,
+                     Sec.ELEMENT: _parse_elements, Sec.DATA: _data}
 
 
 def parse_container(r: Reader) -> Module:
-    """Sections, imports, exports, memories, counts, custom sections: the cheap facts."""
+    """Sections, imports, exports, memories, counts, custom sections, every type and constant
+    expression: all but the code."""
     m = Module(sections=_sections(r))
     for sid, name, start, end in m.sections:
+        if sid == Sec.CUSTOM and name not in _CUSTOM_READ:
+            continue  # relocations, names, debug info: nothing the facts read
         c = _Cur(r, start, end)
         if sid == Sec.TYPE:
-            counted = hotloops.scan.wasm_types(r.buf, start, end)
-            if counted is None:  # the reference reads it again and says what is wrong
-                _parse_types(m, c)
-            else:
-                types, v128, exnref, multivalue, gc = counted
-                m.types += types
-                m.v128_in_types += v128
-                m.exnref_in_types += exnref
-                m.multivalue_types += multivalue
-                m.gc_types = m.gc_types or gc
+            _types(m, r, c, start, end)
         elif sid == Sec.IMPORT:
-            fast = hotloops.scan.wasm_imports(r.buf, start, end)
+            fast = hotloops.scan.wasm_imports(r.buf, start, end, wasm_code.type_tables())
             if fast is None:  # the reference reads it again and says what is wrong
-                _parse_imports(m, c)
+                try:
+                    _parse_imports(m, c)
+                except Unsupported as exc:
+                    raise ValueError(f"import section: {exc}") from None
             else:
                 m.imports.extend(Import(*t) for t in fast)
+            _apply_imports(m)
         elif sid == Sec.FUNCTION:
             m.functions = c.count()
-        elif sid == Sec.GLOBAL:
-            m.globals = c.count()
         elif sid == Sec.TAG:
-            m.tags = c.count()
+            _parse_tags(m, c)
         elif sid == Sec.MEMORY:
-            for _ in range(c.count(2)):
-                flags, lo, hi = c.limits()
-                m.memories.append({"min": lo, "max": hi, "shared": bool(flags & 2),
-                                   "memory64": bool(flags & 4), "imported": None})
+            try:
+                _parse_memories(m, c)
+            except Unsupported as exc:
+                m.unread.append(f"memory section: {exc}")
         elif sid == Sec.EXPORT:
-            for _ in range(c.count(3)):
-                m.exports.append((c.name(), c.u8(), c.uleb()))
+            _parse_exports(m, c)
+            _apply_exports(m)
         elif sid == Sec.CODE:
             m.code = (start, end)
+        elif sid == Sec.DATACOUNT:
+            m.need("bulk-memory", "a data count section", module_only=True)
+        elif sid in _FEATURE_SECTIONS:
+            try:
+                _FEATURE_SECTIONS[Sec(sid)](m, c)
+            except Unsupported as exc:
+                m.unread.append(f"{SECTION_NAMES[sid].lower()} section: {exc}")
+            else:
+                _exact(c, SECTION_NAMES[sid])
         elif sid == Sec.CUSTOM and name == "target_features":
             _parse_features(m, c)
         elif sid == Sec.CUSTOM and name == "producers":
@@ -355,7 +717,74 @@ def parse_container(r: Reader) -> Module:
         lo, hi = imp.limits or (0, None)
         m.memories.insert(0, {"min": lo, "max": hi, "shared": imp.shared,
                               "memory64": imp.memory64, "imported": f"{imp.module}.{imp.field}"})
+    _memory_needs(m)
     return m
+
+
+def _exact(c: _Cur, what: str) -> None:
+    """A section read to its last byte (bytes after its items are a corrupt file, as
+    wasm-tools says: "section size mismatch")."""
+    if c.pos != c.end:
+        raise Truncated(f"{what} section has {c.end - c.pos} bytes after its items "
+                        f"(at offset {c.pos})")
+
+
+def _types(m: Module, r: Reader, c: _Cur, start: int, end: int) -> None:
+    """The type section in C (``_scan.wasm_types``) when it reads it whole, else
+    ``parse_types``, which says what is wrong or what is not 3.0."""
+    fast = hotloops.scan.wasm_types(r.buf, start, end, wasm_code.type_tables())
+    if fast is not None:
+        types, v128, exnref, multi, recs, subtypes, structs, arrays, counts = fast
+        t = TypeScan(types, v128, exnref, multi, recs, subtypes, structs, arrays)
+        t.uses.update({f: n for f, n in zip(wasm_code.FAMILIES, counts, strict=False) if n})
+        _apply_types(m, t)
+        return
+    try:
+        t = parse_types(c)
+    except Unsupported as exc:
+        m.unread.append(f"type section: {exc}")
+        return
+    _apply_types(m, t)
+
+
+def _memory_needs(m: Module) -> None:
+    for i, mem in enumerate(m.memories):
+        where = mem["imported"] or f"memory {i}"
+        if mem["shared"]:
+            m.need("atomics", f"{where} is shared")
+        if mem["memory64"]:
+            m.need("memory64", f"{where} has 64-bit limits")
+    if len(m.memories) > 1:
+        m.need("multimemory", f"{len(m.memories)} memories")
+    if m.tables > 1:
+        m.need("reference-types", f"{m.tables} tables")
+
+
+def _parse_features(m: Module, c: _Cur) -> None:
+    m.features = {}
+    for _ in range(c.count(2)):
+        prefix = chr(c.u8())
+        m.features[c.name()] = prefix
+
+
+def _parse_producers(m: Module, c: _Cur) -> None:
+    """field -> ["name version", ...] (ProducersSection.md); names of one byte's length read
+    inline (every real one), others through the cursor."""
+    buf, end = c.buf, c.end
+
+    def name() -> str:
+        pos = c.pos
+        n = buf[pos] if pos < end else 0x80
+        if n < 0x80 and pos + 1 + n <= end:
+            c.pos = pos + 1 + n
+            return bytes(buf[pos + 1 : pos + 1 + n]).decode("utf-8", "replace")
+        return c.name()
+
+    for _ in range(c.count(2)):
+        vals = m.producers.setdefault(name(), [])
+        for _ in range(c.count(2)):
+            tool, ver = name(), name()
+            vals.append(f"{tool} {ver}".strip())
 
 
 # --- relocatable objects: the linking section --------------------------------------------------
@@ -471,6 +900,142 @@ def linked_symbols(r: Reader, m: Module) -> Linked | None:
                   {s.name for s in syms})
 
 
+# --- the code, and what it and the structure need ----------------------------------------------
+
+
+@dataclass
+class Code:
+    """The code section as the facts use it: the bodies' extents and locals (``scan``), every
+    instruction's families (``deep``), or why they could not be read (``error``). A file
+    without a code section has an empty decode: it uses nothing."""
+
+    scan: wasm_code.LocalScan | None = None
+    deep: wasm_code.DeepScan | None = None
+    error: str | None = None
+
+
+def read_code(r: Reader, m: Module, *, strict: bool) -> Code:
+    """Every body's extents, then every instruction decoded (``wasm_code.decode_bodies``).
+    A code section whose bodies do not fit it raises when ``strict`` (a linked module is then
+    not WebAssembly) and is otherwise the reason; a body that does not decode, or holds an
+    instruction outside the table, is the reason, with its offset."""
+    if m.code is None:
+        return Code(deep=wasm_code.DeepScan())
+    start, end = m.code
+    try:
+        scan = wasm_code.scan_locals(r.buf, start, end, keep_bodies=True)
+    except Truncated as exc:
+        if strict:
+            raise
+        return Code(error=f"the code section could not be read: {exc}")
+    try:
+        deep = wasm_code.decode_bodies(r.buf, scan.bodies)
+    except Truncated as exc:
+        return Code(scan=scan, error=f"a function body could not be decoded: {exc}")
+    return Code(scan, deep)
+
+
+_STRUCTURE = "types, imports, globals, tables, elements or constant expressions"
+
+
+def features_of(m: Module, code: Code, *, linked: bool) -> dict[str, list[str]]:
+    """Each feature the module (``linked``) or object needs -> why: its structure
+    (``Module.needs``, and for a module ``module_needs``), the value types and constant
+    expressions outside the code (``Module.uses``) and the code's decode, each family through
+    ``wasm_code.FAMILY_FEATURES``."""
+    out: dict[str, list[str]] = {f: list(why) for f, why in m.needs.items()}
+    if linked:
+        for f, why in m.module_needs.items():
+            out.setdefault(f, []).extend(why)
+    sources = [(m.uses, _STRUCTURE)]
+    if code.deep is not None:
+        sources.append((code.deep.counts, "code"))
+    for counts, where in sources:
+        if not counts:
+            continue
+        for fam in wasm_code.FAMILIES:  # in this order whichever decode counted them
+            n = counts.get(fam, 0)
+            if n:
+                for feat in wasm_code.FAMILY_FEATURES[fam]:
+                    out.setdefault(feat, []).append(
+                        f"{n} {wasm_code.FAMILY_WORDS[fam]} ({where})")
+    return out
+
+
+def _incomplete(m: Module, code: Code) -> list[str]:
+    """Why the feature list may lack a feature: what could not be read."""
+    return [*m.unread, *([code.error] if code.error else [])]
+
+
+def _eh_encoding(f: Facts, m: Module, code: Code) -> None:
+    """``abi.wasm_eh_encoding`` from every instruction and every type (docs/binary-formats.md
+    §3.6): legacy instructions, exnref instructions, and the exnref types anywhere (locals,
+    block types, function types in and out of rec groups, struct fields, globals, imported
+    globals, tables, element segments, ``ref.null exn``). A body that cannot be decoded, or a
+    section that cannot be read, leaves the fact unknown, with the reason."""
+    missing = _incomplete(m, code)
+    if missing:
+        f.note("wasm_eh_encoding", "; ".join(missing))
+        return
+    assert code.deep is not None
+    c = code.deep.counts
+    legacy, exnref_ins = c["eh_legacy"], c["eh_exnref"]
+    in_code, outside = c["exnref_type"], m.uses["exnref_type"]
+    types = in_code + outside
+    parts = []
+    if legacy:
+        parts.append(f"{legacy} legacy instructions (try/catch/catch_all/delegate/rethrow)")
+    if exnref_ins:
+        parts.append(f"{exnref_ins} exnref instructions (try_table/throw_ref)")
+    if in_code:
+        parts.append(f"{in_code} exnref types in the code (locals, block types, select, "
+                     "heap types)")
+    if outside:
+        parts.append(f"{outside} exnref types outside the code (" + ", ".join(
+            f"{n} in {where}" for where, n in sorted(m.exnref_at.items())) + ")")
+    if c["eh_throw"]:
+        parts.append(f"{c['eh_throw']} throw (the same instruction in both encodings)")
+    exnref = exnref_ins + types
+    f.abi.wasm_eh_encoding = ("both" if legacy and exnref else "legacy" if legacy
+                              else "exnref" if exnref else "none")
+    if not legacy and not exnref:
+        parts.insert(0, "no instruction or type of either encoding")
+    f.note("wasm_eh_encoding", "; ".join(parts))
+
+
+def _features_fact(f: Facts, m: Module, code: Code, used: dict[str, list[str]],
+                   enabled: list[str] | None) -> None:
+    """``wasm_features`` and its completeness, ``simd128`` and ``relaxed_simd``: what the
+    code and the structure need, and for an object what its ``target_features`` enable
+    beside (a superset of the use, which links against it)."""
+    missing = _incomplete(m, code)
+    feats = set(used) | set(enabled or ())
+    f.abi.wasm_features = sorted(feats)
+    f.abi.wasm_features_complete = not missing
+    if missing:  # first: what a rule that cannot decide quotes
+        f.note("wasm_features", "partial: " + "; ".join(missing))
+    for feat in sorted(used):
+        f.note("wasm_features", f"{feat}: " + "; ".join(used[feat][:3]))
+    if enabled is not None:
+        f.note("wasm_features", "target_features enables " + (", ".join(enabled) or "none"))
+    if not missing and not used:
+        f.note("wasm_features", "no instruction, type or section needs a feature beyond "
+               "WebAssembly 1.0")
+    for fact, feat in (("simd128", "simd128"), ("relaxed_simd", "relaxed-simd")):
+        if feat in (enabled or ()):
+            f.note(fact, f"target_features +{feat}")
+        if feat in used:
+            f.note(fact, "; ".join(used[feat][:3]))
+        if feat in feats:
+            setattr(f.abi, fact, True)
+        elif missing:
+            f.note(fact, "unknown: " + "; ".join(missing))
+        else:
+            setattr(f.abi, fact, False)
+            f.note(fact, f"no instruction or type needs {feat}"
+                   + ("" if enabled is None else f", and target_features lacks {feat}"))
+
+
 # --- shared rules ------------------------------------------------------------------------------
 
 
@@ -540,21 +1105,17 @@ def _object_facts(r: Reader, m: Module, f: Facts, opts: ParseOptions) -> None:
     feats = m.features or {}
     enabled = sorted(k for k, v in feats.items() if v in "+=")
     disallowed = sorted(k for k, v in feats.items() if v == "-")
-    f.abi.wasm_features = enabled
-    f.abi.wasm_features_complete = True  # what the compiler enabled: a superset of the use
     if disallowed:
         f.details["disallowed_features"] = disallowed
     if m.features is None:
-        f.note("wasm_features", "no target_features section (no feature enabled)")
-    else:
-        f.note("wasm_features", "target_features: " + ", ".join(
-            f"{v}{k}" for k, v in sorted(feats.items())) if feats else "target_features: empty")
-    _object_threads(f, feats, PurePath(f.path).name)
-    f.abi.simd128 = "simd128" in enabled
-    f.abi.relaxed_simd = "relaxed-simd" in enabled
-    f.note("simd128", "target_features " + ("+simd128" if f.abi.simd128 else "lacks simd128"))
-    f.note("relaxed_simd", "target_features " + (
-        "+relaxed-simd" if f.abi.relaxed_simd else "lacks relaxed-simd"))
+        f.note("wasm_features", "no target_features section")
+    elif not feats:
+        f.note("wasm_features", "target_features: empty")
+    code = read_code(r, m, strict=False)
+    if opts.deep and code.deep is not None:
+        f.details["opcodes"] = dict(sorted(code.deep.counts.items()))
+    _features_fact(f, m, code, features_of(m, code, linked=False), enabled)
+    _object_threads(f, feats)
     f.arch, why = _arch(m)
     if why:
         f.note("arch", why)
@@ -562,10 +1123,14 @@ def _object_facts(r: Reader, m: Module, f: Facts, opts: ParseOptions) -> None:
     if emc:
         f.os = "emscripten"
         f.note("os", "references " + _list(emc, 4))
-    _object_eh(f, m, linked, enabled, opts, r)
+    _eh_encoding(f, m, code)
+    if "exception-handling" in enabled:
+        f.note("wasm_eh_encoding", "target_features +exception-handling (what the compiler "
+               "enabled; the code above is what it holds)")
+    _object_eh(f, m, linked, enabled, code)
 
 
-def _object_threads(f: Facts, feats: dict[str, str], name: str) -> None:
+def _object_threads(f: Facts, feats: dict[str, str]) -> None:
     has = [k for k in ("atomics", "bulk-memory") if feats.get(k) in ("+", "=")]
     if len(has) == 2:
         f.abi.threads = True
@@ -575,6 +1140,7 @@ def _object_threads(f: Facts, feats: dict[str, str], name: str) -> None:
     missing = [k for k in ("atomics", "bulk-memory") if k not in has]
     if feats.get("shared-mem") == "-":
         # wasm-ld's own words, so a user can match the link error to this fact
+        name = PurePath(f.path).name
         reason = (f"target_features -shared-mem: --shared-memory is disallowed by {name} "
                   "because it was not compiled with 'atomics' or 'bulk-memory' features")
     else:
@@ -583,8 +1149,16 @@ def _object_threads(f: Facts, feats: dict[str, str], name: str) -> None:
     f.details["threads_reason"] = reason
 
 
+def _eh_instructions(code: Code) -> str | None:
+    """"N EH instructions" when the code holds any (try, catch, throw, try_table, …)."""
+    if code.deep is None:
+        return None
+    n = sum(code.deep.counts[k] for k in ("eh_legacy", "eh_exnref", "eh_throw"))
+    return f"{n} EH instructions" if n else None
+
+
 def _object_eh(f: Facts, m: Module, linked: Linked | None, enabled: list[str],
-               opts: ParseOptions, r: Reader) -> None:
+               code: Code) -> None:
     known = linked is not None  # without the symbol table, "no legacy markers" proves nothing
     undefined = linked.undefined if linked else []
     legacy = sorted({n for n in undefined if _LEGACY_EH.match(n)})
@@ -597,26 +1171,9 @@ def _object_eh(f: Facts, m: Module, linked: Linked | None, enabled: list[str],
              for n in _WASM_EH_SYMBOLS if n in names]
     if m.tags:
         wasm.append(f"tag section ({m.tags})")
-    deep = _deep(r, m) if (opts.deep and m.code) else None
-    if deep is not None:
-        f.details["opcodes"] = dict(deep.counts)
-        n = sum(deep.counts[k] for k in ("eh_legacy", "eh_exnref", "eh_throw"))
-        if n:
-            wasm.append(f"{n} EH instructions")
-    if "exception-handling" not in enabled:
-        f.abi.wasm_eh_encoding = "none"
-        f.note("wasm_eh_encoding", "target_features lacks exception-handling: the compiler "
-               "could emit no EH instruction")
-    else:
-        scan = None
-        if m.code and deep is None:
-            start, end = m.code
-            try:
-                scan = wasm_code.scan_locals(r.buf, start, end, keep_bodies=True)
-            except Truncated as exc:
-                f.note("wasm_eh_encoding", f"the code section could not be read: {exc}")
-        if m.code is None or scan is not None or deep is not None:
-            _eh_encoding(f, r, m, scan, deep)
+    ins = _eh_instructions(code)
+    if ins:
+        wasm.append(ins)
     if legacy:
         f.note("eh", "references " + _list(legacy + invokes))
     if wasm:
@@ -629,24 +1186,18 @@ def _object_eh(f: Facts, m: Module, linked: Linked | None, enabled: list[str],
         f.abi.eh = "wasm"
     elif not known:
         f.note("eh", "no wasm EH markers, and the symbol table is in an unknown linking version")
+    elif code.error:
+        f.note("eh", f"no C++ EH markers, but {code.error}")
     else:
         f.abi.eh = "none"
         why = "no C++ EH markers (__resumeException, __cxa_find_matching_catch_*, " \
-              "llvm_eh_typeid_for, exception-handling, __cpp_exception)"
+              "llvm_eh_typeid_for, exception-handling, __cpp_exception) and no EH instruction"
         if invokes:
             why += f"; {_list(invokes, 3)} only serve JS setjmp/longjmp"
         f.note("eh", why)
 
 
 # --- linked modules ----------------------------------------------------------------------------
-
-
-def _deep(r: Reader, m: Module) -> wasm_code.DeepScan:
-    assert m.code is not None
-    start, end = m.code
-    buf = bytes(r.view(start, end - start, "code section"))
-    scan = wasm_code.scan_locals(buf, 0, len(buf), keep_bodies=True)
-    return wasm_code.decode_bodies(buf, scan.bodies)
 
 
 @dataclass
@@ -741,21 +1292,18 @@ def _module_facts(r: Reader, m: Module, f: Facts, path: str, opts: ParseOptions)
                              "cxx_eh_runtime": list(glue.cxx_eh_runtime),
                              "jspi": list(glue.jspi_markers)}
     _module_os(f, m, glue)
-    scan = None
-    if m.code:
-        start, end = m.code
-        scan = wasm_code.scan_locals(r.buf, start, end, keep_bodies=True)
-        f.details["v128_local_decls"] = scan.v128_locals
-        f.details["exnref_local_decls"] = scan.exnref_locals
-    deep = _deep(r, m) if (opts.deep and m.code) else None
-    if deep is not None:
-        f.details["opcodes"] = dict(sorted(deep.counts.items()))
-        f.details["decoded_functions"] = deep.functions
+    code = read_code(r, m, strict=True)
+    if code.scan is not None:
+        f.details["v128_local_decls"] = code.scan.v128_locals
+        f.details["exnref_local_decls"] = code.scan.exnref_locals
+    if opts.deep and code.deep is not None:
+        f.details["opcodes"] = dict(sorted(code.deep.counts.items()))
+        f.details["decoded_functions"] = code.deep.functions
     _module_threads(f, m)
-    _module_simd(f, m, scan, deep)
-    _module_eh(f, r, m, glue, readable, scan, deep)
-    _module_async(f, r, m, glue, scan, deep is not None)
-    _module_features(f, m, scan, deep)
+    _features_fact(f, m, code, features_of(m, code, linked=True), None)
+    _eh_encoding(f, m, code)
+    _module_eh(f, m, glue, readable, code)
+    _module_async(f, r, m, glue, code.scan, opts.deep)
 
 
 def _module_os(f: Facts, m: Module, glue: emscripten.Glue | None) -> None:
@@ -782,44 +1330,17 @@ def _module_threads(f: Facts, m: Module) -> None:
            f" ({mem['min']}..{mem['max']} pages)")
 
 
-def _module_simd(f: Facts, m: Module, scan: wasm_code.LocalScan | None,
-                 deep: wasm_code.DeepScan | None) -> None:
-    if m.features is not None:
-        f.abi.simd128 = m.features.get("simd128") == "+"
-        f.abi.relaxed_simd = m.features.get("relaxed-simd") == "+"
-        f.note("simd128", "target_features")
-        f.note("relaxed_simd", "target_features")
-        return
-    if deep is not None:
-        n, nr = deep.counts["simd"], deep.counts["relaxed_simd"]
-        f.abi.simd128 = bool(n or nr)
-        f.abi.relaxed_simd = bool(nr)
-        f.note("simd128", f"{n + nr} SIMD instructions decoded")
-        f.note("relaxed_simd", f"{nr} relaxed-SIMD instructions decoded")
-        return
-    hits = []
-    if m.v128_in_types:
-        hits.append(f"v128 in {m.v128_in_types} function type slots")
-    if scan and scan.v128_locals:
-        hits.append(f"{scan.v128_locals} v128 local declarations")
-    if hits:
-        f.abi.simd128 = True
-        f.note("simd128", "; ".join(hits))
-    else:
-        f.note("simd128", "no v128 in types or locals; decode instructions (deep) to be sure")
-    f.note("relaxed_simd", "needs an instruction decode (deep)")
-
-
-def _module_eh(f: Facts, r: Reader, m: Module, glue: emscripten.Glue | None, readable: bool,
-               scan: wasm_code.LocalScan | None, deep: wasm_code.DeepScan | None) -> None:
+def _module_eh(f: Facts, m: Module, glue: emscripten.Glue | None, readable: bool,
+               code: Code) -> None:
     native: list[str] = []
     if m.tags:
         native.append(f"tag section ({m.tags} tag{'s' if m.tags > 1 else ''})")
     itags = m.imports_of(Ext.TAG)
     if itags:
         native.append("imports tag " + _list([f"{i.module}.{i.field}" for i in itags], 3))
-    if scan is not None or deep is not None or m.code is None:
-        _eh_encoding(f, r, m, scan, deep)
+    ins = _eh_instructions(code)
+    if ins:
+        native.append(ins)
     legacy: list[str] = []
     names = [i.field for i in m.imports]
     markers = sorted({n for n in names if _LEGACY_EH.match(n)})
@@ -837,52 +1358,14 @@ def _module_eh(f: Facts, r: Reader, m: Module, glue: emscripten.Glue | None, rea
         f.abi.eh = "wasm"
     elif legacy:
         f.abi.eh = "emscripten-legacy"
+    elif code.error:
+        f.note("eh", f"no tags or C++ EH markers, but {code.error}")
     elif readable or glue is not None:
         f.abi.eh = "none"
         src = "imports" if readable else f"JS glue {glue.path if glue else ''}"
-        f.note("eh", f"no tags, no C++ EH markers in the {src}")
+        f.note("eh", f"no tags, no EH instruction, no C++ EH markers in the {src}")
     else:
         f.note("eh", "import names are minified and there is no JS glue next to the module")
-
-
-def _eh_encoding(f: Facts, r: Reader, m: Module, scan: wasm_code.LocalScan | None,
-                 deep: wasm_code.DeepScan | None) -> None:
-    """``abi.wasm_eh_encoding`` from the instructions themselves (docs/binary-formats.md §3.6):
-    the deep decode's counts when it ran, else ``wasm_code.eh_scan`` over every body. A body
-    that does not decode leaves the fact unknown, with the reason."""
-    if m.code is None:
-        f.abi.wasm_eh_encoding = "none"
-        f.note("wasm_eh_encoding", "no code section")
-        return
-    if deep is not None:
-        c = deep.counts
-        eh = wasm_code.EhScan(c["eh_legacy"], c["eh_exnref"], c["eh_throw"])
-    else:
-        assert scan is not None
-        try:
-            eh = wasm_code.eh_scan(r.buf, scan.bodies)
-        except Truncated as exc:
-            f.note("wasm_eh_encoding", f"a function body could not be decoded: {exc}")
-            return
-    types = m.exnref_in_types + (scan.exnref_locals if scan is not None else 0) \
-        + eh.exnref_types
-    legacy, exnref = eh.legacy, eh.exnref + types
-    parts = []
-    if legacy:
-        parts.append(f"{legacy} legacy instructions (try/catch/catch_all/delegate/rethrow)")
-    if eh.exnref:
-        parts.append(f"{eh.exnref} exnref instructions (try_table/throw_ref)")
-    if types:  # the deep decode counts no block types: its evidence says where it looked
-        where = "locals and function types" if deep is not None else \
-            "locals, block and function types"
-        parts.append(f"{types} exnref types ({where})")
-    if eh.throw:
-        parts.append(f"{eh.throw} throw (the same instruction in both encodings)")
-    f.abi.wasm_eh_encoding = ("both" if legacy and exnref else "legacy" if legacy
-                              else "exnref" if exnref else "none")
-    if not legacy and not exnref:
-        parts.insert(0, "no instruction or type of either encoding")
-    f.note("wasm_eh_encoding", "; ".join(parts))
 
 
 def _module_async(f: Facts, r: Reader, m: Module, glue: emscripten.Glue | None,
@@ -907,41 +1390,6 @@ def _module_async(f: Facts, r: Reader, m: Module, glue: emscripten.Glue | None,
     else:
         f.abi.async_ = "none"
         f.note("async", f"no Asyncify runtime in the wasm, no JSPI in the glue {glue.path}")
-
-
-def _module_features(f: Facts, m: Module, scan: wasm_code.LocalScan | None,
-                     deep: wasm_code.DeepScan | None) -> None:
-    if m.features is not None:
-        f.abi.wasm_features = sorted(k for k, v in m.features.items() if v in "+=")
-        f.abi.wasm_features_complete = True
-        f.note("wasm_features", "target_features section")
-        return
-    feats: set[str] = set()
-    if any(mem["shared"] for mem in m.memories):
-        feats.add("atomics")
-    if any(mem["memory64"] for mem in m.memories):
-        feats.add("memory64")
-    if any(i.mutable for i in m.imports_of(Ext.GLOBAL)):
-        feats.add("mutable-globals")
-    if m.tags or m.imports_of(Ext.TAG):
-        feats.add("exception-handling")
-    if m.multivalue_types:
-        feats.add("multivalue")
-    if any(sid == Sec.DATACOUNT for sid, _, _, _ in m.sections):
-        feats.add("bulk-memory")
-    if m.v128_in_types or (scan and scan.v128_locals):
-        feats.add("simd128")
-    if deep is not None:
-        feats.update(deep.features())
-    f.abi.wasm_features = sorted(feats)
-    f.abi.wasm_features_complete = deep is not None
-    if deep is not None:
-        f.note("wasm_features", "inferred from usage (memory, imports, sections, types, "
-                                "every instruction)")
-    else:
-        f.note("wasm_features", "partial: inferred from memory, imports, sections, types and "
-               "locals without decoding the code, so features only instructions show (sign-ext, "
-               "nontrapping-fptoint, …) are not seen; --deep decodes every instruction")
 
 
 # --- the reader --------------------------------------------------------------------------------

@@ -69,9 +69,10 @@ class Store(Protocol):
         ...
 
     def download(self, asset: AssetId, dest: Path, release: str | None = None, *,
-                 progress: ProgressFn | None = None) -> Path:
+                 progress: ProgressFn | None = None, limit: int | None = None) -> Path:
         """Fetch the asset file to ``dest`` (resuming ``dest.part`` where possible); no
-        verification: the caller checks the sha256."""
+        verification: the caller checks the sha256. ``limit``: the asset's known size (a
+        consumer lock's), past which nothing more is read; else ``MAX_ASSET_BYTES``."""
         ...
 
     def publish(self, asset_path: Path, release: str | None = None, *,
@@ -83,6 +84,14 @@ class Store(Protocol):
     def asset_url(self, asset: AssetId, release: str | None = None) -> str:
         """Where a human or ``curl`` would download the asset (recorded in locks)."""
         ...
+
+
+def bound_words(limit: int | None) -> str:
+    """How a download's bound is said: the lock's size, or prebake's own bound."""
+    if limit is not None:
+        return f"more than the {limit} bytes the consumer lock records for it"
+    return (f"more than {MAX_ASSET_BYTES} bytes (no asset is larger; the consumer lock records "
+            "no size to hold it to)")
 
 
 @dataclass(frozen=True)

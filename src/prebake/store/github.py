@@ -209,7 +209,7 @@ class GitHubStore:
                                    secret=self._token, limit=sidecar_limit(suffix))
 
     def download(self, asset: AssetId, dest: Path, release: str | None = None, *,
-                 progress: ProgressFn | None = None) -> Path:
+                 progress: ProgressFn | None = None, limit: int | None = None) -> Path:
         assets = self._uploaded(release)
         if asset.filename not in assets:
             raise StoreError(f"{self.url}: no {asset.filename} in release "
@@ -218,7 +218,7 @@ class GitHubStore:
         return transport.download(self.client, url, dest,
                                   what=f"{self.url}: download {asset.filename}",
                                   headers={"Accept": "application/octet-stream"},
-                                  progress=progress, secret=self._token)
+                                  progress=progress, secret=self._token, limit=limit)
 
     def asset_url(self, asset: AssetId, release: str | None = None) -> str:
         tag = quote(release or DEFAULT_RELEASE, safe="")

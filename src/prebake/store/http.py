@@ -97,7 +97,7 @@ class MirrorStore:
             return None  # a live mirror says it is not there; all mirrors down still raises
 
     def download(self, asset: AssetId, dest: Path, release: str | None = None, *,
-                 progress: ProgressFn | None = None) -> Path:
+                 progress: ProgressFn | None = None, limit: int | None = None) -> Path:
         tag = release or DEFAULT_RELEASE
         preferred = self._source.get((asset, tag))
         order = [preferred, *[m for m in self.mirrors if m != preferred]] if preferred \
@@ -106,7 +106,7 @@ class MirrorStore:
         def one(base: str) -> Path:
             return transport.download(self.client, self._file_url(base, tag, asset.filename), dest,
                                       what=f"{base}: {asset.filename}", progress=progress,
-                                      attempts=_PER_MIRROR_ATTEMPTS)
+                                      attempts=_PER_MIRROR_ATTEMPTS, limit=limit)
 
         return self._each(order, one, f"{self.url}: download {asset.filename}")
 

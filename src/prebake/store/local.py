@@ -21,11 +21,12 @@ from prebake import jsonio
 from prebake.bounded import UnreadableFile, read_bounded_or_none
 from prebake.errors import PrebakeError
 from prebake.names import check_name, name_problem
-from prebake.package.naming import TRUST_SIDECAR_SUFFIXES, AssetId
+from prebake.package.naming import MAX_ASSET_BYTES, TRUST_SIDECAR_SUFFIXES, AssetId
 from prebake.store.base import (
     DEFAULT_RELEASE,
     ProgressFn,
     StoreError,
+    bound_words,
     complete_assets,
     local_path,
     prepare_publish,
@@ -142,12 +143,16 @@ class LocalStore:
             raise StoreError(f"{self.url}: {name}: {exc.reason}") from None
 
     def download(self, asset: AssetId, dest: Path, release: str | None = None, *,
-                 progress: ProgressFn | None = None) -> Path:
+                 progress: ProgressFn | None = None, limit: int | None = None) -> Path:
         src = self._dir(release) / asset.filename
         if not src.is_file():
             raise PrebakeError(f"{self.url}: no {asset.filename} in release "
                                f"{release or DEFAULT_RELEASE}")
         with name_lock(src.parent, asset.filename, exclusive=False):
+            size = src.stat().st_size
+            if size > (MAX_ASSET_BYTES if limit is None else limit):
+                raise StoreError(f"{self.url}: {asset.filename}: {size} bytes, "
+                                 f"{bound_words(limit)}; nothing copied")
             copy_with_progress(src, dest, progress)
         dest.with_name(dest.name + ".part").unlink(missing_ok=True)  # nothing to resume here
         return dest

@@ -23,12 +23,13 @@ from botocore.exceptions import (
 )
 
 from prebake.errors import PrebakeError
-from prebake.package.naming import AssetId
+from prebake.package.naming import MAX_ASSET_BYTES, AssetId
 from prebake.store.base import (
     DEFAULT_RELEASE,
     AuthError,
     ProgressFn,
     StoreError,
+    bound_words,
     complete_assets,
     prepare_publish,
     sidecar_limit,
@@ -159,7 +160,7 @@ class S3Store:
             raise self._err(exc, f"head {key}") from None
 
     def download(self, asset: AssetId, dest: Path, release: str | None = None, *,
-                 progress: ProgressFn | None = None) -> Path:
+                 progress: ProgressFn | None = None, limit: int | None = None) -> Path:
         key = self._key(release, asset.filename)
         part = dest.with_name(dest.name + ".part")
         dest.parent.mkdir(parents=True, exist_ok=True)
@@ -169,6 +170,9 @@ class S3Store:
             raise StoreError(f"{self.url}: no {asset.filename} in release "
                              f"{release or DEFAULT_RELEASE}")
         total = int(head["ContentLength"])
+        if total > (MAX_ASSET_BYTES if limit is None else limit):
+            raise StoreError(f"{self.url}: {asset.filename}: the store announces {total} bytes, "
+                             f"{bound_words(limit)}; nothing downloaded")
         if have >= total:
             part.unlink(missing_ok=True)
             have = 0

@@ -17,6 +17,7 @@ from prebake.store.base import (
     ProgressFn,
     StoreError,
     TransientError,
+    bound_words,
     redact,
     with_retries,
 )
@@ -89,11 +90,17 @@ def transport_error(exc: Exception, what: str, secret: str | None = None) -> Tra
 
 def download(client: httpx.Client, url: str, dest: Path, *, what: str,
              headers: Mapping[str, str] | None = None, progress: ProgressFn | None = None,
-             secret: str | None = None, attempts: int | None = None) -> Path:
+             secret: str | None = None, attempts: int | None = None,
+             limit: int | None = None) -> Path:
     """GET ``url`` into ``dest`` via ``dest.part``, resuming with ``Range`` after a break (and
-    across runs); transient failures are retried with backoff."""
+    across runs); transient failures are retried with backoff. No more than ``limit`` bytes
+    (the asset's size a consumer lock records; else ``MAX_ASSET_BYTES``) are ever written: a
+    body announced or sent longer is refused, nothing kept."""
     dest.parent.mkdir(parents=True, exist_ok=True)
     part = dest.with_name(dest.name + ".part")
+    cap = MAX_ASSET_BYTES if limit is None else limit
+    if part.exists() and part.stat().st_size > cap:  # left by a fetch without the bound
+        part.unlink()
 
     def attempt() -> None:
         have = part.stat().st_size if part.exists() else 0
@@ -112,15 +119,22 @@ def download(client: httpx.Client, url: str, dest: Path, *, what: str,
                 else:
                     mode, done = "wb", 0
                 total = done + int(length) if length and length.isdigit() else None
+                if total is not None and total > cap:
+                    part.unlink(missing_ok=True)
+                    raise StoreError(redact(f"{what}: the server announces {total} bytes, "
+                                            f"{bound_words(limit)}; nothing kept", secret))
+                stop = cap if total is None else total  # a total above cap was refused
                 with open(part, mode) as fh:
                     for chunk in resp.iter_bytes():  # as they arrive: a cut keeps what came
+                        if done + len(chunk) > stop:
+                            part.unlink(missing_ok=True)
+                            said = bound_words(limit) if total is None else \
+                                f"more than the {total} it announced"
+                            raise StoreError(redact(f"{what}: the body runs on past {stop} "
+                                                    f"bytes, {said} (an endless body?); "
+                                                    "nothing kept", secret))
                         fh.write(chunk)
                         done += len(chunk)
-                        if done > MAX_ASSET_BYTES or (total is not None and done > total):
-                            part.unlink(missing_ok=True)
-                            raise StoreError(redact(f"{what}: more bytes than "
-                                                    f"{total or MAX_ASSET_BYTES}; an endless "
-                                                    "body, nothing kept", secret))
                         if progress:
                             progress(done, total)
                 if total is not None and done != total:
