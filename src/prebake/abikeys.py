@@ -7,10 +7,10 @@ classified by ``prebake diff``, whether the report's matrix shows it, and one li
 The other views are derived from this table, never restated:
 
 * ``inspect --json``'s ``abi`` fields and the human view's order (``prebake.inspect.facts``);
-* contract parsing and validation, ``ONLY_FOR_OS`` (``prebake.contract.model``);
+* contract parsing and validation, ``ONLY_FOR_OS`` (``prebake.contract.terms``);
 * the rules registry ``RULES`` (``prebake.contract.rules``);
 * the diff's ``FACT_RULES`` and ``TOP_LEVEL_FACTS`` (``prebake.diff.compare``);
-* the report's ``CELL_FACTS`` (``prebake.report.model``);
+* the report's ``CELL_FACTS`` (``prebake.report.data``);
 * the contract part of ``docs/reference.md`` and ``schemas/prebake-toml.schema.json``
   (``prebake.reference``); ``tests/unit/test_abikeys.py`` holds ``schemas/inspect.schema.json``
   to it (each fact's enum, type and pattern follow from its ``value`` and ``choices``).

@@ -11,10 +11,10 @@ from typing import Any
 from prebake import abikeys
 from prebake.abikeys import Value
 from prebake.contract import rules
-from prebake.contract.model import ONLY_FOR_OS, SETTINGS, Contract, parse_contract
+from prebake.contract.terms import ONLY_FOR_OS, SETTINGS, Contract, parse_contract
 from prebake.diff.compare import FACT_RULES, TOP_LEVEL_FACTS
 from prebake.inspect.facts import ABI_FIELDS, FACT_FIELDS, Abi, Facts
-from prebake.report.model import CELL_FACTS
+from prebake.report.data import CELL_FACTS
 
 ROOT = Path(__file__).resolve().parents[2]
 

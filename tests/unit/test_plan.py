@@ -16,7 +16,7 @@ from prebake.cli import main
 from prebake.errors import PrebakeError
 from prebake.package.naming import asset_id
 from prebake.plan import ToolchainIdentity, asset_for, make_plan
-from prebake.plan.model import Unit
+from prebake.plan.units import Unit
 from prebake.workspace import Toolchain, load_workspace
 from tests import support
 

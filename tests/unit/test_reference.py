@@ -18,7 +18,7 @@ import pytest
 
 import prebake.recipes as api
 from prebake.cli import main
-from prebake.contract.model import ONLY_FOR_OS
+from prebake.contract.terms import ONLY_FOR_OS
 from prebake.errors import ConfigError
 from prebake.reference import REGENERATE, contract_keys, render, toml_schema_text
 from prebake.workspace import load_workspace

@@ -10,7 +10,7 @@ import pytest
 from prebake.package import relocate, upstream_cmake, version_proof
 from prebake.package.archive import Entry, collect_tree
 from prebake.recipes import Component, Recipe, VersionCheck, validate_recipe
-from prebake.recipes.model import Outputs
+from prebake.recipes.api import Outputs
 from prebake.toolchain import prefix_map
 
 ZSTD_PC = """\

@@ -42,7 +42,7 @@ from __future__ import annotations
 from prebake.bake.options import Options
 from prebake.bake.result import UnitResult, UnitState
 from prebake.bake.scheduler import build, check_guards_only, check_toolchains, plan_units
-from prebake.plan.model import Unit
+from prebake.plan.units import Unit
 
 __all__ = ["Options", "Unit", "UnitResult", "UnitState", "build", "check_guards_only",
            "check_toolchains", "plan_units"]

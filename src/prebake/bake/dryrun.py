@@ -9,8 +9,8 @@ from prebake.bake.invocation import command_context, command_env
 from prebake.bake.layout import Layout, work_dirs
 from prebake.bake.options import Options
 from prebake.errors import PrebakeError
-from prebake.plan.model import Unit
-from prebake.recipes.model import Build, Repackage
+from prebake.plan.units import Unit
+from prebake.recipes.api import Build, Repackage
 from prebake.redact import env_secrets, redact_env, redact_json
 from prebake.sources import SourceCache, describe, render_source
 from prebake.store.base import Store, read_manifest

@@ -12,7 +12,7 @@ from prebake.bake.env import build_env, dropped
 from prebake.bake.invocation import command_context, command_env
 from prebake.bake.process import run_logged
 from prebake.bake.unitrun import UnitFailed, UnitRun
-from prebake.recipes.model import Build, Recipe, strategy_templates, template_fields
+from prebake.recipes.api import Build, Recipe, strategy_templates, template_fields
 from prebake.sources import materialize, render_source
 from prebake.toolchain.cmakefile import ToolchainFileError, for_unit, toolchain_folder
 from prebake.toolchain.families import family_of_argv

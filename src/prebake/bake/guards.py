@@ -31,7 +31,7 @@ from prebake.link.test import LinkTestResult, link_test
 from prebake.link.whole import WholeArchiveProof, prove_whole_archive
 from prebake.package.libs import Library
 from prebake.package.manifest_builder import facts_summary
-from prebake.recipes.model import Recipe
+from prebake.recipes.api import Recipe
 from prebake.workspace.model import Platform
 
 

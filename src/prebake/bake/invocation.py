@@ -11,8 +11,8 @@ from prebake.bake.core_budget import LiveValues
 from prebake.bake.env import build_env
 from prebake.bake.layout import WorkDirs
 from prebake.bake.options import Options
-from prebake.plan.model import Unit
-from prebake.recipes.model import Build, Recipe, host_tools_used
+from prebake.plan.units import Unit
+from prebake.recipes.api import Build, Recipe, host_tools_used
 from prebake.toolchain import prefix_map
 from prebake.toolchain.cmakefile import file_path
 from prebake.toolchain.environment import path_with

@@ -21,8 +21,8 @@ from prebake.package.cmakecache import CacheError, recorded
 from prebake.package.libs import Library
 from prebake.package.manifest_builder import make_manifest
 from prebake.package.version_proof import Proof, summary
-from prebake.plan.model import Unit
-from prebake.recipes.model import Build, Recipe
+from prebake.plan.units import Unit
+from prebake.recipes.api import Build, Recipe
 from prebake.toolchain.verify import record
 
 Outcomes = Sequence[tuple[Recipe, GuardReport]]  # each recipe of the unit, as its guards found it

@@ -12,7 +12,7 @@ from pathlib import Path
 from prebake.bake.from_source import fetch_sources
 from prebake.bake.unitrun import UnitFailed, UnitRun
 from prebake.package.implib import import_libraries
-from prebake.recipes.model import Recipe, Repackage
+from prebake.recipes.api import Recipe, Repackage
 from prebake.sources.unpack import extract
 
 

@@ -19,7 +19,7 @@ from prebake.bake.result import UnitResult, UnitState
 from prebake.bake.unit import guards_only_refusal, run_unit
 from prebake.errors import PrebakeError
 from prebake.plan import planner
-from prebake.plan.model import Unit
+from prebake.plan.units import Unit
 from prebake.store import open_store
 from prebake.store.base import Store
 from prebake.toolchain.verify import (

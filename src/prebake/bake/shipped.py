@@ -17,7 +17,7 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
 from prebake.inspect.resolve import resolve
-from prebake.recipes.model import Recipe
+from prebake.recipes.api import Recipe
 
 _GLOB = re.compile(r"[*?\[]")
 LIBRARY_NAME = re.compile(r"\.(a|lib|so(\.\d+)*|dylib|dll)$")

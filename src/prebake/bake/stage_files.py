@@ -12,7 +12,7 @@ from prebake.bake.unitrun import UnitFailed, UnitRun
 from prebake.digest import file_sha256
 from prebake.errors import PrebakeError
 from prebake.package.naming import SHA256_SUFFIX, parse_sha256_line
-from prebake.plan.model import Unit
+from prebake.plan.units import Unit
 from prebake.sources.unpack import extract
 from prebake.store.base import read_manifest
 

@@ -25,8 +25,8 @@ from typing import Any
 from prebake.bake.immutability import Snapshot, snapshot
 from prebake.bake.layout import WorkDirs
 from prebake.plan.hashing import canonical_digest, platform_profile
-from prebake.plan.model import Unit
-from prebake.recipes.model import Recipe
+from prebake.plan.units import Unit
+from prebake.recipes.api import Recipe
 from prebake.redact import redact_text
 
 _GUARD_INPUTS = {"recipe-file", "platform-profile"}  # re-stated below without their guard parts

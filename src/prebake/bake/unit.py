@@ -63,8 +63,8 @@ from prebake.package import cmake, pkgconfig
 from prebake.package.adopt import Adopted, AdoptFailed, adopt_install
 from prebake.package.archive import write_asset
 from prebake.package.version_proof import files_below
-from prebake.plan.model import Unit
-from prebake.recipes.model import Build, Recipe, Repackage, host_tools_used
+from prebake.plan.units import Unit
+from prebake.recipes.api import Build, Recipe, Repackage, host_tools_used
 from prebake.sources import SourceCache
 from prebake.store.base import Store, read_manifest
 from prebake.toolchain.hosttools import HOST_TOOLS

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 from prebake.bake.layout import Layout, WorkDirs
 from prebake.bake.options import Options
 from prebake.bake.process import BuildLog
-from prebake.plan.model import Unit
-from prebake.recipes.model import Recipe, Strategy
+from prebake.plan.units import Unit
+from prebake.recipes.api import Recipe, Strategy
 from prebake.sources import SourceCache
 from prebake.store.base import Store
 from prebake.workspace.model import Workspace

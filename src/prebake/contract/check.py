@@ -30,8 +30,8 @@ from prebake.contract.findings import (
     Unknown,
     Violation,
 )
-from prebake.contract.model import Contract
 from prebake.contract.rules import RULES, Finding, Rule, member_name
+from prebake.contract.terms import Contract
 from prebake.errors import FormatError, PrebakeError
 from prebake.inspect import ParseOptions, inspect
 from prebake.inspect.facts import Facts

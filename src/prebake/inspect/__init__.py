@@ -20,9 +20,9 @@ from typing import cast
 
 from prebake.errors import FormatError
 from prebake.inspect import registry
-from prebake.inspect.base import FormatReader, ParseOptions
 from prebake.inspect.binreader import Buffer, FileWindow, Source, Truncated, whole
 from prebake.inspect.facts import Facts
+from prebake.inspect.reader import FormatReader, ParseOptions
 
 __all__ = ["Facts", "FormatError", "OverBudget", "ParseOptions", "grant", "inspect",
            "inspect_bytes", "own_file", "readers", "sniff", "special_kind"]

@@ -28,10 +28,10 @@ from pathlib import Path
 
 from prebake.errors import FormatError
 from prebake.inspect import OverBudget, grant, hotloops, inspect, inspect_bytes, magic, own_file
-from prebake.inspect.base import ParseOptions
 from prebake.inspect.binreader import Buffer, FileWindow, Source, Truncated, part, table
 from prebake.inspect.facts import Facts, Symbols
 from prebake.inspect.glibc import version_key
+from prebake.inspect.reader import ParseOptions
 
 AR_MAGIC = magic.AR
 THIN_MAGIC = magic.AR_THIN

@@ -15,9 +15,9 @@ import struct
 from dataclasses import dataclass, field
 from enum import IntEnum
 
-from prebake.inspect.base import ParseOptions
 from prebake.inspect.binreader import Buffer, Reader, Truncated
 from prebake.inspect.facts import Facts, Symbols
+from prebake.inspect.reader import ParseOptions
 
 
 class Machine(IntEnum):

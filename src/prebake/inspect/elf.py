@@ -28,10 +28,10 @@ from enum import IntEnum
 
 from prebake.errors import FormatError
 from prebake.inspect import glibc, hotloops, magic
-from prebake.inspect.base import ParseOptions
 from prebake.inspect.binreader import Buffer, Source, Truncated, names_at, part, table
 from prebake.inspect.facts import Facts, Symbols
 from prebake.inspect.hotloops_py import PROBE_BITMAP_BYTES, PROBE_TAIL, tail_hash
+from prebake.inspect.reader import ParseOptions
 
 MAGIC = magic.ELF
 

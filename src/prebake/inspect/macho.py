@@ -18,9 +18,9 @@ from typing import Any
 from prebake.errors import FormatError
 from prebake.inspect import inspect_bytes, magic
 from prebake.inspect.archive import summarise
-from prebake.inspect.base import ParseOptions
 from prebake.inspect.binreader import Buffer, Reader, Truncated
 from prebake.inspect.facts import Facts, Symbols
+from prebake.inspect.reader import ParseOptions
 
 MH_MAGIC = 0xFEEDFACE
 MH_MAGIC_64 = 0xFEEDFACF

@@ -18,9 +18,9 @@ from typing import Any
 
 from prebake.errors import FormatError
 from prebake.inspect import coff, magic
-from prebake.inspect.base import ParseOptions
 from prebake.inspect.binreader import Buffer, Reader, Truncated
 from prebake.inspect.facts import Facts, Symbols
+from prebake.inspect.reader import ParseOptions
 
 PE32 = 0x10B
 PE32_PLUS = 0x20B

@@ -15,7 +15,7 @@ import importlib
 from collections.abc import Callable
 
 from prebake.inspect import magic
-from prebake.inspect.base import FormatReader
+from prebake.inspect.reader import FormatReader
 
 
 def _first(*magics: bytes) -> Callable[[bytes], bool]:

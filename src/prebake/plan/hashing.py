@@ -19,7 +19,7 @@ from typing import Any
 
 from prebake.digest import file_sha256
 from prebake.package import ASSET_FORMAT
-from prebake.recipes.model import (
+from prebake.recipes.api import (
     Build,
     LocalSource,
     Recipe,

@@ -21,7 +21,7 @@ from prebake.plan.hashing import (
     canonical_digest,
     recipe_inputs,
 )
-from prebake.plan.model import Plan, Unit
+from prebake.plan.units import Plan, Unit
 from prebake.redact import redact_text
 from prebake.sources.lock import (
     SourceLock,

@@ -24,7 +24,7 @@ from typing import Any
 import prebake.recipes as api
 from prebake import abikeys, manifest
 from prebake.contract.presets import load_preset, preset_names
-from prebake.recipes.model import PLACEHOLDERS
+from prebake.recipes.api import PLACEHOLDERS
 from prebake.recipes.types import describe_type
 from prebake.workspace import loader
 from prebake.workspace.ci_defaults import ci_defaults

@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 from prebake.errors import PrebakeError
-from prebake.recipes.model import Build, Recipe
+from prebake.recipes.api import Build, Recipe
 from prebake.toolchain import environment as envs
 from prebake.toolchain.cmakefile import host
 from prebake.toolchain.families import BY_NAME, Family, at_least, family_of_argv, pin_matches

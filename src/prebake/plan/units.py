@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from prebake.package.naming import AssetId
-from prebake.recipes.model import Recipe
+from prebake.recipes.api import Recipe
 from prebake.workspace.model import PackageMode, Platform, Stage
 
 
