@@ -27,8 +27,9 @@ from itertools import chain
 from pathlib import Path
 
 from prebake.errors import FormatError
-from prebake.inspect import OverBudget, grant, hotloops, inspect, inspect_bytes, magic, own_file
+from prebake.inspect import hotloops, magic
 from prebake.inspect.binreader import Buffer, FileWindow, Source, Truncated, part, table
+from prebake.inspect.dispatch import OverBudget, grant, inspect, inspect_bytes, own_file
 from prebake.inspect.facts import Facts, Symbols
 from prebake.inspect.glibc import version_key
 from prebake.inspect.reader import ParseOptions

@@ -24,8 +24,9 @@ from enum import IntEnum
 from pathlib import PurePath
 from typing import Any
 
-from prebake.inspect import emscripten, hotloops, magic, own_file, wasm_code
+from prebake.inspect import emscripten, hotloops, magic, wasm_code
 from prebake.inspect.binreader import Buffer, Reader, Truncated
+from prebake.inspect.dispatch import own_file
 from prebake.inspect.facts import Facts, Symbols
 from prebake.inspect.reader import ParseOptions
 
