@@ -1,5 +1,6 @@
-"""A ``Build`` strategy: fetch the recipe's sources and run its commands, in the platform's
-sanitized environment, with the CMake toolchain file written first when a command names it."""
+"""A ``Build`` strategy: fetch the recipe's sources and run its commands in the unit's build
+environment (``run.env``), with the CMake toolchain file written first when a command names
+it."""
 
 from __future__ import annotations
 
@@ -8,15 +9,12 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from prebake.bake import placeholders
-from prebake.bake.env import build_env, dropped
-from prebake.bake.invocation import command_context, command_env
 from prebake.bake.process import run_logged
 from prebake.bake.unitrun import UnitFailed, UnitRun
 from prebake.recipes.api import Build, Recipe, strategy_templates, template_fields
 from prebake.sources import materialize, render_source
 from prebake.toolchain.cmakefile import ToolchainFileError, for_unit, toolchain_folder
 from prebake.toolchain.families import family_of_argv
-from prebake.toolchain.launcher import compiler_launcher
 from prebake.toolchain.zigwarm import warm
 
 
@@ -37,9 +35,9 @@ def build_from_source(run: UnitRun, recipe: Recipe, strategy: Build, work: Path,
         write_cmake_toolchain(run)
     fetch_sources(run, recipe, work)
     sources_in()
-    ctx = command_context(run.ws, run.unit, run.opts, recipe, work, run.dirs)
-    env = command_env(run.unit, run.opts, recipe, strategy, ctx, dirs=run.dirs)
-    run.log.env(env, dropped(run.opts.caller_env, env))
+    how = run.env.invocation(recipe)
+    ctx, env = how.context, how.env
+    run.log.env(env, how.dropped)
     _warm_zig(run, env)
     (work / "build").mkdir(exist_ok=True)
     for i, command in enumerate(strategy.commands, 1):
@@ -68,11 +66,10 @@ def _warm_zig(run: UnitRun, env: Mapping[str, str]) -> None:
 def write_cmake_toolchain(run: UnitRun) -> Path:
     """Write the platform's CMake toolchain file (and its wrappers) into the unit's work
     folder, before any source is fetched: a table that cannot make one fails here."""
-    p, dirs = run.unit.platform, run.dirs
-    env = build_env(run.opts.caller_env, platform_env=p.env, unset=p.env_unset)
+    p, dirs, env = run.unit.platform, run.dirs, run.env
     try:
-        made = for_unit(p, work_root=dirs.root, prefix=dirs.prefix, deps=dirs.deps, env=env,
-                        launcher=compiler_launcher(run.opts.caller_env),
+        made = for_unit(p, work_root=dirs.root, prefix=dirs.prefix, deps=dirs.deps,
+                        env=env.base, launcher=env.launcher, flags=env.prefix_map,
                         workspace_root=run.ws.root)
     except ToolchainFileError as exc:
         raise UnitFailed(str(exc)) from None

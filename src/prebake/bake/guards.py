@@ -1,34 +1,34 @@
-"""The guards every recipe's outputs pass before anything is packaged, as a list of steps.
+"""The guards every recipe's outputs pass before anything is packaged, as steps like the build's.
 
-Each guard is a small function of the recipe's frozen :class:`GuardInput` and the
-:class:`GuardReport` it records into; it returns whether the next guard runs. :data:`GUARDS`
-holds them in order — outputs present, libraries found, links inside the prefix, facts read,
-contract checked, the consumer's links (the snippet and every archive member, side by side),
-link order — and
-:func:`run_guards` runs them until one stops. Each failure becomes one message; any message fails
-the unit. There is deliberately no switch to downgrade a failure to a warning. To add a guard,
-write one function of that shape and put it where it belongs in :data:`GUARDS`.
+Each guard takes typed inputs — the recipe's :class:`GuardInput` and the frozen values earlier
+guards returned — and returns its own frozen value; a guard that stops the chain raises
+``UnitFailed`` with every message found so far. :func:`run_guards` is the chain, in order:
+outputs present, libraries found (with every other binary the build added, and no link
+leaving the prefix), facts read, contract checked, the consumer's links (the snippet and every
+archive member, side by side), link order; its :class:`GuardReport` is what packaging and the
+manifest read. There is deliberately no switch to downgrade a failure to a warning. To add a
+guard, write one function of that shape and call it where it belongs in :func:`run_guards`.
 """
 
 from __future__ import annotations
 
-import shutil
 import subprocess
-from collections.abc import Callable, Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from prebake.bake.process import BuildLog
-from prebake.bake.result import GuardReport
 from prebake.bake.shipped import LIBRARY_NAME, expand, unlisted_binaries
+from prebake.bake.unitrun import UnitFailed
 from prebake.contract.check import check_paths, wants_deep
+from prebake.contract.findings import CheckReport, Violation
 from prebake.errors import PrebakeError
 from prebake.inspect import ParseOptions, inspect
 from prebake.link.order import relative_order
 from prebake.link.test import LinkTestResult, link_test
-from prebake.link.whole import WholeArchiveProof, prove_whole_archive
+from prebake.link.whole import prove_whole_archive
 from prebake.package.libs import Library
 from prebake.package.manifest_builder import facts_summary
 from prebake.recipes.api import Recipe
@@ -37,30 +37,71 @@ from prebake.workspace.model import Platform
 
 @dataclass(frozen=True)
 class GuardInput:
-    """What one recipe's guards read. ``dep_libs`` are the libraries of the recipes it builds
-    on (earlier stages), which the link tests link too; ``include_dirs`` add their headers.
-    ``before`` are the prefix's files before the recipe built: every other binary in it is the
-    recipe's, listed or not. ``workdir`` is the recipe's work folder (link tests write there)."""
+    """What one recipe's guards read. ``env`` is the unit's environment for the consumer's
+    links (``BuildEnv.base``); ``dep_libs`` the libraries of the recipes it builds on
+    (earlier stages), which the links link too; ``include_dirs`` add their headers. ``before``
+    are the prefix's files before the recipe built: every other binary in it is the recipe's,
+    listed or not. ``workdir`` is the recipe's work folder (link tests write there)."""
 
     recipe: Recipe
     platform: Platform
     prefix: Path
     workdir: Path
     log: BuildLog
+    env: Mapping[str, str]
     dep_libs: tuple[Path, ...] = ()
     include_dirs: tuple[Path, ...] = ()
     before: frozenset[str] = frozenset()
 
-    def libraries(self, out: GuardReport) -> list[Path]:
-        """The recipe's declared libraries (found by :func:`libraries_found`), as paths."""
-        return [self.prefix / lib.path for lib in out.libs]
 
-    def binaries(self, out: GuardReport) -> list[Path]:
+@dataclass(frozen=True)
+class Shipped:
+    """The recipe's declared libraries (globs expanded), and the other binaries its build
+    added that the outputs do not list (guarded the same, shipped, not exported)."""
+
+    libs: tuple[Library, ...]
+    unlisted: tuple[str, ...]
+
+    def libraries(self, prefix: Path) -> list[Path]:
+        return [prefix / lib.path for lib in self.libs]
+
+    def binaries(self, prefix: Path) -> list[Path]:
         """Every binary the recipe ships: its libraries, then what its outputs do not list."""
-        return [*self.libraries(out), *(self.prefix / rel for rel in out.unlisted)]
+        return [*self.libraries(prefix), *(prefix / rel for rel in self.unlisted)]
 
 
-Guard = Callable[[GuardInput, GuardReport], bool]  # records into the report; False: stop here
+@dataclass(frozen=True)
+class FactsRead:
+    """Each binary's facts for the manifest, and the binaries that could not be read (they
+    fail the unit once the later guards have said their part)."""
+
+    facts: tuple[dict[str, Any], ...]
+    cxx: bool
+    failures: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Linked:
+    """How the consumer's links used the recipe's libraries (the manifest's record)."""
+
+    linked: tuple[str, ...]
+    allowed: Mapping[str, tuple[str, ...]]  # allow_undefined pattern -> the names it let through
+
+
+@dataclass(frozen=True)
+class GuardReport:
+    """What one recipe's guards proved: its libraries and their link order, their facts, the
+    contract's rules left undecided for lack of evidence, how the consumer linked them
+    (machine-independent: paths relative to the prefix)."""
+
+    recipe: str
+    libs: tuple[Library, ...]
+    facts: tuple[dict[str, Any], ...]
+    cxx: bool
+    link_order: tuple[tuple[str, ...], ...]
+    undecided: tuple[str, ...]
+    linked: tuple[str, ...]
+    allowed: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 def license_dest(recipe: Recipe) -> str | None:
@@ -69,9 +110,27 @@ def license_dest(recipe: Recipe) -> str | None:
     return f"share/licenses/{recipe.name}/{Path(lic).name}" if lic else None
 
 
+# ---- the chain ------------------------------------------------------------------------------
+
+def run_guards(g: GuardInput) -> GuardReport:
+    """The guards on ``g.recipe``'s outputs in ``g.prefix``, in order; the log gets the
+    details. Raises ``UnitFailed`` (with the contract's violations, if any) on the first
+    guard that fails, naming what every guard before it found wrong too."""
+    outputs_present(g)
+    shipped = libraries_found(g)
+    read = facts_read(g, shipped)
+    report = contract_checked(g, shipped, read.failures)
+    linked = consumer_linked(g, shipped, read.failures)
+    order = link_order_found(g, shipped)
+    if read.failures:
+        raise UnitFailed("\n".join(read.failures))
+    return GuardReport(g.recipe.name, shipped.libs, read.facts, read.cxx, order,
+                       _undecided(report, g.prefix), linked.linked, linked.allowed)
+
+
 # ---- the guards, in the order they run ------------------------------------------------------
 
-def outputs_present(g: GuardInput, out: GuardReport) -> bool:
+def outputs_present(g: GuardInput) -> None:
     """Every declared output is in the prefix (a glob that matches nothing is absent too)."""
     recipe = g.recipe
     wanted = [*recipe.outputs.libs_for(g.platform.name), *recipe.outputs.headers]
@@ -80,135 +139,80 @@ def outputs_present(g: GuardInput, out: GuardReport) -> bool:
         wanted.append(lic)
     missing = expand(wanted, g.prefix)[1]
     if missing:
-        out.failures.append(f"{recipe.name}: declared outputs missing from the prefix: "
-                            + ", ".join(missing))
-        return False
-    return True
+        raise UnitFailed(f"{recipe.name}: declared outputs missing from the prefix: "
+                         + ", ".join(missing))
 
 
-def libraries_found(g: GuardInput, out: GuardReport) -> bool:
-    """The recipe's libraries, globs expanded; a recipe with none for the platform fails."""
-    out.libs = _libraries(g.recipe, g.platform, g.prefix)
-    if not out.libs:
-        out.failures.append(f"{g.recipe.name}: declares no libraries for {g.platform.name}")
-        return False
-    return True
-
-
-def links_stay_inside(g: GuardInput, out: GuardReport) -> bool:
-    """No symlink the build added leaves the prefix (a consumer's copy would dangle); the
-    binaries it added that the outputs do not list are found here, to be guarded the same."""
-    declared = [lib.path for lib in out.libs] + [lib.implib for lib in out.libs if lib.implib]
+def libraries_found(g: GuardInput) -> Shipped:
+    """The recipe's libraries, globs expanded (a recipe with none for the platform fails),
+    and the binaries its build added that the outputs do not list; no symlink the build
+    added may leave the prefix (a consumer's copy would dangle)."""
+    libs = _libraries(g.recipe, g.platform, g.prefix)
+    if not libs:
+        raise UnitFailed(f"{g.recipe.name}: declares no libraries for {g.platform.name}")
+    declared = [lib.path for lib in libs] + [lib.implib for lib in libs if lib.implib]
     unlisted, escapes = unlisted_binaries(g.prefix, declared, g.before)
     if escapes:
-        out.failures.append(f"{g.recipe.name}: symlinks leave the prefix (a consumer's copy "
-                            "would dangle): " + ", ".join(escapes))
-        return False
-    out.unlisted = unlisted
+        raise UnitFailed(f"{g.recipe.name}: symlinks leave the prefix (a consumer's copy "
+                         "would dangle): " + ", ".join(escapes))
     if unlisted:
         g.log.write(f"# {g.recipe.name} also ships binaries its outputs do not list (guarded "
                     f"the same): {', '.join(unlisted)}")
-    return True
+    return Shipped(tuple(libs), tuple(unlisted))
 
 
-def facts_read(g: GuardInput, out: GuardReport) -> bool:
-    """Each binary's facts, for the manifest; one that cannot be read fails, and the contract
-    check still runs (it names the same file with its own rule)."""
-    for rel in [lib.path for lib in out.libs] + out.unlisted:
+def facts_read(g: GuardInput, shipped: Shipped) -> FactsRead:
+    """Each binary's facts, for the manifest; one that cannot be read is a failure, and the
+    contract check still runs (it names the same file with its own rule)."""
+    facts: list[dict[str, Any]] = []
+    failures: list[str] = []
+    cxx = False
+    for rel in [lib.path for lib in shipped.libs] + list(shipped.unlisted):
         try:
-            facts = inspect(g.prefix / rel, ParseOptions(symbols=False))
+            f = inspect(g.prefix / rel, ParseOptions(symbols=False))
         except PrebakeError as exc:
-            out.failures.append(f"{g.recipe.name}: inspect {rel}: {exc}")
+            failures.append(f"{g.recipe.name}: inspect {rel}: {exc}")
             continue
-        out.facts.append(facts_summary(facts, rel))
-        out.cxx = out.cxx or facts.abi.cxx_stdlib not in (None, "none")
-    return True
+        facts.append(facts_summary(f, rel))
+        cxx = cxx or f.abi.cxx_stdlib not in (None, "none")
+    return FactsRead(tuple(facts), cxx, tuple(failures))
 
 
-def contract_checked(g: GuardInput, out: GuardReport) -> bool:
+def contract_checked(g: GuardInput, shipped: Shipped, failed: Sequence[str]) -> CheckReport:
     """Every binary against the platform's contract; a rule without evidence is recorded as
-    undecided (the manifest says so), a violation fails."""
+    undecided (the manifest says so), a violation fails (after ``failed``, what the guards
+    before it found)."""
     prefix, platform = g.prefix, g.platform
-    checked = g.binaries(out)
+    checked = shipped.binaries(prefix)
     g.log.write(f"# guards for {g.recipe.name}: check "
                 f"{', '.join(p.relative_to(prefix).as_posix() for p in checked)} "
                 f"against the {platform.name} contract")
     # the guard's own deep read: a feature rule is judged on the whole list
     report = check_paths(checked, platform.contract, deep=wants_deep(platform.contract))
-    out.check = report
     g.log.write(report.render())
-    for u in report.unknown:
-        where = Path(u.path)
-        rel = where.relative_to(prefix).as_posix() if where.is_relative_to(prefix) else where.name
-        out.undecided.append(f"{u.rule}: {rel}")
     if not report.ok:
-        out.failures.append(f"{g.recipe.name}: contract check failed for {platform.name}:\n"
-                            + report.render())
-        return False
-    return True
+        raise UnitFailed("\n".join([*failed, f"{g.recipe.name}: contract check failed for "
+                                    f"{platform.name}:\n" + report.render()]),
+                         _violations(report, prefix))
+    return report
 
 
-def consumer_linked(g: GuardInput, out: GuardReport) -> bool:
+def consumer_linked(g: GuardInput, shipped: Shipped, failed: Sequence[str]) -> Linked:
     """The recipe's link-test snippet, and every member of every library it ships, link with
     the consumer's flags: two links of their own, run side by side (each a linker process; on
     the flagship's wasm archive they took 11 s one after the other). Both are recorded, in
-    that order, and each failure is a message of its own."""
-    libs = _whole_archive_libs(g, out)
+    that order, and each failure is a message of its own (after ``failed``)."""
+    libs = _whole_archive_libs(g, shipped)
     allow = g.recipe.link_test.allow_undefined if g.recipe.link_test else ()
     with ThreadPoolExecutor(2, thread_name_prefix="consumer-link") as pool:
-        snippet = pool.submit(_link_snippet, g, out)
+        snippet = pool.submit(_link_snippet, g, shipped)
         # what the consumer provides is the recipe's link_test.allow_undefined
         whole = pool.submit(prove_whole_archive, libs, g.platform,
                             g.workdir / "whole-archive" / g.recipe.name,
-                            deps=list(g.dep_libs), allow_undefined=allow)
-    snippet_ok = _record_snippet(g, out, snippet.result())
-    whole_ok = _record_whole_archive(g, out, libs, allow, whole.result())
-    return snippet_ok and whole_ok
-
-
-def _link_snippet(g: GuardInput, out: GuardReport) -> LinkTestResult | None:
-    """The snippet's link (``None``: the recipe has none)."""
-    snippet = g.recipe.link_test
-    if snippet is None or not (snippet.code or snippet.symbols):
-        return None
-    lib_in = _link_input(g.libraries(out), out.libs, list(g.dep_libs), g.workdir, g.log)
-    return link_test(lib_in, g.platform,
-                     include_dirs=[g.prefix / "include", *g.include_dirs],
-                     snippet=snippet.code or None, symbols=snippet.symbols,
-                     lang=snippet.lang, flags=snippet.flags,
-                     workdir=g.workdir / "link-test" / g.recipe.name)
-
-
-def _record_snippet(g: GuardInput, out: GuardReport, result: LinkTestResult | None) -> bool:
-    if result is None:
-        return True
-    snippet = g.recipe.link_test
-    assert snippet is not None
-    for cmd in result.commands:
-        g.log.write("$ " + " ".join(cmd))
-    g.log.write(result.output or "")
-    if not result.ok:
-        detail = "\n".join(result.errors) or result.output
-        out.failures.append(f"{g.recipe.name}: link test failed for {g.platform.name}:\n"
-                            f"{detail}")
-        return False
-    out.linked = (["snippet"] if snippet.code else []) + [
-        f"symbol {sym}" for sym in snippet.symbols]
-    return True
-
-
-def _whole_archive_libs(g: GuardInput, out: GuardReport) -> list[tuple[Path, str]]:
-    """Every library the recipe ships, with the name the log and the report give it."""
-    paths = [*g.libraries(out),
-             *(g.prefix / rel for rel in out.unlisted if LIBRARY_NAME.search(rel))]
-    return [(p, p.relative_to(g.prefix).as_posix() if p.is_relative_to(g.prefix) else p.name)
-            for p in paths]
-
-
-def _record_whole_archive(g: GuardInput, out: GuardReport, libs: list[tuple[Path, str]],
-                          allow: Sequence[str], proof: WholeArchiveProof) -> bool:
-    """The proof (``prebake.link.whole``: every member of every library links) into the log
-    and the report."""
+                            deps=list(g.dep_libs), allow_undefined=allow, env=g.env)
+    failures = list(failed)
+    linked = _record_snippet(g, snippet.result(), failures)
+    proof = whole.result()
     recipe, platform, log = g.recipe, g.platform, g.log
     log.write(f"# whole-archive proof for {recipe.name}: every member of "
               f"{', '.join(s for _p, s in libs)} links with the {platform.name} consumer flags"
@@ -219,35 +223,20 @@ def _record_whole_archive(g: GuardInput, out: GuardReport, libs: list[tuple[Path
     for pattern, names in proof.allowed.items():
         log.write(f"# allow_undefined {pattern}: " + (", ".join(names) or "matched nothing"))
     if not proof.ok:
-        out.failures.append(
+        failures.append(
             f"{recipe.name}: whole-archive link failed for {platform.name} (every member "
             "must link; list what the consumer provides in link_test.allow_undefined):\n"
             + "\n".join(proof.failures()))
-        return False
-    out.linked.extend(f"whole archive {s}" for _p, s in libs)
-    out.allowed.update(proof.allowed)
-    return True
+    if len(failures) > len(failed):
+        raise UnitFailed("\n".join(failures))
+    return Linked((*linked, *(f"whole archive {s}" for _p, s in libs)),
+                  {p: tuple(names) for p, names in proof.allowed.items()})
 
 
-def link_order_found(g: GuardInput, out: GuardReport) -> bool:
+def link_order_found(g: GuardInput, shipped: Shipped) -> tuple[tuple[str, ...], ...]:
     """The order of the recipe's static archives, for its CMake and pkg-config files."""
-    out.link_order = relative_order(g.prefix,
-                                    [lib.path for lib in out.libs if lib.kind == "static"])
-    return True
-
-
-GUARDS: tuple[Guard, ...] = (outputs_present, libraries_found, links_stay_inside, facts_read,
-                             contract_checked, consumer_linked, link_order_found)
-
-
-def run_guards(g: GuardInput) -> GuardReport:
-    """Run :data:`GUARDS` on ``g.recipe``'s outputs in ``g.prefix`` until one stops; the log
-    gets the details, the report what they found (``ok`` when nothing failed)."""
-    out = GuardReport(recipe=g.recipe.name, prefix=g.prefix)
-    for guard in GUARDS:
-        if not guard(g, out):
-            break
-    return out
+    order = relative_order(g.prefix, [lib.path for lib in shipped.libs if lib.kind == "static"])
+    return tuple(tuple(group) for group in order)
 
 
 def guards_record(platform: Platform, outcomes: Sequence[GuardReport]) -> dict[str, Any]:
@@ -269,6 +258,64 @@ def guards_record(platform: Platform, outcomes: Sequence[GuardReport]) -> dict[s
 
 
 # ---- helpers ----------------------------------------------------------------------------------
+
+def _link_snippet(g: GuardInput, shipped: Shipped) -> LinkTestResult | None:
+    """The snippet's link (``None``: the recipe has none)."""
+    snippet = g.recipe.link_test
+    if snippet is None or not (snippet.code or snippet.symbols):
+        return None
+    lib_in = _link_input(g, shipped)
+    return link_test(lib_in, g.platform,
+                     include_dirs=[g.prefix / "include", *g.include_dirs],
+                     snippet=snippet.code or None, symbols=snippet.symbols,
+                     lang=snippet.lang, flags=snippet.flags,
+                     workdir=g.workdir / "link-test" / g.recipe.name, env=g.env)
+
+
+def _record_snippet(g: GuardInput, result: LinkTestResult | None, failures: list[str]
+                    ) -> tuple[str, ...]:
+    """The snippet's link into the log; how it referenced the library, or a failure."""
+    if result is None:
+        return ()
+    snippet = g.recipe.link_test
+    assert snippet is not None
+    for cmd in result.commands:
+        g.log.write("$ " + " ".join(cmd))
+    g.log.write(result.output or "")
+    if not result.ok:
+        detail = "\n".join(result.errors) or result.output
+        failures.append(f"{g.recipe.name}: link test failed for {g.platform.name}:\n{detail}")
+        return ()
+    return (*(["snippet"] if snippet.code else []), *(f"symbol {sym}" for sym in snippet.symbols))
+
+
+def _whole_archive_libs(g: GuardInput, shipped: Shipped) -> list[tuple[Path, str]]:
+    """Every library the recipe ships, with the name the log and the report give it."""
+    paths = [*shipped.libraries(g.prefix),
+             *(g.prefix / rel for rel in shipped.unlisted if LIBRARY_NAME.search(rel))]
+    return [(p, p.relative_to(g.prefix).as_posix() if p.is_relative_to(g.prefix) else p.name)
+            for p in paths]
+
+
+def _relative(path: str, prefix: Path) -> str:
+    p = Path(path)
+    return p.relative_to(prefix).as_posix() if p.is_relative_to(prefix) else path
+
+
+def _violations(report: CheckReport, prefix: Path) -> list[Violation]:
+    """The contract's violations, each file named relative to the prefix (as it ships)."""
+    return [replace(v, path=_relative(v.path, prefix)) for v in report.violations]
+
+
+def _undecided(report: CheckReport, prefix: Path) -> tuple[str, ...]:
+    """``rule: lib/x.a`` for each rule the check could not decide (the manifest lists them)."""
+    out = []
+    for u in report.unknown:
+        where = Path(u.path)
+        rel = where.relative_to(prefix).as_posix() if where.is_relative_to(prefix) else where.name
+        out.append(f"{u.rule}: {rel}")
+    return tuple(out)
+
 
 def _kind_of(rel: str, declared: str) -> str:
     name = rel.rsplit("/", 1)[-1]
@@ -299,24 +346,27 @@ def _libraries(recipe: Recipe, platform: Platform, prefix: Path) -> list[Library
     return libs
 
 
-def _link_input(paths: list[Path], libs: list[Library], dep_libs: list[Path], workdir: Path,
-                log: BuildLog) -> Path:
+def _link_input(g: GuardInput, shipped: Shipped) -> Path:
     """The one library the link test links: the recipe's library, or — when it has several
     static archives or builds on static libraries of earlier stages — one archive holding all
     their members (``llvm-ar qL`` copies members, for ELF, Mach-O and wasm alike), so the
     consumer resolves across them like a real link of the whole set would."""
-    static = [p for p, lib in zip(paths, libs, strict=True) if lib.kind == "static"]
-    dep_static = [p for p in dep_libs if p.suffix == ".a"]
+    paths = shipped.libraries(g.prefix)
+    static = [p for p, lib in zip(paths, shipped.libs, strict=True) if lib.kind == "static"]
+    dep_static = [p for p in g.dep_libs if p.suffix == ".a"]
     if not static or len(static) + len(dep_static) < 2:
         return paths[0]
-    combined = workdir / "link-test-input" / static[0].name
+    combined = g.workdir / "link-test-input" / static[0].name
     combined.parent.mkdir(parents=True, exist_ok=True)
     combined.unlink(missing_ok=True)
-    ar = shutil.which("llvm-ar") or "llvm-ar"
     members = [str(p) for p in static + dep_static]
-    for cmd in ([ar, "qcL", str(combined), *members], [ar, "s", str(combined)]):
-        log.write("$ " + " ".join(cmd))
-        proc = subprocess.run(cmd, capture_output=True, text=True)
+    for cmd in (["llvm-ar", "qcL", str(combined), *members], ["llvm-ar", "s", str(combined)]):
+        g.log.write("$ " + " ".join(cmd))
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, env=dict(g.env))
+        except FileNotFoundError:
+            raise PrebakeError("combining archives for the link test failed: llvm-ar is not "
+                               f"on the build's PATH ({g.env.get('PATH', '')})") from None
         if proc.returncode != 0:
             raise PrebakeError(f"combining archives for the link test failed: {proc.stderr}")
     return combined

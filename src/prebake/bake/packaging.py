@@ -9,9 +9,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from prebake import jsonio
-from prebake.bake.guards import guards_record
-from prebake.bake.invocation import command_context
-from prebake.bake.result import GuardReport
+from prebake.bake.guards import GuardReport, guards_record
 from prebake.bake.unitrun import UnitFailed, UnitRun, strategy_of
 from prebake.link.order import relative_order
 from prebake.manifest import Manifest
@@ -75,8 +73,7 @@ def build_settings(run: UnitRun, recipe: Recipe) -> dict[str, str]:
     strategy = strategy_of(run, recipe)
     if not isinstance(strategy, Build) or not strategy.record:
         return {}
-    ctx = command_context(run.ws, run.unit, run.opts, recipe, run.dirs.recipe(recipe),
-                          run.dirs)
+    ctx = run.env.invocation(recipe).context
     path = Path(ctx.fill(strategy.cmake_cache, f"recipe {recipe.name} cmake_cache"))
     try:
         settings = recorded(path, strategy.record)
@@ -135,7 +132,7 @@ def combined_order(outcomes: Outcomes, prefix: Path) -> list[list[str]]:
     guard found it; several: their static archives ordered together, then the shared ones)."""
     static = [lib for _r, o in outcomes for lib in o.libs if lib.kind == "static"]
     if len(outcomes) == 1 or len(static) < 2:
-        return [g for _r, o in outcomes for g in o.link_order] or [
+        return [list(g) for _r, o in outcomes for g in o.link_order] or [
             [lib.path] for _r, o in outcomes for lib in o.libs]
     shared = [[lib.path] for _r, o in outcomes for lib in o.libs if lib.kind != "static"]
     return relative_order(prefix, [lib.path for lib in static]) + shared

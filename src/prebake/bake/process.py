@@ -19,8 +19,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, TextIO
 
-from prebake.bake.env import FLAG_VARIABLES
 from prebake.redact import env_secrets, redact_env, redact_text
+from prebake.variables import FLAG_VARIABLES
 
 TAIL_LINES = 30
 # after the command exits, how long its output may still drain (a daemon it started may hold

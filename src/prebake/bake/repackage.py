@@ -47,7 +47,8 @@ def repackage(run: UnitRun, recipe: Recipe, strategy: Repackage, work: Path) -> 
                              f"/{path.readlink()} for the link {link} (it holds "
                              f"{', '.join(held) or 'nothing there'}; expected {ver})")
     for dll, outputs in strategy.import_libs.items():
-        for line in import_libraries(prefix / dll, [prefix / o for o in outputs]):
+        for line in import_libraries(prefix / dll, [prefix / o for o in outputs],
+                                     env=run.env.base):
             run.log.write(f"# {line}")
 
 

@@ -35,11 +35,11 @@ from pathlib import Path
 from typing import Any
 
 from prebake.bake import stamp
+from prebake.bake.buildenv import prepare
 from prebake.bake.dryrun import dry_run_steps, dry_run_verdict
 from prebake.bake.from_source import build_from_source
-from prebake.bake.guards import GuardInput, license_dest, run_guards
+from prebake.bake.guards import GuardInput, GuardReport, license_dest, run_guards
 from prebake.bake.immutability import Snapshot, compare, snapshot
-from prebake.bake.invocation import host_tool_env
 from prebake.bake.layout import Layout, WorkDirs, discard, stage_marker, work_dirs
 from prebake.bake.options import Options
 from prebake.bake.packaging import (
@@ -52,7 +52,7 @@ from prebake.bake.packaging import (
 )
 from prebake.bake.process import BuildLog
 from prebake.bake.repackage import repackage
-from prebake.bake.result import GuardReport, UnitResult, UnitState
+from prebake.bake.result import UnitResult, UnitState
 from prebake.bake.shipped import dep_libraries, prefix_files
 from prebake.bake.stage_files import restore_stage, save_stage_files
 from prebake.bake.unitrun import Event, UnitFailed, UnitRun, strategy_of, unbuildable
@@ -64,10 +64,9 @@ from prebake.package.adopt import Adopted, AdoptFailed, adopt_install
 from prebake.package.archive import write_asset
 from prebake.package.version_proof import files_below
 from prebake.plan.units import Unit
-from prebake.recipes.api import Build, Recipe, Repackage, host_tools_used
+from prebake.recipes.api import Build, Recipe, Repackage
 from prebake.sources import SourceCache
 from prebake.store.base import Store, read_manifest
-from prebake.toolchain.hosttools import HOST_TOOLS
 from prebake.toolchain.verify import with_toolchain_prefix
 from prebake.trust.hooks import UnitTrust, unit_trust
 from prebake.workspace.model import Workspace
@@ -167,15 +166,13 @@ def preflight(run: UnitRun) -> None:
 
 def check_host_tools(run: UnitRun) -> None:
     """Every host tool a recipe's commands name is on the build's PATH, runs on this machine
-    and reports the release the recipe demands (``prebake.toolchain.hosttools``)."""
-    env = host_tool_env(run.unit, run.opts)
+    and reports the release the recipe demands (found once, with the build environment)."""
     for recipe in run.unit.recipes:
-        for tool in host_tools_used(recipe, run.unit.platform.name):
-            found = HOST_TOOLS.find(tool, env)
+        for found in run.env.host_tools[recipe.name]:
             if not found.ok:
                 raise UnitFailed(f"{recipe.name}/{run.unit.platform.name}: {found.error}")
-            run.log.write(f"# host tool {tool.name}: {found.path} reports "
-                          f"{found.version_line!r} (needs {tool.version})")
+            run.log.write(f"# host tool {found.tool.name}: {found.path} reports "
+                          f"{found.version_line!r} (needs {found.tool.version})")
 
 
 # ---- step 1: compose ------------------------------------------------------------------------
@@ -261,11 +258,9 @@ def guard_recipe(run: UnitRun, built: RecipeBuilt) -> RecipeGuarded:
     run.say(f"{recipe.name}: guards (inspect, contract, link test)")
     dep_libs = dep_libraries(run.ws.recipes, recipe, p.name, dirs.deps)
     outcome = run_guards(GuardInput(
-        recipe, p, dirs.prefix, built.work, run.log, dep_libs=tuple(dep_libs),
+        recipe, p, dirs.prefix, built.work, run.log, run.env.base, dep_libs=tuple(dep_libs),
         include_dirs=() if dirs.shared_prefix else (dirs.deps / "include",),
         before=built.before))
-    if not outcome.ok:
-        raise UnitFailed("\n".join(outcome.failures), outcome.violations)
     return RecipeGuarded(recipe, outcome)
 
 
@@ -388,12 +383,11 @@ def publish(run: UnitRun, attested: Attested) -> Published:
 # ---- the chain ----------------------------------------------------------------------------
 
 def build_unit(run: UnitRun) -> Published:
-    """The steps in order; each recipe is built and guarded before the next one builds on it."""
+    """The steps in order; each recipe is built and guarded before the next one builds on it.
+    ``--guards-only`` reuses the stamped build tree (``prebake.bake.scheduler`` refused a
+    stale one before any unit ran)."""
     preflight(run)
     if run.opts.guards_only:
-        why = stamp.stale(run.dirs, run.unit)
-        if why is not None:
-            raise UnitFailed(why)
         composed = Composed(before=stamp.composed_before(run.dirs))
     else:
         composed = compose(run)
@@ -401,13 +395,13 @@ def build_unit(run: UnitRun) -> Published:
     for recipe in run.unit.recipes:
         built = (reuse_recipe(run, recipe) if run.opts.guards_only
                  else build_recipe(run, recipe))
-        guarded_recipe = prove_install(run, built, guard_recipe(run, built))
-        export_configs(run, guarded_recipe)
-        guarded_recipes.append(guarded_recipe)
-    guarded = guard_unchanged(run, composed, guarded_recipes)
-    published = publish(run, attest(run, package(run, guarded)))
+        guarded = prove_install(run, built, guard_recipe(run, built))
+        export_configs(run, guarded)
+        guarded_recipes.append(guarded)
+    unchanged = guard_unchanged(run, composed, guarded_recipes)
+    published = publish(run, attest(run, package(run, unchanged)))
     if not run.unit.per_recipe:
-        save_stage_files(run, guarded.added)
+        save_stage_files(run, unchanged.added)
     return published
 
 
@@ -455,11 +449,11 @@ def run_unit(ws: Workspace, unit: Unit, opts: Options, store: Store, emit: Event
     res = replace(res, log=str(log.path))
     dirs = work_dirs(layout, unit)
     unit = run_platform(unit, dirs)
-    run = UnitRun(ws=ws, unit=unit, opts=opts, store=store, dirs=dirs,
-                  layout=layout, log=log, cache=cache, cancel=cancel, emit=emit,
-                  started_on=time.time(), t0=t0)
     try:
         log.write(f"# prebake build {unit.id}  input hash {unit.input_hash}")
+        run = UnitRun(ws=ws, unit=unit, opts=opts, store=store, dirs=dirs,
+                      env=prepare(ws, unit, opts, dirs), layout=layout, log=log, cache=cache,
+                      cancel=cancel, emit=emit, started_on=time.time(), t0=t0)
         published = build_unit(run)
         res = replace(res, state=UnitState.BUILT, sha256=published.sha256,
                        asset=published.path.name, diff=published.diff,

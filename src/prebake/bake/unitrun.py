@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from prebake.bake.buildenv import BuildEnv
 from prebake.bake.layout import Layout, WorkDirs
 from prebake.bake.options import Options
 from prebake.bake.process import BuildLog
@@ -35,13 +36,15 @@ class UnitFailed(Exception):
 
 @dataclass(frozen=True)
 class UnitRun:
-    """What every step of one unit reads: fixed for the unit's run, never written by a step."""
+    """What every step of one unit reads: fixed for the unit's run, never written by a step
+    (``env``: the unit's build environment, made once before the first step)."""
 
     ws: Workspace
     unit: Unit
     opts: Options
     store: Store
     dirs: WorkDirs
+    env: BuildEnv
     layout: Layout
     log: BuildLog
     cache: SourceCache

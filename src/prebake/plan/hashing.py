@@ -31,8 +31,9 @@ from prebake.recipes.api import (
 from prebake.sources.lock import SourceLock, digest_of, git_commit_of, git_refs, url_refs
 from prebake.toolchain.cmakefile import portable
 from prebake.toolchain.hosttools import HOST_TOOLS
-from prebake.toolchain.probe import PROBER, Prober, probe_env
+from prebake.toolchain.probe import PROBER, Prober
 from prebake.toolchain.verify import Verdict, verify_platform, verify_platforms
+from prebake.variables import sanitized
 from prebake.walk import scandir_tree
 from prebake.workspace.model import PYTHON_TOKEN, Platform
 
@@ -196,7 +197,7 @@ def host_tool_inputs(recipe: Recipe, platform: Platform, identify: Identify
     if not tools:
         return {}
     caller = getattr(identify, "caller_env", None)
-    env = probe_env(platform.env, platform.env_unset, caller)
+    env = sanitized(caller, platform_env=platform.env, unset=platform.env_unset)
     return {f"host-tool:{t.name}": HOST_TOOLS.find(t, env).identity for t in tools}
 
 
