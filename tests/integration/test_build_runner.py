@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from prebake.bake.immutability import compare, snapshot
-from prebake.bake.placeholders import Context, expand
-from prebake.bake.process import BuildLog, run_logged
+from prebake.bake.process import BuildLog, Context, expand, run_logged
+from prebake.bake.stamp import compare, snapshot
 from prebake.errors import PrebakeError
 from prebake.variables import FLAG_VARIABLES, dropped, sanitized
 

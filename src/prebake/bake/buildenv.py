@@ -4,6 +4,7 @@ runs what it says and the dry run prints it.
 Every place that starts a compiler, a build command, a probe or a consumer's link for the unit
 takes its environment from this value:
 
+- ``family``: the compiler family of ``{cc}``;
 - ``base``: the caller's variables through the one allow-list (``prebake.variables``), the
   fixed ones, the platform's ``env`` minus its ``env_unset``: what the host tools are found
   on, the CMake toolchain file resolves its compilers with, and the guards' links run in;
@@ -23,15 +24,22 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from prebake.bake import placeholders
 from prebake.bake.core_budget import LiveValues
 from prebake.bake.layout import WorkDirs
 from prebake.bake.options import Options
+from prebake.bake.process import Context
 from prebake.plan.units import Unit
-from prebake.recipes.api import Build, Recipe, host_tools_used
+from prebake.recipes.api import (
+    Build,
+    Recipe,
+    host_tools_used,
+    strategy_templates,
+    template_fields,
+)
 from prebake.toolchain import prefix_map
 from prebake.toolchain.cmakefile import file_path
 from prebake.toolchain.environment import path_with
+from prebake.toolchain.families import family_of_argv
 from prebake.toolchain.hosttools import HOST_TOOLS, Found
 from prebake.toolchain.launcher import compiler_launcher, launcher_env, with_launcher
 from prebake.variables import DEFAULT_PATH, dropped, sanitized
@@ -42,9 +50,10 @@ from prebake.workspace.model import Workspace
 class Invocation:
     """How one recipe's commands run: their placeholders' values and their environment."""
 
-    context: placeholders.Context
+    context: Context
     env: Mapping[str, str]
     dropped: tuple[str, ...]  # the caller's flag variables that did not reach it (the log)
+    toolchain_file: bool  # a command names {cmake_toolchain}: the build writes the file first
 
 
 @dataclass(frozen=True)
@@ -52,6 +61,7 @@ class BuildEnv:
     """The unit's environment, fixed for its run (see the module's docstring)."""
 
     base: Mapping[str, str]
+    family: str | None  # the compiler family of {cc} (zig's runtime is built before commands)
     launcher: str | None
     prefix_map: tuple[str, ...]
     host_tools: Mapping[str, tuple[Found, ...]]  # recipe name -> its host tools, as found
@@ -80,7 +90,7 @@ def prepare(ws: Workspace, unit: Unit, opts: Options, dirs: WorkDirs) -> BuildEn
         if not isinstance(strategy, Build):
             continue
         work = dirs.recipe(recipe)
-        ctx = placeholders.Context(
+        ctx = Context(
             host_tools={f.tool.name: _tool_path(f) for f in tools[recipe.name]},
             values=LiveValues({"src": str(work / "src"), "build": str(work / "build"),
                                "prefix": str(dirs.prefix), "deps_prefix": str(dirs.deps),
@@ -104,8 +114,11 @@ def prepare(ws: Workspace, unit: Unit, opts: Options, dirs: WorkDirs) -> BuildEn
         # every commit. A git source unpacked inside the work folder is still found.
         env["GIT_CEILING_DIRECTORIES"] = str(dirs.root)
         env = prefix_map.compiler_env(env, p.toolchain.cc, flags)
-        invocations[recipe.name] = Invocation(ctx, env, tuple(dropped(opts.caller_env, env)))
-    return BuildEnv(base, launcher, flags, tools, invocations)
+        invocations[recipe.name] = Invocation(
+            ctx, env, tuple(dropped(opts.caller_env, env)),
+            toolchain_file="cmake_toolchain" in template_fields(strategy_templates(strategy)))
+    fam = family_of_argv(p.toolchain.cc)
+    return BuildEnv(base, fam.name if fam else None, launcher, flags, tools, invocations)
 
 
 def _tool_path(found: Found) -> str:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from prebake.bake import placeholders
 from prebake.bake.buildenv import prepare
 from prebake.bake.layout import Layout, work_dirs
 from prebake.bake.options import Options
+from prebake.bake.process import expand
 from prebake.errors import PrebakeError
 from prebake.plan.units import Unit
 from prebake.recipes.api import Build, Repackage
@@ -58,7 +58,7 @@ def dry_run_steps(ws: Workspace, unit: Unit, opts: Options, cache: SourceCache
                                         cache)]
             step["cwd"] = str(work / "build")
             step["env"] = redact_env(env.invocation(recipe).env)  # printed
-            step["commands"] = [placeholders.expand(c, ctx, f"recipe {recipe.name} command {i}")
+            step["commands"] = [expand(c, ctx, f"recipe {recipe.name} command {i}")
                                 for i, c in enumerate(strategy.commands, 1)]
         else:
             step["strategy"] = None

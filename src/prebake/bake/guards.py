@@ -1,4 +1,5 @@
-"""The guards every recipe's outputs pass before anything is packaged, as steps like the build's.
+"""The guards every recipe's outputs pass before anything is packaged, as steps like the build's,
+and what a recipe ships as they see it.
 
 Each guard takes typed inputs — the recipe's :class:`GuardInput` and the frozen values earlier
 guards returned — and returns its own frozen value; a guard that stops the chain raises
@@ -8,29 +9,38 @@ leaving the prefix), facts read, contract checked, the consumer's links (the sni
 archive member, side by side), link order; its :class:`GuardReport` is what packaging and the
 manifest read. There is deliberately no switch to downgrade a failure to a warning. To add a
 guard, write one function of that shape and call it where it belongs in :func:`run_guards`.
+
+What a recipe ships: ``Outputs.libs`` entries may be globs (``"lib/libabsl_*.a"``); each must
+match at least one file, and the matches, sorted, are the recipe's libraries. A library the
+recipe did not list still ships in the asset, so it is guarded all the same: every binary the
+recipe's build added to the prefix (found by ``prebake.inspect.resolve``, anywhere in the
+prefix) is inspected and checked against the contract, and every such library is linked whole.
 """
 
 from __future__ import annotations
 
+import fnmatch
+import re
 import subprocess
-from collections.abc import Mapping, Sequence
+import tempfile
+from collections.abc import Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from prebake.bake.process import BuildLog
-from prebake.bake.shipped import LIBRARY_NAME, expand, unlisted_binaries
+from prebake.bake.stamp import prefix_files
 from prebake.bake.unitrun import UnitFailed
 from prebake.contract.check import check_paths, wants_deep
 from prebake.contract.findings import CheckReport, Violation
 from prebake.errors import PrebakeError
 from prebake.inspect import ParseOptions, inspect
+from prebake.inspect.resolve import resolve
 from prebake.link.order import relative_order
 from prebake.link.test import LinkTestResult, link_test
 from prebake.link.whole import prove_whole_archive
 from prebake.package.libs import Library
-from prebake.package.manifest_builder import facts_summary
 from prebake.recipes.api import Recipe
 from prebake.workspace.model import Platform
 
@@ -104,6 +114,63 @@ class GuardReport:
     allowed: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
+_GLOB = re.compile(r"[*?\[]")
+LIBRARY_NAME = re.compile(r"\.(a|lib|so(\.\d+)*|dylib|dll)$")
+
+
+def is_glob(entry: str) -> bool:
+    return bool(_GLOB.search(entry))
+
+
+def expand(entries: Sequence[str], prefix: Path, files: Sequence[str] | None = None
+           ) -> tuple[list[str], list[str]]:
+    """``(paths, missing)``: each plain entry that exists, each glob's matches (a glob matching
+    nothing is missing, like an absent plain path)."""
+    present = prefix_files(prefix) if files is None else list(files)
+    out: list[str] = []
+    missing: list[str] = []
+    for entry in entries:
+        if is_glob(entry):
+            hits = [f for f in present if fnmatch.fnmatchcase(f, entry)]
+            if not hits:
+                missing.append(entry)
+            out.extend(h for h in hits if h not in out)
+        elif (prefix / entry).exists() or (prefix / entry).is_symlink():
+            if entry not in out:
+                out.append(entry)
+        else:
+            missing.append(entry)
+    return out, missing
+
+
+def dep_libraries(recipes: Mapping[str, Recipe], recipe: Recipe, platform: str,
+                  deps: Path) -> list[Path]:
+    """The libraries of the recipes ``recipe`` declares as deps, as installed in ``deps``."""
+    files = prefix_files(deps)
+    out: list[Path] = []
+    for d in recipe.deps:
+        if d in recipes:
+            found, _missing = expand(recipes[d].outputs.libs_for(platform), deps, files)
+            out.extend(deps / rel for rel in found)
+    return out
+
+
+def unlisted_binaries(prefix: Path, declared: Collection[str], before: Collection[str]
+                      ) -> tuple[list[str], list[str]]:
+    """``(binaries, escapes)``: binaries the recipe's build added to ``prefix`` that
+    ``declared`` does not name (relative paths, each real file once: a symlink to a declared
+    library is that library), and the symlinks it added that leave the prefix."""
+    declared_real = {(prefix / d).resolve() for d in declared}
+    base = str(prefix) + "/"
+    with tempfile.TemporaryDirectory(prefix="prebake-shipped-") as tmp:
+        found = resolve([prefix], Path(tmp))
+        rels = [b.rel for b in found.binaries if b.shown == str(prefix / b.rel)]
+    escapes = [e.removeprefix(base) for e in found.escapes]
+    return ([r for r in rels if r not in before and r not in declared
+             and (prefix / r).resolve() not in declared_real],
+            [e for e in escapes if e.split(" -> ")[0] not in before])
+
+
 def license_dest(recipe: Recipe) -> str | None:
     """Where an asset carries a recipe's licence: ``share/licenses/<recipe>/<file>``."""
     lic = recipe.outputs.license
@@ -173,7 +240,7 @@ def facts_read(g: GuardInput, shipped: Shipped) -> FactsRead:
         except PrebakeError as exc:
             failures.append(f"{g.recipe.name}: inspect {rel}: {exc}")
             continue
-        facts.append(facts_summary(f, rel))
+        facts.append(f.summary(rel))
         cxx = cxx or f.abi.cxx_stdlib not in (None, "none")
     return FactsRead(tuple(facts), cxx, tuple(failures))
 

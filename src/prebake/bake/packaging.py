@@ -10,7 +10,7 @@ from pathlib import Path
 
 from prebake import jsonio
 from prebake.bake.guards import GuardReport, guards_record
-from prebake.bake.unitrun import UnitFailed, UnitRun, strategy_of
+from prebake.bake.unitrun import UnitFailed, UnitRun
 from prebake.link.order import relative_order
 from prebake.manifest import Manifest
 from prebake.package import cmake, pkgconfig, relocate
@@ -20,7 +20,7 @@ from prebake.package.libs import Library
 from prebake.package.manifest_builder import make_manifest
 from prebake.package.version_proof import Proof, summary
 from prebake.plan.units import Unit
-from prebake.recipes.api import Build, Recipe
+from prebake.recipes.api import Build, Recipe, Strategy
 from prebake.toolchain.verify import record
 
 Outcomes = Sequence[tuple[Recipe, GuardReport]]  # each recipe of the unit, as its guards found it
@@ -66,11 +66,10 @@ def unit_manifest(run: UnitRun, outcomes: Outcomes, order: Sequence[Sequence[str
     )
 
 
-def build_settings(run: UnitRun, recipe: Recipe) -> dict[str, str]:
+def build_settings(run: UnitRun, recipe: Recipe, strategy: Strategy) -> dict[str, str]:
     """The CMake cache entries the recipe records (``Build.record``), read from its build:
     the manifest shows them, and the SBOM lists an optional component only where they
     show its option on."""
-    strategy = strategy_of(run, recipe)
     if not isinstance(strategy, Build) or not strategy.record:
         return {}
     ctx = run.env.invocation(recipe).context

@@ -30,7 +30,7 @@ from prebake.contract.findings import (
     Unknown,
     Violation,
 )
-from prebake.contract.rules import RULES, Finding, Rule, member_name
+from prebake.contract.rules import RULES, Finding, Rule
 from prebake.contract.terms import Contract
 from prebake.errors import FormatError, PrebakeError
 from prebake.inspect import ParseOptions, inspect
@@ -105,7 +105,7 @@ def _unreadable(facts: Facts, shown: str) -> list[Violation]:
            if m.error is not None and not m.details.get("not_binary")]
     if not bad:
         return []
-    names = [member_name(m) for m in bad]
+    names = [m.member_name for m in bad]
     shown_n = [f"{n} ({m.error})" for n, m in zip(names, bad, strict=True)][:MAX_MEMBERS_SHOWN]
     more = len(bad) - len(shown_n)
     total = len(facts.walk()) - 1
@@ -132,7 +132,7 @@ def check_facts(facts: Facts, contract: Contract, path: str | None = None) -> li
         for leaf in leaves:
             finding = rule.check(value, leaf)
             if finding is not None:
-                hits.append((member_name(leaf) if nested else shown, finding))
+                hits.append((leaf.member_name if nested else shown, finding))
         if hits:
             out.append(_violation(rule, value, shown, hits, total))
     return out
@@ -150,7 +150,7 @@ def unknown_facts(facts: Facts, contract: Contract, path: str | None = None) -> 
             continue
         undecided = [leaf for leaf in leaves if rule.unknown(leaf)]
         if undecided:
-            names = [member_name(leaf) if nested else shown for leaf in undecided]
+            names = [leaf.member_name if nested else shown for leaf in undecided]
             reasons = [r for leaf in undecided for r in leaf.evidence.get(rule.fact or rule.key, [])
                        if r]
             out.append(Unknown(rule.key, shown, names if nested else [],

@@ -112,14 +112,6 @@ def _disallowed_features(leaf: Facts) -> set[str]:
     return out
 
 
-def member_name(leaf: Facts) -> str:
-    """``libx.a(session.o)`` -> ``session.o``; a plain path -> its file name."""
-    p = leaf.path
-    if p.endswith(")") and "(" in p:
-        return p[p.rindex("(") + 1 : -1]
-    return PurePosixPath(p.replace("\\", "/")).name or p
-
-
 # --- the rules -----------------------------------------------------------------------------
 
 
@@ -167,7 +159,7 @@ def _rule_lto(expected: str, leaf: Facts) -> Finding | None:
 def _shared_mem_message(leaf: Facts) -> str:
     # the exact words wasm-ld prints (lld/wasm/Writer.cpp, checkFeatures)
     return (
-        f"--shared-memory is disallowed by {member_name(leaf)} because it was not compiled "
+        f"--shared-memory is disallowed by {leaf.member_name} because it was not compiled "
         "with 'atomics' or 'bulk-memory' features."
     )
 

@@ -9,6 +9,7 @@ the guards quote in violations so a user sees the member and symbol that break a
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import PurePosixPath
 from typing import Any
 
 from prebake import abikeys
@@ -104,6 +105,30 @@ class Facts:
     # format-specific details that are useful but not part of the stable contract
     details: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
+
+    @property
+    def member_name(self) -> str:
+        """``libx.a(session.o)`` -> ``session.o``; a plain path -> its file name."""
+        p = self.path
+        if p.endswith(")") and "(" in p:
+            return p[p.rindex("(") + 1 : -1]
+        return PurePosixPath(p.replace("\\", "/")).name or p
+
+    def summary(self, rel: str) -> dict[str, Any]:
+        """The contract-relevant facts of one shipped library, as the manifest records them
+        (``prebake.manifest``): no per-member detail, no evidence."""
+        return {
+            "path": rel,
+            "format": self.format,
+            "kind": self.kind,
+            "os": self.os,
+            "arch": self.arch,
+            "abi": self.abi.to_json(),
+            "needed": self.needed,
+            "delay_needed": self.delay_needed,
+            "soname": self.soname,
+            "members": len(self.members) if self.members is not None else None,
+        }
 
     def note(self, fact: str, reason: str) -> None:
         self.evidence.setdefault(fact, []).append(reason)

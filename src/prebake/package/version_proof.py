@@ -216,15 +216,6 @@ def prove(recipe: Recipe, pin_version: str, prefix: Path, files: Iterable[str],
     return Proof(pin_version, evidence, bad, problems)
 
 
-def files_below(root: Path) -> set[str]:
-    """Every file and symlink below ``root`` (relative posix paths): what a recipe installed is
-    the difference of two of these."""
-    if not root.is_dir():
-        return set()
-    return {p.relative_to(root).as_posix() for p in root.rglob("*")
-            if p.is_symlink() or p.is_file()}
-
-
 def summary(proofs: Sequence[tuple[str, Proof]]) -> dict[str, object]:
     """The manifest's record of what proved each recipe's version."""
     return {name: {"pin": p.pin, "evidence": p.to_json()} for name, p in proofs}

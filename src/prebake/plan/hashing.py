@@ -14,6 +14,7 @@ import hashlib
 import json
 import sys
 from collections.abc import Callable, Mapping
+from dataclasses import asdict, is_dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ from prebake.recipes.api import (
     strategy_templates,
     template_fields,
 )
+from prebake.redact import redact_text
 from prebake.sources.lock import SourceLock, digest_of, git_commit_of, git_refs, url_refs
 from prebake.toolchain.cmakefile import portable
 from prebake.toolchain.hosttools import HOST_TOOLS
@@ -186,6 +188,39 @@ def recipe_inputs(recipe: Recipe, platform: Platform, pins: Mapping[str, str],
             strategy_templates(strategy)):
         inputs.update(cmake_toolchain_inputs(platform, shared_prefix, root, cache))
     return inputs
+
+
+# re-stated by build_inputs without their guard parts
+_GUARD_INPUTS = {"recipe-file", "platform-profile"}
+
+
+def _plain(obj: Any) -> Any:
+    if is_dataclass(obj) and not isinstance(obj, type):
+        return {"type": type(obj).__name__, **asdict(obj)}
+    return obj
+
+
+def build_inputs(recipe: Recipe, platform: Platform, recipe_in: Mapping[str, str],
+                 unit_inputs: Mapping[str, str]) -> dict[str, str]:
+    """The named digests of what can change one recipe's build in a unit, not its guards
+    (``recipe_in``: the recipe's inputs; ``unit_inputs``: the unit's): what a build stamp
+    records and ``build --guards-only`` compares (``prebake.bake.stamp``). The platform's
+    ``link_test``, its contract and the recipe's ``Outputs``/``Snippet`` are left out: they
+    may change between a failed run and ``--guards-only``."""
+    out = {k: v for k, v in recipe_in.items() if k not in _GUARD_INPUTS}
+    out.update({k: v for k, v in unit_inputs.items() if k.startswith("unit:")})
+    profile = platform_profile(platform)
+    profile.pop("contract", None)
+    profile.pop("link_test", None)
+    out["platform-build-profile"] = canonical_digest(profile)
+    strategy = recipe.strategy_for(platform.name)
+    out["strategy"] = canonical_digest(json.loads(json.dumps(_plain(strategy), default=str)))
+    out["sources"] = canonical_digest(json.loads(json.dumps(
+        [_plain(s) for s in recipe.sources], default=str)))
+    out["license"] = recipe.outputs.license or ""
+    # the stamp stays in the work tree: a source URL's token is not kept there (a token that
+    # changes is not another build)
+    return {k: redact_text(v) for k, v in out.items()}
 
 
 def host_tool_inputs(recipe: Recipe, platform: Platform, identify: Identify
