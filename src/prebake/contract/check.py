@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from prebake import abikeys
 from prebake.contract.clash import clash_violations
 from prebake.contract.findings import (
     MAX_EVIDENCE_SHOWN,
@@ -90,9 +91,11 @@ def _violation(rule: Rule, value: Any, path: str, hits: list[tuple[str, Finding]
 
 
 def _rule_value(contract: Contract, rule: Rule) -> Any:
+    """The contract's value for the rule, or None when the key sets no rule (an empty list
+    does not, unless the table says an empty list is a rule of its own: allowed_needed)."""
     value = getattr(contract, rule.key)
-    if rule.key == "allowed_needed":
-        return value  # () means "nothing may be needed"
+    if abikeys.BY_NAME[rule.key].empty_rule:
+        return value  # () means "nothing may be"
     return value if value not in (None, ()) else None
 
 

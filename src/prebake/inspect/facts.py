@@ -26,27 +26,27 @@ Kind = str  # object | static-library | shared-library | executable | module | i
 class Abi:
     """ABI facts; every field is ``None`` until a parser has evidence for it.
 
-    One attribute per ``abi`` entry of ``prebake.abikeys.KEYS`` (the table says its JSON name,
-    values and meaning; ``tests/unit/test_abikeys.py`` holds the two to each other)."""
+    One attribute per ``abi`` entry of ``prebake.abikeys.KEYS``, generated from the table
+    (which says its JSON name, values, how archive members combine and its meaning): add a
+    fact there, then ``python -m prebake.reference``."""
 
+    # ---- generated from prebake.abikeys.KEYS by `python -m prebake.reference` ----
     eh: str | None = None
-    # which encoding of native wasm exceptions the code holds (legacy, exnref, both, none)
     wasm_eh_encoding: str | None = None
     lto: str | None = None
-    wasm_features: list[str] | None = None
-    # whether ``wasm_features`` is the whole list: False when it was read without decoding
-    # the code (a linked module without target_features, no --deep), None when no list
-    wasm_features_complete: bool | None = None
-    threads: bool | None = None
-    simd128: bool | None = None
-    relaxed_simd: bool | None = None
-    async_: str | None = None  # JSON name "async" (a Python keyword)
     glibc_max: str | None = None
     glibcxx_max: str | None = None
     cxx_stdlib: str | None = None
     macos_min: str | None = None
     macos_sdk: str | None = None
     msvc_runtime: str | None = None
+    threads: bool | None = None
+    simd128: bool | None = None
+    relaxed_simd: bool | None = None
+    async_: str | None = None
+    wasm_features: list[str] | None = None
+    wasm_features_complete: bool | None = None
+    # ---- end of the generated fields ----
 
     def to_json(self) -> dict[str, Any]:
         return {name: getattr(self, attr) for name, attr in ABI_FIELDS}
