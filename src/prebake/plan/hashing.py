@@ -18,6 +18,7 @@ from dataclasses import asdict, is_dataclass
 from pathlib import Path
 from typing import Any
 
+from prebake import abikeys
 from prebake.digest import file_sha256
 from prebake.package import ASSET_FORMAT
 from prebake.recipes.api import (
@@ -95,12 +96,22 @@ def platform_profile(platform: Platform) -> dict[str, Any]:
             **({"ranlib": tc.spec.get("ranlib") or _unexpand(tc.ranlib)} if tc.ranlib else {}),
             **({"from_stage": tc.from_stage} if tc.from_stage else {}),
         },
-        "contract": platform.contract.to_json(),
+        "contract": _contract_set(platform),
         "link_test": {"flags": list(platform.link_test.flags),
                       "run": _unexpand(platform.link_test.run)},
         "env_unset": sorted(platform.env_unset),
         "env": dict(sorted(platform.env.items())),
     }
+
+
+def _contract_set(platform: Platform) -> dict[str, Any]:
+    """The keys the platform's contract sets (a key left unset is no rule): a key prebake
+    gains, unset, changes no input hash and rebuilds nothing."""
+    out = {}
+    for k, v in platform.contract.to_json().items():
+        if v is not None and (v != [] or abikeys.BY_NAME[k].empty_rule):
+            out[k] = v
+    return out
 
 
 class ToolchainIdentity:
