@@ -217,6 +217,15 @@ KEYS: tuple[AbiKey, ...] = (
            fact="abi", members=Combine.ALL,
            describe="whether wasm_features is the whole list (false: read without "
                     "decoding the code)"),
+    AbiKey("exec_stack", "ELF: the binary asks for an executable stack (an image's "
+           "`PT_GNU_STACK` is executable; an object's `.note.GNU-stack` is, and a link makes "
+           "that the executable's); unknown when it has neither. As a contract key: `false` "
+           "refuses such a binary", Value.BOOL, fact="abi", members=Combine.ANY, rule=True,
+           reads=("abi.exec_stack",), oses=("linux",),
+           describe="ELF: whether the binary asks for an executable stack (PT_GNU_STACK of an "
+                    "image, .note.GNU-stack of an object); null: it has neither, or not ELF",
+           diff=Diff("changed", "an executable stack turns off no-execute stack protection "
+                                "for every process that loads it")),
     AbiKey("features_required", "wasm features every binary must have", Value.FEATURES,
            rule=True, reads=(_FEATS, "abi.simd128"), oses=WASM_OSES),
     AbiKey("features_forbidden", "wasm features no binary may have (e.g. relaxed-simd)",

@@ -116,13 +116,13 @@ def _disallowed_features(leaf: Facts) -> set[str]:
 
 
 def _rule_equal(fact: str) -> LeafCheck:
-    """os / arch / msvc_runtime: the leaf's value must equal the contract's."""
+    """os / arch / msvc_runtime / exec_stack: the leaf's value must equal the contract's."""
 
     def check(expected: Any, leaf: Facts) -> Finding | None:
         found = getattr(leaf, fact) if fact in ("os", "arch") else getattr(leaf.abi, fact)
         if found is None or found == expected:
             return None
-        return Finding(str(found), _ev(leaf, fact))
+        return Finding(_is(found), _ev(leaf, fact))
 
     return check
 
@@ -355,6 +355,9 @@ _BOUND: Mapping[str, Rule] = {
     "macos_min": Rule(_rule_macos_min, lambda v: f"macOS minimum <= {v}",
                       unknown=lambda f: f.format == "macho" and f.abi.macos_min is None),
     "msvc_runtime": Rule(_rule_equal("msvc_runtime"), lambda v: f"/{v}"),
+    # an ELF binary without PT_GNU_STACK or .note.GNU-stack cannot say: fails closed
+    "exec_stack": Rule(_rule_equal("exec_stack"), _is,
+                       unknown=lambda f: f.format == "elf" and f.abi.exec_stack is None),
     "threads": Rule(_rule_threads, _is,
                     unknown=lambda f: is_wasm(f) and f.abi.threads is None
                     and _features(f) is None),

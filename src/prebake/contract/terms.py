@@ -46,6 +46,7 @@ class Contract:
     macos_min: str | None = None
     msvc_runtime: str | None = None
     threads: bool | None = None
+    exec_stack: bool | None = None
     features_required: tuple[str, ...] = ()
     features_forbidden: tuple[str, ...] = ()
     allowed_needed: tuple[str, ...] | None = None

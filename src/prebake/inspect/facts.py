@@ -46,6 +46,7 @@ class Abi:
     async_: str | None = None
     wasm_features: list[str] | None = None
     wasm_features_complete: bool | None = None
+    exec_stack: bool | None = None
     # ---- end of the generated fields ----
 
     def to_json(self) -> dict[str, Any]:
