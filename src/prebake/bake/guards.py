@@ -306,24 +306,6 @@ def link_order_found(g: GuardInput, shipped: Shipped) -> tuple[tuple[str, ...], 
     return tuple(tuple(group) for group in order)
 
 
-def guards_record(platform: Platform, outcomes: Sequence[GuardReport]) -> dict[str, Any]:
-    """The manifest's ``guards`` field: which contract and link test an asset passed.
-
-    An asset exists only when every guard passed, so ``ok`` is always true here; the record says
-    what "passed" meant (the contract, the rules left undecided for lack of evidence, the
-    consumer flags) so a report or an auditor need not take it on faith.
-    """
-    return {
-        "check": {"ok": True, "platform": platform.name,
-                  "contract": platform.contract.to_json(),
-                  "undecided": sorted({u for o in outcomes for u in o.undecided})},
-        "link_test": {"ok": True, "flags": list(platform.link_test.flags),
-                      "linked": sorted({x for o in outcomes for x in o.linked}),
-                      "allow_undefined": {p: sorted(names) for o in outcomes
-                                          for p, names in o.allowed.items()}},
-    }
-
-
 # ---- helpers ----------------------------------------------------------------------------------
 
 def _link_snippet(g: GuardInput, shipped: Shipped) -> LinkTestResult | None:

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from prebake import jsonio
-from prebake.bake.guards import GuardReport, guards_record
+from prebake.bake.guards import GuardReport
 from prebake.bake.unitrun import UnitFailed, UnitRun
 from prebake.link.order import relative_order
 from prebake.manifest import Manifest
@@ -22,6 +23,7 @@ from prebake.package.version_proof import Proof, summary
 from prebake.plan.units import Unit
 from prebake.recipes.api import Build, Recipe, Strategy
 from prebake.toolchain.verify import record
+from prebake.workspace.model import Platform
 
 Outcomes = Sequence[tuple[Recipe, GuardReport]]  # each recipe of the unit, as its guards found it
 
@@ -66,6 +68,24 @@ def unit_manifest(run: UnitRun, outcomes: Outcomes, order: Sequence[Sequence[str
     )
 
 
+def guards_record(platform: Platform, outcomes: Sequence[GuardReport]) -> dict[str, Any]:
+    """The manifest's ``guards`` field: which contract and link test an asset passed.
+
+    An asset exists only when every guard passed, so ``ok`` is always true here; the record says
+    what "passed" meant (the contract, the rules left undecided for lack of evidence, the
+    consumer flags) so a report or an auditor need not take it on faith.
+    """
+    return {
+        "check": {"ok": True, "platform": platform.name,
+                  "contract": platform.contract.to_json(),
+                  "undecided": sorted({u for o in outcomes for u in o.undecided})},
+        "link_test": {"ok": True, "flags": list(platform.link_test.flags),
+                      "linked": sorted({x for o in outcomes for x in o.linked}),
+                      "allow_undefined": {p: sorted(names) for o in outcomes
+                                          for p, names in o.allowed.items()}},
+    }
+
+
 def build_settings(run: UnitRun, recipe: Recipe, strategy: Strategy) -> dict[str, str]:
     """The CMake cache entries the recipe records (``Build.record``), read from its build:
     the manifest shows them, and the SBOM lists an optional component only where they
@@ -108,10 +128,11 @@ def relocate_files(run: UnitRun, entries: list[Entry], generated: Mapping[str, b
 
 def asset_entries(unit: Unit, prefix: Path, added: Sequence[str]) -> list[Entry]:
     """A recipe unit ships its whole prefix; a stage unit the files it added (and their dirs)."""
+    entries = collect_tree(prefix)
     if unit.per_recipe:
-        return collect_tree(prefix)
+        return entries
     keep = set(added)
-    return _prune_dirs([e for e in collect_tree(prefix) if e.kind == "dir" or e.path in keep])
+    return _prune_dirs([e for e in entries if e.kind == "dir" or e.path in keep])
 
 
 def _prune_dirs(entries: list[Entry]) -> list[Entry]:
