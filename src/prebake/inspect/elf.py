@@ -347,23 +347,19 @@ def _exec_stack(elf: ElfFile, facts: Facts) -> None:
     header, an object by its ``.note.GNU-stack`` section (which the linker turns into that
     header of what it links); unknown, with the reason, when it has neither."""
     if facts.kind == "object":
-        flags = elf.note_flags(GNU_STACK)
-        if flags is None:
-            facts.note("exec_stack", "no .note.GNU-stack section: linkers give what links it an "
-                                     "executable stack on most targets")
-            return
-        facts.abi.exec_stack = bool(flags & SHF_EXECINSTR)
-        facts.note("exec_stack", ".note.GNU-stack is " + (
-            "executable (SHF_EXECINSTR)" if facts.abi.exec_stack else "not executable"))
-        return
-    flags = elf.stack_flags()
-    if flags is None:
-        facts.note("exec_stack", "no PT_GNU_STACK header: the stack is the loader's default "
-                                 "(executable on x86)")
-        return
-    facts.abi.exec_stack = bool(flags & PF_X)
-    facts.note("exec_stack", "PT_GNU_STACK is " + (
-        "RWE (executable)" if facts.abi.exec_stack else "RW (not executable)"))
+        flags, executable = elf.note_flags(GNU_STACK), SHF_EXECINSTR
+        said = (".note.GNU-stack is executable (SHF_EXECINSTR)",
+                ".note.GNU-stack is not executable",
+                "no .note.GNU-stack section: linkers give what links it an executable stack "
+                "on most targets")
+    else:
+        flags, executable = elf.stack_flags(), PF_X
+        said = ("PT_GNU_STACK is RWE (executable)", "PT_GNU_STACK is RW (not executable)",
+                "no PT_GNU_STACK header: the stack is the loader's default (executable on x86)")
+    if flags is not None:
+        facts.abi.exec_stack = bool(flags & executable)
+    facts.note("exec_stack", said[2] if flags is None else said[0] if flags & executable
+               else said[1])
 
 
 def _os_evidence(elf: ElfFile, needed: list[str] | None, versions: list[str]) -> str | None:
