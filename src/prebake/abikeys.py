@@ -1,24 +1,28 @@
 """The one table of ABI keys: each fact the inspector reads and each contract key, one entry.
 
-An entry carries everything about its key: the fact's JSON name (under ``abi``, or at the top
-of a result), the kind of value and its choices, the oses a contract key applies to, the rule
-function that judges it (by name, in ``prebake.contract.rules``), how a change of it is
-classified by ``prebake diff``, whether the report's matrix shows it, and one line of meaning.
-The other views are derived from this table, never restated:
+An entry states everything about its key: the fact's JSON name (under ``abi``, or at the top
+of a result), the kind of value and its choices (so its Python type and its JSON Schema), how
+an archive's members add up to the archive's value, the oses a contract key applies to and
+whether a rule judges it, how a change of it is classified by ``prebake diff``, the column of
+``prebake inspect``'s member table and of the report's matrix that shows it, and one line of
+meaning. Everything else follows from the table, never restated by hand:
 
-* ``inspect --json``'s ``abi`` fields and the human view's order (``prebake.inspect.facts``);
-* contract parsing and validation, ``ONLY_FOR_OS`` (``prebake.contract.model``);
-* the rules registry ``RULES`` (``prebake.contract.rules``);
-* the diff's ``FACT_RULES`` and ``TOP_LEVEL_FACTS`` (``prebake.diff.compare``);
-* the report's ``CELL_FACTS`` (``prebake.report.model``);
+* ``inspect.facts.Abi`` and ``contract.terms.Contract`` (their fields are generated into those
+  modules by ``python -m prebake.reference``; a test fails when they are stale);
+* ``inspect --json``'s ``abi`` fields, the human view's order and its member table
+  (``prebake.inspect.facts``, ``prebake.inspect.render``), ``schemas/inspect.schema.json``
+  (generated), how archive members combine (``prebake.inspect.archive.summarise``);
+* contract parsing and validation, ``ONLY_FOR_OS`` (``prebake.contract.terms``), the rules in
+  the order the contract lists them (``prebake.contract.rules.RULES``: each rule is bound to
+  its key there, by name, and a key without its rule fails at import);
+* the diff's ``FACT_RULES`` and ``TOP_LEVEL_FACTS`` (``prebake.diff.compare``), the report's
+  ``CELL_FACTS`` (``prebake.report.data``);
 * the contract part of ``docs/reference.md`` and ``schemas/prebake-toml.schema.json``
-  (``prebake.reference``); ``tests/unit/test_abikeys.py`` holds ``schemas/inspect.schema.json``
-  to it (each fact's enum, type and pattern follow from its ``value`` and ``choices``).
+  (``prebake.reference``).
 
 Why a module of frozen values and not a TOML file: the choices are the same tuples the readers
 use (``OSES``, ``EH_MODELS``…), mypy checks every entry, and nothing needs parsing or
 validating at run time. The module imports nothing from prebake, so every layer may read it.
-The rule is named, not imported: the rules read ``Facts``, which is itself derived from here.
 """
 
 from __future__ import annotations
@@ -78,6 +82,18 @@ class Diff:
     why: str
 
 
+class Combine(Enum):
+    """How an archive's members add up to the archive's value of a fact (members that could
+    not be read are left out; ``AbiKey.ignore`` values agree with any other)."""
+
+    NONE = "none"  # the archive's reader says it itself (or nothing does)
+    COMMON = "common"  # the one value the members agree on, else ``AbiKey.mixed`` (or unknown)
+    HIGHEST = "highest"  # the highest version any member has
+    ANY = "any"  # true when one member is, false when none is and one says so
+    UNION = "union"  # every member's list together (those not in all are counted)
+    ALL = "all"  # true when every member that says is, false when one is not
+
+
 @dataclass(frozen=True)
 class AbiKey:
     """One ABI key: a fact the inspector reads, a contract key, or both under one name."""
@@ -90,15 +106,26 @@ class AbiKey:
     # ``format``); None for a contract key that reads other facts (``features_required``)
     fact: str | None = None
     attr: str | None = None  # the ``Abi`` attribute when it differs from the name (a keyword)
-    # the contract key: the name of its ``Rule`` in ``prebake.contract.rules`` (None: no key)
-    rule: str | None = None
+    # how an archive's members add up (``mixed``: the value when they disagree; ``only``: the
+    # members of that format alone count)
+    members: Combine = Combine.NONE
+    mixed: str | None = None
+    ignore: tuple[str, ...] = ()
+    only: str | None = None
+    # the contract key: a rule judges it (bound to the name in ``prebake.contract.rules``)
+    rule: bool = False
     wanted: tuple[str, ...] = ()  # what a contract may ask for, when not every one of choices
     setting: bool = False  # a contract key that changes how rules judge, not a rule itself
+    empty_rule: bool = False  # a list key whose empty list is a rule of its own (none allowed)
     reads: tuple[str, ...] = ()  # the facts the rule reads (the reference's column)
     oses: tuple[str, ...] = ()  # the contract key applies only to binaries of these oses
     default: str = ""  # the contract key's default, in words (the reference)
     diff: Diff | None = None
     report: bool = False  # a column of the report's matrix
+    # the column of ``prebake inspect``'s member table that shows it ("other": the last one,
+    # shared, first value wins; ``label`` goes in front of the value there)
+    column: str | None = None
+    label: str = ""
     describe: str = ""  # the schema's description of the fact, when it needs one
 
     @property
@@ -111,90 +138,116 @@ class AbiKey:
 
     @property
     def contract(self) -> bool:
-        return self.rule is not None or self.setting
+        return self.rule or self.setting
 
 
 _FEATS = "abi.wasm_features"
 KEYS: tuple[AbiKey, ...] = (
-    AbiKey("os", "the binary's operating system", Value.CHOICE, OSES, fact="top",
-           rule="OS", reads=("os",), default="the platform's os"),
-    AbiKey("arch", "the binary's architecture (a fat Mach-O passes when one slice has it)",
-           Value.CHOICE, ARCHES, fact="top", rule="ARCH", reads=("arch",),
-           default="the platform's arch", report=True,
-           diff=Diff("changed", "consumers built for the old architecture cannot link it")),
     AbiKey("format", "the container format", Value.CHOICE, FORMATS, fact="top",
+           column="format",
            diff=Diff("changed", "consumers built for the old format cannot link it")),
     AbiKey("kind", "what the file is (object, library, module…)", Value.CHOICE, KINDS,
            fact="top",
            diff=Diff("changed", "static vs shared changes how consumers link and ship it")),
+    AbiKey("os", "the binary's operating system", Value.CHOICE, OSES, fact="top",
+           members=Combine.COMMON, rule=True, reads=("os",), default="the platform's os"),
+    AbiKey("arch", "the binary's architecture (a fat Mach-O passes when one slice has it)",
+           Value.CHOICE, ARCHES, fact="top", members=Combine.COMMON, rule=True,
+           reads=("arch",), default="the platform's arch", report=True, column="arch",
+           diff=Diff("changed", "consumers built for the old architecture cannot link it")),
     AbiKey("eh", "exception-handling model; an object that throws nothing passes any model",
-           Value.CHOICE, EH_MODELS, fact="abi", rule="EH", reads=("abi.eh",), report=True,
+           Value.CHOICE, EH_MODELS, fact="abi", members=Combine.COMMON, mixed="mixed",
+           # EH-free members link with either EH model: an archive of legacy-EH and EH-free
+           # members is a legacy-EH archive, not "mixed"
+           ignore=("none",), rule=True, reads=("abi.eh",), report=True, column="eh",
            diff=Diff("changed", "mixing exception-handling models fails at link or run time")),
     AbiKey("wasm_eh_encoding", "wasm: the encoding of native exceptions the code holds: "
            "`legacy` (try/catch/delegate), `exnref` (try_table/throw_ref, the exnref type), "
            "`both`, `none` (neither); read from the instructions of every function. As a "
            "contract key: the encoding every wasm binary must use; one without EH code passes",
-           Value.CHOICE, WASM_EH_ENCODINGS, fact="abi", rule="WASM_EH_ENCODING", report=True,
-           wanted=WASM_EH_WANTED, reads=("abi.wasm_eh_encoding",), oses=WASM_OSES,
+           Value.CHOICE, WASM_EH_ENCODINGS, fact="abi",
+           # members in one encoding and members in the other make an archive whose link
+           # holds both; members without EH code link with either (their counts are kept)
+           members=Combine.COMMON, mixed="both", ignore=("none",), only="wasm", rule=True,
+           report=True, wanted=WASM_EH_WANTED, reads=("abi.wasm_eh_encoding",),
+           oses=WASM_OSES,
            describe="wasm: which encoding of native exceptions the code holds, read from every "
                     "function's instructions (docs/binary-formats.md §3.6); null: a body could "
                     "not be decoded (evidence says why) or not wasm",
            diff=Diff("changed", "an engine without exnref (or without legacy EH) refuses the "
                                 "module")),
+    # LTO keeps "mixed": a native linker cannot use the bitcode members of a half-bitcode archive
     AbiKey("lto", "LTO kind: `none` refuses bitcode/GIMPLE objects tied to one compiler",
-           Value.CHOICE, LTO_KINDS, fact="abi", rule="LTO", reads=("abi.lto", "format"),
-           report=True, diff=Diff("changed", "LTO objects are tied to one compiler version")),
+           Value.CHOICE, LTO_KINDS, fact="abi", members=Combine.COMMON, mixed="mixed",
+           rule=True, reads=("abi.lto", "format"), report=True, column="lto",
+           diff=Diff("changed", "LTO objects are tied to one compiler version")),
     AbiKey("glibc_max", "newest GLIBC symbol version an image may require (the glibc floor)",
-           Value.VERSION, fact="abi", rule="GLIBC_MAX", reads=("abi.glibc_max", "symbols"),
-           oses=("linux",), report=True,
+           Value.VERSION, fact="abi", members=Combine.HIGHEST, rule=True,
+           reads=("abi.glibc_max", "symbols"), oses=("linux",), report=True, column="glibc",
            diff=Diff("raised", "needs a newer glibc than systems the old one ran on")),
     AbiKey("glibcxx_max", "newest GLIBCXX symbol version an image may require", Value.VERSION,
-           fact="abi", rule="GLIBCXX_MAX", reads=("abi.glibcxx_max", "symbols"),
-           oses=("linux",), report=True,
+           fact="abi", members=Combine.HIGHEST, rule=True,
+           reads=("abi.glibcxx_max", "symbols"), oses=("linux",), report=True,
            diff=Diff("raised", "needs a newer libstdc++ than systems the old one ran on")),
     AbiKey("cxx_stdlib", "C++ standard library; a binary that needs none passes", Value.CHOICE,
-           CXX_STDLIBS, fact="abi", rule="CXX_STDLIB", reads=("abi.cxx_stdlib",), report=True,
+           CXX_STDLIBS, fact="abi", members=Combine.COMMON, ignore=("none",), rule=True,
+           reads=("abi.cxx_stdlib",), report=True, column="c++",
            diff=Diff("changed", "libstdc++ and libc++ objects do not mix")),
     AbiKey("macos_min", "highest macOS deployment target a binary may have", Value.VERSION,
-           fact="abi", rule="MACOS_MIN", reads=("abi.macos_min",), oses=("macos",),
-           report=True, diff=Diff("raised", "needs a newer macOS than the old deployment target")),
+           fact="abi", members=Combine.HIGHEST, rule=True, reads=("abi.macos_min",),
+           oses=("macos",), report=True, column="other", label="macos",
+           diff=Diff("raised", "needs a newer macOS than the old deployment target")),
     AbiKey("macos_sdk", "the macOS SDK a Mach-O binary was built with", Value.VERSION,
-           fact="abi"),
+           fact="abi", members=Combine.HIGHEST),
     AbiKey("msvc_runtime", "MSVC C runtime (`/MD`, `/MT`…)", Value.CHOICE, MSVC_RUNTIMES,
-           fact="abi", rule="MSVC_RUNTIME", reads=("abi.msvc_runtime",), oses=("windows",),
-           report=True, diff=Diff("changed", "MD vs MT runtimes do not mix in one link")),
+           fact="abi", members=Combine.COMMON, rule=True, reads=("abi.msvc_runtime",),
+           oses=("windows",), report=True, column="other",
+           diff=Diff("changed", "MD vs MT runtimes do not mix in one link")),
     AbiKey("threads", "wasm: shared memory (objects: atomics + bulk-memory features)",
-           Value.BOOL, fact="abi", rule="THREADS", reads=("abi.threads", _FEATS),
-           oses=WASM_OSES, report=True,
+           Value.BOOL, fact="abi", members=Combine.ANY, rule=True,
+           reads=("abi.threads", _FEATS), oses=WASM_OSES, report=True,
            diff=Diff("changed", "consumers must match the thread model (wasm shared memory)")),
-    AbiKey("simd128", "wasm: uses or enables 128-bit SIMD", Value.BOOL, fact="abi"),
-    AbiKey("relaxed_simd", "wasm: uses or enables relaxed SIMD", Value.BOOL, fact="abi"),
+    AbiKey("simd128", "wasm: uses or enables 128-bit SIMD", Value.BOOL, fact="abi",
+           members=Combine.ANY),
+    AbiKey("relaxed_simd", "wasm: uses or enables relaxed SIMD", Value.BOOL, fact="abi",
+           members=Combine.ANY),
     AbiKey("async", "linked wasm module: how it suspends (JSPI or Asyncify)", Value.CHOICE,
-           ASYNC_KINDS, fact="abi", attr="async_",
+           ASYNC_KINDS, fact="abi", attr="async_", members=Combine.COMMON,
            diff=Diff("changed", "JSPI vs Asyncify must match the consumer's link flags")),
     AbiKey("wasm_features", "wasm features declared (target_features) or used", Value.FEATURES,
-           fact="abi", report=True,
+           fact="abi", members=Combine.UNION, report=True, column="other",
            diff=Diff("added", "consumers must enable the new wasm features")),
     AbiKey("wasm_features_complete", "whether wasm_features is the whole list", Value.BOOL,
-           fact="abi", describe="whether wasm_features is the whole list (false: some code "
-                                "or section could not be read; the evidence says why)"),
+           fact="abi", members=Combine.ALL,
+           describe="whether wasm_features is the whole list (false: some code "
+                    "or section could not be read; the evidence says why)"),
+    AbiKey("exec_stack", "ELF: the binary asks for an executable stack (an image's "
+           "`PT_GNU_STACK` is executable; an object's `.note.GNU-stack` is, and a link makes "
+           "that the executable's); unknown when it has neither. As a contract key: `false` "
+           "refuses such a binary", Value.BOOL, fact="abi", members=Combine.ANY, rule=True,
+           reads=("abi.exec_stack",), oses=("linux",),
+           describe="ELF: whether the binary asks for an executable stack (PT_GNU_STACK of an "
+                    "image, .note.GNU-stack of an object); null: it has neither, or not ELF",
+           diff=Diff("changed", "an executable stack turns off no-execute stack protection "
+                                "for every process that loads it")),
     AbiKey("features_required", "wasm features every binary must have", Value.FEATURES,
-           rule="FEATURES_REQUIRED", reads=(_FEATS, "abi.simd128"), oses=WASM_OSES),
+           rule=True, reads=(_FEATS, "abi.simd128"), oses=WASM_OSES),
     AbiKey("features_forbidden", "wasm features no binary may have (e.g. relaxed-simd)",
-           Value.FEATURES, rule="FEATURES_FORBIDDEN", reads=(_FEATS, "abi.relaxed_simd"),
-           oses=WASM_OSES),
+           Value.FEATURES, rule=True, reads=(_FEATS, "abi.relaxed_simd"), oses=WASM_OSES),
     AbiKey("needed", "shared libraries needed at load time", Value.STRINGS, fact="top",
            diff=Diff("added", "a new library must be present at load time")),
     AbiKey("delay_needed", "PE delay-loaded DLLs", Value.STRINGS, fact="top",
+           describe="PE delay-loaded DLLs (loaded on first call, not at load time; not in "
+                    "needed); null for other formats",
            diff=Diff("added", "a new delay-loaded DLL must be present on first call")),
     AbiKey("soname", "the shared library's soname or install name", Value.TEXT, fact="top",
            diff=Diff("changed",
                      "consumers linked against the old soname do not load the new one")),
     AbiKey("allowed_needed", "globs of the only shared libraries an image may need, load-time "
-           "(`needed`) and delay-loaded (`delay_needed`) alike", Value.STRINGS,
-           rule="ALLOWED_NEEDED", reads=("needed",)),
+           "(`needed`) and delay-loaded (`delay_needed`) alike", Value.STRINGS, rule=True,
+           empty_rule=True, reads=("needed",)),
     AbiKey("forbid_exports", "globs of symbols no image may export (raw, without Mach-O's `_`, "
-           "or demangled)", Value.STRINGS, rule="FORBID_EXPORTS", reads=("symbols",)),
+           "or demangled)", Value.STRINGS, rule=True, reads=("symbols",)),
     AbiKey("allow_unknown", "contract keys whose fact may be unreadable: such a binary passes "
            "that rule, and the report says so (without it, an unreadable fact fails)",
            Value.KEYS, setting=True),
@@ -211,3 +264,15 @@ def abi_facts() -> tuple[AbiKey, ...]:
 def contract_keys() -> tuple[AbiKey, ...]:
     """The contract's keys, rules and settings, in the order the reference lists them."""
     return tuple(k for k in KEYS if k.contract)
+
+
+def python_type(key: AbiKey, *, contract: bool = False) -> tuple[str, str]:
+    """``(annotation, default)`` of the key's field: in ``inspect.facts.Abi`` (a fact unknown
+    is None) or, with ``contract``, in ``contract.terms.Contract`` (None or empty: no rule)."""
+    if key.value in (Value.STRINGS, Value.FEATURES, Value.KEYS):
+        if not contract:
+            return "list[str] | None", "None"
+        return ("tuple[str, ...] | None", "None") if key.empty_rule else ("tuple[str, ...]", "()")
+    if key.value is Value.BOOL:
+        return "bool | None", "None"
+    return "str | None", "None"

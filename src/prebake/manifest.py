@@ -119,7 +119,7 @@ class Toolchain(_Part):
 
 @dataclass(frozen=True)
 class FactSummary(_Part):
-    """The contract-relevant facts of one shipped library (``facts_summary``); ``abi`` and any
+    """The contract-relevant facts of one shipped library (``Facts.summary``); ``abi`` and any
     key the schema leaves open are kept as read."""
 
     path: str

@@ -87,12 +87,12 @@ def write_demo_asset(pre: Path, name: str, version: str, platform: str, out_dir:
     """Package ``pre`` with the real packager, a manifest carrying the libraries' facts."""
     from prebake.inspect import inspect
     from prebake.package.archive import write_asset
-    from prebake.package.manifest_builder import facts_summary, make_manifest
+    from prebake.package.manifest_builder import make_manifest
     from prebake.package.naming import asset_id
 
     aid = asset_id(name, version, platform)
     libs = sorted(p for p in (pre / "lib").iterdir() if p.is_file() and not p.is_symlink())
-    facts = [facts_summary(inspect(p), p.relative_to(pre).as_posix()) for p in libs]
+    facts = [inspect(p).summary(p.relative_to(pre).as_posix()) for p in libs]
     static = [[f["path"]] for f in facts if f["kind"] == "static-library"]
     digest = hashlib.sha256(f"{name} {version} {platform}".encode()).hexdigest()
     manifest = make_manifest(aid, input_hash=digest, toolchain={"cc": ["gcc"]}, facts=facts,

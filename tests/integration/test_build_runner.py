@@ -9,11 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from prebake.bake.env import FLAG_VARIABLES, build_env, dropped
-from prebake.bake.immutability import compare, snapshot
-from prebake.bake.placeholders import Context, expand
-from prebake.bake.process import BuildLog, run_logged
+from prebake.bake.process import BuildLog, Context, expand, run_logged
+from prebake.bake.stamp import compare, snapshot
 from prebake.errors import PrebakeError
+from prebake.variables import FLAG_VARIABLES, dropped, sanitized
 
 CALLER = {"PATH": "/usr/bin:/bin", "HOME": "/home/u", "CFLAGS": "-flto", "CXXFLAGS": "-flto",
           "LDFLAGS": "-flto", "EMCC_CFLAGS": "-flto", "CPPFLAGS": "-DX", "CC": "clang",
@@ -22,7 +21,7 @@ CALLER = {"PATH": "/usr/bin:/bin", "HOME": "/home/u", "CFLAGS": "-flto", "CXXFLA
 
 
 def test_env_is_an_allowlist_never_the_callers_environment() -> None:
-    env = build_env(CALLER)
+    env = sanitized(CALLER)
     assert env["PATH"] == "/usr/bin:/bin" and env["HOME"] == "/home/u"
     assert env["NODE_PATH"] == "/usr/share/nodejs"
     for k in (*FLAG_VARIABLES, "AWS_SECRET_ACCESS_KEY", "GH_TOKEN"):
@@ -32,8 +31,8 @@ def test_env_is_an_allowlist_never_the_callers_environment() -> None:
 
 
 def test_platform_and_recipe_env_apply_and_env_unset_wins() -> None:
-    env = build_env(CALLER, platform_env={"CFLAGS": "-O2", "EM_CACHE": "/c"},
-                    recipe_env={"CXXFLAGS": "-O3"}, unset=["CFLAGS"])
+    env = sanitized(CALLER, platform_env={"CFLAGS": "-O2", "EM_CACHE": "/c"},
+                     recipe_env={"CXXFLAGS": "-O3"}, unset=["CFLAGS"])
     assert "CFLAGS" not in env
     assert env["CXXFLAGS"] == "-O3" and env["EM_CACHE"] == "/c"
 

@@ -27,9 +27,9 @@ from typing import Any
 import pytest
 
 from prebake.package import version_proof
+from prebake.recipes.api import Recipe, UrlSource, VersionCheck
 from prebake.recipes.builtin.onnxruntime import emsdk_standin, fetchcontent
 from prebake.recipes.builtin.onnxruntime import recipe as ort_recipe
-from prebake.recipes.model import Recipe, UrlSource, VersionCheck
 from prebake.sources import SourceCache, materialize
 from prebake.sources.lock import Locked, read_source_lock
 from tests import support

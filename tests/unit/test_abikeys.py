@@ -1,5 +1,6 @@
 """The table of ABI keys and every view derived from it agree, with each other and with the
-committed schemas: a key added to one place and not the others fails here, naming it."""
+committed schemas (the generated files are held to the generator in test_reference.py): a key
+added to the table brings its fields and schema along, and fails here until it has its rule."""
 
 from __future__ import annotations
 
@@ -8,13 +9,17 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from prebake import abikeys
 from prebake.abikeys import Value
 from prebake.contract import rules
-from prebake.contract.model import ONLY_FOR_OS, SETTINGS, Contract, parse_contract
+from prebake.contract.terms import ONLY_FOR_OS, SETTINGS, Contract, parse_contract
 from prebake.diff.compare import FACT_RULES, TOP_LEVEL_FACTS
+from prebake.inspect.archive import summarise
 from prebake.inspect.facts import ABI_FIELDS, FACT_FIELDS, Abi, Facts
-from prebake.report.model import CELL_FACTS
+from prebake.reference import abi
+from prebake.report.data import CELL_FACTS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -22,24 +27,6 @@ ROOT = Path(__file__).resolve().parents[2]
 def _schema(name: str) -> dict[str, Any]:
     data: dict[str, Any] = json.loads((ROOT / "schemas" / name).read_text(encoding="utf-8"))
     return data
-
-
-def fact_schema(key: abikeys.AbiKey) -> dict[str, Any]:
-    """The JSON Schema fragment of a fact's value in ``inspect --json`` (null: unknown)."""
-    frag: dict[str, Any]
-    if key.value is Value.CHOICE:
-        frag = {"enum": [*key.choices, None]}
-    elif key.value is Value.VERSION:
-        frag = {"type": ["string", "null"], "pattern": "^[0-9]+(\\.[0-9]+)*$"}
-    elif key.value is Value.BOOL:
-        frag = {"type": ["boolean", "null"]}
-    elif key.value is Value.TEXT:
-        frag = {"type": ["string", "null"]}
-    else:
-        frag = {"type": ["array", "null"], "items": {"type": "string"}}
-    if key.describe:
-        frag = {"description": key.describe, **frag}
-    return frag
 
 
 def test_abi_dataclass_has_one_attribute_per_abi_fact() -> None:
@@ -58,13 +45,45 @@ def test_contract_fields_are_the_tables_contract_keys_in_order() -> None:
         k.name for k in abikeys.contract_keys()]
 
 
-def test_every_rule_named_by_the_table_exists_and_every_rule_is_named() -> None:
-    named = {k.rule for k in abikeys.KEYS if k.rule}
-    defined = {n for n, v in vars(rules).items() if isinstance(v, rules.Rule)}
-    assert named == defined
+def test_every_rule_key_of_the_table_has_its_rule_and_every_rule_its_key() -> None:
+    assert set(rules.RULES_BY_KEY) == {k.name for k in abikeys.KEYS if k.rule}
     assert [r.key for r in rules.RULES] == [
         k.name for k in abikeys.contract_keys() if not k.setting]
     assert tuple(k.name for k in abikeys.contract_keys() if k.setting) == SETTINGS
+
+
+def test_a_key_added_to_the_table_alone_is_a_field_a_schema_entry_and_a_missing_rule(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a new entry brings with it (the fields and the schema are generated from the
+    table) and what it still needs: its rule, without which the rules do not load."""
+    key = abikeys.AbiKey("exec_heap", "made up for this test", Value.BOOL, fact="abi",
+                         members=abikeys.Combine.ANY, rule=True, reads=("abi.exec_heap",))
+    monkeypatch.setattr(abikeys, "KEYS", (*abikeys.KEYS, key))
+    assert "    exec_heap: bool | None = None\n" in abi.abi_fields()
+    assert "    exec_heap: bool | None = None\n" in abi.contract_fields()
+    schema = abi.inspect_schema()["$defs"]["abi"]
+    assert schema["properties"]["exec_heap"] == {"type": ["boolean", "null"]}
+    assert "exec_heap" in schema["required"]
+    with pytest.raises(LookupError, match="exec_heap"):
+        rules._bound()
+
+
+def test_archive_members_combine_as_the_table_says() -> None:
+    """``summarise`` reads each key's ``members``: the highest glibc floor, any thread use, the
+    common EH model with ``mixed`` when they disagree and ``none`` agreeing with either."""
+    a, b = Facts(path="a.o"), Facts(path="b.o")
+    a.abi.glibc_max, b.abi.glibc_max = "2.17", "2.28"
+    a.abi.threads, b.abi.threads = None, True
+    a.abi.eh, b.abi.eh = "none", "native"
+    f = Facts(path="lib.a")
+    summarise(f, [a, b])
+    assert (f.abi.glibc_max, f.abi.threads, f.abi.eh) == ("2.28", True, "native")
+    b.abi.eh = "emscripten-legacy"
+    c = Facts(path="c.o")
+    c.abi.eh = "wasm"
+    summarise(f, [a, b, c])
+    assert f.abi.eh == "mixed" and f.counts["eh"] == {"none": 1, "emscripten-legacy": 1,
+                                                      "wasm": 1}
 
 
 def test_derived_views() -> None:
@@ -85,22 +104,6 @@ def test_a_fact_entry_has_its_choices_and_a_contract_key_its_reads() -> None:
             for fact in k.reads:
                 top = fact.removeprefix("abi.")
                 assert top in abikeys.BY_NAME or top == "symbols", f"{k.name} reads {fact}"
-
-
-def test_inspect_schema_agrees_with_the_table() -> None:
-    """Every ``abi`` property of schemas/inspect.schema.json is the table's fragment, and the
-    top-level choices are the table's choices."""
-    defs = _schema("inspect.schema.json")["$defs"]
-    abi = defs["abi"]
-    names = [k.name for k in abikeys.abi_facts()]
-    assert sorted(abi["required"]) == sorted(names)
-    assert sorted(abi["properties"]) == sorted(names)
-    for k in abikeys.abi_facts():
-        assert abi["properties"][k.name] == fact_schema(k), k.name
-    facts = defs["facts"]["properties"]
-    for k in abikeys.KEYS:
-        if k.fact == "top" and k.value is Value.CHOICE:
-            assert facts[k.name]["enum"] == [*k.choices, None], k.name
 
 
 def test_toml_schema_contract_agrees_with_the_table() -> None:

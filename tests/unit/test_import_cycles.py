@@ -21,8 +21,11 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 
 
 def modules(src: Path, top: str) -> dict[str, Path]:
+    """Module name -> file; a compiled extension counts by its stub (``inspect/_scan.pyi``),
+    so importing it is an edge to it, not to the package around it."""
     out = {}
-    for p in sorted((src / top).rglob("*.py")):
+    stubs = [p for p in (src / top).rglob("*.pyi") if not p.with_suffix(".py").exists()]
+    for p in sorted([*(src / top).rglob("*.py"), *stubs]):
         parts = list(p.relative_to(src).with_suffix("").parts)
         if parts[-1] == "__init__":
             parts.pop()

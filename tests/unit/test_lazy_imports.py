@@ -5,8 +5,9 @@ The command line (``prebake.cli`` and ``prebake.commands.*``) imports a command'
 when that command runs, so that ``prebake --version`` and the other commands stay fast. Below
 it, a function-body import hides what a module depends on (and once hid import cycles): it is
 allowed only for a heavy third-party package (or, twice, a standard module on a command's
-start-up path) measured with ``python -X importtime``, with a comment containing "lazy" that
-says why, listed in ``LAZY`` with the module it keeps out.
+start-up path; or the inspector's format modules, each loaded for its own bytes) measured with
+``python -X importtime``, with a comment containing "lazy" that says why, listed in ``LAZY``
+with the module it keeps out.
 ``PENDING`` files are being edited on other branches; their lazy imports go once those land.
 A cycle that a lazy import would break means a function or constant is in the wrong module:
 move it down the floors of docs/architecture.md (tests/unit/test_import_cycles.py).
@@ -43,6 +44,9 @@ LAZY = {
     ("prebake/inspect/runner.py", "concurrent.futures"): "the pool, where there is no fork",
     ("prebake/inspect/runner.py", "pickle"): "6M instructions at every start (callgrind); only "
                                             "an error in a forked worker needs it",
+    # the inspector's own format modules: link-order on ELF archives loads the archive and ELF
+    # readers alone (test_startup.py); the wasm, Mach-O, PE and bitcode ones cost 40-50 ms more
+    ("prebake/inspect/registry.py", "prebake.inspect"): "a format's module, for its bytes only",
 }
 
 #: files other branches are changing now: their function-body imports are cleaned after merge

@@ -3,17 +3,18 @@
 hypothesis builds fat Mach-O files, ar archives and thin archives inside one another (fat ⊃ ar
 ⊃ fat …, slices repeated at one offset, thin archives naming files many times, members that
 are bombs of their own) around small real leaves (a Mach-O object, an ELF object, bytes that
-are no binary). Every parse is counted by wrapping ``inspect_bytes`` and every byte read by
-wrapping ``binreader.read_at``; whatever the input, a file's nested parses stay within
-``Work.of(size)`` (``MAX_NESTING`` times its bytes, one parse per 16 bytes plus 64), a thin
-archive's member files are each read once, and the result is facts or one ``FormatError``.
+are no binary). Every nested parse is counted through the dispatcher's ``Work.spend`` and
+every byte read by wrapping ``binreader.read_at``; whatever the input, a file's nested parses
+stay within ``Work.of(size)`` (``MAX_NESTING`` times its bytes, one parse per 16 bytes plus
+64), a thin archive's member files are each read once, and the result is facts or one
+``FormatError``.
 """
 
 from __future__ import annotations
 
 import struct
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +27,7 @@ import prebake.inspect as pi
 from prebake.errors import FormatError
 from prebake.inspect import archive as ar
 from prebake.inspect import binreader as br
+from prebake.inspect import dispatch
 
 MACHO = struct.pack("<IIIIIIII", 0xFEEDFACF, 0x01000007, 3, 1, 0, 0, 0, 0)
 ELF = bytearray(64)
@@ -85,23 +87,24 @@ class Spent:
 
 @contextmanager
 def counting() -> Iterator[Spent]:
-    """Every nested parse (a call of ``inspect_bytes`` from inside a reader) and every byte
-    read from a file, for the duration."""
+    """Every nested parse (a ``Work.spend`` of the dispatcher, which every nested
+    ``inspect_bytes`` pays before it reads) and every byte read from a file, for the
+    duration."""
     spent = Spent()
-    real_parse: Callable[..., pi.Facts] = pi.inspect_bytes
+    real_spend = dispatch.Work.spend
     real_read = br.read_at
 
-    def parse(data: br.Source, path: str, opts: pi.ParseOptions | None = None) -> pi.Facts:
-        if getattr(pi._depth, "n", 0) > 0:  # nested: the file's own parse is not counted
-            spent.parses += 1
-            spent.nested_bytes += len(data)
-        return real_parse(data, path, opts)
+    def spend(self: dispatch.Work, size: int, path: str) -> None:
+        spent.parses += 1
+        spent.nested_bytes += size
+        real_spend(self, size, path)
 
     def read(fd: int, n: int, offset: int, chunk: int = br.MAX_READ) -> bytes | bytearray:
         spent.read += n
         return real_read(fd, n, offset, chunk)
 
-    with mock.patch.object(pi, "inspect_bytes", parse), mock.patch.object(br, "read_at", read):
+    with mock.patch.object(dispatch.Work, "spend", spend), \
+            mock.patch.object(br, "read_at", read):
         yield spent
 
 

@@ -15,8 +15,8 @@ import pytest
 from prebake.cli import main
 from prebake.errors import PrebakeError
 from prebake.package.naming import asset_id
-from prebake.plan import ToolchainIdentity, asset_for, make_plan
-from prebake.plan.model import Unit
+from prebake.plan import ToolchainIdentity, asset_for, make_plan, platform_profile
+from prebake.plan.units import Unit
 from prebake.workspace import Toolchain, load_workspace
 from tests import support
 
@@ -134,6 +134,20 @@ def test_platform_profile_changes_only_that_platform(sdk: Path) -> None:
     # an override of the preset's floor, in the one platform's contract
     edit(sdk / "prebake.toml", 'extends = "manylinux_2_28_aarch64"',
          'extends = "manylinux_2_28_aarch64"\nglibc_max = "2.31"')
+    assert changed(before, hashes(sdk)) == {"core/linux-aarch64", "media/linux-aarch64",
+                                            "onnxruntime/linux-aarch64"}
+
+
+def test_only_the_keys_a_contract_sets_are_inputs(sdk: Path) -> None:
+    """A key the contract leaves unset is no rule and no input, so a key prebake gains, unset,
+    rebuilds nothing; an empty allowed_needed is a rule (no library may be needed)."""
+    contract = load_workspace(sdk).platforms["linux-aarch64"].contract
+    profile = platform_profile(load_workspace(sdk).platforms["linux-aarch64"])["contract"]
+    assert profile == {k: v for k, v in contract.to_json().items() if v not in (None, [])}
+    assert "glibc_max" in profile and "eh" not in profile and "allowed_needed" not in profile
+    before = hashes(sdk)
+    edit(sdk / "prebake.toml", 'extends = "manylinux_2_28_aarch64"',
+         'extends = "manylinux_2_28_aarch64"\nallowed_needed = []')
     assert changed(before, hashes(sdk)) == {"core/linux-aarch64", "media/linux-aarch64",
                                             "onnxruntime/linux-aarch64"}
 

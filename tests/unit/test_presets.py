@@ -123,7 +123,7 @@ def test_ci_defaults_are_one_data_file() -> None:
 
 
 def test_the_exnref_and_legacy_presets_ask_for_their_encoding() -> None:
-    from prebake.contract.model import parse_contract
+    from prebake.contract.terms import parse_contract
 
     for preset, encoding in (("emscripten-jspi-exnref-pthread-simd", "exnref"),
                              ("emscripten-wasm-eh-legacy-pthread-simd", "legacy")):

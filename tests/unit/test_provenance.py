@@ -126,7 +126,7 @@ def test_a_non_commit_ref_without_a_checkout_has_no_invented_digest(ws: Any, tmp
                                                                     ) -> None:
     from dataclasses import replace
 
-    from prebake.recipes.model import GitSource
+    from prebake.recipes.api import GitSource
 
     r = ws.recipes["lib"]
     src = replace(r.sources[0], ref="v{version}")

@@ -8,7 +8,7 @@ import dataclasses
 
 import pytest
 
-from prebake.bake import placeholders
+from prebake.bake.process import Context, expand
 from prebake.recipes import Build, Recipe, Since, validate_recipe
 from prebake.recipes.loader import BUILTIN_DIR, load_recipe_file
 
@@ -35,13 +35,13 @@ def test_the_newest_entry_not_newer_than_the_pin(version: str, want: tuple[str, 
 
 
 def test_a_bare_placeholder_is_whole_argv_and_inside_a_token_is_joined() -> None:
-    ctx = placeholders.Context(values={}, pins={}, release=_recipe().release_argv("1.21.0"))
-    assert placeholders.expand("tool --first {release[eh]} --last", ctx, "t") == [
+    ctx = Context(values={}, pins={}, release=_recipe().release_argv("1.21.0"))
+    assert expand("tool --first {release[eh]} --last", ctx, "t") == [
         "tool", "--first", "--disable_wasm_exception_catching", "-DX=a b", "--last"]
-    assert placeholders.expand("tool F={release[eh]}", ctx, "t") == [
+    assert expand("tool F={release[eh]}", ctx, "t") == [
         "tool", "F=--disable_wasm_exception_catching '-DX=a b'"]
-    empty = placeholders.Context(values={}, pins={}, release={"eh": ()})
-    assert placeholders.expand("tool {release[eh]} --last", empty, "t") == ["tool", "--last"]
+    empty = Context(values={}, pins={}, release={"eh": ()})
+    assert expand("tool {release[eh]} --last", empty, "t") == ["tool", "--last"]
 
 
 def test_a_table_without_a_floor_or_an_unknown_table_is_refused() -> None:

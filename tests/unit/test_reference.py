@@ -18,9 +18,9 @@ import pytest
 
 import prebake.recipes as api
 from prebake.cli import main
-from prebake.contract.model import ONLY_FOR_OS
+from prebake.contract.terms import ONLY_FOR_OS
 from prebake.errors import ConfigError
-from prebake.reference import REGENERATE, contract_keys, render, toml_schema_text
+from prebake.reference import REGENERATE, contract_keys, generated, render, toml_schema_text
 from prebake.workspace import load_workspace
 from prebake.workspace.loader import SCHEMA, SECTIONS
 from tests import support
@@ -31,8 +31,12 @@ REFERENCE = ROOT / "docs" / "reference.md"
 
 
 def test_committed_files_are_what_the_generator_writes() -> None:
+    """The reference, the schemas (prebake.toml's, the manifest's, inspect --json's) and the
+    fields the table of ABI keys makes (Abi, Contract)."""
     assert SCHEMA_FILE.read_text() == toml_schema_text(), f"stale: run {REGENERATE}"
     assert REFERENCE.read_text() == render(), f"stale: run {REGENERATE}"
+    for rel, text in generated(ROOT):
+        assert (ROOT / rel).read_text(encoding="utf-8") == text, f"{rel} stale: run {REGENERATE}"
 
 
 def test_every_placeholder_field_and_key_is_in_the_reference() -> None:

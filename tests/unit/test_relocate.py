@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from prebake.bake.stamp import prefix_files
 from prebake.package import relocate, upstream_cmake, version_proof
 from prebake.package.archive import Entry, collect_tree
 from prebake.recipes import Component, Recipe, VersionCheck, validate_recipe
-from prebake.recipes.model import Outputs
+from prebake.recipes.api import Outputs
 from prebake.toolchain import prefix_map
 
 ZSTD_PC = """\
@@ -115,7 +116,7 @@ def _zstd_install(prefix: Path) -> list[str]:
         "lib/cmake/zstd/t.cmake": "add_library(zstd::libzstd_static STATIC IMPORTED)\n",
         "lib/libprotobuf.so.3.21.12": "",
     })
-    return sorted(version_proof.files_below(prefix))
+    return prefix_files(prefix)  # what the build hands the version proof
 
 
 def test_a_stale_pin_fails_naming_every_piece_of_evidence(tmp_path: Path) -> None:

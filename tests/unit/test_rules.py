@@ -8,8 +8,8 @@ import pytest
 
 from prebake.contract import Contract, load_contract_file
 from prebake.contract.check import CheckReport, check_facts, check_paths
-from prebake.contract.model import SETTINGS
 from prebake.contract.rules import RULES, RULES_BY_KEY, matching_exports, version_tuple
+from prebake.contract.terms import SETTINGS
 from prebake.errors import ConfigError, PrebakeError
 from prebake.inspect.facts import Abi, Facts, Symbols
 
@@ -215,7 +215,7 @@ def test_undecided_rules_fail_closed_unless_the_contract_allows_them(tmp_path: P
 
 
 def test_allow_unknown_names_contract_keys_only() -> None:
-    from prebake.contract.model import parse_contract
+    from prebake.contract.terms import parse_contract
 
     c, problems = parse_contract({"eh": "wasm", "allow_unknown": ["eh", "lt0"]})
     assert c.allow_unknown == ("eh", "lt0")

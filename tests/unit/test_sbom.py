@@ -12,8 +12,8 @@ from cyclonedx.schema import SchemaVersion
 from cyclonedx.validation.json import JsonStrictValidator
 
 from prebake.package.naming import asset_id
+from prebake.recipes.api import Build, Component, Recipe, UrlSource
 from prebake.recipes.loader import find_recipe, load_recipe_file
-from prebake.recipes.model import Build, Component, Recipe, UrlSource
 from prebake.trust.sbom import make_sbom
 
 AID = asset_id("kiln-sdk-extra", "0.12.0", "linux-x86_64")

@@ -74,7 +74,7 @@ def _heads() -> list[bytes]:
 
 
 def test_registry_sniff_picks_the_reader_a_full_scan_picks() -> None:
-    everyone = registry.all_readers()
+    everyone = registry.readers()
     for head in _heads():
         expected = next((r for r in everyone if r.sniff(head)), None)
         assert registry.sniff(head) is expected, head.hex(" ")

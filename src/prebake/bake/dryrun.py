@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from prebake.bake import placeholders
-from prebake.bake.invocation import command_context, command_env
+from prebake.bake.buildenv import prepare
 from prebake.bake.layout import Layout, work_dirs
 from prebake.bake.options import Options
+from prebake.bake.process import expand
 from prebake.errors import PrebakeError
-from prebake.plan.model import Unit
-from prebake.recipes.model import Build, Repackage
+from prebake.plan.units import Unit
+from prebake.recipes.api import Build, Repackage
 from prebake.redact import env_secrets, redact_env, redact_json
 from prebake.sources import SourceCache, describe, render_source
 from prebake.store.base import Store, read_manifest
@@ -35,6 +35,7 @@ def dry_run_steps(ws: Workspace, unit: Unit, opts: Options, cache: SourceCache
                   ) -> list[dict[str, Any]]:
     """One step per recipe: what a real build would download or run, and where."""
     dirs = work_dirs(Layout(ws.root), unit)
+    env = prepare(ws, unit, opts, dirs)  # what the build would make once, before its steps
     pname = unit.platform.name
     steps: list[dict[str, Any]] = []
     for recipe in unit.recipes:
@@ -49,16 +50,15 @@ def dry_run_steps(ws: Workspace, unit: Unit, opts: Options, cache: SourceCache
             step["verified"] = bool(strategy.sha256)  # from the source lock
             step["layout"] = dict(strategy.layout)
         elif isinstance(strategy, Build):
-            ctx = command_context(ws, unit, opts, recipe, work, dirs)
+            ctx = env.invocation(recipe).context
             step["strategy"] = "build"
             step["sources"] = [line for _, s in recipe.sources_for(ws.pins[recipe.pin])
                                for line in
                                describe(render_source(s, ver, ws.pins), work, recipe.folder,
                                         cache)]
             step["cwd"] = str(work / "build")
-            env = command_env(unit, opts, recipe, strategy, ctx, dirs=dirs)
-            step["env"] = redact_env(env)  # printed
-            step["commands"] = [placeholders.expand(c, ctx, f"recipe {recipe.name} command {i}")
+            step["env"] = redact_env(env.invocation(recipe).env)  # printed
+            step["commands"] = [expand(c, ctx, f"recipe {recipe.name} command {i}")
                                 for i, c in enumerate(strategy.commands, 1)]
         else:
             step["strategy"] = None

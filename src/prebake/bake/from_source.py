@@ -1,5 +1,6 @@
-"""A ``Build`` strategy: fetch the recipe's sources and run its commands, in the platform's
-sanitized environment, with the CMake toolchain file written first when a command names it."""
+"""A ``Build`` strategy: fetch the recipe's sources and run its commands in the unit's build
+environment (``run.env``), with the CMake toolchain file written first when a command names
+it."""
 
 from __future__ import annotations
 
@@ -7,16 +8,11 @@ import shlex
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from prebake.bake import placeholders
-from prebake.bake.env import build_env, dropped
-from prebake.bake.invocation import command_context, command_env
-from prebake.bake.process import run_logged
+from prebake.bake.process import expand, run_logged
 from prebake.bake.unitrun import UnitFailed, UnitRun
-from prebake.recipes.model import Build, Recipe, strategy_templates, template_fields
+from prebake.recipes.api import Build, Recipe
 from prebake.sources import materialize, render_source
 from prebake.toolchain.cmakefile import ToolchainFileError, for_unit, toolchain_folder
-from prebake.toolchain.families import family_of_argv
-from prebake.toolchain.launcher import compiler_launcher
 from prebake.toolchain.zigwarm import warm
 
 
@@ -33,17 +29,17 @@ def build_from_source(run: UnitRun, recipe: Recipe, strategy: Build, work: Path,
                       sources_in: Callable[[], None] = lambda: None) -> None:
     """``sources_in`` is called once the sources are unpacked, before the first command (the
     unit deletes the earlier build's tree then, not beside the unpack)."""
-    if "cmake_toolchain" in template_fields(strategy_templates(strategy)):
+    how = run.env.invocation(recipe)
+    if how.toolchain_file:
         write_cmake_toolchain(run)
     fetch_sources(run, recipe, work)
     sources_in()
-    ctx = command_context(run.ws, run.unit, run.opts, recipe, work, run.dirs)
-    env = command_env(run.unit, run.opts, recipe, strategy, ctx, dirs=run.dirs)
-    run.log.env(env, dropped(run.opts.caller_env, env))
+    ctx, env = how.context, how.env
+    run.log.env(env, how.dropped)
     _warm_zig(run, env)
     (work / "build").mkdir(exist_ok=True)
     for i, command in enumerate(strategy.commands, 1):
-        argv = placeholders.expand(command, ctx, f"recipe {recipe.name} command {i}")
+        argv = expand(command, ctx, f"recipe {recipe.name} command {i}")
         run.say(f"{recipe.name}: [{i}/{len(strategy.commands)}] {shlex.join(argv)[:120]}")
         rc = run_logged(argv, cwd=work / "build", env=env, log=run.log, cancel=run.cancel)
         if rc != 0:
@@ -56,10 +52,9 @@ def build_from_source(run: UnitRun, recipe: Recipe, strategy: Build, work: Path,
 def _warm_zig(run: UnitRun, env: Mapping[str, str]) -> None:
     """zig builds its C runtime in the folder of the first link that needs it and records
     that folder in debug info (``prebake.toolchain.zigwarm``): build it from ``/`` first."""
-    tc = run.unit.platform.toolchain
-    fam = family_of_argv(tc.cc)
-    if fam is None or fam.name != "zig":
+    if run.env.family != "zig":
         return
+    tc = run.unit.platform.toolchain
     run.say("zig: building the target's C runtime from / (kept out of the build folders)")
     for line in warm(tc.cc, tc.cxx, env):
         run.log.write(f"# zig warm-up: {line}")
@@ -68,11 +63,10 @@ def _warm_zig(run: UnitRun, env: Mapping[str, str]) -> None:
 def write_cmake_toolchain(run: UnitRun) -> Path:
     """Write the platform's CMake toolchain file (and its wrappers) into the unit's work
     folder, before any source is fetched: a table that cannot make one fails here."""
-    p, dirs = run.unit.platform, run.dirs
-    env = build_env(run.opts.caller_env, platform_env=p.env, unset=p.env_unset)
+    p, dirs, env = run.unit.platform, run.dirs, run.env
     try:
-        made = for_unit(p, work_root=dirs.root, prefix=dirs.prefix, deps=dirs.deps, env=env,
-                        launcher=compiler_launcher(run.opts.caller_env),
+        made = for_unit(p, work_root=dirs.root, prefix=dirs.prefix, deps=dirs.deps,
+                        env=env.base, launcher=env.launcher, flags=env.prefix_map,
                         workspace_root=run.ws.root)
     except ToolchainFileError as exc:
         raise UnitFailed(str(exc)) from None

@@ -1,69 +1,177 @@
-"""The guards every recipe's outputs pass before anything is packaged, as a list of steps.
+"""The guards every recipe's outputs pass before anything is packaged, as steps like the build's,
+and what a recipe ships as they see it.
 
-Each guard is a small function of the recipe's frozen :class:`GuardInput` and the
-:class:`GuardReport` it records into; it returns whether the next guard runs. :data:`GUARDS`
-holds them in order — outputs present, libraries found, links inside the prefix, facts read,
-contract checked, the consumer's links (the snippet and every archive member, side by side),
-link order — and
-:func:`run_guards` runs them until one stops. Each failure becomes one message; any message fails
-the unit. There is deliberately no switch to downgrade a failure to a warning. To add a guard,
-write one function of that shape and put it where it belongs in :data:`GUARDS`.
+Each guard takes typed inputs — the recipe's :class:`GuardInput` and the frozen values earlier
+guards returned — and returns its own frozen value; a guard that stops the chain raises
+``UnitFailed`` with every message found so far. :func:`run_guards` is the chain, in order:
+outputs present, libraries found (with every other binary the build added, and no link
+leaving the prefix), facts read, contract checked, the consumer's links (the snippet and every
+archive member, side by side), link order; its :class:`GuardReport` is what packaging and the
+manifest read. There is deliberately no switch to downgrade a failure to a warning. To add a
+guard, write one function of that shape and call it where it belongs in :func:`run_guards`.
+
+What a recipe ships: ``Outputs.libs`` entries may be globs (``"lib/libabsl_*.a"``); each must
+match at least one file, and the matches, sorted, are the recipe's libraries. A library the
+recipe did not list still ships in the asset, so it is guarded all the same: every binary the
+recipe's build added to the prefix (found by ``prebake.inspect.resolve``, anywhere in the
+prefix) is inspected and checked against the contract, and every such library is linked whole.
 """
 
 from __future__ import annotations
 
-import shutil
+import fnmatch
+import re
 import subprocess
-from collections.abc import Callable, Sequence
+import tempfile
+from collections.abc import Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from prebake.bake.process import BuildLog
-from prebake.bake.result import GuardReport
-from prebake.bake.shipped import LIBRARY_NAME, expand, prefix_files, unlisted_binaries
+from prebake.bake.stamp import prefix_files
+from prebake.bake.unitrun import UnitFailed
 from prebake.contract.check import check_paths, wants_deep
+from prebake.contract.findings import CheckReport, Violation
 from prebake.errors import PrebakeError
 from prebake.inspect import ParseOptions, inspect
+from prebake.inspect.resolve import resolve
 from prebake.link.order import relative_order
 from prebake.link.test import LinkTestResult, link_test
-from prebake.link.whole import WholeArchiveProof, prove_whole_archive
+from prebake.link.whole import prove_whole_archive
 from prebake.package.libs import Library, libraries
-from prebake.package.manifest_builder import facts_summary
-from prebake.recipes.model import Recipe
+from prebake.recipes.api import Recipe
 from prebake.workspace.model import Platform
 
 
 @dataclass(frozen=True)
 class GuardInput:
-    """What one recipe's guards read. ``dep_libs`` are the libraries of the recipes it builds
-    on (earlier stages), which the link tests link too; ``include_dirs`` add their headers.
-    ``before`` are the prefix's files before the recipe built: every other binary in it is the
-    recipe's, listed or not. ``workdir`` is the recipe's work folder (link tests write there)."""
+    """What one recipe's guards read. ``env`` is the unit's environment for the consumer's
+    links (``BuildEnv.base``); ``dep_libs`` the libraries of the recipes it builds on
+    (earlier stages), which the links link too; ``include_dirs`` add their headers. ``before``
+    are the prefix's files before the recipe built: every other binary in it is the recipe's,
+    listed or not. ``workdir`` is the recipe's work folder (link tests write there)."""
 
     recipe: Recipe
     platform: Platform
     prefix: Path
     workdir: Path
     log: BuildLog
+    env: Mapping[str, str]
     dep_libs: tuple[Path, ...] = ()
     include_dirs: tuple[Path, ...] = ()
     before: frozenset[str] = frozenset()
 
-    def libraries(self, out: GuardReport) -> list[Path]:
-        """The recipe's declared libraries (found by :func:`libraries_found`) as a consumer's
-        linker is given them (a DLL by its import library), as paths."""
-        return [self.prefix / lib.link_path for lib in out.libs]
 
-    def binaries(self, out: GuardReport) -> list[Path]:
+@dataclass(frozen=True)
+class Shipped:
+    """The recipe's declared libraries (globs expanded), and the other binaries its build
+    added that the outputs do not list (guarded the same, shipped, not exported)."""
+
+    libs: tuple[Library, ...]
+    unlisted: tuple[str, ...]
+
+    def libraries(self, prefix: Path) -> list[Path]:
+        """The libraries as a consumer's linker is given them (a DLL by its import library)."""
+        return [prefix / lib.link_path for lib in self.libs]
+
+    def binaries(self, prefix: Path) -> list[Path]:
         """Every binary the recipe ships: its libraries (a DLL with its import libraries),
         then what its outputs do not list."""
-        return [*(self.prefix / f for lib in out.libs for f in lib.files),
-                *(self.prefix / rel for rel in out.unlisted)]
+        return [*(prefix / f for lib in self.libs for f in lib.files),
+                *(prefix / rel for rel in self.unlisted)]
 
 
-Guard = Callable[[GuardInput, GuardReport], bool]  # records into the report; False: stop here
+@dataclass(frozen=True)
+class FactsRead:
+    """Each binary's facts for the manifest, and the binaries that could not be read (they
+    fail the unit once the later guards have said their part)."""
+
+    facts: tuple[dict[str, Any], ...]
+    cxx: bool
+    failures: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Linked:
+    """How the consumer's links used the recipe's libraries (the manifest's record)."""
+
+    linked: tuple[str, ...]
+    allowed: Mapping[str, tuple[str, ...]]  # allow_undefined pattern -> the names it let through
+
+
+@dataclass(frozen=True)
+class GuardReport:
+    """What one recipe's guards proved: its libraries and their link order, their facts, the
+    contract's rules left undecided for lack of evidence, how the consumer linked them
+    (machine-independent: paths relative to the prefix)."""
+
+    recipe: str
+    libs: tuple[Library, ...]
+    facts: tuple[dict[str, Any], ...]
+    cxx: bool
+    link_order: tuple[tuple[str, ...], ...]
+    undecided: tuple[str, ...]
+    linked: tuple[str, ...]
+    allowed: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+_GLOB = re.compile(r"[*?\[]")
+LIBRARY_NAME = re.compile(r"\.(a|lib|so(\.\d+)*|dylib|dll)$")
+
+
+def is_glob(entry: str) -> bool:
+    return bool(_GLOB.search(entry))
+
+
+def expand(entries: Sequence[str], prefix: Path, files: Sequence[str] | None = None
+           ) -> tuple[list[str], list[str]]:
+    """``(paths, missing)``: each plain entry that exists, each glob's matches (a glob matching
+    nothing is missing, like an absent plain path)."""
+    present = prefix_files(prefix) if files is None else list(files)
+    out: list[str] = []
+    missing: list[str] = []
+    for entry in entries:
+        if is_glob(entry):
+            hits = [f for f in present if fnmatch.fnmatchcase(f, entry)]
+            if not hits:
+                missing.append(entry)
+            out.extend(h for h in hits if h not in out)
+        elif (prefix / entry).exists() or (prefix / entry).is_symlink():
+            if entry not in out:
+                out.append(entry)
+        else:
+            missing.append(entry)
+    return out, missing
+
+
+def dep_libraries(recipes: Mapping[str, Recipe], recipe: Recipe, platform: str,
+                  deps: Path) -> list[Path]:
+    """The libraries of the recipes ``recipe`` declares as deps, as installed in ``deps``."""
+    files = prefix_files(deps)
+    out: list[Path] = []
+    for d in recipe.deps:
+        if d in recipes:
+            found, _missing = expand(recipes[d].outputs.libs_for(platform), deps, files)
+            out.extend(deps / rel for rel in found)
+    return out
+
+
+def unlisted_binaries(prefix: Path, declared: Collection[str], before: Collection[str]
+                      ) -> tuple[list[str], list[str]]:
+    """``(binaries, escapes)``: binaries the recipe's build added to ``prefix`` that
+    ``declared`` does not name (relative paths, each real file once: a symlink to a declared
+    library is that library), and the symlinks it added that leave the prefix."""
+    declared_real = {(prefix / d).resolve() for d in declared}
+    base = str(prefix) + "/"
+    with tempfile.TemporaryDirectory(prefix="prebake-shipped-") as tmp:
+        found = resolve([prefix], Path(tmp))
+        rels = [b.rel for b in found.binaries if b.shown == str(prefix / b.rel)]
+    escapes = [e.removeprefix(base) for e in found.escapes]
+    return ([r for r in rels if r not in before and r not in declared
+             and (prefix / r).resolve() not in declared_real],
+            [e for e in escapes if e.split(" -> ")[0] not in before])
 
 
 def license_dest(recipe: Recipe) -> str | None:
@@ -72,9 +180,27 @@ def license_dest(recipe: Recipe) -> str | None:
     return f"share/licenses/{recipe.name}/{Path(lic).name}" if lic else None
 
 
+# ---- the chain ------------------------------------------------------------------------------
+
+def run_guards(g: GuardInput) -> GuardReport:
+    """The guards on ``g.recipe``'s outputs in ``g.prefix``, in order; the log gets the
+    details. Raises ``UnitFailed`` (with the contract's violations, if any) on the first
+    guard that fails, naming what every guard before it found wrong too."""
+    outputs_present(g)
+    shipped = libraries_found(g)
+    read = facts_read(g, shipped)
+    report = contract_checked(g, shipped, read.failures)
+    linked = consumer_linked(g, shipped, read.failures)
+    order = link_order_found(g, shipped)
+    if read.failures:
+        raise UnitFailed("\n".join(read.failures))
+    return GuardReport(g.recipe.name, shipped.libs, read.facts, read.cxx, order,
+                       _undecided(report, g.prefix), linked.linked, linked.allowed)
+
+
 # ---- the guards, in the order they run ------------------------------------------------------
 
-def outputs_present(g: GuardInput, out: GuardReport) -> bool:
+def outputs_present(g: GuardInput) -> None:
     """Every declared output is in the prefix (a glob that matches nothing is absent too)."""
     recipe = g.recipe
     wanted = [*recipe.outputs.libs_for(g.platform.name), *recipe.outputs.headers]
@@ -83,145 +209,88 @@ def outputs_present(g: GuardInput, out: GuardReport) -> bool:
         wanted.append(lic)
     missing = expand(wanted, g.prefix)[1]
     if missing:
-        out.failures.append(f"{recipe.name}: declared outputs missing from the prefix: "
-                            + ", ".join(missing))
-        return False
-    return True
+        raise UnitFailed(f"{recipe.name}: declared outputs missing from the prefix: "
+                         + ", ".join(missing))
 
 
-def libraries_found(g: GuardInput, out: GuardReport) -> bool:
-    """The recipe's libraries, globs expanded; a recipe with none for the platform fails, and
-    so does a Windows one whose DLLs are not in bin/ with their import libraries in lib/
-    (``prebake.package.windows``)."""
+def libraries_found(g: GuardInput) -> Shipped:
+    """The recipe's libraries, globs expanded (a recipe with none for the platform fails, and
+    so does a Windows one whose DLLs are not in bin/ with their import libraries in lib/:
+    ``prebake.package.windows``), and the binaries its build added that the outputs do not
+    list; no symlink the build added may leave the prefix (a consumer's copy would dangle)."""
     recipe, platform = g.recipe, g.platform
     outputs = expand(recipe.outputs.libs_for(platform.name), g.prefix)[0]  # globs expanded
     added = [f for f in prefix_files(g.prefix) if f not in g.before]
-    out.libs, problems = libraries(outputs, recipe.kind_for(platform.name), g.prefix,
-                                   os=platform.os, added=added)
+    libs, problems = libraries(outputs, recipe.kind_for(platform.name), g.prefix,
+                               os=platform.os, added=added)
     if problems:
-        out.failures.append(f"{recipe.name}: the {platform.name} layout is wrong:\n"
-                            + "\n".join(problems))
-        return False
-    if not out.libs:
-        out.failures.append(f"{recipe.name}: declares no libraries for {platform.name}")
-        return False
-    return True
-
-
-def links_stay_inside(g: GuardInput, out: GuardReport) -> bool:
-    """No symlink the build added leaves the prefix (a consumer's copy would dangle); the
-    binaries it added that the outputs do not list are found here, to be guarded the same."""
-    declared = [f for lib in out.libs for f in lib.files]
+        raise UnitFailed(f"{recipe.name}: the {platform.name} layout is wrong:\n"
+                         + "\n".join(problems))
+    if not libs:
+        raise UnitFailed(f"{recipe.name}: declares no libraries for {platform.name}")
+    declared = [f for lib in libs for f in lib.files]
     unlisted, escapes = unlisted_binaries(g.prefix, declared, g.before)
     if escapes:
-        out.failures.append(f"{g.recipe.name}: symlinks leave the prefix (a consumer's copy "
-                            "would dangle): " + ", ".join(escapes))
-        return False
-    out.unlisted = unlisted
+        raise UnitFailed(f"{g.recipe.name}: symlinks leave the prefix (a consumer's copy "
+                         "would dangle): " + ", ".join(escapes))
     if unlisted:
         g.log.write(f"# {g.recipe.name} also ships binaries its outputs do not list (guarded "
                     f"the same): {', '.join(unlisted)}")
-    return True
+    return Shipped(tuple(libs), tuple(unlisted))
 
 
-def facts_read(g: GuardInput, out: GuardReport) -> bool:
-    """Each binary's facts, for the manifest; one that cannot be read fails, and the contract
-    check still runs (it names the same file with its own rule)."""
-    for rel in [f for lib in out.libs for f in lib.files] + out.unlisted:
+def facts_read(g: GuardInput, shipped: Shipped) -> FactsRead:
+    """Each binary's facts, for the manifest; one that cannot be read is a failure, and the
+    contract check still runs (it names the same file with its own rule)."""
+    facts: list[dict[str, Any]] = []
+    failures: list[str] = []
+    cxx = False
+    for rel in [f for lib in shipped.libs for f in lib.files] + list(shipped.unlisted):
         try:
-            facts = inspect(g.prefix / rel, ParseOptions(symbols=False))
+            f = inspect(g.prefix / rel, ParseOptions(symbols=False))
         except PrebakeError as exc:
-            out.failures.append(f"{g.recipe.name}: inspect {rel}: {exc}")
+            failures.append(f"{g.recipe.name}: inspect {rel}: {exc}")
             continue
-        out.facts.append(facts_summary(facts, rel))
-        out.cxx = out.cxx or facts.abi.cxx_stdlib not in (None, "none")
-    return True
+        facts.append(f.summary(rel))
+        cxx = cxx or f.abi.cxx_stdlib not in (None, "none")
+    return FactsRead(tuple(facts), cxx, tuple(failures))
 
 
-def contract_checked(g: GuardInput, out: GuardReport) -> bool:
+def contract_checked(g: GuardInput, shipped: Shipped, failed: Sequence[str]) -> CheckReport:
     """Every binary against the platform's contract; a rule without evidence is recorded as
-    undecided (the manifest says so), a violation fails."""
+    undecided (the manifest says so), a violation fails (after ``failed``, what the guards
+    before it found)."""
     prefix, platform = g.prefix, g.platform
-    checked = g.binaries(out)
+    checked = shipped.binaries(prefix)
     g.log.write(f"# guards for {g.recipe.name}: check "
                 f"{', '.join(p.relative_to(prefix).as_posix() for p in checked)} "
                 f"against the {platform.name} contract")
     # the guard's own deep read: a feature rule is judged on the whole list
     report = check_paths(checked, platform.contract, deep=wants_deep(platform.contract))
-    out.check = report
     g.log.write(report.render())
-    for u in report.unknown:
-        where = Path(u.path)
-        rel = where.relative_to(prefix).as_posix() if where.is_relative_to(prefix) else where.name
-        out.undecided.append(f"{u.rule}: {rel}")
     if not report.ok:
-        out.failures.append(f"{g.recipe.name}: contract check failed for {platform.name}:\n"
-                            + report.render())
-        return False
-    return True
+        raise UnitFailed("\n".join([*failed, f"{g.recipe.name}: contract check failed for "
+                                    f"{platform.name}:\n" + report.render()]),
+                         _violations(report, prefix))
+    return report
 
 
-def consumer_linked(g: GuardInput, out: GuardReport) -> bool:
+def consumer_linked(g: GuardInput, shipped: Shipped, failed: Sequence[str]) -> Linked:
     """The recipe's link-test snippet, and every member of every library it ships, link with
     the consumer's flags: two links of their own, run side by side (each a linker process; on
     the flagship's wasm archive they took 11 s one after the other). Both are recorded, in
-    that order, and each failure is a message of its own."""
-    libs = _whole_archive_libs(g, out)
+    that order, and each failure is a message of its own (after ``failed``)."""
+    libs = _whole_archive_libs(g, shipped)
     allow = g.recipe.link_test.allow_undefined if g.recipe.link_test else ()
     with ThreadPoolExecutor(2, thread_name_prefix="consumer-link") as pool:
-        snippet = pool.submit(_link_snippet, g, out)
+        snippet = pool.submit(_link_snippet, g, shipped)
         # what the consumer provides is the recipe's link_test.allow_undefined
         whole = pool.submit(prove_whole_archive, libs, g.platform,
                             g.workdir / "whole-archive" / g.recipe.name,
-                            deps=list(g.dep_libs), allow_undefined=allow)
-    snippet_ok = _record_snippet(g, out, snippet.result())
-    whole_ok = _record_whole_archive(g, out, libs, allow, whole.result())
-    return snippet_ok and whole_ok
-
-
-def _link_snippet(g: GuardInput, out: GuardReport) -> LinkTestResult | None:
-    """The snippet's link (``None``: the recipe has none)."""
-    snippet = g.recipe.link_test
-    if snippet is None or not (snippet.code or snippet.symbols):
-        return None
-    lib_in = _link_input(g.libraries(out), out.libs, list(g.dep_libs), g.workdir, g.log)
-    return link_test(lib_in, g.platform,
-                     include_dirs=[g.prefix / "include", *g.include_dirs],
-                     snippet=snippet.code or None, symbols=snippet.symbols,
-                     lang=snippet.lang, flags=snippet.flags,
-                     workdir=g.workdir / "link-test" / g.recipe.name)
-
-
-def _record_snippet(g: GuardInput, out: GuardReport, result: LinkTestResult | None) -> bool:
-    if result is None:
-        return True
-    snippet = g.recipe.link_test
-    assert snippet is not None
-    for cmd in result.commands:
-        g.log.write("$ " + " ".join(cmd))
-    g.log.write(result.output or "")
-    if not result.ok:
-        detail = "\n".join(result.errors) or result.output
-        out.failures.append(f"{g.recipe.name}: link test failed for {g.platform.name}:\n"
-                            f"{detail}")
-        return False
-    out.linked = (["snippet"] if snippet.code else []) + [
-        f"symbol {sym}" for sym in snippet.symbols]
-    return True
-
-
-def _whole_archive_libs(g: GuardInput, out: GuardReport) -> list[tuple[Path, str]]:
-    """Every library the recipe ships, with the name the log and the report give it."""
-    paths = [*g.libraries(out),
-             *(g.prefix / rel for rel in out.unlisted if LIBRARY_NAME.search(rel))]
-    return [(p, p.relative_to(g.prefix).as_posix() if p.is_relative_to(g.prefix) else p.name)
-            for p in paths]
-
-
-def _record_whole_archive(g: GuardInput, out: GuardReport, libs: list[tuple[Path, str]],
-                          allow: Sequence[str], proof: WholeArchiveProof) -> bool:
-    """The proof (``prebake.link.whole``: every member of every library links) into the log
-    and the report."""
+                            deps=list(g.dep_libs), allow_undefined=allow, env=g.env)
+    failures = list(failed)
+    linked = _record_snippet(g, snippet.result(), failures)
+    proof = whole.result()
     recipe, platform, log = g.recipe, g.platform, g.log
     log.write(f"# whole-archive proof for {recipe.name}: every member of "
               f"{', '.join(s for _p, s in libs)} links with the {platform.name} consumer flags"
@@ -232,75 +301,103 @@ def _record_whole_archive(g: GuardInput, out: GuardReport, libs: list[tuple[Path
     for pattern, names in proof.allowed.items():
         log.write(f"# allow_undefined {pattern}: " + (", ".join(names) or "matched nothing"))
     if not proof.ok:
-        out.failures.append(
+        failures.append(
             f"{recipe.name}: whole-archive link failed for {platform.name} (every member "
             "must link; list what the consumer provides in link_test.allow_undefined):\n"
             + "\n".join(proof.failures()))
-        return False
-    out.linked.extend(f"whole archive {s}" for _p, s in libs)
-    out.allowed.update(proof.allowed)
-    return True
+    if len(failures) > len(failed):
+        raise UnitFailed("\n".join(failures))
+    return Linked((*linked, *(f"whole archive {s}" for _p, s in libs)),
+                  {p: tuple(names) for p, names in proof.allowed.items()})
 
 
-def link_order_found(g: GuardInput, out: GuardReport) -> bool:
+def link_order_found(g: GuardInput, shipped: Shipped) -> tuple[tuple[str, ...], ...]:
     """The order of the recipe's static archives, for its CMake and pkg-config files."""
-    out.link_order = relative_order(g.prefix,
-                                    [lib.path for lib in out.libs if lib.kind == "static"])
-    return True
-
-
-GUARDS: tuple[Guard, ...] = (outputs_present, libraries_found, links_stay_inside, facts_read,
-                             contract_checked, consumer_linked, link_order_found)
-
-
-def run_guards(g: GuardInput) -> GuardReport:
-    """Run :data:`GUARDS` on ``g.recipe``'s outputs in ``g.prefix`` until one stops; the log
-    gets the details, the report what they found (``ok`` when nothing failed)."""
-    out = GuardReport(recipe=g.recipe.name, prefix=g.prefix)
-    for guard in GUARDS:
-        if not guard(g, out):
-            break
-    return out
-
-
-def guards_record(platform: Platform, outcomes: Sequence[GuardReport]) -> dict[str, Any]:
-    """The manifest's ``guards`` field: which contract and link test an asset passed.
-
-    An asset exists only when every guard passed, so ``ok`` is always true here; the record says
-    what "passed" meant (the contract, the rules left undecided for lack of evidence, the
-    consumer flags) so a report or an auditor need not take it on faith.
-    """
-    return {
-        "check": {"ok": True, "platform": platform.name,
-                  "contract": platform.contract.to_json(),
-                  "undecided": sorted({u for o in outcomes for u in o.undecided})},
-        "link_test": {"ok": True, "flags": list(platform.link_test.flags),
-                      "linked": sorted({x for o in outcomes for x in o.linked}),
-                      "allow_undefined": {p: sorted(names) for o in outcomes
-                                          for p, names in o.allowed.items()}},
-    }
+    order = relative_order(g.prefix, [lib.path for lib in shipped.libs if lib.kind == "static"])
+    return tuple(tuple(group) for group in order)
 
 
 # ---- helpers ----------------------------------------------------------------------------------
 
-def _link_input(paths: list[Path], libs: list[Library], dep_libs: list[Path], workdir: Path,
-                log: BuildLog) -> Path:
+def _link_snippet(g: GuardInput, shipped: Shipped) -> LinkTestResult | None:
+    """The snippet's link (``None``: the recipe has none)."""
+    snippet = g.recipe.link_test
+    if snippet is None or not (snippet.code or snippet.symbols):
+        return None
+    lib_in = _link_input(g, shipped)
+    return link_test(lib_in, g.platform,
+                     include_dirs=[g.prefix / "include", *g.include_dirs],
+                     snippet=snippet.code or None, symbols=snippet.symbols,
+                     lang=snippet.lang, flags=snippet.flags,
+                     workdir=g.workdir / "link-test" / g.recipe.name, env=g.env)
+
+
+def _record_snippet(g: GuardInput, result: LinkTestResult | None, failures: list[str]
+                    ) -> tuple[str, ...]:
+    """The snippet's link into the log; how it referenced the library, or a failure."""
+    if result is None:
+        return ()
+    snippet = g.recipe.link_test
+    assert snippet is not None
+    for cmd in result.commands:
+        g.log.write("$ " + " ".join(cmd))
+    g.log.write(result.output or "")
+    if not result.ok:
+        detail = "\n".join(result.errors) or result.output
+        failures.append(f"{g.recipe.name}: link test failed for {g.platform.name}:\n{detail}")
+        return ()
+    return (*(["snippet"] if snippet.code else []), *(f"symbol {sym}" for sym in snippet.symbols))
+
+
+def _whole_archive_libs(g: GuardInput, shipped: Shipped) -> list[tuple[Path, str]]:
+    """Every library the recipe ships, with the name the log and the report give it."""
+    paths = [*shipped.libraries(g.prefix),
+             *(g.prefix / rel for rel in shipped.unlisted if LIBRARY_NAME.search(rel))]
+    return [(p, p.relative_to(g.prefix).as_posix() if p.is_relative_to(g.prefix) else p.name)
+            for p in paths]
+
+
+def _relative(path: str, prefix: Path) -> str:
+    p = Path(path)
+    return p.relative_to(prefix).as_posix() if p.is_relative_to(prefix) else path
+
+
+def _violations(report: CheckReport, prefix: Path) -> list[Violation]:
+    """The contract's violations, each file named relative to the prefix (as it ships)."""
+    return [replace(v, path=_relative(v.path, prefix)) for v in report.violations]
+
+
+def _undecided(report: CheckReport, prefix: Path) -> tuple[str, ...]:
+    """``rule: lib/x.a`` for each rule the check could not decide (the manifest lists them)."""
+    out = []
+    for u in report.unknown:
+        where = Path(u.path)
+        rel = where.relative_to(prefix).as_posix() if where.is_relative_to(prefix) else where.name
+        out.append(f"{u.rule}: {rel}")
+    return tuple(out)
+
+
+def _link_input(g: GuardInput, shipped: Shipped) -> Path:
     """The one library the link test links: the recipe's library, or — when it has several
     static archives or builds on static libraries of earlier stages — one archive holding all
     their members (``llvm-ar qL`` copies members, for ELF, Mach-O and wasm alike), so the
     consumer resolves across them like a real link of the whole set would."""
-    static = [p for p, lib in zip(paths, libs, strict=True) if lib.kind == "static"]
-    dep_static = [p for p in dep_libs if p.suffix == ".a"]
+    paths = shipped.libraries(g.prefix)
+    static = [p for p, lib in zip(paths, shipped.libs, strict=True) if lib.kind == "static"]
+    dep_static = [p for p in g.dep_libs if p.suffix == ".a"]
     if not static or len(static) + len(dep_static) < 2:
         return paths[0]
-    combined = workdir / "link-test-input" / static[0].name
+    combined = g.workdir / "link-test-input" / static[0].name
     combined.parent.mkdir(parents=True, exist_ok=True)
     combined.unlink(missing_ok=True)
-    ar = shutil.which("llvm-ar") or "llvm-ar"
     members = [str(p) for p in static + dep_static]
-    for cmd in ([ar, "qcL", str(combined), *members], [ar, "s", str(combined)]):
-        log.write("$ " + " ".join(cmd))
-        proc = subprocess.run(cmd, capture_output=True, text=True)
+    for cmd in (["llvm-ar", "qcL", str(combined), *members], ["llvm-ar", "s", str(combined)]):
+        g.log.write("$ " + " ".join(cmd))
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, env=dict(g.env))
+        except FileNotFoundError:
+            raise PrebakeError("combining archives for the link test failed: llvm-ar is not "
+                               f"on the build's PATH ({g.env.get('PATH', '')})") from None
         if proc.returncode != 0:
             raise PrebakeError(f"combining archives for the link test failed: {proc.stderr}")
     return combined

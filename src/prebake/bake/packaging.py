@@ -7,12 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from prebake import jsonio
-from prebake.bake.guards import guards_record
-from prebake.bake.invocation import command_context
-from prebake.bake.result import GuardReport
-from prebake.bake.unitrun import UnitFailed, UnitRun, strategy_of
+from prebake.bake.guards import GuardReport
+from prebake.bake.unitrun import UnitFailed, UnitRun
 from prebake.link.order import relative_order
 from prebake.manifest import Manifest
 from prebake.package import cmake, pkgconfig, relocate
@@ -21,9 +20,10 @@ from prebake.package.cmakecache import CacheError, recorded
 from prebake.package.libs import Library
 from prebake.package.manifest_builder import make_manifest
 from prebake.package.version_proof import Proof, summary
-from prebake.plan.model import Unit
-from prebake.recipes.model import Build, Recipe
+from prebake.plan.units import Unit
+from prebake.recipes.api import Build, Recipe, Strategy
 from prebake.toolchain.verify import record
+from prebake.workspace.model import Platform
 
 Outcomes = Sequence[tuple[Recipe, GuardReport]]  # each recipe of the unit, as its guards found it
 
@@ -68,15 +68,31 @@ def unit_manifest(run: UnitRun, outcomes: Outcomes, order: Sequence[Sequence[str
     )
 
 
-def build_settings(run: UnitRun, recipe: Recipe) -> dict[str, str]:
+def guards_record(platform: Platform, outcomes: Sequence[GuardReport]) -> dict[str, Any]:
+    """The manifest's ``guards`` field: which contract and link test an asset passed.
+
+    An asset exists only when every guard passed, so ``ok`` is always true here; the record says
+    what "passed" meant (the contract, the rules left undecided for lack of evidence, the
+    consumer flags) so a report or an auditor need not take it on faith.
+    """
+    return {
+        "check": {"ok": True, "platform": platform.name,
+                  "contract": platform.contract.to_json(),
+                  "undecided": sorted({u for o in outcomes for u in o.undecided})},
+        "link_test": {"ok": True, "flags": list(platform.link_test.flags),
+                      "linked": sorted({x for o in outcomes for x in o.linked}),
+                      "allow_undefined": {p: sorted(names) for o in outcomes
+                                          for p, names in o.allowed.items()}},
+    }
+
+
+def build_settings(run: UnitRun, recipe: Recipe, strategy: Strategy) -> dict[str, str]:
     """The CMake cache entries the recipe records (``Build.record``), read from its build:
     the manifest shows them, and the SBOM lists an optional component only where they
     show its option on."""
-    strategy = strategy_of(run, recipe)
     if not isinstance(strategy, Build) or not strategy.record:
         return {}
-    ctx = command_context(run.ws, run.unit, run.opts, recipe, run.dirs.recipe(recipe),
-                          run.dirs)
+    ctx = run.env.invocation(recipe).context
     path = Path(ctx.fill(strategy.cmake_cache, f"recipe {recipe.name} cmake_cache"))
     try:
         settings = recorded(path, strategy.record)
@@ -112,10 +128,11 @@ def relocate_files(run: UnitRun, entries: list[Entry], generated: Mapping[str, b
 
 def asset_entries(unit: Unit, prefix: Path, added: Sequence[str]) -> list[Entry]:
     """A recipe unit ships its whole prefix; a stage unit the files it added (and their dirs)."""
+    entries = collect_tree(prefix)
     if unit.per_recipe:
-        return collect_tree(prefix)
+        return entries
     keep = set(added)
-    return _prune_dirs([e for e in collect_tree(prefix) if e.kind == "dir" or e.path in keep])
+    return _prune_dirs([e for e in entries if e.kind == "dir" or e.path in keep])
 
 
 def _prune_dirs(entries: list[Entry]) -> list[Entry]:
@@ -135,7 +152,7 @@ def combined_order(outcomes: Outcomes, prefix: Path) -> list[list[str]]:
     guard found it; several: their static archives ordered together, then the shared ones)."""
     static = [lib for _r, o in outcomes for lib in o.libs if lib.kind == "static"]
     if len(outcomes) == 1 or len(static) < 2:
-        return [g for _r, o in outcomes for g in o.link_order] or [
+        return [list(g) for _r, o in outcomes for g in o.link_order] or [
             [lib.path] for _r, o in outcomes for lib in o.libs]
     shared = [[lib.path] for _r, o in outcomes for lib in o.libs if lib.kind != "static"]
     return relative_order(prefix, [lib.path for lib in static]) + shared

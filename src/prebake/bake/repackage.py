@@ -12,7 +12,7 @@ from pathlib import Path
 from prebake.bake.from_source import fetch_sources
 from prebake.bake.unitrun import UnitFailed, UnitRun
 from prebake.package.implib import import_libraries
-from prebake.recipes.model import Recipe, Repackage
+from prebake.recipes.api import Recipe, Repackage
 from prebake.sources.unpack import extract
 
 
@@ -47,7 +47,8 @@ def repackage(run: UnitRun, recipe: Recipe, strategy: Repackage, work: Path) -> 
                              f"/{path.readlink()} for the link {link} (it holds "
                              f"{', '.join(held) or 'nothing there'}; expected {ver})")
     for dll, outputs in strategy.import_libs.items():
-        for line in import_libraries(prefix / dll, [prefix / o for o in outputs]):
+        for line in import_libraries(prefix / dll, [prefix / o for o in outputs],
+                                     env=run.env.base):
             run.log.write(f"# {line}")
 
 

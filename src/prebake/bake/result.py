@@ -1,58 +1,15 @@
-"""What the guards found per recipe, and what ``prebake build`` reports per unit (the table,
-``--json``, the exit status)."""
+"""What ``prebake build`` reports per unit (the table, ``--json``, the exit status)."""
 
 from __future__ import annotations
 
 import enum
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from prebake.package.libs import Library
-
 if TYPE_CHECKING:
-    from prebake.contract.findings import CheckReport, Violation
-
-
-@dataclass
-class GuardReport:
-    """What one recipe's guards found. ``failures`` are the one-line-headed messages that fail
-    the unit; ``check`` the contract check as decided (``None`` when an earlier guard stopped
-    first), with its file paths under ``prefix``."""
-
-    recipe: str = ""
-    prefix: Path | None = None
-    check: CheckReport | None = None
-    failures: list[str] = field(default_factory=list)
-    facts: list[dict[str, Any]] = field(default_factory=list)
-    libs: list[Library] = field(default_factory=list)
-    link_order: list[list[str]] = field(default_factory=list)
-    cxx: bool = False
-    # What the guards decided, for the manifest (machine-independent: relative paths only)
-    undecided: list[str] = field(default_factory=list)  # "rule: lib/x.a" checks without evidence
-    linked: list[str] = field(default_factory=list)  # how the link test referenced the library
-    # allow_undefined pattern -> the undefined names it let through the whole-archive proof
-    allowed: dict[str, list[str]] = field(default_factory=dict)
-    # binaries the build added that Outputs.libs does not name: guarded, shipped, not exported
-    unlisted: list[str] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        return not self.failures
-
-    @property
-    def violations(self) -> list[Violation]:
-        """The contract's violations, each file named relative to the prefix (as it ships)."""
-        if self.check is None:
-            return []
-        return [replace(v, path=self._relative(v.path)) for v in self.check.violations]
-
-    def _relative(self, path: str) -> str:
-        p = Path(path)
-        if self.prefix is not None and p.is_relative_to(self.prefix):
-            return p.relative_to(self.prefix).as_posix()
-        return path
+    from prebake.contract.findings import Violation
 
 
 class UnitState(enum.StrEnum):

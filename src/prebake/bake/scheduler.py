@@ -10,23 +10,32 @@ import contextlib
 import dataclasses
 import fcntl
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import replace
 
+from prebake.bake import stamp
+from prebake.bake.buildenv import prepare
+from prebake.bake.dryrun import dry_run_steps, dry_run_verdict
+from prebake.bake.layout import Layout, WorkDirs, work_dirs
 from prebake.bake.options import Options
+from prebake.bake.process import BuildLog
 from prebake.bake.result import UnitResult, UnitState
-from prebake.bake.unit import guards_only_refusal, run_unit
+from prebake.bake.unit import BreakingDiff, build_unit
+from prebake.bake.unitrun import Event, UnitFailed, UnitRun
 from prebake.errors import PrebakeError
 from prebake.plan import planner
-from prebake.plan.model import Unit
+from prebake.plan.units import Unit
+from prebake.sources import SourceCache
 from prebake.store import open_store
-from prebake.store.base import Store
+from prebake.store.base import Store, read_manifest
 from prebake.toolchain.verify import (
     ToolchainRefused,
     refusals,
     resolved_toolchain,
     verify_platforms,
+    with_toolchain_prefix,
 )
 from prebake.workspace.model import Workspace
 
@@ -190,3 +199,75 @@ def _publish_after_diffs(store: Store, results: Sequence[UnitResult], emit: Emit
                 r = replace(r, state=UnitState.FAILED, message=f"publishing {path.name}: {exc}")
             out.append(replace(r, to_publish=None))
     return out
+
+
+def skip_reason(store: Store, unit: Unit, force: bool) -> tuple[bool, str]:
+    """Whether the store already holds this unit's asset built from the same inputs."""
+    if force:
+        return False, "--force"
+    m = read_manifest(store, unit.asset)
+    if m is not None and m.input_hash == unit.input_hash:
+        return True, "input hash matches the asset in the store"
+    return False, ("no asset in the store" if m is None
+                   else "input hash differs from the asset in the store")
+
+
+def run_platform(unit: Unit, dirs: WorkDirs) -> Unit:
+    """The unit as its commands run: a compiler a stage installs is in this unit's deps."""
+    if not unit.platform.toolchain.from_stage:
+        return unit
+    return replace(unit, platform=with_toolchain_prefix(unit.platform, str(dirs.deps)))
+
+
+def guards_only_refusal(ws: Workspace, unit: Unit) -> str | None:
+    """Why ``build --guards-only`` cannot guard this unit's build tree (one line), else None."""
+    dirs = work_dirs(Layout(ws.root), unit)
+    return stamp.stale(dirs, run_platform(unit, dirs))
+
+
+def run_unit(ws: Workspace, unit: Unit, opts: Options, store: Store, emit: Event,
+             cancel: threading.Event) -> UnitResult:
+    """Skip, dry-run or build one unit; every failure ends as this unit's result, not a raise."""
+    t0 = time.monotonic()
+    res = UnitResult(unit.id, UnitState.FAILED, asset=unit.asset.filename,
+                     input_hash=unit.input_hash, want_diff=opts.diff)
+    cache = opts.cache or SourceCache()
+    if opts.dry_run:
+        return replace(res, state=UnitState.PLANNED,
+                        dry_run=dry_run_steps(ws, unit, opts, cache),
+                        reason=dry_run_verdict(store, unit, opts.force))
+    skip, reason = skip_reason(store, unit, opts.force)
+    res = replace(res, reason=reason)
+    if skip:
+        return replace(res, state=UnitState.SKIPPED, seconds=time.monotonic() - t0)
+    layout = Layout(ws.root)
+    log = BuildLog(layout.log(unit.id))
+    res = replace(res, log=str(log.path))
+    dirs = work_dirs(layout, unit)
+    unit = run_platform(unit, dirs)
+    try:
+        log.write(f"# prebake build {unit.id}  input hash {unit.input_hash}")
+        run = UnitRun(ws=ws, unit=unit, opts=opts, store=store, dirs=dirs,
+                      env=prepare(ws, unit, opts, dirs), layout=layout, log=log, cache=cache,
+                      cancel=cancel, emit=emit, started_on=time.time(), t0=t0)
+        published = build_unit(run)
+        res = replace(res, state=UnitState.BUILT, sha256=published.sha256,
+                       asset=published.path.name, diff=published.diff,
+                       diff_markdown=published.diff_markdown,
+                       to_publish=published.path if published.deferred else None)
+    except BreakingDiff as exc:
+        res = replace(res, message=str(exc), breaking=True, diff=exc.diff,
+                      diff_markdown=exc.markdown)
+        log.write(f"# FAILED: {exc}")
+    except UnitFailed as exc:
+        res = replace(res, message=str(exc), violations=exc.violations)
+        log.write(f"# FAILED: {exc}")
+    except PrebakeError as exc:
+        res = replace(res, message=str(exc))
+        log.write(f"# FAILED: {exc}")
+    except Exception as exc:  # a bug or a missing module still fails only this unit, loudly
+        res = replace(res, message=f"internal error: {type(exc).__name__}: {exc}")
+        log.write(f"# FAILED: {res.message}")
+    finally:
+        log.close()
+    return replace(res, seconds=time.monotonic() - t0)

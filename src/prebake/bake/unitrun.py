@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from prebake.bake.buildenv import BuildEnv
 from prebake.bake.layout import Layout, WorkDirs
 from prebake.bake.options import Options
 from prebake.bake.process import BuildLog
-from prebake.plan.model import Unit
-from prebake.recipes.model import Recipe, Strategy
+from prebake.plan.units import Unit
+from prebake.recipes.api import Recipe
 from prebake.sources import SourceCache
 from prebake.store.base import Store
 from prebake.workspace.model import Workspace
@@ -25,23 +26,29 @@ Event = Callable[[str, str, str], None]  # (unit id, state, message)
 
 
 class UnitFailed(Exception):
-    """A unit failed: the message names what, the log holds the details; ``violations`` are
-    the contract findings behind a failed guard, for ``--json`` and the table."""
+    """A unit failed: ``UnitFailed(message)``, or ``UnitFailed(message, violations)`` for a
+    failed guard. The message names what, the log holds the details; ``violations`` are the
+    contract findings behind a failed guard, for ``--json`` and the table."""
 
-    def __init__(self, message: str, violations: Sequence[Violation] = ()) -> None:
-        super().__init__(message)
-        self.violations = tuple(violations)
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+    @property
+    def violations(self) -> tuple[Violation, ...]:
+        return tuple(self.args[1]) if len(self.args) > 1 else ()
 
 
 @dataclass(frozen=True)
 class UnitRun:
-    """What every step of one unit reads: fixed for the unit's run, never written by a step."""
+    """What every step of one unit reads: fixed for the unit's run, never written by a step
+    (``env``: the unit's build environment, made once before the first step)."""
 
     ws: Workspace
     unit: Unit
     opts: Options
     store: Store
     dirs: WorkDirs
+    env: BuildEnv
     layout: Layout
     log: BuildLog
     cache: SourceCache
@@ -56,21 +63,3 @@ class UnitRun:
 
     def version(self, recipe: Recipe) -> str:
         return self.ws.pins[recipe.pin]
-
-
-def unbuildable(recipe: Recipe, platform: str) -> str | None:
-    """Why a recipe can never build here (no strategy), else ``None``."""
-    return _no_strategy(recipe, platform) if recipe.strategy_for(platform) is None else None
-
-
-def _no_strategy(recipe: Recipe, platform: str) -> str:
-    return f"recipe {recipe.name} has no strategy for {platform}"
-
-
-def strategy_of(run: UnitRun, recipe: Recipe) -> Strategy:
-    """The recipe's strategy for the unit's platform (preflight refused a unit without one)."""
-    strategy = recipe.strategy_for(run.unit.platform.name)
-    if strategy is None:
-        raise UnitFailed(_no_strategy(recipe, run.unit.platform.name))
-    return strategy
-

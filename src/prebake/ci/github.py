@@ -32,8 +32,8 @@ from prebake.ci.install import install_line
 from prebake.errors import PrebakeError
 from prebake.package.naming import MANIFEST_SUFFIX, SHA256_SUFFIX, TRUST_SIDECAR_SUFFIXES
 from prebake.plan import asset_for, make_plan
-from prebake.plan.model import Plan, Unit
-from prebake.recipes.model import Build
+from prebake.plan.units import Plan, Unit
+from prebake.recipes.api import Build
 from prebake.toolchain.families import family_of_argv
 from prebake.workspace.ci_defaults import ci_defaults
 from prebake.workspace.model import DEFAULT_STORE_URL, Platform, Workspace

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from prebake.bake.result import UnitResult
-    from prebake.plan.model import Unit
+    from prebake.plan.units import Unit
 
 NAME = "build"
 HELP = "build the plan's units (skipping those already in the store), guard, package, publish"

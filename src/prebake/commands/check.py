@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
 
     from prebake.commands._common import console, print_json
     from prebake.contract.check import check_paths
-    from prebake.contract.model import load_contract_file
+    from prebake.contract.terms import load_contract_file
 
     platform = None
     if args.contract:

@@ -41,7 +41,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _contract(args: argparse.Namespace, ws: Workspace | None) -> tuple[Any, str | None]:
-    from prebake.contract.model import load_contract_file
+    from prebake.contract.terms import load_contract_file
 
     if args.contract:
         return load_contract_file(Path(args.contract)), None

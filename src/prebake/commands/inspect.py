@@ -98,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
             out.write("\n}\n")
         elif trust:
             from prebake.commands._common import console
-            from prebake.trust.render import trust_lines
+            from prebake.trust.summary import trust_lines
 
             for t in trust:
                 for line in trust_lines(t):

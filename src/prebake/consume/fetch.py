@@ -26,7 +26,7 @@ if sys.platform != "win32":  # Windows has no advisory locks (``_exclusive`` is 
 
 from prebake.consume.consumer_lock import LOCK_NAME, LockEntry, read_lock
 from prebake.contract.check import check_paths, wants_deep
-from prebake.contract.model import Contract
+from prebake.contract.terms import Contract
 from prebake.digest import ProgressFn, file_sha256
 from prebake.errors import CheckFailed, PrebakeError
 from prebake.extract import DEFAULT_MAX_BYTES, UnsafeArchive, safe_extract

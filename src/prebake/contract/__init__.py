@@ -4,6 +4,6 @@
 ``check`` runs the rules over files, folders and assets (``check_paths``).
 """
 
-from prebake.contract.model import Contract, load_contract_file, parse_contract
+from prebake.contract.terms import Contract, load_contract_file, parse_contract
 
 __all__ = ["Contract", "load_contract_file", "parse_contract"]

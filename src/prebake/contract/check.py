@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from prebake import abikeys
 from prebake.contract.clash import clash_violations
 from prebake.contract.findings import (
     MAX_EVIDENCE_SHOWN,
@@ -30,8 +31,8 @@ from prebake.contract.findings import (
     Unknown,
     Violation,
 )
-from prebake.contract.model import Contract
-from prebake.contract.rules import RULES, Finding, Rule, member_name
+from prebake.contract.rules import RULES, Finding, Rule
+from prebake.contract.terms import Contract
 from prebake.errors import FormatError, PrebakeError
 from prebake.inspect import ParseOptions, inspect
 from prebake.inspect.facts import Facts
@@ -90,9 +91,11 @@ def _violation(rule: Rule, value: Any, path: str, hits: list[tuple[str, Finding]
 
 
 def _rule_value(contract: Contract, rule: Rule) -> Any:
+    """The contract's value for the rule, or None when the key sets no rule (an empty list
+    does not, unless the table says an empty list is a rule of its own: allowed_needed)."""
     value = getattr(contract, rule.key)
-    if rule.key == "allowed_needed":
-        return value  # () means "nothing may be needed"
+    if abikeys.BY_NAME[rule.key].empty_rule:
+        return value  # () means "nothing may be"
     return value if value not in (None, ()) else None
 
 
@@ -105,7 +108,7 @@ def _unreadable(facts: Facts, shown: str) -> list[Violation]:
            if m.error is not None and not m.details.get("not_binary")]
     if not bad:
         return []
-    names = [member_name(m) for m in bad]
+    names = [m.member_name for m in bad]
     shown_n = [f"{n} ({m.error})" for n, m in zip(names, bad, strict=True)][:MAX_MEMBERS_SHOWN]
     more = len(bad) - len(shown_n)
     total = len(facts.walk()) - 1
@@ -132,7 +135,7 @@ def check_facts(facts: Facts, contract: Contract, path: str | None = None) -> li
         for leaf in leaves:
             finding = rule.check(value, leaf)
             if finding is not None:
-                hits.append((member_name(leaf) if nested else shown, finding))
+                hits.append((leaf.member_name if nested else shown, finding))
         if hits:
             out.append(_violation(rule, value, shown, hits, total))
     return out
@@ -150,7 +153,7 @@ def unknown_facts(facts: Facts, contract: Contract, path: str | None = None) -> 
             continue
         undecided = [leaf for leaf in leaves if rule.unknown(leaf)]
         if undecided:
-            names = [member_name(leaf) if nested else shown for leaf in undecided]
+            names = [leaf.member_name if nested else shown for leaf in undecided]
             reasons = [r for leaf in undecided for r in leaf.evidence.get(rule.fact or rule.key, [])
                        if r]
             out.append(Unknown(rule.key, shown, names if nested else [],

@@ -18,7 +18,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from prebake.contract.findings import Violation
-from prebake.contract.rules import member_name
 from prebake.inspect.facts import Facts
 
 MAX_SHOWN = 8
@@ -42,7 +41,7 @@ def strong_definitions(facts: Facts) -> dict[str, str]:
         if m.symbols is None or m.format == "coff" or m.error is not None:
             continue
         weak = m.symbols.weak
-        name = member_name(m)
+        name = m.member_name
         for sym in m.symbols.defined:
             if sym not in weak:
                 out.setdefault(sym, name)

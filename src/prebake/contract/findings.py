@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from prebake.contract.model import Contract
+from prebake.contract.terms import Contract
 from prebake.jsonio import SCHEMA_VERSION
 
 MAX_MEMBERS_SHOWN = 5

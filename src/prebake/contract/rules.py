@@ -11,16 +11,16 @@ the contract names the key in ``allow_unknown``. A leaf that uses no exceptions
 (``eh = "none"``) is compatible with every EH model, and a leaf that needs no C++ runtime is
 compatible with every ``cxx_stdlib``.
 
-Adding a rule: write ``def _rule_x(expected, leaf) -> Finding | None``, one ``Rule`` value
-below (``X = Rule(_rule_x, …)``) and name it in the key's entry of ``prebake.abikeys.KEYS``
-(``rule="X"``); ``RULES`` is derived from that table.
+Adding a rule: write ``def _rule_x(expected, leaf) -> Finding | None`` and its ``Rule`` under
+the key's name in ``_BOUND``, for a key whose entry in ``prebake.abikeys.KEYS`` says
+``rule=True``; ``RULES`` follows the table's order.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath, PureWindowsPath
 from typing import Any
@@ -112,25 +112,17 @@ def _disallowed_features(leaf: Facts) -> set[str]:
     return out
 
 
-def member_name(leaf: Facts) -> str:
-    """``libx.a(session.o)`` -> ``session.o``; a plain path -> its file name."""
-    p = leaf.path
-    if p.endswith(")") and "(" in p:
-        return p[p.rindex("(") + 1 : -1]
-    return PurePosixPath(p.replace("\\", "/")).name or p
-
-
 # --- the rules -----------------------------------------------------------------------------
 
 
 def _rule_equal(fact: str) -> LeafCheck:
-    """os / arch / msvc_runtime: the leaf's value must equal the contract's."""
+    """os / arch / msvc_runtime / exec_stack: the leaf's value must equal the contract's."""
 
     def check(expected: Any, leaf: Facts) -> Finding | None:
         found = getattr(leaf, fact) if fact in ("os", "arch") else getattr(leaf.abi, fact)
         if found is None or found == expected:
             return None
-        return Finding(str(found), _ev(leaf, fact))
+        return Finding(_is(found), _ev(leaf, fact))
 
     return check
 
@@ -167,7 +159,7 @@ def _rule_lto(expected: str, leaf: Facts) -> Finding | None:
 def _shared_mem_message(leaf: Facts) -> str:
     # the exact words wasm-ld prints (lld/wasm/Writer.cpp, checkFeatures)
     return (
-        f"--shared-memory is disallowed by {member_name(leaf)} because it was not compiled "
+        f"--shared-memory is disallowed by {leaf.member_name} because it was not compiled "
         "with 'atomics' or 'bulk-memory' features."
     )
 
@@ -344,38 +336,53 @@ def _wasm_features_partial(f: Facts) -> bool:
     return _wasm_features_unknown(f) or (is_wasm(f) and f.abi.wasm_features_complete is False)
 
 
-OS = Rule(_rule_equal("os"), _is, unknown=lambda f: f.os is None)
-ARCH = Rule(_rule_equal("arch"), _is, any_slice=True, unknown=lambda f: f.arch is None)
-EH = Rule(_rule_eh, _is, unknown=lambda f: f.abi.eh is None)
-WASM_EH_ENCODING = Rule(
-    _rule_wasm_eh_encoding, _is,
-    unknown=lambda f: f.format in WASM_FORMATS and f.abi.wasm_eh_encoding is None)
-LTO = Rule(_rule_lto, _is, unknown=lambda f: f.abi.lto is None and f.format not in LTO_FORMATS)
-THREADS = Rule(_rule_threads, _is,
-               unknown=lambda f: is_wasm(f) and f.abi.threads is None and _features(f) is None)
-FEATURES_REQUIRED = Rule(_rule_features_required, lambda v: ", ".join(v),
-                         unknown=_wasm_features_unknown, fact="wasm_features")
-FEATURES_FORBIDDEN = Rule(_rule_features_forbidden, lambda v: "none of " + ", ".join(v),
-                          unknown=_wasm_features_partial, fact="wasm_features")
-GLIBC_MAX = Rule(_rule_version_max("glibc_max", "GLIBC"), lambda v: f"glibc <= {v}")
-GLIBCXX_MAX = Rule(_rule_version_max("glibcxx_max", "GLIBCXX"), lambda v: f"GLIBCXX <= {v}")
-CXX_STDLIB = Rule(_rule_cxx_stdlib, _is)
-MACOS_MIN = Rule(_rule_macos_min, lambda v: f"macOS minimum <= {v}",
-                 unknown=lambda f: f.format == "macho" and f.abi.macos_min is None)
-MSVC_RUNTIME = Rule(_rule_equal("msvc_runtime"), lambda v: f"/{v}")
-ALLOWED_NEEDED = Rule(_rule_allowed_needed, lambda v: "only " + ", ".join(v),
-                      unknown=lambda f: f.kind in IMAGE_KINDS and f.needed is None, fact="needed")
-FORBID_EXPORTS = Rule(_rule_forbid_exports, lambda v: "no exports matching " + ", ".join(v),
-                      unknown=lambda f: f.kind in IMAGE_KINDS and f.symbols is None,
-                      fact="symbols")
+# Each contract key's rule, under the key's name: the table of ABI keys says which keys have
+# one (``rule=True``), and a key without its rule here, or a rule for no such key, fails at
+# import (``_bound``).
+_BOUND: Mapping[str, Rule] = {
+    "os": Rule(_rule_equal("os"), _is, unknown=lambda f: f.os is None),
+    "arch": Rule(_rule_equal("arch"), _is, any_slice=True, unknown=lambda f: f.arch is None),
+    "eh": Rule(_rule_eh, _is, unknown=lambda f: f.abi.eh is None),
+    "wasm_eh_encoding": Rule(
+        _rule_wasm_eh_encoding, _is,
+        unknown=lambda f: f.format in WASM_FORMATS and f.abi.wasm_eh_encoding is None),
+    "lto": Rule(_rule_lto, _is,
+                unknown=lambda f: f.abi.lto is None and f.format not in LTO_FORMATS),
+    "glibc_max": Rule(_rule_version_max("glibc_max", "GLIBC"), lambda v: f"glibc <= {v}"),
+    "glibcxx_max": Rule(_rule_version_max("glibcxx_max", "GLIBCXX"),
+                        lambda v: f"GLIBCXX <= {v}"),
+    "cxx_stdlib": Rule(_rule_cxx_stdlib, _is),
+    "macos_min": Rule(_rule_macos_min, lambda v: f"macOS minimum <= {v}",
+                      unknown=lambda f: f.format == "macho" and f.abi.macos_min is None),
+    "msvc_runtime": Rule(_rule_equal("msvc_runtime"), lambda v: f"/{v}"),
+    # an ELF binary without PT_GNU_STACK or .note.GNU-stack cannot say: fails closed
+    "exec_stack": Rule(_rule_equal("exec_stack"), _is,
+                       unknown=lambda f: f.format == "elf" and f.abi.exec_stack is None),
+    "threads": Rule(_rule_threads, _is,
+                    unknown=lambda f: is_wasm(f) and f.abi.threads is None
+                    and _features(f) is None),
+    "features_required": Rule(_rule_features_required, lambda v: ", ".join(v),
+                              unknown=_wasm_features_unknown, fact="wasm_features"),
+    "features_forbidden": Rule(_rule_features_forbidden, lambda v: "none of " + ", ".join(v),
+                               unknown=_wasm_features_partial, fact="wasm_features"),
+    "allowed_needed": Rule(_rule_allowed_needed, lambda v: "only " + ", ".join(v),
+                           unknown=lambda f: f.kind in IMAGE_KINDS and f.needed is None,
+                           fact="needed"),
+    "forbid_exports": Rule(_rule_forbid_exports, lambda v: "no exports matching " + ", ".join(v),
+                           unknown=lambda f: f.kind in IMAGE_KINDS and f.symbols is None,
+                           fact="symbols"),
+}
 
 
-def _registry() -> tuple[Rule, ...]:
+def _bound() -> tuple[Rule, ...]:
     """Every contract key's rule, in the table's order, with its key filled in."""
-    named = globals()
-    return tuple(replace(named[k.rule], key=k.name)
-                 for k in abikeys.contract_keys() if k.rule is not None)
+    keys = [k.name for k in abikeys.contract_keys() if k.rule]
+    if set(keys) != set(_BOUND):
+        raise LookupError(
+            "the rules bound in prebake.contract.rules and the contract keys with a rule in "
+            f"prebake.abikeys.KEYS differ: {sorted(set(keys) ^ set(_BOUND))}")
+    return tuple(replace(_BOUND[name], key=name) for name in keys)
 
 
-RULES: tuple[Rule, ...] = _registry()
-RULES_BY_KEY = {r.key: r for r in RULES}
+RULES: tuple[Rule, ...] = _bound()
+RULES_BY_KEY: Mapping[str, Rule] = {r.key: r for r in RULES}

@@ -12,8 +12,8 @@ from prebake.diff.assets import (
     download_verified,
     previous_in_store,
 )
+from prebake.diff.changes import Change, DiffResult, LibraryRow
 from prebake.diff.compare import FACT_RULES, classify_fact, diff_sides
-from prebake.diff.model import Change, DiffResult, LibraryRow
 from prebake.diff.side import Side, library_key, load_side, side_from_manifest
 from prebake.diff.versions import version_key
 

@@ -12,9 +12,9 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from prebake.diff.changes import DiffResult
 from prebake.diff.compare import diff_sides
 from prebake.diff.markdown import code, markdown
-from prebake.diff.model import DiffResult
 from prebake.diff.side import load_side
 from prebake.diff.versions import version_key
 from prebake.digest import file_sha256

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from prebake import abikeys
-from prebake.diff.model import Change, DiffResult, LibraryRow, pct
+from prebake.diff.changes import Change, DiffResult, LibraryRow, pct
 from prebake.diff.public import PublicApi, public_api
 from prebake.diff.side import Library, Side, library_key
 from prebake.inspect.demangle import demangle

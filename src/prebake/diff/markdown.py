@@ -10,7 +10,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from prebake.diff.model import Change, DiffResult, pct
+from prebake.diff.changes import Change, DiffResult, pct
 
 
 def esc(value: Any) -> str:

@@ -26,7 +26,6 @@ from prebake.inspect.facts import Facts
 from prebake.inspect.resolve import is_binary, is_package, resolve
 from prebake.link.order import relative_order
 from prebake.manifest import Manifest, read_manifest_file
-from prebake.package.manifest_builder import facts_summary
 
 MANIFEST_PATH = "share/prebake/manifest.json"
 HEADER_SUFFIXES = (".h", ".hh", ".hpp", ".hxx", ".h++", ".inc", ".inl", ".ipp", ".tcc")
@@ -52,7 +51,7 @@ def library_key(name: str) -> str:
 
 @dataclass
 class Library:
-    """One library of a side; ``facts`` has the manifest's ``facts_summary`` shape."""
+    """One library of a side; ``facts`` has the manifest's ``Facts.summary`` shape."""
 
     key: str
     path: str
@@ -197,7 +196,7 @@ def _from_tree(root: Path, label: str, kind: str | None) -> Side:
 
 def _library(path: Path, rel: str, key: str) -> Library:
     facts = inspect(path, ParseOptions(symbols=True))
-    return Library(key, rel, facts_summary(facts, rel), frozenset(exports_of(facts)),
+    return Library(key, rel, facts.summary(rel), frozenset(exports_of(facts)),
                    facts.size)
 
 

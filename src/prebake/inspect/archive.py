@@ -20,18 +20,21 @@ import struct
 import sys
 from array import array
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from itertools import chain
 from pathlib import Path
 
+from prebake import abikeys
+from prebake.abikeys import AbiKey, Combine
 from prebake.errors import FormatError
-from prebake.inspect import OverBudget, grant, hotloops, inspect, inspect_bytes, magic, own_file
-from prebake.inspect.base import ParseOptions
+from prebake.inspect import hotloops, magic
 from prebake.inspect.binreader import Buffer, FileWindow, Source, Truncated, part, table
+from prebake.inspect.dispatch import OverBudget, grant, inspect, inspect_bytes, own_file
 from prebake.inspect.facts import Facts, Symbols
 from prebake.inspect.glibc import version_key
+from prebake.inspect.reader import ParseOptions
 
 AR_MAGIC = magic.AR
 THIN_MAGIC = magic.AR_THIN
@@ -531,54 +534,59 @@ def summarise(facts: Facts, members: list[Facts]) -> None:
     bad = [m for m in members if m.error is not None]
     if bad:
         facts.details["errors"] = {_short(m): m.error for m in bad}
-    for attr in ("os", "arch"):
-        setattr(facts, attr, _common(facts, attr, [(m, getattr(m, attr)) for m in good]))
     kinds = {m.kind for m in good}
     if good and kinds == {"import-library"}:
         facts.kind = "import-library"
     fmts = Counter(str(m.format) for m in good)
     if fmts:
         facts.details["member_formats"] = dict(fmts)
-    abi = facts.abi
-    for fact in ("eh", "lto"):
-        vals = [(m, getattr(m.abi, fact)) for m in good]
-        # EH-free members link with either EH model: an archive of legacy-EH and EH-free
-        # members is a legacy-EH archive, not "mixed". LTO keeps "mixed": a native linker
-        # cannot use the bitcode members of a half-bitcode archive.
-        ignore = ("none",) if fact == "eh" else ()
-        setattr(abi, fact, _common(facts, fact, vals, mixed="mixed", ignore=ignore))
-    if "wasm" in fmts:
-        # members in one encoding and members in the other make an archive whose link holds
-        # both; members without EH code link with either (their counts are still recorded)
-        vals = [(m, m.abi.wasm_eh_encoding) for m in good if m.format == "wasm"]
-        abi.wasm_eh_encoding = _common(facts, "wasm_eh_encoding", vals, mixed="both",
-                                       ignore=("none",))
-    for fact in ("cxx_stdlib", "msvc_runtime", "async_"):
-        setattr(
-            abi,
-            fact,
-            _common(
-                facts,
-                fact,
-                [(m, getattr(m.abi, fact)) for m in good],
-                ignore=("none",) if fact == "cxx_stdlib" else (),
-            ),
-        )
-    for fact in ("glibc_max", "glibcxx_max", "macos_min", "macos_sdk"):
-        setattr(abi, fact, _highest(facts, fact, [(m, getattr(m.abi, fact)) for m in good]))
-    for fact in ("threads", "simd128", "relaxed_simd"):
-        setattr(abi, fact, _any(facts, fact, [(m, getattr(m.abi, fact)) for m in good]))
-    feats = [m.abi.wasm_features for m in good if m.abi.wasm_features is not None]
-    if feats:
-        abi.wasm_features = sorted(set().union(*feats))
-        complete = [m.abi.wasm_features_complete for m in good
-                    if m.abi.wasm_features is not None]
-        abi.wasm_features_complete = (False if False in complete
-                                      else True if all(c is True for c in complete) else None)
-        all_feats = Counter(f for fs in feats for f in fs)
-        partial = {f: n for f, n in all_feats.items() if n != len(feats)}
-        if partial:
-            facts.counts["wasm_features"] = dict(sorted(partial.items()))
+    for key in abikeys.KEYS:  # each fact as the table says members add up
+        if key.members is Combine.NONE:
+            continue
+        attr = key.attribute
+        top = key.fact == "top"
+        vals = [(m, getattr(m if top else m.abi, attr)) for m in good
+                if key.only is None or m.format == key.only]
+        value = _COMBINE[key.members](facts, key, vals)
+        setattr(facts if top else facts.abi, attr, value)
+
+
+def _combined_common(facts: Facts, key: AbiKey, vals: list[tuple[Facts, object]]) -> object:
+    return _common(facts, key.attribute, vals, mixed=key.mixed, ignore=key.ignore)
+
+
+def _combined_highest(facts: Facts, key: AbiKey, vals: list[tuple[Facts, object]]) -> object:
+    return _highest(facts, key.attribute, vals)
+
+
+def _combined_any(facts: Facts, key: AbiKey, vals: list[tuple[Facts, object]]) -> object:
+    return _any(facts, key.attribute, vals)
+
+
+def _union(facts: Facts, key: AbiKey, vals: list[tuple[Facts, object]]) -> object:
+    """Every member's list together; the items not every member has are counted."""
+    lists = [v for _m, v in vals if isinstance(v, list)]
+    if not lists:
+        return None
+    partial = {f: n for f, n in Counter(f for fs in lists for f in fs).items()
+               if n != len(lists)}
+    if partial:
+        facts.counts[key.name] = dict(sorted(partial.items()))
+    return sorted(set().union(*lists))
+
+
+def _all(facts: Facts, key: AbiKey, vals: list[tuple[Facts, object]]) -> object:
+    """False when a member says false, true when every member that says anything says
+    true, unknown when none does."""
+    said = [v for _m, v in vals if v is not None]
+    if not said:
+        return None
+    return False not in said
+
+
+_COMBINE: dict[Combine, Callable[[Facts, AbiKey, list[tuple[Facts, object]]], object]] = {
+    Combine.COMMON: _combined_common, Combine.HIGHEST: _combined_highest,
+    Combine.ANY: _combined_any, Combine.UNION: _union, Combine.ALL: _all}
 
 
 def _group(vals: list[tuple[Facts, object]]) -> dict[object, list[Facts]]:

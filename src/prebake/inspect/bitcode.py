@@ -21,9 +21,9 @@ from enum import IntEnum
 from typing import Any
 
 from prebake.inspect import magic
-from prebake.inspect.base import ParseOptions
 from prebake.inspect.binreader import Buffer, Reader, Truncated
 from prebake.inspect.facts import Facts, Symbols
+from prebake.inspect.reader import ParseOptions
 
 RAW_MAGIC = magic.BITCODE_RAW
 WRAPPER_MAGIC = magic.BITCODE_WRAPPER

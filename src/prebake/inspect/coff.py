@@ -15,9 +15,9 @@ import struct
 from dataclasses import dataclass, field
 from enum import IntEnum
 
-from prebake.inspect.base import ParseOptions
 from prebake.inspect.binreader import Buffer, Reader, Truncated
 from prebake.inspect.facts import Facts, Symbols
+from prebake.inspect.reader import FormatReader, ParseOptions
 
 
 class Machine(IntEnum):
@@ -542,4 +542,4 @@ def _short_import(r: Reader, machine: int, path: str, opts: ParseOptions) -> Fac
 
 COFF_OBJECT = CoffObjectReader()
 ANON_OBJECT = AnonObjectReader()
-READERS = [ANON_OBJECT, COFF_OBJECT]
+READERS: list[FormatReader] = [ANON_OBJECT, COFF_OBJECT]

@@ -23,15 +23,16 @@ from __future__ import annotations
 import functools
 import os
 import struct
+from array import array
 from dataclasses import dataclass
 from enum import IntEnum
 
 from prebake.errors import FormatError
 from prebake.inspect import glibc, hotloops, magic
-from prebake.inspect.base import ParseOptions
 from prebake.inspect.binreader import Buffer, Source, Truncated, names_at, part, table
 from prebake.inspect.facts import Facts, Symbols
 from prebake.inspect.hotloops_py import PROBE_BITMAP_BYTES, PROBE_TAIL, tail_hash
+from prebake.inspect.reader import ParseOptions
 
 MAGIC = magic.ELF
 
@@ -75,6 +76,9 @@ class DT(IntEnum):
 PT_LOAD = 1
 PT_DYNAMIC = 2
 PT_INTERP = 3
+PT_GNU_STACK = 0x6474E551  # its flags are the stack's: PF_X asks for an executable one
+PF_X = 1
+SHF_EXECINSTR = 4
 DF_1_PIE = 0x08000000
 SHN_UNDEF = 0
 SHN_ABS = 0xFFF1
@@ -283,7 +287,8 @@ class ElfFile:
         i = hotloops.scan.first_type(self.headers, 0, self.count, self.shentsize, self.little, sht)
         return self.section(i) if i >= 0 else None
 
-    def segments(self) -> list[tuple[int, ...]]:
+    def _phdrs(self) -> list[tuple[int, ...]]:
+        """The program headers as the class lays them out."""
         lay = self.lay
         if self.phoff == 0 or self.phnum == 0:
             return []
@@ -296,14 +301,65 @@ class ElfFile:
             out.extend(
                 table(self.data, self.phoff + i * self.phentsize, 1, lay.phdr, "program header")
             )
-        # normalise to (type, offset, vaddr, filesz) for both classes
-        if lay.is64:
-            return [(p[0], p[2], p[3], p[5]) for p in out]
-        return [(p[0], p[1], p[2], p[4]) for p in out]
+        return out
+
+    def segments(self) -> list[tuple[int, ...]]:
+        """(type, offset, vaddr, filesz) of every program header, for both classes."""
+        if self.lay.is64:
+            return [(p[0], p[2], p[3], p[5]) for p in self._phdrs()]
+        return [(p[0], p[1], p[2], p[4]) for p in self._phdrs()]
+
+    def stack_flags(self) -> int | None:
+        """``PT_GNU_STACK``'s flags (None: the image has no such header)."""
+        for p in self._phdrs():
+            if p[0] == PT_GNU_STACK:
+                return p[1] if self.lay.is64 else p[6]
+        return None
+
+    def note_flags(self, name: bytes) -> int | None:
+        """The flags of the section named ``name`` (NUL-terminated, one of ``_MARK_TEXTS``),
+        None when there is none: its name is found in the name table, then the header that
+        names it among the headers read already."""
+        if not self.has_section_text(name):
+            return None
+        start, end = self._shstr
+        found = bytes(self.data[start:end]).find(b"\0" + name)
+        if found < 0:
+            return None
+        at = found + 1
+        words = array("I", bytes(self.headers))
+        if not self.little:
+            words.byteswap()
+        per = self.shentsize // 4  # sh_name is a header's first word in both classes
+        try:
+            i = words[::per].index(at)
+        except ValueError:
+            return None
+        return int(self.lay.shdr.unpack_from(self.headers, i * self.shentsize)[2])
 
 
 # --------------------------------------------------------------------------------------------
 # facts
+
+
+def _exec_stack(elf: ElfFile, facts: Facts) -> None:
+    """Whether the binary asks for an executable stack: an image by its ``PT_GNU_STACK``
+    header, an object by its ``.note.GNU-stack`` section (which the linker turns into that
+    header of what it links); unknown, with the reason, when it has neither."""
+    if facts.kind == "object":
+        flags, executable = elf.note_flags(GNU_STACK), SHF_EXECINSTR
+        said = (".note.GNU-stack is executable (SHF_EXECINSTR)",
+                ".note.GNU-stack is not executable",
+                "no .note.GNU-stack section: linkers give what links it an executable stack "
+                "on most targets")
+    else:
+        flags, executable = elf.stack_flags(), PF_X
+        said = ("PT_GNU_STACK is RWE (executable)", "PT_GNU_STACK is RW (not executable)",
+                "no PT_GNU_STACK header: the stack is the loader's default (executable on x86)")
+    if flags is not None:
+        facts.abi.exec_stack = bool(flags & executable)
+    facts.note("exec_stack", said[2] if flags is None else said[0] if flags & executable
+               else said[1])
 
 
 def _os_evidence(elf: ElfFile, needed: list[str] | None, versions: list[str]) -> str | None:
@@ -810,6 +866,7 @@ class ElfReader:
         _eh(elf, facts, names, complete=True)
         _cxx_stdlib(facts, view, None, [], complete=True)
         _object_glibc(facts, undefined)
+        _exec_stack(elf, facts)
 
     def _image(self, elf: ElfFile, facts: Facts, opts: ParseOptions) -> None:
         loaded = _loaded(elf)
@@ -869,6 +926,7 @@ class ElfReader:
         _eh(elf, facts, names, complete=elf.count > 0)
         lsda = elf.has_section_text(LSDA_SECTION)
         _cxx_stdlib(facts, allstr, needed, vnames, complete=ssec is not None or not lsda)
+        _exec_stack(elf, facts)
         if loaded is not None and DT.SYMTAB in loaded.at and opts.symbols:
             facts.symbols = _image_symbols(elf, loaded, verindex)
 

@@ -9,6 +9,7 @@ the guards quote in violations so a user sees the member and symbol that break a
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import PurePosixPath
 from typing import Any
 
 from prebake import abikeys
@@ -25,28 +26,28 @@ Kind = str  # object | static-library | shared-library | executable | module | i
 class Abi:
     """ABI facts; every field is ``None`` until a parser has evidence for it.
 
-    One attribute per ``abi`` entry of ``prebake.abikeys.KEYS`` (the table says its JSON name,
-    values and meaning; ``tests/unit/test_abikeys.py`` holds the two to each other)."""
+    One attribute per ``abi`` entry of ``prebake.abikeys.KEYS``, generated from the table
+    (which says its JSON name, values, how archive members combine and its meaning): add a
+    fact there, then ``python -m prebake.reference``."""
 
+    # ---- generated from prebake.abikeys.KEYS by `python -m prebake.reference` ----
     eh: str | None = None
-    # which encoding of native wasm exceptions the code holds (legacy, exnref, both, none)
     wasm_eh_encoding: str | None = None
     lto: str | None = None
-    wasm_features: list[str] | None = None
-    # whether ``wasm_features`` is the whole list: False when some code or section could not
-    # be read (a body that does not decode, a construct after WebAssembly 3.0), None when no
-    # list
-    wasm_features_complete: bool | None = None
-    threads: bool | None = None
-    simd128: bool | None = None
-    relaxed_simd: bool | None = None
-    async_: str | None = None  # JSON name "async" (a Python keyword)
     glibc_max: str | None = None
     glibcxx_max: str | None = None
     cxx_stdlib: str | None = None
     macos_min: str | None = None
     macos_sdk: str | None = None
     msvc_runtime: str | None = None
+    threads: bool | None = None
+    simd128: bool | None = None
+    relaxed_simd: bool | None = None
+    async_: str | None = None
+    wasm_features: list[str] | None = None
+    wasm_features_complete: bool | None = None
+    exec_stack: bool | None = None
+    # ---- end of the generated fields ----
 
     def to_json(self) -> dict[str, Any]:
         return {name: getattr(self, attr) for name, attr in ABI_FIELDS}
@@ -105,6 +106,30 @@ class Facts:
     # format-specific details that are useful but not part of the stable contract
     details: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
+
+    @property
+    def member_name(self) -> str:
+        """``libx.a(session.o)`` -> ``session.o``; a plain path -> its file name."""
+        p = self.path
+        if p.endswith(")") and "(" in p:
+            return p[p.rindex("(") + 1 : -1]
+        return PurePosixPath(p.replace("\\", "/")).name or p
+
+    def summary(self, rel: str) -> dict[str, Any]:
+        """The contract-relevant facts of one shipped library, as the manifest records them
+        (``prebake.manifest``): no per-member detail, no evidence."""
+        return {
+            "path": rel,
+            "format": self.format,
+            "kind": self.kind,
+            "os": self.os,
+            "arch": self.arch,
+            "abi": self.abi.to_json(),
+            "needed": self.needed,
+            "delay_needed": self.delay_needed,
+            "soname": self.soname,
+            "members": len(self.members) if self.members is not None else None,
+        }
 
     def note(self, fact: str, reason: str) -> None:
         self.evidence.setdefault(fact, []).append(reason)

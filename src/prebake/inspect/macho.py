@@ -16,11 +16,12 @@ from enum import IntEnum
 from typing import Any
 
 from prebake.errors import FormatError
-from prebake.inspect import inspect_bytes, magic
+from prebake.inspect import magic
 from prebake.inspect.archive import summarise
-from prebake.inspect.base import ParseOptions
 from prebake.inspect.binreader import Buffer, Reader, Truncated
+from prebake.inspect.dispatch import inspect_bytes
 from prebake.inspect.facts import Facts, Symbols
+from prebake.inspect.reader import FormatReader, ParseOptions
 
 MH_MAGIC = 0xFEEDFACE
 MH_MAGIC_64 = 0xFEEDFACF
@@ -528,4 +529,4 @@ def _summarise(facts: Facts) -> None:
 
 MACHO = MachOReader()
 MACHO_FAT = MachOFatReader()
-READERS = [MACHO, MACHO_FAT]
+READERS: list[FormatReader] = [MACHO, MACHO_FAT]

@@ -18,9 +18,9 @@ from typing import Any
 
 from prebake.errors import FormatError
 from prebake.inspect import coff, magic
-from prebake.inspect.base import ParseOptions
 from prebake.inspect.binreader import Buffer, Reader, Truncated
 from prebake.inspect.facts import Facts, Symbols
+from prebake.inspect.reader import FormatReader, ParseOptions
 
 PE32 = 0x10B
 PE32_PLUS = 0x20B
@@ -428,4 +428,4 @@ def _cxx(facts: Facts, img: _Image, exports: list[str]) -> None:
 
 
 PE = PeReader()
-READERS = [PE, *coff.READERS]
+READERS: list[FormatReader] = [PE, *coff.READERS]

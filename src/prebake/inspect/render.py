@@ -22,6 +22,8 @@ from typing import Any
 
 import orjson
 
+from prebake import abikeys
+from prebake.abikeys import AbiKey
 from prebake.inspect import demangle, hotloops, hotloops_py
 from prebake.inspect.facts import ABI_FIELDS, SYMBOL_LISTS, Facts, Symbols
 
@@ -199,24 +201,41 @@ def _facts_table(rows: list[tuple[str, str, str]], st: _Style) -> list[str]:
     return [f"  {k.ljust(w0)}    {v.ljust(w1)}    {st(_DIM, why)}".rstrip() for k, v, why in rows]
 
 
-_MEMBER_COLS = ("member", "format", "arch", "eh", "lto", "glibc", "c++", "other")
+def _member_columns() -> dict[str, tuple[AbiKey, ...]]:
+    """The member table's columns after ``member``: each one a key of ``prebake.abikeys.KEYS``
+    names, in the table's order, with the keys that fill it (several share ``other``)."""
+    cols: dict[str, tuple[AbiKey, ...]] = {}
+    for k in abikeys.KEYS:
+        if k.column is not None:
+            cols[k.column] = (*cols.get(k.column, ()), k)
+    return cols
+
+
+_COLUMNS = _member_columns()
+_MEMBER_COLS = ("member", *_COLUMNS)
+
+
+def _cell_text(m: Facts, keys: tuple[AbiKey, ...]) -> str:
+    """The first of ``keys`` that has a value (with its label), else the last one's ``—``."""
+    for i, k in enumerate(keys):
+        v = getattr(m if k.fact == "top" else m.abi, k.attribute)
+        if v or i == len(keys) - 1:
+            return f"{k.label} {_fmt(v)}" if k.label and v else _fmt(v)
+    return "—"
 
 
 def _members_table(members: list[Facts], label: str, st: _Style) -> list[str]:
     """A boxed table (heavy head, one-space padding) under a title; errors in red."""
     body: list[tuple[str, ...]] = []
+    blank = ("",) * (len(_MEMBER_COLS) - 3)
     for m in members[:MEMBER_ROWS]:
         name = str(m.details.get("member", m.path))
         if m.error is not None:
-            body.append((name, "\0error", "", "", "", "", "", m.error))
+            body.append((name, "\0error", *blank, m.error))
             continue
-        a = m.abi
-        other = (a.macos_min and f"macos {a.macos_min}") or a.msvc_runtime or _fmt(a.wasm_features)
-        body.append((name, _fmt(m.format), _fmt(m.arch), _fmt(a.eh), _fmt(a.lto),
-                     _fmt(a.glibc_max), _fmt(a.cxx_stdlib), other))
+        body.append((name, *(_cell_text(m, keys) for keys in _COLUMNS.values())))
     if len(members) > MEMBER_ROWS:
-        body.append((f"… {len(members) - MEMBER_ROWS} more (use --json)", "", "", "", "", "", "",
-                     ""))
+        body.append((f"… {len(members) - MEMBER_ROWS} more (use --json)", "", *blank, ""))
     widths = [max(len(c), *(len(r[i].lstrip("\0")) for r in body))
               for i, c in enumerate(_MEMBER_COLS)]
 

@@ -29,7 +29,8 @@ from pathlib import Path
 
 from prebake.errors import PrebakeError
 from prebake.extract import safe_extract
-from prebake.inspect import sniff, special_kind
+from prebake.inspect.dispatch import special_kind
+from prebake.inspect.registry import sniff
 from prebake.walk import MAX_DEPTH, TooDeep
 
 PACKAGE_SUFFIXES = (".tar.xz", ".txz", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar", ".whl",

@@ -30,10 +30,11 @@ from enum import IntEnum
 from pathlib import PurePath
 from typing import Any
 
-from prebake.inspect import emscripten, hotloops, magic, own_file, wasm_code
-from prebake.inspect.base import ParseOptions
+from prebake.inspect import emscripten, hotloops, magic, wasm_code
 from prebake.inspect.binreader import Buffer, Reader, Truncated
+from prebake.inspect.dispatch import own_file
 from prebake.inspect.facts import Facts, Symbols
+from prebake.inspect.reader import ParseOptions
 
 MAGIC = magic.WASM
 VERSION_1 = b"\x01\x00\x00\x00"

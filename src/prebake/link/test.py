@@ -7,15 +7,15 @@ neither — an empty ``main`` linked with ``--whole-archive`` (``-force_load`` o
 is linked and every undefined symbol surfaces, not just the ones a test knew to
 look for.
 
-The environment is built from an allowlist plus the platform's ``env`` (never the caller's
-whole environment: a stray ``CFLAGS=-flto`` must not leak into a guard). On failure the
+The environment is the build's (a unit's guards pass it), else this process's through the
+one allow-list plus the platform's ``env`` (never the caller's whole environment: a stray
+``CFLAGS=-flto`` must not leak into a guard). On failure the
 linker's own lines are kept verbatim; ``errors`` holds the lines that name an error or an
 undefined symbol (Emscripten 3.1.6 prints those from its JS compiler step, not wasm-ld).
 """
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import tempfile
@@ -26,12 +26,8 @@ from typing import Any, Protocol
 
 from prebake.errors import FormatError, PrebakeError
 from prebake.inspect import ParseOptions, inspect
+from prebake.variables import sanitized
 
-ENV_ALLOWLIST = (
-    "PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "TMP", "TEMP", "SYSTEMROOT", "NODE_PATH",
-    "EM_CACHE", "EM_CONFIG", "EMSDK", "EMSDK_NODE", "ZIG_GLOBAL_CACHE_DIR", "ZIG_LOCAL_CACHE_DIR",
-    "SDKROOT", "DEVELOPER_DIR",
-)
 ERROR_LINE = re.compile(r"\berror\b|undefined (symbol|reference)\b", re.IGNORECASE)
 MAX_ERRORS = 40
 SHARED_SUFFIX = re.compile(r"\.(so(\.\d+)*|dylib|dll)$")
@@ -133,14 +129,13 @@ def symbols_consumer(symbols: Sequence[str], os_name: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def build_env(platform: LinkPlatform, extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    env = {k: os.environ[k] for k in ENV_ALLOWLIST if k in os.environ}
-    env.update(platform.env)
-    if extra:
-        env.update(extra)
-    for k in platform.env_unset:
-        env.pop(k, None)
-    return env
+def consumer_env(platform: LinkPlatform, env: Mapping[str, str] | None) -> Mapping[str, str]:
+    """The environment a consumer's compile and link run in: the build's (``env``, what a
+    unit's guards pass), else this process's through the one allow-list
+    (``prebake.variables.sanitized``) with the platform's ``env`` and ``env_unset``."""
+    if env is not None:
+        return env
+    return sanitized(None, platform_env=platform.env, unset=platform.env_unset)
 
 
 def _library_args(library: Path, os_name: str, whole: bool) -> list[str]:
@@ -204,7 +199,8 @@ def link_test(library: Path, platform: LinkPlatform, *, include_dirs: Sequence[P
               flags: Sequence[str] = ()) -> LinkTestResult:
     """Compile and link a consumer of ``library`` for ``platform``; see the module docstring.
 
-    ``flags`` come after the platform's ``link_test.flags`` (a recipe snippet's own flags)."""
+    ``flags`` come after the platform's ``link_test.flags`` (a recipe snippet's own flags);
+    ``env`` is the whole environment the compiler runs in (``consumer_env``)."""
     library = Path(library).resolve()
     if not library.is_file():
         raise PrebakeError(f"{library}: no such library")
@@ -242,7 +238,7 @@ def _require_library(library: Path) -> None:
 
 def _link_test(library: Path, platform: LinkPlatform, include_dirs: Sequence[Path],
                snippet: str | None, symbols: Sequence[str], workdir: Path, lang: str | None,
-               extra_env: Mapping[str, str] | None, timeout: float,
+               env: Mapping[str, str] | None, timeout: float,
                extra_flags: Sequence[str] = ()) -> LinkTestResult:
     os_name = platform.os
     if snippet is not None:
@@ -270,12 +266,12 @@ def _link_test(library: Path, platform: LinkPlatform, include_dirs: Sequence[Pat
     runner = platform.link_test.run
     if runner:
         steps.append(("run", [*runner, f"./{out}"]))
-    env = build_env(platform, extra_env)
+    run_env = consumer_env(platform, env)
     log: list[str] = []
     ran: list[list[str]] = []
     for stage, cmd in steps:
         ran.append(cmd)
-        rc, text = run_linker(cmd, workdir, env, timeout)
+        rc, text = run_linker(cmd, workdir, run_env, timeout)
         log.append(text)
         if rc != 0:
             output = "".join(log)

@@ -34,7 +34,7 @@ from prebake.link.test import (
     SHARED_SUFFIX,
     LinkPlatform,
     asm_name,
-    build_env,
+    consumer_env,
     error_lines,
     run_linker,
 )
@@ -244,7 +244,7 @@ def prove_whole_archive(libraries: Sequence[tuple[Path, str]], platform: LinkPla
         *stub_cmds,
         [*linker, *flags, obj, *lib_args, *stub_link, "-o", out_name],
     ]
-    run_env = build_env(platform, env)
+    run_env = consumer_env(platform, env)
     proof = WholeArchiveProof(True, [shown for _p, shown in libs], allowed=allowed)
     log: list[str] = []
     for cmd in commands:

@@ -13,7 +13,7 @@ from prebake.inspect import ParseOptions, inspect
 from prebake.inspect.elf import version_nodes
 from prebake.package import upstream_cmake, version_proof
 from prebake.package.libs import Library
-from prebake.recipes.model import Recipe
+from prebake.recipes.api import Recipe
 
 
 class AdoptFailed(Exception):

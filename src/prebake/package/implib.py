@@ -12,6 +12,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
 from prebake.errors import PrebakeError
@@ -28,18 +29,21 @@ def def_text(dll: str, exports: list[str]) -> str:
     return f"LIBRARY {dll}\nEXPORTS\n" + "".join(f"    {name}\n" for name in sorted(exports))
 
 
-def _run(argv: list[str]) -> None:
-    if shutil.which(argv[0]) is None:
+def _run(argv: list[str], env: Mapping[str, str] | None) -> None:
+    if shutil.which(argv[0], path=None if env is None else env.get("PATH")) is None:
         raise PrebakeError(f"{argv[0]} is not installed (it writes the import library)")
     proc = subprocess.run(argv, capture_output=True, text=True, errors="replace",
-                          timeout=TIMEOUT, check=False, stdin=subprocess.DEVNULL)
+                          timeout=TIMEOUT, check=False, stdin=subprocess.DEVNULL,
+                          env=None if env is None else dict(env))
     if proc.returncode != 0:
         raise PrebakeError(f"{' '.join(argv)} failed ({proc.returncode}): "
                            f"{(proc.stderr or proc.stdout).strip()[-300:]}")
 
 
-def import_libraries(dll: Path, outputs: list[Path]) -> list[str]:
-    """Write each of ``outputs`` (``.lib`` or ``.dll.a``) for ``dll``; one line per file."""
+def import_libraries(dll: Path, outputs: list[Path], *, env: Mapping[str, str] | None = None
+                     ) -> list[str]:
+    """Write each of ``outputs`` (``.lib`` or ``.dll.a``) for ``dll``; one line per file. The
+    tools run in ``env`` (a build's environment; this process's when None)."""
     facts = inspect(dll, ParseOptions(symbols=True))
     if facts.format != "pe" or facts.kind != "shared-library":
         raise PrebakeError(f"{dll}: not a DLL (found {facts.format} {facts.kind})")
@@ -58,10 +62,10 @@ def import_libraries(dll: Path, outputs: list[Path]) -> list[str]:
             if out.name.endswith(".dll.a"):
                 if not mingw_tool:
                     raise PrebakeError(f"{out}: no MinGW dlltool for arch {facts.arch}")
-                _run([mingw_tool, "-d", str(deffile), "-D", dll.name, "-l", str(out)])
+                _run([mingw_tool, "-d", str(deffile), "-D", dll.name, "-l", str(out)], env)
             elif out.suffix == ".lib":
                 _run(["llvm-dlltool", "-m", machine, "-d", str(deffile), "-D", dll.name,
-                      "-l", str(out)])
+                      "-l", str(out)], env)
             else:
                 raise PrebakeError(f"{out}: an import library is .lib (MSVC) or .dll.a (MinGW)")
             said.append(f"{out.name}: import library of {dll.name} "

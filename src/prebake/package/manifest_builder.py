@@ -14,28 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from prebake import __version__
-from prebake.inspect.facts import Facts
 from prebake.manifest import MANIFEST_SCHEMA_VERSION, Manifest
 from prebake.package.naming import AssetId
 from prebake.redact import redact_json
 
-__all__ = ["MANIFEST_SCHEMA_VERSION", "facts_summary", "make_manifest", "schema_path"]
-
-
-def facts_summary(facts: Facts, rel: str) -> dict[str, Any]:
-    """The contract-relevant facts of one library, without per-member detail or evidence."""
-    return {
-        "path": rel,
-        "format": facts.format,
-        "kind": facts.kind,
-        "os": facts.os,
-        "arch": facts.arch,
-        "abi": facts.abi.to_json(),
-        "needed": facts.needed,
-        "delay_needed": facts.delay_needed,
-        "soname": facts.soname,
-        "members": len(facts.members) if facts.members is not None else None,
-    }
+__all__ = ["MANIFEST_SCHEMA_VERSION", "make_manifest", "schema_path"]
 
 
 def make_manifest(aid: AssetId, *, input_hash: str, toolchain: Mapping[str, Any],

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from prebake.recipes.model import Recipe, VersionCheck
+from prebake.recipes.api import Recipe, VersionCheck
 
 MAX_TEXT = 4 << 20  # install text files are small; a bigger one is not read as evidence
 _CMAKE_VERSION = re.compile(r'set\s*\(\s*PACKAGE_VERSION\s+"?([^"\s)]+)"?\s*\)', re.I)
@@ -214,15 +214,6 @@ def prove(recipe: Recipe, pin_version: str, prefix: Path, files: Iterable[str],
         if not agrees(e.version, expected, partial=e.partial):
             bad.append(Disagreement(e, expected))
     return Proof(pin_version, evidence, bad, problems)
-
-
-def files_below(root: Path) -> set[str]:
-    """Every file and symlink below ``root`` (relative posix paths): what a recipe installed is
-    the difference of two of these."""
-    if not root.is_dir():
-        return set()
-    return {p.relative_to(root).as_posix() for p in root.rglob("*")
-            if p.is_symlink() or p.is_file()}
 
 
 def summary(proofs: Sequence[tuple[str, Proof]]) -> dict[str, object]:

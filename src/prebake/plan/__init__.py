@@ -1,9 +1,9 @@
 """The plan: units (stage or recipe × platform) in build order with automatic input hashes."""
 
 from prebake.plan.hashing import HASH_SCHEME, ToolchainIdentity, platform_profile, recipe_inputs
-from prebake.plan.model import Plan, Unit, asset_for
 from prebake.plan.planner import make_plan
 from prebake.plan.status import STATUSES, plan_statuses, unit_status
+from prebake.plan.units import Plan, Unit, asset_for
 
 __all__ = [
     "HASH_SCHEME",

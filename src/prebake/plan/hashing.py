@@ -14,12 +14,14 @@ import hashlib
 import json
 import sys
 from collections.abc import Callable, Mapping
+from dataclasses import asdict, is_dataclass
 from pathlib import Path
 from typing import Any
 
+from prebake import abikeys
 from prebake.digest import file_sha256
 from prebake.package import ASSET_FORMAT
-from prebake.recipes.model import (
+from prebake.recipes.api import (
     Build,
     LocalSource,
     Recipe,
@@ -28,11 +30,13 @@ from prebake.recipes.model import (
     strategy_templates,
     template_fields,
 )
+from prebake.redact import redact_text
 from prebake.sources.lock import SourceLock, digest_of, git_commit_of, git_refs, url_refs
 from prebake.toolchain.cmakefile import portable
 from prebake.toolchain.hosttools import HOST_TOOLS
-from prebake.toolchain.probe import PROBER, Prober, probe_env
+from prebake.toolchain.probe import PROBER, Prober
 from prebake.toolchain.verify import Verdict, verify_platform, verify_platforms
+from prebake.variables import sanitized
 from prebake.walk import scandir_tree
 from prebake.workspace.model import PYTHON_TOKEN, Platform
 
@@ -92,12 +96,22 @@ def platform_profile(platform: Platform) -> dict[str, Any]:
             **({"ranlib": tc.spec.get("ranlib") or _unexpand(tc.ranlib)} if tc.ranlib else {}),
             **({"from_stage": tc.from_stage} if tc.from_stage else {}),
         },
-        "contract": platform.contract.to_json(),
+        "contract": _contract_set(platform),
         "link_test": {"flags": list(platform.link_test.flags),
                       "run": _unexpand(platform.link_test.run)},
         "env_unset": sorted(platform.env_unset),
         "env": dict(sorted(platform.env.items())),
     }
+
+
+def _contract_set(platform: Platform) -> dict[str, Any]:
+    """The keys the platform's contract sets (a key left unset is no rule): a key prebake
+    gains, unset, changes no input hash and rebuilds nothing."""
+    out = {}
+    for k, v in platform.contract.to_json().items():
+        if v is not None and (v != [] or abikeys.BY_NAME[k].empty_rule):
+            out[k] = v
+    return out
 
 
 class ToolchainIdentity:
@@ -187,6 +201,39 @@ def recipe_inputs(recipe: Recipe, platform: Platform, pins: Mapping[str, str],
     return inputs
 
 
+# re-stated by build_inputs without their guard parts
+_GUARD_INPUTS = {"recipe-file", "platform-profile"}
+
+
+def _plain(obj: Any) -> Any:
+    if is_dataclass(obj) and not isinstance(obj, type):
+        return {"type": type(obj).__name__, **asdict(obj)}
+    return obj
+
+
+def build_inputs(recipe: Recipe, platform: Platform, recipe_in: Mapping[str, str],
+                 unit_inputs: Mapping[str, str]) -> dict[str, str]:
+    """The named digests of what can change one recipe's build in a unit, not its guards
+    (``recipe_in``: the recipe's inputs; ``unit_inputs``: the unit's): what a build stamp
+    records and ``build --guards-only`` compares (``prebake.bake.stamp``). The platform's
+    ``link_test``, its contract and the recipe's ``Outputs``/``Snippet`` are left out: they
+    may change between a failed run and ``--guards-only``."""
+    out = {k: v for k, v in recipe_in.items() if k not in _GUARD_INPUTS}
+    out.update({k: v for k, v in unit_inputs.items() if k.startswith("unit:")})
+    profile = platform_profile(platform)
+    profile.pop("contract", None)
+    profile.pop("link_test", None)
+    out["platform-build-profile"] = canonical_digest(profile)
+    strategy = recipe.strategy_for(platform.name)
+    out["strategy"] = canonical_digest(json.loads(json.dumps(_plain(strategy), default=str)))
+    out["sources"] = canonical_digest(json.loads(json.dumps(
+        [_plain(s) for s in recipe.sources], default=str)))
+    out["license"] = recipe.outputs.license or ""
+    # the stamp stays in the work tree: a source URL's token is not kept there (a token that
+    # changes is not another build)
+    return {k: redact_text(v) for k, v in out.items()}
+
+
 def host_tool_inputs(recipe: Recipe, platform: Platform, identify: Identify
                      ) -> dict[str, str]:
     """Each host tool the platform's commands name, as it reported itself (``protoc 3.21.12:
@@ -196,7 +243,7 @@ def host_tool_inputs(recipe: Recipe, platform: Platform, identify: Identify
     if not tools:
         return {}
     caller = getattr(identify, "caller_env", None)
-    env = probe_env(platform.env, platform.env_unset, caller)
+    env = sanitized(caller, platform_env=platform.env, unset=platform.env_unset)
     return {f"host-tool:{t.name}": HOST_TOOLS.find(t, env).identity for t in tools}
 
 

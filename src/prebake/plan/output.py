@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from prebake.jsonio import SCHEMA_VERSION
-from prebake.plan.model import Plan, Unit
+from prebake.plan.units import Plan, Unit
 from prebake.workspace.model import Workspace
 
 

@@ -18,10 +18,11 @@ from prebake.plan.hashing import (
     HASH_SCHEME,
     Identify,
     ToolchainIdentity,
+    build_inputs,
     canonical_digest,
     recipe_inputs,
 )
-from prebake.plan.model import Plan, Unit
+from prebake.plan.units import Plan, Unit
 from prebake.redact import redact_text
 from prebake.sources.lock import (
     SourceLock,
@@ -91,6 +92,8 @@ def _stage_units(ws: Workspace, stage: Stage, platform: Platform, done: dict[str
             input_hash=canonical_digest(inputs), inputs=inputs, deps=after,
             asset=asset_id(f"{ws.project.name}-{stage.name}", ws.project.version, p),
             upstream=upstream, recipe_inputs=rin,
+            build_inputs={r: build_inputs(locked[r][0], platform, rin[r], inputs)
+                          for r in covering},
             unlocked=tuple(m for r in covering for m in locked[r][1]),
         )]
     units: list[Unit] = []
@@ -109,7 +112,9 @@ def _stage_units(ws: Workspace, stage: Stage, platform: Platform, done: dict[str
             id=f"{r}/{p}", stage=stage, platform=platform, recipes=(locked[r][0],),
             input_hash=canonical_digest(inputs), inputs=inputs, deps=(*after, *same_stage),
             asset=asset_id(r, ws.pins[recipe.pin], p), upstream=upstream,
-            recipe_inputs={r: rin[r]}, unlocked=tuple(locked[r][1]),
+            recipe_inputs={r: rin[r]},
+            build_inputs={r: build_inputs(locked[r][0], platform, rin[r], inputs)},
+            unlocked=tuple(locked[r][1]),
         ))
     return units
 

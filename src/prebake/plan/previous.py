@@ -9,7 +9,7 @@ from pathlib import Path
 
 from prebake.diff import previous_in_store
 from prebake.manifest import Manifest
-from prebake.plan.model import Unit
+from prebake.plan.units import Unit
 from prebake.store import open_store
 from prebake.store.base import read_manifest
 

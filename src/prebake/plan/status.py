@@ -17,7 +17,7 @@ from pathlib import Path
 from prebake.errors import PrebakeError
 from prebake.manifest import Manifest, ManifestError, parse_manifest
 from prebake.package.naming import MANIFEST_SUFFIX
-from prebake.plan.model import Plan, Unit, asset_for
+from prebake.plan.units import Plan, Unit, asset_for
 from prebake.redact import redact_text
 from prebake.store import open_store
 from prebake.store.base import Store

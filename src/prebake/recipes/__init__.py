@@ -4,14 +4,7 @@ Recipe files (``recipes/<name>.py`` in a workspace, or ``prebake/recipes/builtin
 define ``RECIPE = Recipe(...)`` with the classes re-exported here.
 """
 
-from prebake.recipes.loader import (
-    builtin_names,
-    find_recipe,
-    load_recipe_file,
-    try_load_recipe,
-    workspace_names,
-)
-from prebake.recipes.model import (
+from prebake.recipes.api import (
     ANY_PLATFORM,
     PLACEHOLDERS,
     Build,
@@ -31,31 +24,17 @@ from prebake.recipes.model import (
     UrlSource,
     VersionCheck,
 )
+from prebake.recipes.loader import (
+    builtin_names,
+    find_recipe,
+    load_recipe_file,
+    try_load_recipe,
+    workspace_names,
+)
 from prebake.recipes.validate import validate_recipe
 
-__all__ = [
-    "ANY_PLATFORM",
-    "PLACEHOLDERS",
-    "Build",
-    "Command",
-    "Component",
-    "GitSource",
-    "HostTool",
-    "LocalSource",
-    "MinToolchain",
-    "Outputs",
-    "Recipe",
-    "Repackage",
-    "Since",
-    "Snippet",
-    "Source",
-    "Strategy",
-    "UrlSource",
-    "VersionCheck",
-    "builtin_names",
-    "find_recipe",
-    "load_recipe_file",
-    "try_load_recipe",
-    "validate_recipe",
-    "workspace_names",
-]
+__all__ = ["ANY_PLATFORM", "PLACEHOLDERS", "Build", "Command", "Component", "GitSource",
+           "HostTool", "LocalSource", "MinToolchain", "Outputs", "Recipe", "Repackage", "Since",
+           "Snippet", "Source", "Strategy", "UrlSource", "VersionCheck", "builtin_names",
+           "find_recipe", "load_recipe_file", "try_load_recipe", "validate_recipe",
+           "workspace_names"]

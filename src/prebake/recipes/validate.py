@@ -15,8 +15,7 @@ from collections.abc import Collection, Iterator
 from pathlib import Path
 
 from prebake.errors import Problem
-from prebake.recipes.locate import field_line
-from prebake.recipes.model import (
+from prebake.recipes.api import (
     ANY_PLATFORM,
     PLACEHOLDERS,
     Build,
@@ -34,6 +33,7 @@ from prebake.recipes.model import (
     strategy_templates,
     template_fields,
 )
+from prebake.recipes.locate import field_line
 from prebake.recipes.types import type_problems
 from prebake.toolchain.families import BY_NAME, release_tuple
 

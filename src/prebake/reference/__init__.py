@@ -8,10 +8,11 @@ from prebake.reference.generate import (
     REGENERATE,
     MissingDescription,
     contract_keys,
+    generated,
     render,
     toml_schema_text,
     write,
 )
 
-__all__ = ["REGENERATE", "MissingDescription", "contract_keys", "render", "toml_schema_text",
-           "write"]
+__all__ = ["REGENERATE", "MissingDescription", "contract_keys", "generated", "render",
+           "toml_schema_text", "write"]

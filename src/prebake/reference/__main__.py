@@ -1,5 +1,6 @@
-"""``python -m prebake.reference``: rewrite docs/reference.md and the generated schemas
-(prebake.toml's, the manifest's)."""
+"""``python -m prebake.reference``: rewrite docs/reference.md, the generated schemas
+(prebake.toml's, the manifest's, inspect --json's) and the fields the table of ABI keys makes
+(``inspect.facts.Abi``, ``contract.terms.Contract``)."""
 
 from __future__ import annotations
 

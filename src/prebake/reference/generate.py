@@ -5,8 +5,10 @@ keys from the table of ABI keys (``prebake.abikeys``, which holds their meaning 
 classes and fields from the dataclasses ``prebake.recipes`` exports, placeholders from
 ``PLACEHOLDERS``, presets from the shipped preset files. ``descriptions.toml`` beside this
 module adds one line of meaning per entry. ``python -m prebake.reference`` writes
-``docs/reference.md``, ``schemas/prebake-toml.schema.json`` and ``schemas/manifest.schema.json``
-(from the manifest's dataclasses, ``prebake.manifest``); ``prebake help`` prints the same text.
+``docs/reference.md``, ``schemas/prebake-toml.schema.json``, ``schemas/manifest.schema.json``
+(from the manifest's dataclasses, ``prebake.manifest``) and what the table of ABI keys makes
+(``reference/abi.py``: ``schemas/inspect.schema.json`` and the fields of ``inspect.facts.Abi``
+and ``contract.terms.Contract``); ``prebake help`` prints the same text.
 """
 
 from __future__ import annotations
@@ -24,8 +26,9 @@ from typing import Any
 import prebake.recipes as api
 from prebake import abikeys, manifest
 from prebake.contract.presets import load_preset, preset_names
-from prebake.recipes.model import PLACEHOLDERS
+from prebake.recipes.api import PLACEHOLDERS
 from prebake.recipes.types import describe_type
+from prebake.reference import abi
 from prebake.workspace import loader
 from prebake.workspace.ci_defaults import ci_defaults
 
@@ -409,11 +412,22 @@ def toml_schema_text() -> str:
     return json.dumps(toml_schema(), indent=2, ensure_ascii=False) + "\n"
 
 
+def generated(root: Path) -> list[tuple[Path, str]]:
+    """Every generated file (relative to the repository ``root``) with the text it must hold:
+    the reference, the schemas, and the modules whose fields the table of ABI keys makes."""
+    out = [(REFERENCE_MD, render()), (TOML_SCHEMA, toml_schema_text()),
+           (manifest.SCHEMA_FILE, manifest.schema_text()),
+           (abi.INSPECT_SCHEMA, abi.inspect_schema_text())]
+    for rel, fields in abi.MODULES.items():
+        out.append((rel, abi.with_fields((root / rel).read_text(encoding="utf-8"), fields(),
+                                         str(rel))))
+    return out
+
+
 def write(root: Path) -> list[Path]:
     """Write the generated files under ``root`` (the repository); return the ones changed."""
     changed = []
-    for rel, text in ((REFERENCE_MD, render()), (TOML_SCHEMA, toml_schema_text()),
-                      (manifest.SCHEMA_FILE, manifest.schema_text())):
+    for rel, text in generated(root):
         path = root / rel
         if not path.is_file() or path.read_text(encoding="utf-8") != text:
             path.write_text(text, encoding="utf-8")

@@ -27,8 +27,8 @@ from prebake.errors import PrebakeError
 from prebake.jsonio import atomic_write_text
 from prebake.package.naming import AssetId
 from prebake.redact import redact_text
+from prebake.report.data import Release, ReportData
 from prebake.report.html import render
-from prebake.report.model import Release, ReportData
 from prebake.store.base import Store, read_manifest
 
 

@@ -11,7 +11,7 @@ from prebake.diff.compare import fact_value
 from prebake.diff.markdown import describe, human_size
 from prebake.manifest import Manifest, Toolchain
 from prebake.report.chart import size_chart
-from prebake.report.model import CELL_FACTS, Release, ReportData
+from prebake.report.data import CELL_FACTS, Release, ReportData
 from prebake.store.base import DEFAULT_RELEASE
 
 VERDICT = {True: "pass", False: "fail", None: "not recorded"}

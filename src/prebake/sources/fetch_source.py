@@ -10,7 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from prebake.errors import PrebakeError
-from prebake.recipes.model import GitSource, LocalSource, Source, UrlSource
+from prebake.recipes.api import GitSource, LocalSource, Source, UrlSource
 from prebake.redact import redact_text
 from prebake.sources.cache import SourceCache
 from prebake.sources.unpack import extract

@@ -34,7 +34,7 @@ from typing import Literal
 
 from prebake.errors import PrebakeError
 from prebake.jsonio import atomic_write_text
-from prebake.recipes.model import GitSource, Recipe, Repackage, UrlSource, template_pins
+from prebake.recipes.api import GitSource, Recipe, Repackage, UrlSource, template_pins
 from prebake.redact import redact_text
 
 LOCK_NAME = "prebake.sources.lock"

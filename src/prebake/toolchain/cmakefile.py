@@ -303,13 +303,16 @@ def _resolve(argv: tuple[str, ...], what: str, platform: Platform, path: str | N
 
 def for_unit(platform: Platform, *, work_root: Path, prefix: Path, deps: Path,
              env: Mapping[str, str], launcher: str | None, workspace_root: Path,
-             cross: bool | None = None) -> ToolchainFile:
+             flags: Sequence[str] | None = None, cross: bool | None = None) -> ToolchainFile:
     """The file one unit's commands use, with this machine's paths (``platform`` carries the
-    commands the toolchain check resolved)."""
+    commands the toolchain check resolved). Its inputs are the unit's build environment's
+    (``prebake.bake.buildenv``): the compilers are found on ``env``'s ``PATH``, ``launcher``
+    goes in front where the family takes it, ``flags`` are the prefix map (the work
+    folder's, ``prefix_map_flags(work_root)``, when not given)."""
 
     tc = platform.toolchain
     path = env.get("PATH")
-    flags = prefix_map_flags(work_root)
+    flags = prefix_map_flags(work_root) if flags is None else tuple(flags)
     cc = _resolve(compiler_argv(tc.cc, flags), "cc", platform, path)
     cxx = _resolve(compiler_argv(tc.cxx, flags), "cxx", platform, path)
     triple = _triple_prefix(tc.cc)

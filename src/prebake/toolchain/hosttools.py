@@ -21,7 +21,7 @@ from pathlib import Path
 
 from prebake.errors import PrebakeError
 from prebake.inspect import inspect
-from prebake.recipes.model import HostTool
+from prebake.recipes.api import HostTool
 from prebake.toolchain.cmakefile import host
 from prebake.toolchain.families import pin_matches
 

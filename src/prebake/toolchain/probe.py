@@ -1,7 +1,8 @@
 """Ask a platform's compiler what it is: resolved through the build's ``PATH``, never guessed.
 
-The command is resolved as the build will run it — the build environment's ``PATH`` (the
-caller's, or the platform's ``env.PATH``), ``{python}`` expanded, a zig pinned and installed by
+The command is resolved as the build will run it — on the ``PATH`` of the environment the
+caller passes (``prebake.variables.sanitized``: the caller's, or the platform's ``env.PATH``),
+``{python}`` expanded, a zig pinned and installed by
 ``prebake toolchain install`` replacing ``python -m ziglang`` — and then asked for its version
 and target (the family table says how). What it reports is the toolchain's measured identity:
 the version line and the target count; the compiler's path and mtime do not, so two machines
@@ -48,30 +49,10 @@ def installed_zig(version: str) -> Path | None:
     return exe if exe.is_file() and os.access(exe, os.X_OK) else None
 
 
-# What locates a compiler and its files; the build environment passes the same through.
-PROBE_VARIABLES = ("PATH", "HOME", "TMPDIR", "NODE_PATH", "EM_CONFIG", "EM_CACHE",
-                   "ZIG_GLOBAL_CACHE_DIR", "ZIG_LOCAL_CACHE_DIR")
-DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
-
-
 def installed_emsdk(version: str) -> Path | None:
     """The ``emcc`` of emsdk ``version`` installed by ``prebake toolchain install``."""
     exe = toolchains_dir() / f"emsdk-{version}" / "upstream" / "emscripten" / "emcc"
     return exe if exe.is_file() and os.access(exe, os.X_OK) else None
-
-
-def probe_env(platform_env: Mapping[str, str], unset: Sequence[str],
-              caller: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The variables that decide which compiler the build runs, as the build sets them: the
-    caller's, then the platform's ``env`` (which may set ``PATH``), minus ``env_unset``."""
-    caller = os.environ if caller is None else caller
-    env = {k: caller[k] for k in PROBE_VARIABLES if k in caller}
-    env.update({k: v for k, v in platform_env.items() if k in PROBE_VARIABLES})
-    for name in unset:
-        env.pop(name, None)
-    env.setdefault("PATH", DEFAULT_PATH)
-    env["LC_ALL"] = "C"
-    return env
 
 
 def resolve_argv(argv: Sequence[str], family: Family | None, pinned: str | None,

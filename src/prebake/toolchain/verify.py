@@ -15,11 +15,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 from prebake.errors import PrebakeError
-from prebake.recipes.model import Build, Recipe
+from prebake.recipes.api import Build, Recipe
 from prebake.toolchain import environment as envs
 from prebake.toolchain.cmakefile import host
 from prebake.toolchain.families import BY_NAME, Family, at_least, family_of_argv, pin_matches
-from prebake.toolchain.probe import PROBER, Measured, Prober, probe_env, resolve_argv
+from prebake.toolchain.probe import PROBER, Measured, Prober, resolve_argv
+from prebake.variables import sanitized
 from prebake.workspace.model import TOOLCHAIN_PREFIX_TOKEN, Platform, Toolchain
 
 
@@ -101,7 +102,7 @@ def verify_platform(platform: Platform, pins: Mapping[str, str],
                        f"platform {platform.name}: its compiler is what stage "
                        f"{tc.from_stage} installs ({{toolchain_prefix}}); identified by that "
                        "stage's input hash")
-    env = probe_env(platform.env, platform.env_unset, caller_env)
+    env = sanitized(caller_env, platform_env=platform.env, unset=platform.env_unset)
     fam = platform_family(tc)
     pinned = pins.get(tc.pin) if tc.pin else None
     elsewhere = foreign_host(fam)
@@ -170,7 +171,7 @@ def verify_platforms(platforms: Iterable[Platform], pins: Mapping[str, str],
     for p in todo:  # every distinct command at once; the verdicts then read the cache
         fam = platform_family(p.toolchain)
         pinned = pins.get(p.toolchain.pin) if p.toolchain.pin else None
-        env = probe_env(p.env, p.env_unset, caller_env)
+        env = sanitized(caller_env, platform_env=p.env, unset=p.env_unset)
         for argv in (p.toolchain.cc, p.toolchain.cxx):
             jobs.append((resolve_argv(argv, fam, pinned, p.toolchain.environment), env, fam))
     if len(jobs) > 1:

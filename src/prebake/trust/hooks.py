@@ -18,7 +18,7 @@ from prebake.trust.sbom import SBOM_PATH, make_sbom
 from prebake.trust.statement import statement
 
 if TYPE_CHECKING:
-    from prebake.plan.model import Unit
+    from prebake.plan.units import Unit
     from prebake.workspace.model import Workspace
 
 

@@ -27,7 +27,7 @@ from typing import Any
 from prebake import __version__
 from prebake.digest import file_sha256
 from prebake.plan.hashing import canonical_digest, platform_profile, tree_digest
-from prebake.recipes.model import (
+from prebake.recipes.api import (
     GitSource,
     LocalSource,
     Recipe,

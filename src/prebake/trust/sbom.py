@@ -34,7 +34,7 @@ from cyclonedx.output.json import JsonV1Dot6
 from packageurl import PackageURL
 
 from prebake.package.naming import AssetId
-from prebake.recipes.model import GitSource, Recipe, Repackage, UrlSource
+from prebake.recipes.api import GitSource, Recipe, Repackage, UrlSource
 from prebake.redact import redact_json
 from prebake.sources.fetch_source import render_source
 

@@ -20,13 +20,13 @@ from typing import Any
 
 from prebake.bounded import read_bounded
 from prebake.contract import parse_contract
-from prebake.contract.model import os_problems
+from prebake.contract.terms import os_problems
 from prebake.errors import ConfigError, PrebakeError, Problem
 from prebake.inspect.facts import ARCHES, OSES
 from prebake.names import name_problem
 from prebake.recipes import builtin_names, find_recipe, try_load_recipe, validate_recipe
+from prebake.recipes.api import Recipe
 from prebake.recipes.loader import BUILTIN_DIR, FOLDER_RECIPE, workspace_names
-from prebake.recipes.model import Recipe
 from prebake.toolchain.environment import environment_named
 from prebake.toolchain.families import family_of_argv
 from prebake.workspace.ci_defaults import ci_defaults

@@ -16,7 +16,7 @@ from typing import Literal
 from prebake.contract import Contract
 from prebake.errors import PrebakeError
 from prebake.names import did_you_mean
-from prebake.recipes.model import Recipe
+from prebake.recipes.api import Recipe
 from prebake.workspace.ci_defaults import ci_defaults
 
 PackageMode = Literal["prefix", "per-recipe"]

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from prebake.package.naming import AssetId
-from prebake.recipes.model import Recipe
+from prebake.recipes.api import Recipe
 from prebake.workspace.model import PackageMode, Platform, Stage
 
 
@@ -39,6 +39,9 @@ class Unit:
     asset: AssetId
     upstream: tuple[Unit, ...] = ()
     recipe_inputs: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    # per recipe, the digests of what can change its build, not its guards (``build_inputs``):
+    # what a build stamp records for ``build --guards-only``
+    build_inputs: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     # source URLs of ``recipes`` with no digest in prebake.sources.lock (the build refuses)
     unlocked: tuple[str, ...] = ()
 

@@ -4,7 +4,7 @@ Contract for readers (the fuzz test holds every registered reader to it):
 
 * ``parse`` reads only through bounds-checked accesses (``binreader.Reader``) or explicit length
   checks; a bad file raises ``Truncated``/``FormatError`` (``ValueError``, ``IndexError``,
-  ``struct.error`` are converted by ``inspect_bytes`` too, but do not rely on that).
+  ``struct.error`` are converted by ``dispatch.inspect_bytes`` too, but do not rely on that).
 * Work and memory are bounded by the buffer size, never by counts or sizes a header declares.
 * The returned ``Facts`` must not hold memoryviews into ``data``: copy small byte strings
   with ``bytes(...)``.
@@ -13,9 +13,10 @@ Contract for readers (the fuzz test holds every registered reader to it):
   by slices (``data[a:b]``, which reads those bytes) and hands members on with
   ``binreader.part``. Any other reader gets the whole binary as a buffer.
 * Nested binaries (archive members, fat slices) are parsed with
-  ``prebake.inspect.inspect_bytes(view, "lib.a(member.o)", opts)``, which charges each to the
-  file's ``Work`` budget; a reader that turns a member's ``FormatError`` into that member's
-  error must let ``OverBudget`` through (the next member would spend the same again).
+  ``prebake.inspect.dispatch.inspect_bytes(view, "lib.a(member.o)", opts)`` (a module below
+  every reader), which charges each to the file's ``Work`` budget; a reader that turns a
+  member's ``FormatError`` into that member's error must let ``OverBudget`` through (the
+  next member would spend the same again).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from prebake import abikeys
-from prebake.diff.model import DiffResult
+from prebake.diff.changes import DiffResult
 from prebake.manifest import Manifest
 from prebake.package.naming import AssetId
 

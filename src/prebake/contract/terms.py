@@ -27,13 +27,14 @@ __all__ = ["KNOWN_WASM_FEATURES", "ONLY_FOR_OS", "SETTINGS", "Contract", "load_c
 class Contract:
     """Every field is optional: ``None`` / empty means "no rule".
 
-    One field per contract key of ``prebake.abikeys.KEYS``, in its order (the table says how
-    each is parsed, which oses it applies to and which rule judges it;
-    ``tests/unit/test_abikeys.py`` holds the two to each other). A rule whose fact cannot be
-    read fails (fail closed); ``allow_unknown`` names the keys for which the consumer accepts
-    that instead, and the report still lists each one.
+    One field per contract key of ``prebake.abikeys.KEYS``, in its order, generated from the
+    table (which says how each is parsed and which oses it applies to; its rule is bound in
+    ``prebake.contract.rules``): add a key there, then ``python -m prebake.reference``. A rule
+    whose fact cannot be read fails (fail closed); ``allow_unknown`` names the keys for which
+    the consumer accepts that instead, and the report still lists each one.
     """
 
+    # ---- generated from prebake.abikeys.KEYS by `python -m prebake.reference` ----
     os: str | None = None
     arch: str | None = None
     eh: str | None = None
@@ -45,12 +46,13 @@ class Contract:
     macos_min: str | None = None
     msvc_runtime: str | None = None
     threads: bool | None = None
+    exec_stack: bool | None = None
     features_required: tuple[str, ...] = ()
     features_forbidden: tuple[str, ...] = ()
     allowed_needed: tuple[str, ...] | None = None
     forbid_exports: tuple[str, ...] = ()
-    # keys whose fact may be unreadable (a minified module's EH): listed, not failed
     allow_unknown: tuple[str, ...] = ()
+    # ---- end of the generated fields ----
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
