@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from prebake.errors import PrebakeError
+from prebake.variables import sanitized
 
 # /usr/bin/wine wraps this one and prints a "wine32 is missing" hint unless WINEDEBUG says -all
 WINE64 = Path("/usr/lib/wine/wine64")
@@ -39,7 +40,6 @@ STAMP = ".prebake-wine"
 MISSING = re.compile(r"err:module:import_dll Library (\S+) \(which is needed by (.+?)\) not found")
 SETUP_TIMEOUT = 300
 # the variables a run keeps from the caller: no display (console programs), nothing else leaks
-KEEP = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "USER")
 
 
 @dataclass(frozen=True)
@@ -91,8 +91,8 @@ def _version(loader: str) -> str:
 
 def _env(extra: Mapping[str, str], prefix: Path | None, dll_dirs: Sequence[Path]
          ) -> dict[str, str]:
-    env = {k: os.environ[k] for k in KEEP if k in os.environ}
-    env.update({"WINEDEBUG": WINEDEBUG, "WINEDLLOVERRIDES": NO_INSTALLERS})
+    # the one allow-list every program prebake starts inherits (no flags, no secrets)
+    env = sanitized(None, extra={"WINEDEBUG": WINEDEBUG, "WINEDLLOVERRIDES": NO_INSTALLERS})
     if prefix is not None:
         env["WINEPREFIX"] = str(prefix)
     if dll_dirs:
