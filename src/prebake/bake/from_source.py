@@ -17,6 +17,7 @@ from prebake.sources import materialize, render_source
 from prebake.toolchain.cmakefile import ToolchainFileError, for_unit, toolchain_folder
 from prebake.toolchain.families import family_of_argv
 from prebake.toolchain.launcher import compiler_launcher
+from prebake.toolchain.steady import install as install_steady
 from prebake.toolchain.zigwarm import warm
 
 
@@ -35,6 +36,8 @@ def build_from_source(run: UnitRun, recipe: Recipe, strategy: Build, work: Path,
     unit deletes the earlier build's tree then, not beside the unpack)."""
     if "cmake_toolchain" in template_fields(strategy_templates(strategy)):
         write_cmake_toolchain(run)
+    tc = run.unit.platform.toolchain
+    install_steady(tc.cc, run.dirs.root, in_environment=bool(tc.environment))
     fetch_sources(run, recipe, work)
     sources_in()
     ctx = command_context(run.ws, run.unit, run.opts, recipe, work, run.dirs)

@@ -13,11 +13,11 @@ from prebake.bake.layout import WorkDirs
 from prebake.bake.options import Options
 from prebake.plan.model import Unit
 from prebake.recipes.model import Build, Recipe, host_tools_used
-from prebake.toolchain import prefix_map
+from prebake.toolchain import prefix_map, steady
 from prebake.toolchain.cmakefile import file_path
 from prebake.toolchain.environment import path_with
 from prebake.toolchain.hosttools import HOST_TOOLS
-from prebake.toolchain.launcher import compiler_launcher, launcher_env, with_launcher
+from prebake.toolchain.launcher import compiler_launcher, with_launcher
 from prebake.toolchain.probe import DEFAULT_PATH, probe_env
 from prebake.workspace.model import Workspace
 
@@ -74,7 +74,7 @@ def command_env(unit: Unit, opts: Options, recipe: Recipe, strategy: Build | Non
                   for k, v in (strategy.env if strategy else {}).items()}
     env = build_env(opts.caller_env, platform_env=p.env, recipe_env=recipe_env,
                     unset=[*p.env_unset, *(strategy.env_unset if strategy else ())],
-                    extra=launcher_env(p.toolchain.cc, launcher) or None)
+                    extra=steady.compile_env(p.toolchain.cc, dirs.root, launcher) or None)
     if p.toolchain.environment:  # its cmake, python3, protoc… before the host's
         env["PATH"] = path_with(p.toolchain.environment, env.get("PATH", DEFAULT_PATH))
     # git never looks above the unit's work folder: a build that asks git which commit it is

@@ -43,6 +43,9 @@ class Family:
     ``march_as_mcpu``: the driver reads ``-march=X`` as ``-mcpu=X`` on ARM (zig), so the GCC
     spelling build systems use per file (``-march=armv8.2-a+dotprod``, onnxruntime's MLAS and
     XNNPACK) fails unless prebake's compiler wrapper rewrites it (``prebake.toolchain.cmakefile``).
+    ``steady``: its compiles run through ``prebake.toolchain.steady_cc`` (in the ``launcher``
+    variable, the compiler cache inside it), because its code generation follows pointer
+    values (LLVM 21's wasm backend, ``prebake.toolchain.steady``).
     """
 
     name: str
@@ -62,6 +65,7 @@ class Family:
     package: str | None = None
     launcher: str = "argv"
     march_as_mcpu: bool = False
+    steady: bool = False
     # the only build machine it runs on (``macos``: AppleClang needs Xcode's macOS SDK)
     host_os: str | None = None
     requires: str = ""  # what it needs there, for the line that refuses it elsewhere
@@ -123,7 +127,7 @@ FAMILIES: tuple[Family, ...] = (
         # one `emcc -v` (0.6 s) prints the release, the target and its clang's version
         version_args=("-v",), target_args=None,
         ar=("emar",), llvm=CLANG_VERSION,
-        provision="emsdk", package="emsdk", launcher="env:EM_COMPILER_WRAPPER",
+        provision="emsdk", package="emsdk", launcher="env:EM_COMPILER_WRAPPER", steady=True,
     ),
     Family(
         name="zig", title="zig cc/c++ (PyPI ziglang or a zig binary)",
