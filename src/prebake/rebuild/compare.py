@@ -148,9 +148,9 @@ def first_difference(given: Path, rebuilt: Path, size: int) -> Difference:
             if offset < m.offset:
                 break
             if offset < m.offset_data:
-                return Difference(m.name, None, offset - m.offset,
-                                  stopped or f"its tar header differs (byte {offset - m.offset} "
-                                             "of the header: name, mode, owner or time)")
+                at = offset - m.offset
+                return Difference(m.name, None, at, stopped or f"its tar header differs "
+                                                               f"({_header_field(at, m)})")
             end = m.offset_data + m.size
             if offset < end:
                 inner_at = offset - m.offset_data
@@ -161,6 +161,23 @@ def first_difference(given: Path, rebuilt: Path, size: int) -> Difference:
                           f"the given asset's tar stream is longer than the rebuilt one's "
                           f"({size:,} bytes)")
     return Difference(None, None, offset, stopped or "the tar stream's padding or end differs")
+
+
+# the fields of a ustar/GNU header block: (end offset, name)
+_HEADER_FIELDS = ((100, "name"), (108, "mode"), (116, "owner"), (124, "group"), (136, "size"),
+                  (148, "time"), (156, "checksum"), (157, "type"), (257, "link name"),
+                  (329, "magic, version or owner names"), (345, "device"), (500, "name prefix"))
+
+
+def _header_field(at: int, m: tarfile.TarInfo) -> str:
+    """Which field of the rebuilt member's header byte ``at`` is in."""
+    block = m.offset_data - m.offset
+    if at < block - 512:
+        return f"byte {at} of its long-name header"
+    field = next((name for end, name in _HEADER_FIELDS if at % 512 < end), "padding")
+    if field == "size":
+        return f"its size: {m.size:,} bytes in the rebuild"
+    return f"byte {at % 512} of the header, its {field}"
 
 
 def _in_member(given: Path, m: tarfile.TarInfo, data: bytes, at: int,
