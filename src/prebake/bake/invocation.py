@@ -28,7 +28,8 @@ def command_context(ws: Workspace, unit: Unit, opts: Options, recipe: Recipe, wo
     commands (the dry run prints the same)."""
     p = unit.platform
     launcher = compiler_launcher(opts.caller_env)
-    flags = prefix_map.prefix_map_flags(dirs.root)  # the work folder stays out of the objects
+    # the work folder (and the compiler's own, zig's) stay out of the objects
+    flags = prefix_map.prefix_map_flags(dirs.root, p.toolchain.cc)
     return placeholders.Context(
         host_tools=host_tool_paths(unit, opts, recipe),
         values=LiveValues({"src": str(work / "src"), "build": str(work / "build"),
