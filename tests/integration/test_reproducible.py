@@ -187,9 +187,9 @@ def test_this_compiler_orders_the_blocks_by_its_pointers(sid: Path) -> None:
 
 
 def _build(ws: Path, home: Path) -> Path:
-    """The workspace built in ``ws`` with ``home`` as ``HOME`` (a folder the toolchain
-    environment sees: under /tmp, not the suite's cache under /var, which only a command's
-    own folder of reaches inside the root)."""
+    """The workspace built in ``ws`` with ``home`` as ``HOME``, both under /tmp, which the
+    toolchain environment binds whole (of a folder under /var, such as the suite's cache,
+    only a command's own folder is bound inside the root)."""
     for name, text in FILES.items():
         (ws / name).parent.mkdir(parents=True, exist_ok=True)
         (ws / name).write_text(text)
