@@ -43,8 +43,10 @@ def test_a_zig_cross_platform_gets_system_processor_wrappers_and_find_roots(ws) 
     assert "set(CMAKE_SYSTEM_NAME Linux)\nset(CMAKE_SYSTEM_PROCESSOR aarch64)\n" in text
     # several words (python -m ziglang cc -target …) become one wrapper path each
     assert 'set(CMAKE_C_COMPILER "{work}/toolchain/bin/zig-cc")' in text
+    # the work folder and zig's own (its libc++ headers, in the Python environment) mapped out
     assert ("exec '{python}' -m ziglang cc -target aarch64-linux-gnu.2.28 "
-            "'-ffile-prefix-map={work}=.' \"$@\"") in text
+            "'-ffile-prefix-map={work}=.' '-ffile-prefix-map={toolchain_lib}=/zig/lib' \"$@\""
+            ) in text
     assert 'set(CMAKE_AR "{work}/toolchain/bin/zig-ar" CACHE FILEPATH "" FORCE)' in text
     assert "exec '{python}' -m ziglang ranlib \"$@\"" in text
     assert 'list(PREPEND CMAKE_FIND_ROOT_PATH "{prefix}" "{deps_prefix}")' in text

@@ -36,12 +36,12 @@ from prebake.recipes.api import (
     strategy_templates,
     template_fields,
 )
-from prebake.toolchain import prefix_map
+from prebake.toolchain import prefix_map, steady
 from prebake.toolchain.cmakefile import file_path
 from prebake.toolchain.environment import path_with
 from prebake.toolchain.families import family_of_argv
 from prebake.toolchain.hosttools import HOST_TOOLS, Found
-from prebake.toolchain.launcher import compiler_launcher, launcher_env, with_launcher
+from prebake.toolchain.launcher import compiler_launcher, with_launcher
 from prebake.variables import DEFAULT_PATH, dropped, sanitized
 from prebake.workspace.model import Workspace
 
@@ -76,14 +76,16 @@ def prepare(ws: Workspace, unit: Unit, opts: Options, dirs: WorkDirs) -> BuildEn
     p = unit.platform
     base = sanitized(opts.caller_env, platform_env=p.env, unset=p.env_unset)
     launcher = compiler_launcher(opts.caller_env)
-    flags = prefix_map.prefix_map_flags(dirs.root)  # the work folder stays out of the objects
+    # the work folder (and the compiler's own, zig's) stay out of the objects
+    flags = prefix_map.prefix_map_flags(dirs.root, p.toolchain.cc)
     tools = {r.name: tuple(HOST_TOOLS.find(t, base) for t in host_tools_used(r, p.name))
              for r in unit.recipes}
     argv = {"cc": with_launcher(prefix_map.compiler_argv(p.toolchain.cc, flags), launcher),
             "cxx": with_launcher(prefix_map.compiler_argv(p.toolchain.cxx, flags), launcher),
             "ar": p.toolchain.ar}
-    # where a family takes the launcher through a variable (Emscripten's EM_COMPILER_WRAPPER)
-    extra = launcher_env(p.toolchain.cc, launcher) or None
+    # where a family takes the launcher through a variable (Emscripten's EM_COMPILER_WRAPPER),
+    # with steady_cc in front of a family whose code follows pointer values
+    extra = steady.compile_env(p.toolchain.cc, dirs.root, launcher) or None
     invocations = {}
     for recipe in unit.recipes:
         strategy = recipe.strategy_for(p.name)

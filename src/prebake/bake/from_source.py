@@ -13,6 +13,7 @@ from prebake.bake.unitrun import UnitFailed, UnitRun
 from prebake.recipes.api import Build, Recipe
 from prebake.sources import materialize, render_source
 from prebake.toolchain.cmakefile import ToolchainFileError, for_unit, toolchain_folder
+from prebake.toolchain.steady import install as install_steady
 from prebake.toolchain.zigwarm import warm
 
 
@@ -32,6 +33,8 @@ def build_from_source(run: UnitRun, recipe: Recipe, strategy: Build, work: Path,
     how = run.env.invocation(recipe)
     if how.toolchain_file:
         write_cmake_toolchain(run)
+    tc = run.unit.platform.toolchain
+    install_steady(tc.cc, run.dirs.root, in_environment=bool(tc.environment))
     fetch_sources(run, recipe, work)
     sources_in()
     ctx, env = how.context, how.env

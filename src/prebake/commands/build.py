@@ -130,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
         results = build(ws, units, opts)
     else:
         check_toolchains(ws, units, opts)  # a refusal before the progress display starts
-        results = _with_progress(ws, units, opts)
+        results = with_progress(ws, units, opts)
     failed = [r for r in results if r.state.bad]
     if args.diff:
         _write_summary([r.diff_markdown for r in results if r.diff_markdown])
@@ -166,7 +166,7 @@ def _write_summary(parts: list[str]) -> None:
         err_console().print(text, markup=False, highlight=False)
 
 
-def _with_progress(ws: Any, units: Sequence[Unit], opts: Any) -> list[Any]:
+def with_progress(ws: Any, units: Sequence[Unit], opts: Any) -> list[Any]:
     """Run the build with a live progress display on stderr (one line per running unit)."""
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 

@@ -45,7 +45,7 @@ from pathlib import Path
 from prebake.errors import PrebakeError
 from prebake.toolchain.families import family_of_argv
 from prebake.toolchain.launcher import with_launcher
-from prebake.toolchain.prefix_map import compiler_argv, prefix_map_flags
+from prebake.toolchain.prefix_map import compiler_argv, own_folder_mapped, prefix_map_flags
 from prebake.workspace.model import PYTHON_TOKEN, Platform
 
 # CMake's names for the os values of prebake.toml (CMAKE_SYSTEM_NAME); "none" has none.
@@ -61,6 +61,8 @@ FILE_NAME = "toolchain.cmake"
 # Wrapper scripts get a fixed mtime: ccache (compiler_check=mtime) then keeps its hits.
 FIXED_MTIME = 315532800
 PORTABLE_WORK = "{work}"
+# the compiler's own folder of headers (zig's lib folder, prefix_map.own_folder_flags)
+PORTABLE_OWN = "{toolchain_lib}"
 LANGS = (("C", "cc"), ("CXX", "cxx"))
 ARM_ARCHES = frozenset({"aarch64", "arm64", "armv7"})
 # GCC's -march=armvX.Y-a+feat... as zig's -mcpu=generic+vX_Ya+feat... (+noF: -F; fp16: fullfp16)
@@ -269,7 +271,9 @@ def portable(platform: Platform, *, shared_prefix: bool, cross: bool | None = No
     """The file with ``{python}``, ``{work}``… for this machine's paths and no launcher: the
     text the input hash reads and ``prebake toolchain cmake`` shows."""
     tc = platform.toolchain
-    flags = (f"-ffile-prefix-map={PORTABLE_WORK}=.",)
+    own = own_folder_mapped(tc.cc)
+    flags = (f"-ffile-prefix-map={PORTABLE_WORK}=.",
+             *((f"-ffile-prefix-map={PORTABLE_OWN}={own}",) if own else ()))
     cc = compiler_argv(_spec(platform, "cc", tc.cc), flags)
     cxx = compiler_argv(_spec(platform, "cxx", tc.cxx), flags)
     ar = _spec(platform, "ar", tc.ar)
@@ -312,7 +316,7 @@ def for_unit(platform: Platform, *, work_root: Path, prefix: Path, deps: Path,
 
     tc = platform.toolchain
     path = env.get("PATH")
-    flags = prefix_map_flags(work_root) if flags is None else tuple(flags)
+    flags = prefix_map_flags(work_root, tc.cc) if flags is None else tuple(flags)
     cc = _resolve(compiler_argv(tc.cc, flags), "cc", platform, path)
     cxx = _resolve(compiler_argv(tc.cxx, flags), "cxx", platform, path)
     triple = _triple_prefix(tc.cc)

@@ -43,6 +43,12 @@ class Family:
     ``march_as_mcpu``: the driver reads ``-march=X`` as ``-mcpu=X`` on ARM (zig), so the GCC
     spelling build systems use per file (``-march=armv8.2-a+dotprod``, onnxruntime's MLAS and
     XNNPACK) fails unless prebake's compiler wrapper rewrites it (``prebake.toolchain.cmakefile``).
+    ``lib_dir_args``: what the driver is run with to print its own folder of headers and
+    runtime sources (``zig env``: ``lib_dir``, found by ``lib_dir``), whose paths its objects'
+    debug info records: mapped out like the work folder (``prebake.toolchain.prefix_map``).
+    ``steady``: its compiles run through ``prebake.toolchain.steady_cc`` (in the ``launcher``
+    variable, the compiler cache inside it), because its code generation follows pointer
+    values (LLVM 21's wasm backend, ``prebake.toolchain.steady``).
     """
 
     name: str
@@ -62,6 +68,9 @@ class Family:
     package: str | None = None
     launcher: str = "argv"
     march_as_mcpu: bool = False
+    lib_dir_args: tuple[str, ...] | None = None
+    lib_dir: str = ""
+    steady: bool = False
     # the only build machine it runs on (``macos``: AppleClang needs Xcode's macOS SDK)
     host_os: str | None = None
     requires: str = ""  # what it needs there, for the line that refuses it elsewhere
@@ -123,7 +132,7 @@ FAMILIES: tuple[Family, ...] = (
         # one `emcc -v` (0.6 s) prints the release, the target and its clang's version
         version_args=("-v",), target_args=None,
         ar=("emar",), llvm=CLANG_VERSION,
-        provision="emsdk", package="emsdk", launcher="env:EM_COMPILER_WRAPPER",
+        provision="emsdk", package="emsdk", launcher="env:EM_COMPILER_WRAPPER", steady=True,
     ),
     Family(
         name="zig", title="zig cc/c++ (PyPI ziglang or a zig binary)",
@@ -133,6 +142,8 @@ FAMILIES: tuple[Family, ...] = (
         target_args=None, llvm_args=("-v",),
         ar=("ar",), llvm=CLANG_VERSION, provision="pypi", package="ziglang", launcher="none",
         march_as_mcpu=True,
+        # `zig env` (ZON since 0.14: `.lib_dir = "…"`; JSON before: `"lib_dir": "…"`)
+        lib_dir_args=("env",), lib_dir=r'\.?"?lib_dir"?\s*[=:]\s*"([^"]+)"',
     ),
     Family(
         name="mingw", title="MinGW-w64 GCC (Windows cross compiler)",

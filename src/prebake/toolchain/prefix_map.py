@@ -9,11 +9,16 @@ searches the shipped files for the same folder spellings.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shlex
+import subprocess
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+
+from prebake.errors import PrebakeError
+from prebake.toolchain.families import family_of_argv
 
 # Compilers (by the tool's file name) that accept ``-ffile-prefix-map=OLD=NEW`` (gcc ≥ 8,
 # clang ≥ 10, Emscripten's emcc/em++, zig's ``cc``/``c++``). Others (cl.exe) get no flag.
@@ -39,10 +44,52 @@ def spellings(folders: Iterable[Path]) -> tuple[str, ...]:
     return tuple(sorted(out, key=lambda s: (-len(s), s)))
 
 
-def prefix_map_flags(work_root: Path) -> tuple[str, ...]:
+def prefix_map_flags(work_root: Path, cc: Sequence[str] = ()) -> tuple[str, ...]:
     """``-ffile-prefix-map`` for the unit's work folder (sources, build tree, prefix): covers
-    ``__FILE__``, debug info and coverage paths alike (``-fmacro-`` + ``-fdebug-prefix-map``)."""
-    return tuple(f"-ffile-prefix-map={s}={MAPPED_TO}" for s in spellings([work_root]))
+    ``__FILE__``, debug info and coverage paths alike (``-fmacro-`` + ``-fdebug-prefix-map``);
+    with ``cc``, for the compiler's own folder of headers too (:func:`own_folder_flags`)."""
+    work = tuple(f"-ffile-prefix-map={s}={MAPPED_TO}" for s in spellings([work_root]))
+    return work + own_folder_flags(cc)
+
+
+def own_folder_mapped(cc: Sequence[str]) -> str | None:
+    """What the compiler's own folder becomes inside objects (``/zig/lib``), or ``None`` when
+    its family has no such folder."""
+    fam = family_of_argv(cc)
+    return f"/{fam.name}/lib" if fam is not None and fam.lib_dir_args else None
+
+
+def own_folder_flags(cc: Sequence[str]) -> tuple[str, ...]:
+    """zig's C++ objects carry debug info naming its libc++ and libc headers, which live in
+    its own folder: for PyPI's ``ziglang``, inside the Python environment prebake runs in
+    (``…/.venv/lib/python3.11/site-packages/ziglang/lib``), so the same sources gave other
+    bytes from another checkout's environment or another Python release. That folder is
+    mapped to a fixed name as the work folder is."""
+    mapped = own_folder_mapped(cc)
+    if mapped is None:
+        return ()
+    fam = family_of_argv(cc)
+    assert fam is not None and fam.lib_dir_args is not None
+    folder = _ask_own_folder(fam.driver(cc), fam.lib_dir_args, fam.lib_dir)
+    return tuple(f"-ffile-prefix-map={s}={mapped}" for s in spellings([Path(folder)]))
+
+
+@functools.cache
+def _ask_own_folder(driver: tuple[str, ...], args: tuple[str, ...], pattern: str) -> str:
+    """The folder the driver prints (``zig env``), once per process; a driver that cannot
+    say is an error (its objects would hold a folder nothing maps)."""
+    try:
+        proc = subprocess.run([*driver, *args], capture_output=True, text=True, timeout=120,
+                              check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise PrebakeError(f"{shlex.join([*driver, *args])}: cannot run it to find the "
+                           f"compiler's own folder ({exc})") from None
+    m = re.search(pattern, proc.stdout)
+    if proc.returncode != 0 or m is None:
+        raise PrebakeError(f"{shlex.join([*driver, *args])}: exit {proc.returncode}, no "
+                           "folder of its own in what it printed (its objects' debug info "
+                           "would name it)")
+    return m.group(1)
 
 
 def accepts_prefix_map(argv: Sequence[str]) -> bool:

@@ -1,0 +1,106 @@
+"""``prebake.toolchain.steady_cc``: what a compile looks like once the unit's work folder is at
+one path, and how its outputs go back. The namespace itself is exercised by the real builds
+of ``tests/integration/test_reproducible.py``; here, the rewriting that decides whether two
+folders give the compiler the same strings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from prebake.toolchain import steady, steady_cc
+from prebake.toolchain.steady_cc import INNER, OUT, TARGET, Translator, plan
+
+CMAKE_OBJECT = "CMakeFiles/ort.dir{root}/onnxruntime/src/core/cumsum.cc.o"
+
+
+def _compile(root: str) -> list[str]:
+    """A compile line as CMake's Makefiles give it for a source outside the build tree (the
+    object's name holds the source's whole path) with Emscripten's prefix map."""
+    obj = CMAKE_OBJECT.format(root=root)
+    return ["/usr/bin/clang++", f"-I{root}/onnxruntime/src/include", "-isystem",
+            f"{root}/deps/eigen", f"-ffile-prefix-map={root}=.", "--sysroot=/var/cache/sys",
+            "-O3", "-MD", "-MT", obj, "-MF", obj + ".d", "-o", obj, "-c",
+            f"{root}/onnxruntime/src/core/cumsum.cc"]
+
+
+def test_two_folders_give_the_compiler_the_same_strings() -> None:
+    a, b = "/work/a/.prebake/work/wasm/ort", "/tmp/x/deeper/and/longer/.prebake/work/wasm/ort"
+    pa = plan(_compile(a), a + "/onnxruntime/build/Release", a)
+    pb = plan(_compile(b), b + "/onnxruntime/build/Release", b)
+    assert pa is not None and pb is not None
+    assert pa.argv == pb.argv and pa.cwd == pb.cwd == INNER + "/onnxruntime/build/Release"
+    assert not any(a in x or a.lstrip("/") in x for x in pa.argv)
+    assert f"-I{INNER}/onnxruntime/src/include" in pa.argv
+    assert pa.argv[pa.argv.index("-o") + 1] == f"{OUT}/out.o"
+    assert pa.argv[pa.argv.index("-MT") + 1] == TARGET
+    # the outputs go back where the build asked, through the bound folder
+    real = f"{INNER}/onnxruntime/build/Release/" + CMAKE_OBJECT.format(root=a)
+    assert pa.copies == [(f"{OUT}/out.o", real)]
+    assert pa.depfile == (f"{OUT}/dep.d", real + ".d")
+    assert pa.targets == [CMAKE_OBJECT.format(root=a)]
+
+
+def test_only_paths_are_rewritten() -> None:
+    root = "/w/unit"
+    tr = Translator(root)
+    assert tr(f"-I{root}/inc") == f"-I{INNER}/inc"
+    assert tr(f"-isystem{root}/inc") == f"-isystem{INNER}/inc"
+    assert tr(f"-DDIR=\"{root}\"") == f"-DDIR=\"{INNER}\""
+    assert tr(f"{root}:{root}/b") == f"{INNER}:{INNER}/b"
+    assert tr("/w/unitx/inc") == "/w/unitx/inc"  # another folder that starts alike
+    assert tr(f"dir{root}/x.o") == f"dir{root}/x.o"  # a relative path that holds it
+
+
+def test_a_folder_reached_through_a_symlink_gives_one_prefix_map(tmp_path: Path) -> None:
+    real = tmp_path / "real"
+    real.mkdir()
+    (tmp_path / "link").symlink_to(real)
+    root = str(tmp_path / "link")
+    args = [f"-ffile-prefix-map={root}=.", f"-ffile-prefix-map={real}=.", "-c", f"{root}/a.c",
+            "-o", f"{root}/a.o"]
+    p = plan(args, root, root)
+    assert p is not None
+    assert p.argv.count(f"-ffile-prefix-map={INNER}=.") == 1
+
+
+def test_what_is_not_a_compile_in_the_folder_is_left_alone() -> None:
+    root = "/w/unit"
+    assert plan(["-E", "-c", f"{root}/a.c"], root, root) is None  # preprocessing only
+    assert plan(["--version"], root, root) is None
+    assert plan(["-c", f"{root}/a.c", "-o", "a.o"], "/elsewhere", root) is None
+    assert plan(["-c", f"{root}/a.c", "-o", "-"], root, root) is None  # stdout
+    assert plan(["-c", f"{root}/a.c", "-o", "/tmp/a.o"], root, root) is None  # outside
+
+
+def test_the_dependency_file_names_the_real_target_and_folder(tmp_path: Path) -> None:
+    root = "/w/unit"
+    inner_dep, real_dep = tmp_path / "dep.d", tmp_path / "real.d"
+    inner_obj, real_obj = tmp_path / "out.o", tmp_path / "real.o"
+    inner_dep.write_text(f"{TARGET}: {INNER}/src/a.c \\\n  {INNER}/include/a.h /usr/include/b.h\n")
+    inner_obj.write_bytes(b"\0asm")
+    p = steady_cc.Plan(argv=[], cwd=str(tmp_path), copies=[(str(inner_obj), str(real_obj))],
+                       depfile=(str(inner_dep), str(real_dep)),
+                       targets=[f"CMakeFiles/a.dir{root}/src/a.c.o"])
+    steady_cc.finish(p, root)
+    assert real_obj.read_bytes() == b"\0asm"
+    assert real_dep.read_text() == (f"CMakeFiles/a.dir{root}/src/a.c.o: {root}/src/a.c \\\n"
+                                    f"  {root}/include/a.h /usr/include/b.h\n")
+
+
+def test_messages_name_the_real_folder() -> None:
+    said = steady_cc.back(f"{INNER}/src/a.c:3:1: error: x", "/w/unit")
+    assert said == "/w/unit/src/a.c:3:1: error: x"
+    assert steady_cc.back(f"{INNER}x/y", "/w/unit") == f"{INNER}x/y"
+
+
+def test_a_cache_runs_inside_the_wrapper_for_emscripten_only(tmp_path: Path) -> None:
+    env = steady.compile_env(("emcc",), tmp_path, "/usr/bin/ccache")
+    assert env == {"EM_COMPILER_WRAPPER": str(steady.wrapper_path(tmp_path)),
+                   steady_cc.ROOT_VARIABLE: str(tmp_path),
+                   steady_cc.LAUNCHER_VARIABLE: "/usr/bin/ccache"}
+    assert steady_cc.LAUNCHER_VARIABLE not in steady.compile_env(("emcc",), tmp_path, None)
+    assert steady.compile_env(("gcc",), tmp_path, "/usr/bin/ccache") == {}
+    assert steady.install(("gcc",), tmp_path, in_environment=False) is None
+    path = steady.install(("em++",), tmp_path, in_environment=True)
+    assert path is not None and path.read_text().startswith("#!/usr/bin/python3 -IS\n")
+    assert path.stat().st_mode & 0o111
