@@ -77,7 +77,7 @@ def _in_child(tree: Path, out: Path, cores: int) -> str:
             "from prebake.package.archive import collect_tree, write_tar_xz\n"
             f"entries = collect_tree(Path({str(tree)!r}))\n"
             f"with open({str(out)!r}, 'wb') as fh:\n"
-            "    print(write_tar_xz(entries, fh, block_size=1 << 20)[0])\n")
+            "    print(write_tar_xz(entries, fh, target_block=1 << 20)[0])\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     return proc.stdout.strip()
 

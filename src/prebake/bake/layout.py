@@ -19,7 +19,8 @@ def slug(unit_id: str) -> str:
 
 
 class Layout:
-    """The ``.prebake`` folder: work trees, saved stage files, logs and finished assets."""
+    """The ``.prebake`` folder: work trees, saved stage files, logs, finished assets and the
+    blocks they were compressed into."""
 
     def __init__(self, root: Path) -> None:
         self.base = root / ".prebake"
@@ -36,6 +37,10 @@ class Layout:
 
     def dist(self, platform: str) -> Path:
         return self.base / "dist" / platform
+
+    def blocks(self, unit_id: str) -> Path:
+        """The unit's compressed xz blocks, for its next build (``prebake.package.blocks``)."""
+        return self.base / "blocks" / slug(unit_id)
 
 
 @dataclass(frozen=True)

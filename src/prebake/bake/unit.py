@@ -61,7 +61,7 @@ from prebake.errors import PrebakeError
 from prebake.manifest import Manifest, Provenance
 from prebake.package import cmake, pkgconfig
 from prebake.package.adopt import Adopted, AdoptFailed, adopt_install
-from prebake.package.archive import write_asset
+from prebake.package.archive import block_cache, write_asset
 from prebake.package.version_proof import files_below
 from prebake.plan.model import Unit
 from prebake.recipes.model import Build, Recipe, Repackage, host_tools_used
@@ -343,7 +343,10 @@ def package(run: UnitRun, guarded: Guarded) -> Packaged:
     generated.update(trust.generated)  # share/prebake/sbom.cdx.json
     entries = relocate_files(run, entries, generated, manifest)
     run.say(f"packaging {aid.filename}")
-    path = write_asset(prefix, aid, manifest, dirs.dist, generated=generated, entries=entries)
+    blocks = block_cache(run.layout.blocks(unit.id))
+    path = write_asset(prefix, aid, manifest, dirs.dist, generated=generated, entries=entries,
+                       cache=blocks)
+    run.log.write(f"# packaging: {blocks.summary()}")
     digest = (dirs.dist / aid.sha256_name).read_text().split()[0]
     return Packaged(path, digest, manifest, trust)
 
