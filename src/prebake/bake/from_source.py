@@ -20,22 +20,27 @@ from prebake.toolchain.launcher import compiler_launcher
 from prebake.toolchain.zigwarm import warm
 
 
-def fetch_sources(run: UnitRun, recipe: Recipe, work: Path) -> None:
-    """Fetch what this unit's strategy uses of the recipe's sources into ``work``."""
+def fetch_sources(run: UnitRun, recipe: Recipe, work: Path, earlier: Path | None = None
+                  ) -> None:
+    """Fetch what this unit's strategy uses of the recipe's sources into ``work``; an
+    unpacked tree of ``earlier`` (the earlier build's work folder) is kept where it provably
+    is what unpacking again would write."""
     ver = run.version(recipe)
     for src in recipe.fetched_sources(run.unit.platform.name, ver):
         s = render_source(src, ver, run.ws.pins)
         run.say(f"{recipe.name}: fetching {getattr(s, 'url', getattr(s, 'path', ''))}")
-        materialize(s, work, recipe.folder, run.cache)
+        materialize(s, work, recipe.folder, run.cache, earlier=earlier,
+                    log=lambda m: run.log.write(f"# {m}"))
 
 
 def build_from_source(run: UnitRun, recipe: Recipe, strategy: Build, work: Path,
-                      sources_in: Callable[[], None] = lambda: None) -> None:
-    """``sources_in`` is called once the sources are unpacked, before the first command (the
-    unit deletes the earlier build's tree then, not beside the unpack)."""
+                      sources_in: Callable[[], None] = lambda: None,
+                      earlier: Path | None = None) -> None:
+    """``sources_in`` is called once the sources are in, before the first command (the unit
+    deletes the earlier build's tree, ``earlier``, then, not beside the unpack)."""
     if "cmake_toolchain" in template_fields(strategy_templates(strategy)):
         write_cmake_toolchain(run)
-    fetch_sources(run, recipe, work)
+    fetch_sources(run, recipe, work, earlier)
     sources_in()
     ctx = command_context(run.ws, run.unit, run.opts, recipe, work, run.dirs)
     env = command_env(run.unit, run.opts, recipe, strategy, ctx, dirs=run.dirs)

@@ -91,10 +91,13 @@ class Discarded:
     slowed the unpack's file creation (1.6 s to 2.1 s for the main archive, more for the
     dependencies after it), while the configure that follows leaves a core and the disk idle."""
 
-    def __init__(self, paths: Sequence[Path], name: str) -> None:
+    def __init__(self, paths: Sequence[Path], name: str, moved: Path | None = None) -> None:
         self.paths = tuple(paths)
         self._name = name
         self._started = False
+        # the earlier build's folder as it was left (its sources may be kept:
+        # prebake.sources.reuse); None when there was none
+        self.moved = moved
 
     def delete(self) -> None:
         """Start the deletion (once; later calls do nothing). The process waits for it at exit
@@ -120,4 +123,4 @@ def discard(folder: Path) -> Discarded:
     trash = folder.with_name(f".{folder.name}.discarded-{os.getpid()}-{next(_discarded)}")
     folder.rename(trash)
     leftovers = [p for p in folder.parent.glob(f".{folder.name}.discarded-*") if p != trash]
-    return Discarded((trash, *leftovers), folder.name)
+    return Discarded((trash, *leftovers), folder.name, moved=trash)

@@ -222,7 +222,8 @@ def build_recipe(run: UnitRun, recipe: Recipe) -> RecipeBuilt:
         if isinstance(strategy, Repackage):
             repackage(run, recipe, strategy, work)
         else:
-            build_from_source(run, recipe, strategy, work, sources_in=old.delete)
+            build_from_source(run, recipe, strategy, work, sources_in=old.delete,
+                              earlier=old.moved)
     finally:
         old.delete()  # a repackage, or a build that failed before its sources were in
     _install_license(recipe, work, run.dirs.prefix)
