@@ -70,13 +70,16 @@ class BlockCache:
         self._lock = threading.Lock()
         self._used: set[str] = set()
         self.hits = 0
-        self.misses = 0
+        self.misses = 0  # compressed and stored for the next build
+        self.small = 0  # compressed, too small to keep
         self.discarded = 0
 
     def compressed(self, block: bytes) -> bytes:
         """``block`` compressed: the entry for its sha256 once it is proven to hold exactly
         these bytes, else compressed now (and stored for the next build)."""
         if len(block) < MIN_CACHED:
+            with self._lock:
+                self.small += 1
             return self._compress(block)
         name = hashlib.sha256(block).hexdigest() + ".xz"
         path = self.folder / name
@@ -132,8 +135,9 @@ class BlockCache:
                     _remove(entry)
 
     def summary(self) -> str:
-        """``2 blocks from the cache, 1 compressed (1 entry discarded: …)`` for the log."""
-        text = f"{self.hits} blocks from the cache, {self.misses} compressed"
+        """``2 of 3 xz blocks from the cache`` (and the entries discarded) for the log."""
+        text = (f"{self.hits} of {self.hits + self.misses + self.small} xz blocks from the "
+                "cache")
         if self.discarded:
             text += (f" ({self.discarded} cache entries did not hold their blocks' bytes: "
                      "discarded)")

@@ -147,8 +147,8 @@ def keep(earlier: Path, work: Path, dest: str, tree_key: str,
     _record_path(earlier, dest).rename(rec)
     why = f"unchanged since it was unpacked ({len(recorded)} entries)"
     if added:
-        why += f"; {len(added)} paths the build added removed ({', '.join(sorted(added)[:3])}"
-        why += ", …)" if len(added) > 3 else ")"
+        why += f"; removed what the build added: {', '.join(sorted(added)[:3])}"
+        why += f", … ({len(added)} paths)" if len(added) > 3 else ""
     log(f"{dest}: kept from the earlier build: {why}")
     return Verdict(True, why)
 
