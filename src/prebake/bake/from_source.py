@@ -50,7 +50,8 @@ def build_from_source(run: UnitRun, recipe: Recipe, strategy: Build, work: Path,
     for i, command in enumerate(strategy.commands, 1):
         argv = placeholders.expand(command, ctx, f"recipe {recipe.name} command {i}")
         run.say(f"{recipe.name}: [{i}/{len(strategy.commands)}] {shlex.join(argv)[:120]}")
-        rc = run_logged(argv, cwd=work / "build", env=env, log=run.log, cancel=run.cancel)
+        rc = run_logged(argv, cwd=work / "build", env=env, log=run.log, cancel=run.cancel,
+                        on_line=run.progress.line)
         if rc != 0:
             what = "cancelled" if rc == -1 else f"exit status {rc}"
             raise UnitFailed(f"{recipe.name}: command {i} failed ({what}): "

@@ -35,6 +35,11 @@ class Layout:
     def log(self, unit_id: str) -> Path:
         return self.base / "logs" / f"{slug(unit_id)}.log"
 
+    def timing(self, unit_id: str) -> Path:
+        """How long the unit's last successful build took, for the next one's estimate
+        (``prebake.bake.progress``), beside its log."""
+        return self.base / "logs" / f"{slug(unit_id)}.timing.json"
+
     def dist(self, platform: str) -> Path:
         return self.base / "dist" / platform
 

@@ -31,6 +31,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +52,7 @@ from prebake.bake.packaging import (
     unit_manifest,
 )
 from prebake.bake.process import BuildLog
+from prebake.bake.progress import Tracker
 from prebake.bake.repackage import repackage
 from prebake.bake.result import GuardReport, UnitResult, UnitState
 from prebake.bake.shipped import dep_libraries, prefix_files
@@ -459,12 +461,17 @@ def run_unit(ws: Workspace, unit: Unit, opts: Options, store: Store, emit: Event
     res = replace(res, log=str(log.path))
     dirs = work_dirs(layout, unit)
     unit = run_platform(unit, dirs)
+    sink = partial(opts.progress, unit.id) if opts.progress is not None else None
+    progress, unread = Tracker.for_unit(layout.timing(unit.id), sink, t0)
     run = UnitRun(ws=ws, unit=unit, opts=opts, store=store, dirs=dirs,
                   layout=layout, log=log, cache=cache, cancel=cancel, emit=emit,
-                  started_on=time.time(), t0=t0)
+                  started_on=time.time(), t0=t0, progress=progress)
     try:
         log.write(f"# prebake build {unit.id}  input hash {unit.input_hash}")
+        if unread:
+            log.write(f"# {unread}")
         published = build_unit(run)
+        progress.save()  # for the next build's estimate
         res = replace(res, state=UnitState.BUILT, sha256=published.sha256,
                        asset=published.path.name, diff=published.diff,
                        diff_markdown=published.diff_markdown,
