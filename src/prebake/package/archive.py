@@ -313,7 +313,8 @@ class ParallelXzWriter:
         self._sink = sink
         self._block_size = block_size
         self._compress = compress
-        self._buf = bytearray()
+        self._parts: list[bytes] = []  # the current block so far (joined once, when full)
+        self._have = 0
         self._pos = 0
         self._threads = max(1, threads or usable_cores())
         self._pool = ThreadPoolExecutor(self._threads, thread_name_prefix="xz")
@@ -324,20 +325,28 @@ class ParallelXzWriter:
 
     def write(self, data: bytes | bytearray | memoryview) -> int:
         n = len(data)
-        self._buf += data
         self._pos += n
-        while len(self._buf) >= self._block_size:
-            block = bytes(self._buf[: self._block_size])
-            del self._buf[: self._block_size]
-            self._submit(block)
+        if isinstance(data, bytes) and self._have + n < self._block_size:
+            self._parts.append(data)  # the common case: no copy
+            self._have += n
+            return n
+        view = memoryview(data)
+        while len(view):
+            take = min(len(view), self._block_size - self._have)
+            self._parts.append(bytes(view[:take]))
+            self._have += take
+            view = view[take:]
+            if self._have == self._block_size:
+                self.cut()
         return n
 
     def cut(self, block_size: int | None = None) -> None:
         """End the current block here (the next byte starts a new one); the blocks after it
         are ``block_size`` long when given."""
-        if self._buf:
-            self._submit(bytes(self._buf))
-            self._buf.clear()
+        if self._have:
+            self._submit(b"".join(self._parts))
+            self._parts.clear()
+            self._have = 0
         if block_size is not None:
             self._block_size = block_size
 
@@ -348,9 +357,9 @@ class ParallelXzWriter:
 
     def close(self) -> None:
         try:
-            if self._buf or (not self._pending and self._pos == 0):
-                self._submit(bytes(self._buf))
-                self._buf.clear()
+            if self._pos == 0 and not self._pending:
+                self._submit(b"")  # an empty stream is still one valid .xz stream
+            self.cut()
             while self._pending:
                 self._sink(self._pending.popleft().result())
         finally:
