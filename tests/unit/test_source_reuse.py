@@ -207,3 +207,13 @@ def test_sources_that_are_not_unpacked_are_placed_afresh(build: Build) -> None:
     placed = build.fetch(src)
     assert placed.read_bytes() == build.archive.read_bytes()
     assert build.said == []
+
+
+def test_a_tree_that_is_the_work_folder_itself_is_unpacked_each_time(build: Build) -> None:
+    src = build.source(dest=".")
+    first = build.fetch(src)
+    fresh = snapshot(first)
+    second = build.fetch(src)
+    assert not build.kept() and build.said == []
+    assert snapshot(second) == fresh
+    assert not (second / reuse.RECORDS).exists()

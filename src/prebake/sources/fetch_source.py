@@ -199,7 +199,8 @@ def materialize(src: Source, workdir: Path, recipe_dir: Path, cache: SourceCache
         return dest
     if isinstance(src, UrlSource):
         rel = dest.relative_to(workdir.resolve()).as_posix()
-        key = tree_key(src, recipe_dir) if src.unpack else ""
+        # a tree that is the work folder itself has no earlier place of its own to be kept from
+        key = tree_key(src, recipe_dir) if src.unpack and rel != "." else ""
         if key and earlier is not None and reuse.keep(earlier, workdir, rel, key, log).kept:
             return dest
         archive = cache.fetch([src.url, *src.mirrors], src.sha256, size=src.size)
@@ -211,7 +212,8 @@ def materialize(src: Source, workdir: Path, recipe_dir: Path, cache: SourceCache
                        members=src.members, skip=src.skip)
         for patch in src.patches:
             apply_patch(recipe_dir / patch, tree, run)
-        reuse.record(workdir, rel, key)
+        if key:
+            reuse.record(workdir, rel, key)
         return tree
     if isinstance(src, LocalSource):
         origin = (recipe_dir / src.path).resolve()
