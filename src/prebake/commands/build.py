@@ -262,40 +262,42 @@ def _plain(ws: Any, units: Sequence[Unit], opts: Any) -> list[Any]:
     from prebake.bake.progress import Status
 
     every = progress_interval()
-    lock = threading.Lock()
+    lock = threading.Lock()  # one line at a time on stderr, and the tables below
     running: dict[str, float] = {}  # unit -> when it started
-    latest: dict[str, Status] = {}
+    latest: dict[str, Status] = {}  # written by the units' output threads
+    shown: dict[str, str] = {}
 
     def out(unit: str, text: str) -> None:
-        with lock:
-            sys.stderr.write(f"{unit}: {text}\n")
-            sys.stderr.flush()
+        sys.stderr.write(f"{unit}: {text}\n")
+        sys.stderr.flush()
 
     def emit(unit: str, state: str, message: str) -> None:
-        if state == "running":
-            running.setdefault(unit, time.monotonic())
-        else:
-            running.pop(unit, None)
-            latest.pop(unit, None)
-        out(unit, _line(message, state) if state == "running"
-            else f"{state}: {_line(message, state)}")
+        with lock:
+            if state == "running":
+                running.setdefault(unit, time.monotonic())
+            else:
+                running.pop(unit, None)
+                latest.pop(unit, None)
+            out(unit, _line(message, state) if state == "running"
+                else f"{state}: {_line(message, state)}")
 
     def on_progress(unit: str, status: Status) -> None:
-        latest[unit] = status
+        with lock:
+            latest[unit] = status
 
     stop = threading.Event()
-    shown: dict[str, str] = {}
 
     def tick() -> None:
         """Each running unit's status when it says something new (a count, a minute less)."""
         while not stop.wait(every):
             now = time.monotonic()
-            for unit, status in sorted(latest.items()):
-                since = running.get(unit)
-                text = status.text(now)
-                if since is not None and text and shown.get(unit) != text:
-                    shown[unit] = text
-                    out(unit, f"{text} ({_elapsed(now - since)} in)")
+            with lock:
+                for unit, status in sorted(latest.items()):
+                    since = running.get(unit)
+                    text = status.text(now)
+                    if since is not None and text and shown.get(unit) != text:
+                        shown[unit] = text
+                        out(unit, f"{text} ({_elapsed(now - since)} in)")
 
     ticker = threading.Thread(target=tick, name="progress lines", daemon=True)
     ticker.start()
