@@ -123,6 +123,19 @@ def test_the_estimate_follows_the_last_build_at_this_builds_speed() -> None:
     assert len(seen) == 50 and seen[-1] == status
 
 
+def test_a_warm_rebuild_after_a_cold_build_is_estimated_at_its_own_pace() -> None:
+    """The last build was cold (an hour); this one reaches the same lines 30 times sooner."""
+    last = Timing(3600.0, 1000, tuple(Mark(n, n * 3.4) for n in range(50, 1001, 50)))
+    now = [0.0]
+    tracker = Tracker(last, clock=lambda: now[0], t0=0.0)
+    for n in range(1, 501):
+        now[0] = n * 3.4 / 30
+        tracker.line(f"[{n}/1000] CXX obj{n}.o")
+    # the last build had 1900 s to go from line 500; at this pace that is 63 s
+    assert tracker.status().left == pytest.approx(1900 / 30)
+    assert tracker.status().text(now[0]) == "[500/1000] 50 % ~1 min left"
+
+
 def test_without_a_last_build_the_count_s_rate_says_how_long() -> None:
     now = [0.0]
     tracker = Tracker(None, clock=lambda: now[0], t0=0.0)

@@ -222,8 +222,10 @@ class Tracker:
         left = None
         if last is not None and last.seconds > 0:
             tau = last.seconds_at(self.lines)
+            # this build's pace against the last one's (a warm rebuild after a cold build of
+            # the flagship: about 1/30), bounded where a few seconds would say too much
             speed = t / tau if tau >= MIN_BASE and t >= MIN_BASE else 1.0
-            left = max(0.0, min(10.0, max(0.1, speed)) * (last.seconds - tau))
+            left = max(0.0, min(100.0, max(0.01, speed)) * (last.seconds - tau))
             if fraction is None and last.lines:
                 fraction = min(0.99, self.lines / last.lines)
         elif count is not None and count.fraction >= MIN_FRACTION:
