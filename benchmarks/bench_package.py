@@ -10,7 +10,13 @@ default), then times, as whole processes side by side in one run (alternating ro
 
 and prints each one's time and size and the ratios (bars: time <= 0.6x, size <= 1.02x). A second
 line gives the library-level time of ``write_tar_xz`` alone, in this process.
-Run: ``.venv/bin/python benchmarks/bench_package.py [--mb 100] [--rounds 3]``.
+
+``--warm`` times the block cache instead, on a tree of the flagship's shape (one static library
+of ``--mb`` MiB, 68 by default, made by ``ar -M`` from LLVM 14's archives, and its headers), each
+packaging as a whole process, alternating rounds: a cold write (no cache), and a warm write after
+a recipe-only change (another input hash in the manifest; the library's blocks in the unit's
+cache from the build before), whose bytes must be the cold write's of the same manifest.
+Run: ``.venv/bin/python benchmarks/bench_package.py [--mb 100] [--rounds 3] [--warm]``.
 """
 
 from __future__ import annotations
@@ -50,16 +56,43 @@ def make_tree(dest: Path, megabytes: int) -> int:
     return total
 
 
+def make_flagship_tree(dest: Path, megabytes: int) -> int:
+    """One static library of about ``megabytes`` MiB (real LLVM 14 objects, merged by ``ar
+    -M``, as onnxruntime's bundle step makes its 68 MB one), its headers and a licence."""
+    libs = sorted(SOURCE.glob("*.a"), key=lambda p: p.name)
+    (dest / "lib").mkdir(parents=True)
+    (dest / "include").mkdir()
+    (dest / "share" / "licenses").mkdir(parents=True)
+    script, total = ["CREATE lib/libbig.a"], 0
+    for src in libs:
+        if total + src.stat().st_size > megabytes * 1024 * 1024:
+            continue
+        script.append(f"ADDLIB {src}")
+        total += src.stat().st_size
+    script += ["SAVE", "END"]
+    subprocess.run(["ar", "-M"], input="\n".join(script) + "\n", text=True, cwd=dest,
+                   check=True)
+    for h in sorted(Path("/usr/lib/llvm-14/include/llvm-c").glob("*.h")):
+        shutil.copyfile(h, dest / "include" / h.name)
+    shutil.copyfile("/usr/share/common-licenses/Apache-2.0",
+                    dest / "share" / "licenses" / "LICENSE")
+    return (dest / "lib" / "libbig.a").stat().st_size
+
+
 PACKAGE = """
 import sys
 from pathlib import Path
-from prebake.package.archive import write_asset
+from prebake.package.archive import block_cache, write_asset
 from prebake.package.manifest_builder import make_manifest
 from prebake.package.naming import asset_id
 aid = asset_id("llvm", "14.0.6", "linux-x86_64")
-m = make_manifest(aid, input_hash="0" * 64, toolchain={"cc": ["cc"], "cxx": ["c++"], "ar": ["ar"],
+m = make_manifest(aid, input_hash=sys.argv[3] if len(sys.argv) > 3 else "0" * 64,
+                  toolchain={"cc": ["cc"], "cxx": ["c++"], "ar": ["ar"],
                   "pin": None, "pin_version": None, "version": "bench"}, link_order=[])
-print(write_asset(Path(sys.argv[1]), aid, m, Path(sys.argv[2])))
+cache = block_cache(Path(sys.argv[4])) if len(sys.argv) > 4 else None
+print(write_asset(Path(sys.argv[1]), aid, m, Path(sys.argv[2]), cache=cache))
+if cache is not None:
+    print(cache.summary())
 """
 
 
@@ -74,14 +107,37 @@ def baseline(tree: Path, out: Path) -> float:
     return time.perf_counter() - t
 
 
-def prebake(tree: Path, out_dir: Path) -> tuple[float, int]:
-    """The packaging step as a whole process; (seconds, asset bytes)."""
+def prebake(tree: Path, out_dir: Path, input_hash: str = "0" * 64,
+            cache: Path | None = None) -> tuple[float, Path]:
+    """The packaging step as a whole process; (seconds, the asset)."""
     shutil.rmtree(out_dir, ignore_errors=True)
+    argv = [sys.executable, "-c", PACKAGE, str(tree), str(out_dir), input_hash]
     t = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", PACKAGE, str(tree), str(out_dir)],
-                          capture_output=True, text=True, check=True)
+    proc = subprocess.run([*argv, str(cache)] if cache else argv, capture_output=True,
+                          text=True, check=True)
     elapsed = time.perf_counter() - t
-    return elapsed, Path(proc.stdout.strip()).stat().st_size
+    return elapsed, Path(proc.stdout.splitlines()[0])
+
+
+def warm(args: argparse.Namespace, d: Path) -> None:
+    size = make_flagship_tree(d / "tree", args.mb)
+    print(f"tree: one {size / 2**20:.0f} MiB static library (LLVM 14's objects) and its headers, "
+          f"{os.cpu_count()} cores, median of {args.rounds}, load {os.getloadavg()[0]:.1f}",
+          flush=True)
+    prebake(d / "tree", d / "fill", "1" * 64, d / "blocks")  # the build before: fills the cache
+    cold_t, warm_t = [], []
+    for i in range(args.rounds):
+        changed = f"{i + 2:x}" * 64  # a recipe-only change: another input hash
+        t, cold = prebake(d / "tree", d / "cold", changed)
+        cold_t.append(t)
+        t, hot = prebake(d / "tree", d / "warm", changed, d / "blocks")
+        warm_t.append(t)
+        assert hot.read_bytes() == cold.read_bytes(), "the warm write's bytes are the cold one's"
+        print(f"  round: cold {cold_t[-1]:.1f} s, warm {warm_t[-1]:.1f} s (same bytes)",
+              flush=True)
+    ct, wt = statistics.median(cold_t), statistics.median(warm_t)
+    print(f"{'cold (no block cache)':36} {ct:7.1f} s")
+    print(f"{'warm (a recipe-only change)':36} {wt:7.1f} s  ({wt / ct:.2f}x)")
 
 
 def main() -> None:
@@ -89,9 +145,16 @@ def main() -> None:
     ap.add_argument("--mb", type=int, default=100)
     ap.add_argument("--rounds", type=int, default=3,
                     help="alternate baseline and prebake this many times; the median counts")
+    ap.add_argument("--warm", action="store_true",
+                    help="the block cache: cold against warm on one big library")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-package-") as tmp:
         d = Path(tmp)
+        if args.warm:
+            if args.mb == 100:
+                args.mb = 68
+            warm(args, d)
+            return
         size = make_tree(d / "tree", args.mb)
         stream = tar_size(collect_tree(d / "tree"))
         print(f"tree: {size / 2**20:.0f} MiB of distinct LLVM 14 binaries, {os.cpu_count()} cores, "
@@ -102,7 +165,8 @@ def main() -> None:
         for _ in range(args.rounds):
             base_t.append(baseline(d / "tree", d / "base.tar.xz"))
             base_s = (d / "base.tar.xz").stat().st_size
-            t, ours_s = prebake(d / "tree", d / "out")
+            t, asset = prebake(d / "tree", d / "out")
+            ours_s = asset.stat().st_size
             ours_t.append(t)
             print(f"  round: tar|xz {base_t[-1]:.1f} s, prebake {t:.1f} s", flush=True)
         bt, ot = statistics.median(base_t), statistics.median(ours_t)

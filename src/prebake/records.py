@@ -118,6 +118,8 @@ def _type_schema(hint: Any, items: Mapping[str, Any] | None = None) -> dict[str,
         return {"type": "boolean"}
     if hint is int:
         return {"type": "integer"}
+    if hint is float:
+        return {"type": "number"}
     if hint is Any:
         return {}
     if origin is Literal:
@@ -192,6 +194,8 @@ def _converter(hint: Any) -> Callable[[Any], Any]:
         return dict if value is _identity else lambda v: {k: value(x) for k, x in v.items()}
     if hint is int:  # JSON Schema's integer includes 10.0; the typed value is an int all the same
         return int
+    if hint is float:  # and a number may be written 530: a float all the same
+        return float
     return _identity
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import lzma
 import os
 import random
 import subprocess
@@ -55,7 +56,9 @@ def test_block_size_is_a_function_of_the_stream_length() -> None:
     assert block_size_for(TARGET_BLOCK + 1) < TARGET_BLOCK
 
 
-def test_tar_size_is_the_length_tarfile_writes(tmp_path: Path) -> None:
+def test_the_stream_is_what_tarfile_writes_and_tar_size_its_length(tmp_path: Path) -> None:
+    """The tar stream is written by hand (to cut blocks at a big file's first byte): byte for
+    byte tarfile's GNU stream, with the big files cut out (1 MiB here) or not."""
     entries = collect_tree(_tree(tmp_path / "t"))
     buf = io.BytesIO()
     with tarfile.TarFile(fileobj=buf, mode="w", format=tarfile.GNU_FORMAT) as tf:
@@ -67,6 +70,11 @@ def test_tar_size_is_the_length_tarfile_writes(tmp_path: Path) -> None:
             else:
                 tf.addfile(ti)
     assert len(buf.getvalue()) == tar_size(entries)
+    for big in (1 << 20, 1 << 40):
+        out = io.BytesIO()
+        write_tar_xz(entries, out, threads=2, big_file=big)
+        assert lzma.decompress(out.getvalue()) == buf.getvalue()
+        assert out.getvalue().count(b"\xfd7zXZ\0") == (13 if big == 1 << 20 else 1)
 
 
 def _in_child(tree: Path, out: Path, cores: int) -> str:
@@ -77,7 +85,7 @@ def _in_child(tree: Path, out: Path, cores: int) -> str:
             "from prebake.package.archive import collect_tree, write_tar_xz\n"
             f"entries = collect_tree(Path({str(tree)!r}))\n"
             f"with open({str(out)!r}, 'wb') as fh:\n"
-            "    print(write_tar_xz(entries, fh, block_size=1 << 20)[0])\n")
+            "    print(write_tar_xz(entries, fh, target_block=1 << 20)[0])\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     return proc.stdout.strip()
 

@@ -17,25 +17,30 @@ from prebake.toolchain.steady import install as install_steady
 from prebake.toolchain.zigwarm import warm
 
 
-def fetch_sources(run: UnitRun, recipe: Recipe, work: Path) -> None:
-    """Fetch what this unit's strategy uses of the recipe's sources into ``work``."""
+def fetch_sources(run: UnitRun, recipe: Recipe, work: Path, earlier: Path | None = None
+                  ) -> None:
+    """Fetch what this unit's strategy uses of the recipe's sources into ``work``; an
+    unpacked tree of ``earlier`` (the earlier build's work folder) is kept where it provably
+    is what unpacking again would write."""
     ver = run.version(recipe)
     for src in recipe.fetched_sources(run.unit.platform.name, ver):
         s = render_source(src, ver, run.ws.pins)
         run.say(f"{recipe.name}: fetching {getattr(s, 'url', getattr(s, 'path', ''))}")
-        materialize(s, work, recipe.folder, run.cache)
+        materialize(s, work, recipe.folder, run.cache, earlier=earlier,
+                    log=lambda m: run.log.write(f"# {m}"))
 
 
 def build_from_source(run: UnitRun, recipe: Recipe, strategy: Build, work: Path,
-                      sources_in: Callable[[], None] = lambda: None) -> None:
-    """``sources_in`` is called once the sources are unpacked, before the first command (the
-    unit deletes the earlier build's tree then, not beside the unpack)."""
+                      sources_in: Callable[[], None] = lambda: None,
+                      earlier: Path | None = None) -> None:
+    """``sources_in`` is called once the sources are in, before the first command (the unit
+    deletes the earlier build's tree, ``earlier``, then, not beside the unpack)."""
     how = run.env.invocation(recipe)
     if how.toolchain_file:
         write_cmake_toolchain(run)
     tc = run.unit.platform.toolchain
     install_steady(tc.cc, run.dirs.root, in_environment=bool(tc.environment))
-    fetch_sources(run, recipe, work)
+    fetch_sources(run, recipe, work, earlier)
     sources_in()
     ctx, env = how.context, how.env
     run.log.env(env, how.dropped)
@@ -44,7 +49,8 @@ def build_from_source(run: UnitRun, recipe: Recipe, strategy: Build, work: Path,
     for i, command in enumerate(strategy.commands, 1):
         argv = expand(command, ctx, f"recipe {recipe.name} command {i}")
         run.say(f"{recipe.name}: [{i}/{len(strategy.commands)}] {shlex.join(argv)[:120]}")
-        rc = run_logged(argv, cwd=work / "build", env=env, log=run.log, cancel=run.cancel)
+        rc = run_logged(argv, cwd=work / "build", env=env, log=run.log, cancel=run.cancel,
+                        on_line=run.progress.line)
         if rc != 0:
             what = "cancelled" if rc == -1 else f"exit status {rc}"
             raise UnitFailed(f"{recipe.name}: command {i} failed ({what}): "

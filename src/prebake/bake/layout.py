@@ -19,7 +19,8 @@ def slug(unit_id: str) -> str:
 
 
 class Layout:
-    """The ``.prebake`` folder: work trees, saved stage files, logs and finished assets."""
+    """The ``.prebake`` folder: work trees, saved stage files, logs, finished assets and the
+    blocks they were compressed into."""
 
     def __init__(self, root: Path) -> None:
         self.base = root / ".prebake"
@@ -34,8 +35,17 @@ class Layout:
     def log(self, unit_id: str) -> Path:
         return self.base / "logs" / f"{slug(unit_id)}.log"
 
+    def timing(self, unit_id: str) -> Path:
+        """How long the unit's last successful build took, for the next one's estimate
+        (``prebake.bake.progress``), beside its log."""
+        return self.base / "logs" / f"{slug(unit_id)}.timing.json"
+
     def dist(self, platform: str) -> Path:
         return self.base / "dist" / platform
+
+    def blocks(self, unit_id: str) -> Path:
+        """The unit's compressed xz blocks, for its next build (``prebake.package.blocks``)."""
+        return self.base / "blocks" / slug(unit_id)
 
 
 @dataclass(frozen=True)
@@ -86,10 +96,13 @@ class Discarded:
     slowed the unpack's file creation (1.6 s to 2.1 s for the main archive, more for the
     dependencies after it), while the configure that follows leaves a core and the disk idle."""
 
-    def __init__(self, paths: Sequence[Path], name: str) -> None:
+    def __init__(self, paths: Sequence[Path], name: str, moved: Path | None = None) -> None:
         self.paths = tuple(paths)
         self._name = name
         self._started = False
+        # the earlier build's folder as it was left (its sources may be kept:
+        # prebake.sources.reuse); None when there was none
+        self.moved = moved
 
     def delete(self) -> None:
         """Start the deletion (once; later calls do nothing). The process waits for it at exit
@@ -115,4 +128,4 @@ def discard(folder: Path) -> Discarded:
     trash = folder.with_name(f".{folder.name}.discarded-{os.getpid()}-{next(_discarded)}")
     folder.rename(trash)
     leftovers = [p for p in folder.parent.glob(f".{folder.name}.discarded-*") if p != trash]
-    return Discarded((trash, *leftovers), folder.name)
+    return Discarded((trash, *leftovers), folder.name, moved=trash)

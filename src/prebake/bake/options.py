@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from prebake.bake.core_budget import CoreBudget
+from prebake.bake.progress import Status
 from prebake.sources import SourceCache
 
 
@@ -20,6 +21,8 @@ class Options:
     diff: bool = False  # diff each new asset against the store's current one, before publishing
     allow_breaking: bool = False  # with diff: publish even when the diff is breaking
     guards_only: bool = False  # re-run the guards on the stamped build tree, build nothing
+    # a display's: how far a running unit's commands are (unit id, its status)
+    progress: Callable[[str, Status], None] | None = None
 
     # the cores, shared by the units running at the moment a command starts (``{jobs}``)
     cores: CoreBudget = field(default_factory=CoreBudget)

@@ -21,7 +21,7 @@ import shlex
 import signal
 import subprocess
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TextIO
@@ -91,12 +91,17 @@ class BuildLog:
         self._secrets: set[str] = set(env_secrets(os.environ))
 
     def write(self, text: str) -> None:
+        self.written(text)
+
+    def written(self, text: str) -> str:
+        """Append ``text`` (redacted) as a line; returns what was written."""
         text = redact_text(text, *self._secrets)
         with self._lock:
             if self._fh.closed:  # a late line of a command's daemon, after the unit ended
-                return
+                return text
             self._fh.write(text if text.endswith("\n") else text + "\n")
             self._fh.flush()
+        return text
 
     def env(self, env: Mapping[str, str], dropped: Sequence[str]) -> None:
         self._secrets.update(env_secrets(env))
@@ -121,8 +126,11 @@ class BuildLog:
 
 
 def run_logged(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], log: BuildLog,
-               cancel: threading.Event | None = None) -> int:
-    """Run ``argv``; stdout and stderr go to ``log``. Returns the exit status (-1: cancelled)."""
+               cancel: threading.Event | None = None,
+               on_line: Callable[[str], None] | None = None) -> int:
+    """Run ``argv``; stdout and stderr go to ``log``, and each line (redacted) to ``on_line``
+    (the unit's progress: ``prebake.bake.progress``). Returns the exit status (-1:
+    cancelled)."""
     log.write(f"$ cd {shlex.quote(str(cwd))} && {shlex.join(argv)}")
     cwd.mkdir(parents=True, exist_ok=True)
     try:
@@ -133,7 +141,7 @@ def run_logged(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], log: B
         log.write(f"prebake: cannot run {argv[0]}: {exc.strerror or exc}")
         return 127
     assert proc.stdout is not None
-    pump = threading.Thread(target=_pump, args=(proc.stdout, log), daemon=True)
+    pump = threading.Thread(target=_pump, args=(proc.stdout, log, on_line), daemon=True)
     pump.start()
     try:
         while True:
@@ -154,11 +162,13 @@ def run_logged(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], log: B
     return rc
 
 
-def _pump(out: IO[bytes], log: BuildLog) -> None:
+def _pump(out: IO[bytes], log: BuildLog, on_line: Callable[[str], None] | None) -> None:
     """Copy a command's output into ``log`` line by line (each line redacted)."""
     with out:
         for raw in iter(lambda: out.readline(MAX_LINE), b""):
-            log.write(raw.decode("utf-8", "replace").rstrip("\r\n"))
+            line = log.written(raw.decode("utf-8", "replace").rstrip("\r\n"))
+            if on_line is not None:
+                on_line(line)
 
 
 def _kill(proc: subprocess.Popen[bytes]) -> None:

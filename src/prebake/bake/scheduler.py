@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import replace
+from functools import partial
 
 from prebake.bake import stamp
 from prebake.bake.buildenv import prepare
@@ -21,6 +22,7 @@ from prebake.bake.dryrun import dry_run_steps, dry_run_verdict
 from prebake.bake.layout import Layout, WorkDirs, work_dirs
 from prebake.bake.options import Options
 from prebake.bake.process import BuildLog
+from prebake.bake.progress import Tracker
 from prebake.bake.result import UnitResult, UnitState
 from prebake.bake.unit import BreakingDiff, build_unit
 from prebake.bake.unitrun import Event, UnitFailed, UnitRun
@@ -245,12 +247,18 @@ def run_unit(ws: Workspace, unit: Unit, opts: Options, store: Store, emit: Event
     res = replace(res, log=str(log.path))
     dirs = work_dirs(layout, unit)
     unit = run_platform(unit, dirs)
+    sink = partial(opts.progress, unit.id) if opts.progress is not None else None
+    progress, unread = Tracker.for_unit(layout.timing(unit.id), sink, t0)
     try:
         log.write(f"# prebake build {unit.id}  input hash {unit.input_hash}")
+        if unread:
+            log.write(f"# {unread}")
         run = UnitRun(ws=ws, unit=unit, opts=opts, store=store, dirs=dirs,
                       env=prepare(ws, unit, opts, dirs), layout=layout, log=log, cache=cache,
-                      cancel=cancel, emit=emit, started_on=time.time(), t0=t0)
+                      cancel=cancel, emit=emit, started_on=time.time(), t0=t0,
+                      progress=progress)
         published = build_unit(run)
+        progress.save()  # for the next build's estimate
         res = replace(res, state=UnitState.BUILT, sha256=published.sha256,
                        asset=published.path.name, diff=published.diff,
                        diff_markdown=published.diff_markdown,

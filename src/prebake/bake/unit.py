@@ -42,7 +42,7 @@ from prebake.diff import build_summary
 from prebake.manifest import Provenance
 from prebake.package import cmake, pkgconfig
 from prebake.package.adopt import AdoptFailed, adopt_install
-from prebake.package.archive import write_asset
+from prebake.package.archive import block_cache, write_asset
 from prebake.recipes.api import Recipe, Repackage, Strategy
 from prebake.trust.hooks import unit_trust
 
@@ -130,7 +130,8 @@ def build_recipe(run: UnitRun, recipe: Recipe, strategy: Strategy) -> RecipeBuil
         if isinstance(strategy, Repackage):
             repackage(run, recipe, strategy, work)
         else:
-            build_from_source(run, recipe, strategy, work, sources_in=old.delete)
+            build_from_source(run, recipe, strategy, work, sources_in=old.delete,
+                              earlier=old.moved)
     finally:
         old.delete()  # a repackage, or a build that failed before its sources were in
     _install_license(recipe, work, run.dirs.prefix)
@@ -248,7 +249,10 @@ def package(run: UnitRun, guarded: Guarded) -> Packaged:
     generated.update(trust.generated)  # share/prebake/sbom.cdx.json
     entries = relocate_files(run, entries, generated, manifest)
     run.say(f"packaging {aid.filename}")
-    path = write_asset(prefix, aid, manifest, dirs.dist, generated=generated, entries=entries)
+    blocks = block_cache(run.layout.blocks(unit.id))
+    path = write_asset(prefix, aid, manifest, dirs.dist, generated=generated, entries=entries,
+                       cache=blocks)
+    run.log.write(f"# packaging: {blocks.summary()}")
     digest = (dirs.dist / aid.sha256_name).read_text().split()[0]
     return Packaged(path, digest, manifest, trust)
 

@@ -6,13 +6,14 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from prebake.bake.buildenv import BuildEnv
 from prebake.bake.layout import Layout, WorkDirs
 from prebake.bake.options import Options
 from prebake.bake.process import BuildLog
+from prebake.bake.progress import Tracker
 from prebake.plan.units import Unit
 from prebake.recipes.api import Recipe
 from prebake.sources import SourceCache
@@ -56,6 +57,8 @@ class UnitRun:
     emit: Event
     started_on: float  # wall clock, for the provenance statement only
     t0: float  # monotonic, for the log's timestamps
+    # the commands' output lines counted, and the estimate from the unit's last build
+    progress: Tracker = field(default_factory=lambda: Tracker(None))
 
     def say(self, msg: str) -> None:
         self.emit(self.unit.id, "running", msg)

@@ -167,26 +167,147 @@ def _write_summary(parts: list[str]) -> None:
 
 
 def with_progress(ws: Any, units: Sequence[Unit], opts: Any) -> list[Any]:
-    """Run the build with a live progress display on stderr (one line per running unit)."""
-    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
-    from prebake.bake import build
+    """Run the build with a live display on stderr: in a terminal one line per running unit
+    (bar, the build tool's count, the time left, the step); elsewhere (a CI log) plain lines:
+    each step as it starts and, every ``$PREBAKE_PROGRESS_INTERVAL`` seconds (30), how far
+    each running unit is — never a control character."""
     from prebake.commands._common import err_console
+
+    if err_console().is_terminal:
+        return _live(ws, units, opts)
+    return _plain(ws, units, opts)
+
+
+def _line(message: str, state: str) -> str:
+    """One line of what a unit says, redacted whole (a cut URL would no longer look like
+    one), without control characters."""
+    from prebake.bake.progress import printable
     from prebake.redact import env_secrets, redact_text
 
-    secrets = env_secrets(os.environ)
-    with Progress(SpinnerColumn(), TextColumn("{task.fields[unit]:<28}"),
-                  TextColumn("{task.description}"), TimeElapsedColumn(),
-                  console=err_console(), transient=False) as progress:
-        tasks = {u.id: progress.add_task("waiting", unit=u.id, total=None) for u in units}
+    text = redact_text(message, *env_secrets(os.environ)) if message else state
+    return printable(text.splitlines()[0] if text.strip() else state)
+
+
+def _live(ws: Any, units: Sequence[Unit], opts: Any) -> list[Any]:
+    import time
+
+    from rich.progress import (
+        BarColumn,
+        Progress,
+        ProgressColumn,
+        SpinnerColumn,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+    from rich.text import Text
+
+    from prebake.bake import build
+    from prebake.bake.progress import Status
+    from prebake.commands._common import err_console
+
+    class StatusColumn(ProgressColumn):
+        """The count and the time left, counting down between the unit's output lines."""
+
+        def render(self, task: Any) -> Text:
+            status = task.fields.get("status")
+            text = status.text(time.monotonic()) if isinstance(status, Status) else ""
+            return Text(f"{text:<34}", style="cyan")
+
+    with Progress(SpinnerColumn(), TextColumn("{task.fields[unit]:<24}"),
+                  BarColumn(bar_width=20), StatusColumn(), TimeElapsedColumn(),
+                  TextColumn("{task.description}"), console=err_console(),
+                  transient=False) as progress:
+        tasks = {u.id: progress.add_task("waiting", unit=u.id, total=None, status=None)
+                 for u in units}
 
         def emit(unit: str, state: str, message: str) -> None:
-            # redacted whole before it is cut: a cut URL would no longer look like one
-            line = redact_text(message, *secrets).splitlines()[0] if message else state
+            line = _line(message, state)
             if state == "running":
                 progress.update(tasks[unit], description=line[:80])
             else:
                 progress.update(tasks[unit], description=f"{state}: {line[:70]}", total=1,
-                                completed=1)
+                                completed=1, status=None)
 
-        return build(ws, units, opts, emit)
+        def on_progress(unit: str, status: Status) -> None:
+            if status.fraction is None:
+                progress.update(tasks[unit], status=status, total=None)
+            else:
+                progress.update(tasks[unit], status=status, total=1000,
+                                completed=round(status.fraction * 1000))
+
+        return build(ws, units, dataclasses.replace(opts, progress=on_progress), emit)
+
+
+def progress_interval() -> float:
+    """Seconds between two plain progress lines (``$PREBAKE_PROGRESS_INTERVAL``, default 30)."""
+    from prebake.errors import PrebakeError
+
+    raw = os.environ.get("PREBAKE_PROGRESS_INTERVAL", "30")
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0.1 <= value <= 86400:
+        raise PrebakeError(f"PREBAKE_PROGRESS_INTERVAL={raw!r}: not a number of seconds "
+                           "between 0.1 and 86400")
+    return value
+
+
+def _plain(ws: Any, units: Sequence[Unit], opts: Any) -> list[Any]:
+    import sys
+    import threading
+    import time
+
+    from prebake.bake import build
+    from prebake.bake.progress import Status
+
+    every = progress_interval()
+    lock = threading.Lock()  # one line at a time on stderr, and the tables below
+    running: dict[str, float] = {}  # unit -> when it started
+    latest: dict[str, Status] = {}  # written by the units' output threads
+    shown: dict[str, str] = {}
+
+    def out(unit: str, text: str) -> None:
+        sys.stderr.write(f"{unit}: {text}\n")
+        sys.stderr.flush()
+
+    def emit(unit: str, state: str, message: str) -> None:
+        with lock:
+            if state == "running":
+                running.setdefault(unit, time.monotonic())
+            else:
+                running.pop(unit, None)
+                latest.pop(unit, None)
+            out(unit, _line(message, state) if state == "running"
+                else f"{state}: {_line(message, state)}")
+
+    def on_progress(unit: str, status: Status) -> None:
+        with lock:
+            latest[unit] = status
+
+    stop = threading.Event()
+
+    def tick() -> None:
+        """Each running unit's status when it says something new (a count, a minute less)."""
+        while not stop.wait(every):
+            now = time.monotonic()
+            with lock:
+                for unit, status in sorted(latest.items()):
+                    since = running.get(unit)
+                    text = status.text(now)
+                    if since is not None and text and shown.get(unit) != text:
+                        shown[unit] = text
+                        out(unit, f"{text} ({_elapsed(now - since)} in)")
+
+    ticker = threading.Thread(target=tick, name="progress lines", daemon=True)
+    ticker.start()
+    try:
+        return build(ws, units, dataclasses.replace(opts, progress=on_progress), emit)
+    finally:
+        stop.set()
+        ticker.join()
+
+
+def _elapsed(seconds: float) -> str:
+    minutes, secs = divmod(int(seconds), 60)
+    return f"{minutes} min {secs:02d} s" if minutes else f"{secs} s"

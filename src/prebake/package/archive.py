@@ -5,15 +5,24 @@ user/group names and a normalised mode (0755 for folders and executables, 0644 o
 the GNU tar format is used (long names go into ``././@LongLink`` entries, whose headers are fixed
 too; no pax headers that could carry times or locale-dependent text).
 
-Compression splits the tar stream into blocks and compresses each block into its own ``.xz``
+Compression cuts the tar stream into blocks and compresses each block into its own ``.xz``
 stream (concatenated streams are one valid ``.xz`` file: xz-file-format 1.1.0 §2.1.1; ``tar
--xJf``, Python's ``tarfile`` and prebake's own extraction read them). The block size comes from
-the input — the tar stream's length cut into pieces of at most ``TARGET_BLOCK`` — never from the
-machine: a block's bytes depend only on the block and the preset, so the output is identical on
-1 or 64 cores, while an asset of 100 MiB is two blocks that two cores compress at once (one
-192 MiB block, xz's own multi-threaded default at -9, kept every asset under 192 MiB on one
-core). Blocks are compressed in parallel threads (``lzma`` releases the GIL).
-``benchmarks/bench_package.py`` compares this against ``tar -c | xz -T0 -9``; see its
+-xJf``, Python's ``tarfile`` and prebake's own extraction read them). Where blocks end depends
+on the content only, never on the machine, so the output is identical on 1 or 64 cores:
+
+- the data of every file of ``BIG_FILE`` bytes or more is a *segment* of its own (from its
+  first byte to the end of its padding); the headers and small files between such files are
+  segments too;
+- a segment is cut into equal blocks of at most ``TARGET_BLOCK`` (``block_size_for`` its
+  length): the flagship's 68 MB library is two blocks that two cores compress at once (one
+  192 MiB block, xz's own multi-threaded default at -9, kept every asset under 192 MiB on one
+  core).
+
+So a big file's blocks are the same bytes whatever else the asset holds, and a rebuild that
+makes the same library again takes their compressed form from the unit's block cache
+(``prebake.package.blocks``), compressing only the segments that changed — the manifest's,
+always (it names the input hash). Blocks are compressed in parallel threads (``lzma`` releases
+the GIL). ``benchmarks/bench_package.py`` compares this against ``tar -c | xz -T0 -9``; see its
 docstring for the figures.
 """
 
@@ -27,7 +36,7 @@ import stat
 import tarfile
 import tempfile
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +47,7 @@ from prebake.cores import usable_cores
 from prebake.digest import file_sha256
 from prebake.errors import PrebakeError
 from prebake.manifest import Manifest
+from prebake.package.blocks import BlockCache
 from prebake.package.naming import MAX_ASSET_BYTES, AssetId, sha256_line
 
 FIXED_MTIME = 315532800  # 1980-01-01T00:00:00Z: the earliest time every archive format can store
@@ -169,6 +179,16 @@ class _Sink:
 
 
 DICT_SIZE = 64 * 1024 * 1024  # -9's dictionary
+# A file at least this large is a segment of its own (see the module's docstring): its
+# compressed blocks then depend on its bytes alone, and a rebuild that makes the same file
+# takes them from the block cache. Each such cut restarts xz's dictionary, which costs size
+# where neighbouring files share content: on benchmarks/bench_package.py's 100 MiB of LLVM
+# libraries, cutting at every file of 1, 4 or 8 MiB made the asset 6.1, 4.5 and 3.6 % larger;
+# at 16 MiB (none there is that large) nothing changed. Compressing 16 MiB at -9 takes a core
+# 4-10 s; the flagship's wasm library is 68 MB.
+BIG_FILE = 16 << 20
+_CHUNK = 1 << 20
+_ENCODING = "utf-8"  # names as tarfile writes them on Linux, whatever the machine's locale
 
 
 def tar_size(entries: Iterable[Entry]) -> int:
@@ -185,12 +205,80 @@ def tar_size(entries: Iterable[Entry]) -> int:
     return -(-total // tarfile.RECORDSIZE) * tarfile.RECORDSIZE
 
 
-def block_size_for(stream_bytes: int) -> int:
-    """Equal blocks of at most ``TARGET_BLOCK`` for a stream this long: a function of the input
+def block_size_for(stream_bytes: int, target: int = TARGET_BLOCK) -> int:
+    """Equal blocks of at most ``target`` for a segment this long: a function of the input
     only, so the bytes are the same on every machine. (Rounding to the nearest count left a
     66 MiB stream one block, on one core.)"""
-    blocks = max(1, -(-stream_bytes // TARGET_BLOCK))
+    blocks = max(1, -(-stream_bytes // target))
     return max(1 << 16, -(-stream_bytes // blocks))
+
+
+@dataclass(frozen=True)
+class _Data:
+    """A file's data in the tar stream: ``size`` bytes, then zeros to the next 512."""
+
+    entry: Entry
+    size: int
+
+
+@dataclass(frozen=True)
+class _Segment:
+    """A run of the tar stream that starts a new block: header bytes and file data."""
+
+    length: int
+    pieces: tuple[bytes | _Data, ...]
+
+
+def _padded(size: int) -> int:
+    return -(-size // tarfile.BLOCKSIZE) * tarfile.BLOCKSIZE
+
+
+def _segments(entries: Iterable[Entry], big_file: int) -> list[_Segment]:
+    """The GNU tar stream of ``entries`` (what ``tarfile`` writes, byte for byte), cut before
+    and after the data of every file of at least ``big_file`` bytes."""
+    out: list[_Segment] = []
+    pieces: list[bytes | _Data] = []
+    length = total = 0
+    for e in entries:
+        ti = _tarinfo(e)
+        header = ti.tobuf(tarfile.GNU_FORMAT, _ENCODING, "surrogateescape")
+        pieces.append(header)
+        length += len(header)
+        if e.kind != "file" or ti.size == 0:
+            continue
+        data = _Data(e, ti.size)
+        if ti.size < big_file:
+            pieces.append(data)
+            length += _padded(ti.size)
+            continue
+        out += [_Segment(length, tuple(pieces)), _Segment(_padded(ti.size), (data,))]
+        total += length + _padded(ti.size)
+        pieces, length = [], 0
+    total += length + 2 * tarfile.BLOCKSIZE
+    end = 2 * tarfile.BLOCKSIZE + (-total) % tarfile.RECORDSIZE  # as tarfile closes a stream
+    pieces.append(tarfile.NUL * end)
+    out.append(_Segment(length + end, tuple(pieces)))
+    return out
+
+
+def _stream(segment: _Segment) -> Iterator[bytes]:
+    """The segment's bytes; a file that no longer holds the size it had is refused."""
+    for piece in segment.pieces:
+        if isinstance(piece, bytes):
+            yield piece
+            continue
+        left = piece.size
+        with piece.entry.open() as fh:
+            while left:
+                chunk = fh.read(min(left, _CHUNK))
+                if not chunk:
+                    raise PrebakeError(f"{piece.entry.source or piece.entry.path}: shorter "
+                                       f"than the {piece.size} bytes it had when packaging "
+                                       "began (changed while packaged)")
+                left -= len(chunk)
+                yield chunk
+        if piece.size % tarfile.BLOCKSIZE:
+            yield tarfile.NUL * (tarfile.BLOCKSIZE - piece.size % tarfile.BLOCKSIZE)
 
 
 def _compress_block(block: bytes) -> bytes:
@@ -207,14 +295,26 @@ def _compress_block(block: bytes) -> bytes:
     return lzma.compress(block, format=lzma.FORMAT_XZ, check=lzma.CHECK_CRC64, filters=filters)
 
 
+def block_cache(folder: Path) -> BlockCache:
+    """A cache of this writer's compressed blocks in ``folder`` (one per unit)."""
+    return BlockCache(folder, _compress_block, PRESET)
+
+
 class ParallelXzWriter:
-    """A write-only file object: tar bytes in, concatenated per-block ``.xz`` streams out."""
+    """A write-only file object: bytes in, concatenated per-block ``.xz`` streams out.
+
+    A block ends every ``block_size`` bytes and wherever :meth:`cut` is called; ``compress``
+    turns one block into one stream (a :class:`BlockCache`'s ``compressed`` reuses earlier
+    ones)."""
 
     def __init__(self, sink: Callable[[bytes], None], *, threads: int | None = None,
-                 block_size: int = BLOCK_SIZE) -> None:
+                 block_size: int = BLOCK_SIZE,
+                 compress: Callable[[bytes], bytes] = _compress_block) -> None:
         self._sink = sink
         self._block_size = block_size
-        self._buf = bytearray()
+        self._compress = compress
+        self._parts: list[bytes] = []  # the current block so far (joined once, when full)
+        self._have = 0
         self._pos = 0
         self._threads = max(1, threads or usable_cores())
         self._pool = ThreadPoolExecutor(self._threads, thread_name_prefix="xz")
@@ -225,24 +325,41 @@ class ParallelXzWriter:
 
     def write(self, data: bytes | bytearray | memoryview) -> int:
         n = len(data)
-        self._buf += data
         self._pos += n
-        while len(self._buf) >= self._block_size:
-            block = bytes(self._buf[: self._block_size])
-            del self._buf[: self._block_size]
-            self._submit(block)
+        if isinstance(data, bytes) and self._have + n < self._block_size:
+            self._parts.append(data)  # the common case: no copy
+            self._have += n
+            return n
+        view = memoryview(data)
+        while len(view):
+            take = min(len(view), self._block_size - self._have)
+            self._parts.append(bytes(view[:take]))
+            self._have += take
+            view = view[take:]
+            if self._have == self._block_size:
+                self.cut()
         return n
 
+    def cut(self, block_size: int | None = None) -> None:
+        """End the current block here (the next byte starts a new one); the blocks after it
+        are ``block_size`` long when given."""
+        if self._have:
+            self._submit(b"".join(self._parts))
+            self._parts.clear()
+            self._have = 0
+        if block_size is not None:
+            self._block_size = block_size
+
     def _submit(self, block: bytes) -> None:
-        self._pending.append(self._pool.submit(_compress_block, block))
+        self._pending.append(self._pool.submit(self._compress, block))
         while len(self._pending) > self._threads:  # bound memory: at most threads+1 blocks
             self._sink(self._pending.popleft().result())
 
     def close(self) -> None:
         try:
-            if self._buf or (not self._pending and self._pos == 0):
-                self._submit(bytes(self._buf))
-                self._buf.clear()
+            if self._pos == 0 and not self._pending:
+                self._submit(b"")  # an empty stream is still one valid .xz stream
+            self.cut()
             while self._pending:
                 self._sink(self._pending.popleft().result())
         finally:
@@ -256,29 +373,24 @@ class ParallelXzWriter:
 
 
 def write_tar_xz(entries: Iterable[Entry], out: BinaryIO, *, threads: int | None = None,
-                 limit: int = MAX_ASSET_BYTES,
-                 block_size: int | None = None) -> tuple[str, int]:
+                 limit: int = MAX_ASSET_BYTES, target_block: int = TARGET_BLOCK,
+                 big_file: int | None = None, cache: BlockCache | None = None
+                 ) -> tuple[str, int]:
     """Write ``entries`` (already sorted) as ``tar.xz`` to ``out``; returns (sha256, size).
 
-    ``block_size`` defaults to ``block_size_for`` the tar stream's length; ``threads`` (default:
-    the usable cores) changes only the speed, never the bytes.
+    A file of ``big_file`` bytes or more (default ``BIG_FILE``) is a segment of its own, and
+    each segment (``_segments``) is cut into equal blocks of at most ``target_block`` bytes;
+    ``threads`` (default: the usable cores) changes only the speed, never the bytes, and so
+    does ``cache``, whose entries stand in for blocks it proves they hold.
     """
-    entries = list(entries)
-    if block_size is None:
-        block_size = block_size_for(tar_size(entries))
     sink = _Sink(out, limit)
-    writer = ParallelXzWriter(sink.write, threads=threads, block_size=block_size)
+    writer = ParallelXzWriter(sink.write, threads=threads,
+                              compress=cache.compressed if cache is not None else _compress_block)
     try:
-        tf = tarfile.TarFile(fileobj=writer, mode="w",  # type: ignore[arg-type]
-                             format=tarfile.GNU_FORMAT)
-        for e in entries:
-            ti = _tarinfo(e)
-            if e.kind == "file":
-                with e.open() as fh:
-                    tf.addfile(ti, fh)
-            else:
-                tf.addfile(ti)
-        tf.close()
+        for segment in _segments(entries, BIG_FILE if big_file is None else big_file):
+            writer.cut(block_size_for(segment.length, target_block))
+            for chunk in _stream(segment):
+                writer.write(chunk)
         writer.close()
     except BaseException:
         writer.abort()
@@ -305,10 +417,12 @@ def file_list(entries: Iterable[Entry]) -> list[dict[str, Any]]:
 def write_asset(prefix: Path, aid: AssetId, manifest: Manifest | Mapping[str, Any],
                 out_dir: Path, *,
                 generated: Mapping[str, bytes] | None = None,
-                entries: Iterable[Entry] | None = None, threads: int | None = None) -> Path:
+                entries: Iterable[Entry] | None = None, threads: int | None = None,
+                cache: BlockCache | None = None) -> Path:
     """Package ``prefix`` (or the given ``entries``) as ``aid`` into ``out_dir`` with sidecars.
 
-    ``generated`` adds in-memory files (CMake config, pkg-config) without touching ``prefix``.
+    ``generated`` adds in-memory files (CMake config, pkg-config) without touching ``prefix``;
+    ``cache`` (``block_cache``) makes a rebuild of the same big files faster, never other bytes.
     The manifest's ``files`` is filled in here from what is actually archived, and the manifest
     is stored both as ``share/prebake/manifest.json`` and as the ``.json`` sidecar (same bytes).
 
@@ -333,7 +447,7 @@ def write_asset(prefix: Path, aid: AssetId, manifest: Manifest | Mapping[str, An
     tmp = Path(tmp_name)
     try:
         with os.fdopen(fd, "wb") as fh:
-            digest, _size = write_tar_xz(content, fh, threads=threads)
+            digest, _size = write_tar_xz(content, fh, threads=threads, cache=cache)
             fh.flush()
             os.fsync(fh.fileno())
         tmp.chmod(0o644)
@@ -344,4 +458,6 @@ def write_asset(prefix: Path, aid: AssetId, manifest: Manifest | Mapping[str, An
         raise
     jsonio.atomic_write_bytes(out_dir / aid.manifest_name, manifest_bytes)
     jsonio.atomic_write_text(out_dir / aid.sha256_name, sha256_line(digest, aid.filename))
+    if cache is not None:
+        cache.prune()  # what this asset used stays for the next build; the rest goes
     return final

@@ -12,6 +12,7 @@ from pathlib import Path
 from prebake.errors import PrebakeError
 from prebake.recipes.api import GitSource, LocalSource, Source, UrlSource
 from prebake.redact import redact_text
+from prebake.sources import reuse
 from prebake.sources.cache import SourceCache
 from prebake.sources.unpack import extract
 
@@ -154,9 +155,25 @@ def _run(cmd: Sequence[str], cwd: Path) -> None:
                                        + "\n  ".join(tail)))
 
 
+def _quiet(_msg: str) -> None:
+    pass
+
+
+def tree_key(src: UrlSource, recipe_dir: Path) -> str:
+    """What an unpacked ``src`` is made from (``prebake.sources.reuse.key``)."""
+    patches = [(recipe_dir / rel).read_bytes() if (recipe_dir / rel).is_file() else b""
+               for rel in src.patches]
+    return reuse.key(src.sha256, src.strip_components, src.members, src.skip, patches)
+
+
 def materialize(src: Source, workdir: Path, recipe_dir: Path, cache: SourceCache,
-                run: Runner = _run) -> Path:
-    """Fetch ``src`` into ``workdir/src.dest`` (replacing what was there); returns that path."""
+                run: Runner = _run, *, earlier: Path | None = None,
+                log: Callable[[str], None] = _quiet) -> Path:
+    """Fetch ``src`` into ``workdir/src.dest`` (replacing what was there); returns that path.
+
+    ``earlier``: the earlier build's work folder, whose unpacked tree of the same archive is
+    moved here instead when it provably is what unpacking again would write
+    (``prebake.sources.reuse``); ``log`` hears why it was or was not."""
     dest = _safe_dest(workdir, src.dest)
     if dest.exists():
         shutil.rmtree(dest)
@@ -181,6 +198,11 @@ def materialize(src: Source, workdir: Path, recipe_dir: Path, cache: SourceCache
                 raise PrebakeError(f"{redact_text(src.url)}: checked out {head}, expected {want}")
         return dest
     if isinstance(src, UrlSource):
+        rel = dest.relative_to(workdir.resolve()).as_posix()
+        # a tree that is the work folder itself has no earlier place of its own to be kept from
+        key = tree_key(src, recipe_dir) if src.unpack and rel != "." else ""
+        if key and earlier is not None and reuse.keep(earlier, workdir, rel, key, log).kept:
+            return dest
         archive = cache.fetch([src.url, *src.mirrors], src.sha256, size=src.size)
         if not src.unpack:  # the build unpacks it itself (FetchContent): the verified bytes,
             placed = dest.with_name(dest.name + archive_suffix(src.url))  # named by kind
@@ -188,8 +210,10 @@ def materialize(src: Source, workdir: Path, recipe_dir: Path, cache: SourceCache
             return placed
         tree = extract(archive, dest, strip_components=src.strip_components,
                        members=src.members, skip=src.skip)
-        for rel in src.patches:
-            apply_patch(recipe_dir / rel, tree, run)
+        for patch in src.patches:
+            apply_patch(recipe_dir / patch, tree, run)
+        if key:
+            reuse.record(workdir, rel, key)
         return tree
     if isinstance(src, LocalSource):
         origin = (recipe_dir / src.path).resolve()
