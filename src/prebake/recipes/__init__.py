@@ -30,6 +30,7 @@ from prebake.recipes.model import (
     Strategy,
     UrlSource,
     VersionCheck,
+    VersionString,
 )
 from prebake.recipes.validate import validate_recipe
 
@@ -52,6 +53,7 @@ __all__ = [
     "Strategy",
     "UrlSource",
     "VersionCheck",
+    "VersionString",
     "builtin_names",
     "find_recipe",
     "load_recipe_file",
