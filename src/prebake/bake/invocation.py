@@ -12,8 +12,14 @@ from prebake.bake.env import build_env
 from prebake.bake.layout import WorkDirs
 from prebake.bake.options import Options
 from prebake.plan.model import Unit
-from prebake.recipes.model import Build, Recipe, host_tools_used
-from prebake.toolchain import prefix_map
+from prebake.recipes.model import (
+    Build,
+    Recipe,
+    host_tools_used,
+    strategy_templates,
+    template_fields,
+)
+from prebake.toolchain import configure, prefix_map
 from prebake.toolchain.cmakefile import file_path
 from prebake.toolchain.environment import path_with
 from prebake.toolchain.hosttools import HOST_TOOLS
@@ -38,10 +44,11 @@ def command_context(ws: Workspace, unit: Unit, opts: Options, recipe: Recipe, wo
                            "macos_min": p.contract.macos_min or "",
                            "cmake_toolchain": str(file_path(dirs.root)),
                            "work": str(work), "python": sys.executable,
-                           "recipe_dir": str(recipe.folder)},
+                           "recipe_dir": str(recipe.folder), **configure.triples(p)},
                           {"jobs": lambda: opts.cores.share(unit.id)}),
         pins=ws.pins,
         release=recipe.release_argv(ws.pins[recipe.pin]),
+        tools=configure.words(p, [t.name for t in host_tools_used(recipe, p.name)]),
         argv={"cc": with_launcher(prefix_map.compiler_argv(p.toolchain.cc, flags), launcher),
               "cxx": with_launcher(prefix_map.compiler_argv(p.toolchain.cxx, flags), launcher),
               "ar": p.toolchain.ar},
@@ -77,6 +84,9 @@ def command_env(unit: Unit, opts: Options, recipe: Recipe, strategy: Build | Non
                     extra=launcher_env(p.toolchain.cc, launcher) or None)
     if p.toolchain.environment:  # its cmake, python3, protoc… before the host's
         env["PATH"] = path_with(p.toolchain.environment, env.get("PATH", DEFAULT_PATH))
+    if strategy is not None and configure.uses_tools(template_fields(strategy_templates(
+            strategy))):  # the platform's tools by one word each, before everything
+        env["PATH"] = configure.path_with(dirs.root, env.get("PATH", DEFAULT_PATH))
     # git never looks above the unit's work folder: a build that asks git which commit it is
     # (onnxruntime's "ORT Build Info: git-commit-id=…") found the workspace's own repository
     # and shipped its HEAD as the dependency's commit, a different one after every commit.

@@ -12,10 +12,11 @@ from prebake import jsonio
 from prebake.bake.guards import guards_record
 from prebake.bake.invocation import command_context
 from prebake.bake.result import GuardReport
+from prebake.bake.shipped import prefix_files
 from prebake.bake.unitrun import UnitFailed, UnitRun, strategy_of
 from prebake.link.order import relative_order
 from prebake.manifest import Manifest
-from prebake.package import cmake, pkgconfig, relocate
+from prebake.package import cmake, pcdeps, pkgconfig, relocate
 from prebake.package.archive import Entry, collect_tree, with_generated
 from prebake.package.cmakecache import CacheError, recorded
 from prebake.package.libs import Library
@@ -40,10 +41,15 @@ def generated_configs(run: UnitRun, outcomes: Outcomes, order: Sequence[Sequence
                   and d in run.ws.recipes})
     if aid.name in names:
         return {}
+    # each library's own .pc, where the install has one per library (pcdeps)
+    deps = pcdeps.read(run.dirs.prefix, libs, sorted(prefix_files(run.dirs.prefix)))
+    flat = [path for group in order for path in group]
     return {**cmake.generated_files(aid.name, aid.version, libs, order,
-                                    arch=unit.platform.arch, cxx=cxx, requires=req),
+                                    arch=unit.platform.arch, cxx=cxx, requires=req,
+                                    deps=deps),
             **pkgconfig.generated_files(aid.name, aid.version, libs, order,
-                                        requires=req, os=unit.platform.os)}
+                                        requires=req, os=unit.platform.os,
+                                        extra_libs=pcdeps.private_libs(deps, flat))}
 
 
 def unit_manifest(run: UnitRun, outcomes: Outcomes, order: Sequence[Sequence[str]],
@@ -102,6 +108,14 @@ def relocate_files(run: UnitRun, entries: list[Entry], generated: Mapping[str, b
         run.log.write(f"# dropped {rel}: a libtool archive names the build machine's libdir")
     gone = set(done.dropped)
     kept = [e for e in entries if e.path not in gone]
+    outside = [f"  {e.path}: {field} names {path}" for e in kept
+               if e.kind == "file" and e.path.endswith(".pc") and e.source is not None
+               for field, path in relocate.pc_outside(
+                   e.source.read_text(encoding="utf-8", errors="replace"))]
+    if outside:
+        raise UnitFailed(f"{run.unit.id}: {len(outside)} pkg-config setting(s) name a folder "
+                         "outside the asset (the build machine's; a consumer's compiler "
+                         "would be sent there):\n" + "\n".join(outside))
     manifest_json = jsonio.dumps(manifest.to_json()).encode()
     shipped = with_generated(kept, {**generated, "share/prebake/manifest.json": manifest_json})
     leaks = relocate.scan(shipped, paths)

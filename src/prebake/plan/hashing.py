@@ -29,6 +29,7 @@ from prebake.recipes.model import (
     template_fields,
 )
 from prebake.sources.lock import SourceLock, digest_of, git_commit_of, git_refs, url_refs
+from prebake.toolchain import configure
 from prebake.toolchain.cmakefile import portable
 from prebake.toolchain.hosttools import HOST_TOOLS
 from prebake.toolchain.probe import PROBER, Prober, probe_env
@@ -89,7 +90,9 @@ def platform_profile(platform: Platform) -> dict[str, Any]:
             "ar": tc.spec.get("ar") or _unexpand(tc.ar),
             "pin": tc.pin,
             "cmake_toolchain": tc.cmake_toolchain,
-            **({"ranlib": tc.spec.get("ranlib") or _unexpand(tc.ranlib)} if tc.ranlib else {}),
+            # each binutils tool only when the table names it (a derived one is ar's spelling)
+            **{k: tc.spec.get(k) or _unexpand(getattr(tc, k))
+               for k in ("ranlib", "nm", "strip", "windres") if getattr(tc, k)},
             **({"from_stage": tc.from_stage} if tc.from_stage else {}),
         },
         "contract": platform.contract.to_json(),
@@ -181,9 +184,15 @@ def recipe_inputs(recipe: Recipe, platform: Platform, pins: Mapping[str, str],
     inputs["toolchain"] = identify(platform, pins)
     inputs.update(host_tool_inputs(recipe, platform, identify))
     strategy = recipe.strategy_for(platform.name)
-    if isinstance(strategy, Build) and "cmake_toolchain" in template_fields(
-            strategy_templates(strategy)):
+    fields = template_fields(strategy_templates(strategy)) if isinstance(strategy, Build) \
+        else []
+    if "cmake_toolchain" in fields:
         inputs.update(cmake_toolchain_inputs(platform, shared_prefix, root, cache))
+    if configure.uses_tools(fields):  # the tools folder as the hash sees it (portable text)
+        named = configure.roles_named(fields)
+        made = configure.portable(platform, named, [t.name for t in host_tools_used(
+            recipe, platform.name) if t.name in named])
+        inputs["configure-tools"] = sha256_bytes(made.rendered().encode())
     return inputs
 
 
