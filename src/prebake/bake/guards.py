@@ -184,8 +184,12 @@ def _link_snippet(g: GuardInput, out: GuardReport) -> LinkTestResult | None:
     snippet = g.recipe.link_test
     if snippet is None or not (snippet.code or snippet.symbols):
         return None
-    lib_in = _link_input(g.libraries(out), out.libs, list(g.dep_libs), g.workdir, g.log)
-    return link_test(lib_in, g.platform,
+    paths = g.libraries(out)
+    lib_in = _link_input(paths, out.libs, list(g.dep_libs), g.workdir, g.log)
+    # the other shared libraries after it: a consumer of several links them all
+    more = [p for p, lib in zip(paths, out.libs, strict=True)
+            if lib.kind != "static" and p != lib_in]
+    return link_test(lib_in, g.platform, more=more,
                      include_dirs=[g.prefix / "include", *g.include_dirs],
                      snippet=snippet.code or None, symbols=snippet.symbols,
                      lang=snippet.lang, flags=snippet.flags,
