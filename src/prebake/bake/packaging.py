@@ -19,7 +19,7 @@ from prebake.manifest import Manifest
 from prebake.package import cmake, pcdeps, pkgconfig, relocate
 from prebake.package.archive import Entry, collect_tree, with_generated
 from prebake.package.cmakecache import CacheError, recorded
-from prebake.package.libs import Library
+from prebake.package.libs import Library, ordered
 from prebake.package.manifest_builder import make_manifest
 from prebake.package.version_proof import Proof, summary
 from prebake.plan.model import Unit
@@ -33,7 +33,7 @@ def generated_configs(run: UnitRun, outcomes: Outcomes, order: Sequence[Sequence
                       ) -> dict[str, bytes]:
     """The unit's own CMake package and ``.pc`` file, named like the asset and linking every
     library it ships in ``order``; none when a recipe named like the asset made its own."""
-    unit, aid = run.unit, run.unit.asset
+    aid = run.unit.asset
     libs: list[Library] = [lib for _r, o in outcomes for lib in o.libs]
     cxx = any(o.cxx for _r, o in outcomes)
     names = {r.name for r, _o in outcomes}
@@ -41,15 +41,22 @@ def generated_configs(run: UnitRun, outcomes: Outcomes, order: Sequence[Sequence
                   and d in run.ws.recipes})
     if aid.name in names:
         return {}
-    # each library's own .pc, where the install has one per library (pcdeps)
+    return config_files(run, aid.name, aid.version, libs, order, cxx=cxx, requires=req)
+
+
+def config_files(run: UnitRun, name: str, version: str, libs: Sequence[Library],
+                 order: Sequence[Sequence[str]], *, cxx: bool, requires: Sequence[str],
+                 cmake_too: bool = True) -> dict[str, bytes]:
+    """``lib/cmake/<name>/`` and ``lib/pkgconfig/<name>.pc`` for ``libs``: linked in
+    ``order``, or as each library's own ``.pc`` states where the install has one per
+    library (``prebake.package.pcdeps``)."""
+    p = run.unit.platform
     deps = pcdeps.read(run.dirs.prefix, libs, sorted(prefix_files(run.dirs.prefix)))
-    flat = [path for group in order for path in group]
-    return {**cmake.generated_files(aid.name, aid.version, libs, order,
-                                    arch=unit.platform.arch, cxx=cxx, requires=req,
-                                    deps=deps),
-            **pkgconfig.generated_files(aid.name, aid.version, libs, order,
-                                        requires=req, os=unit.platform.os,
-                                        extra_libs=pcdeps.private_libs(deps, flat))}
+    flat = [lib.path for group in ordered(libs, order) for lib in group]
+    return {**(cmake.generated_files(name, version, libs, order, arch=p.arch, cxx=cxx,
+                                     requires=requires, deps=deps) if cmake_too else {}),
+            **pkgconfig.generated_files(name, version, libs, order, requires=requires,
+                                        os=p.os, extra_libs=pcdeps.private_libs(deps, flat))}
 
 
 def unit_manifest(run: UnitRun, outcomes: Outcomes, order: Sequence[Sequence[str]],
