@@ -46,7 +46,7 @@ def adopt_install(recipe: Recipe, version: str, arch: str | None, prefix: Path,
     """``installed``: the files this recipe's build added to ``prefix`` (relative paths)."""
     files = sorted(installed)
     proof = version_proof.prove(recipe, version, prefix, files, _shared_facts(prefix, libs),
-                                [lib.path for lib in libs])
+                                {lib.path: lib.stem for lib in libs})
     if not proof.ok:
         raise AdoptFailed(proof.failure(recipe.name))
     packages = upstream_cmake.find_packages(prefix, files)

@@ -158,14 +158,20 @@ def install_evidence(prefix: Path, files: Iterable[str],
     return out
 
 
-def string_evidence(prefix: Path, libraries: Sequence[str], check: VersionString
+def string_evidence(prefix: Path, libraries: Mapping[str, str], check: VersionString
                     ) -> tuple[list[Evidence], list[str]]:
-    """Each library's release as its bytes spell it (every match, once); a library without
-    the string is a failure, never "no evidence"."""
+    """Each library's release as its bytes spell it (every match, once), for the libraries
+    (path -> stem) the check names; one without the string is a failure, never "no
+    evidence", and so is a named library the recipe does not ship."""
     pattern = re.compile(check.pattern.encode("latin-1"))
     out: list[Evidence] = []
-    problems: list[str] = []
-    for rel in libraries:
+    wanted = {s.lower() for s in check.libraries}
+    shipped = {stem.lower() for stem in libraries.values()}
+    problems = [f"version_check: {check.pattern!r} names library {s}, which the recipe does "
+                "not ship" for s in sorted(wanted - shipped)]
+    for rel, stem in libraries.items():
+        if wanted and stem.lower() not in wanted:
+            continue
         try:
             with open(prefix / rel, "rb") as fh:
                 size = fh.seek(0, 2)
@@ -246,10 +252,11 @@ class Proof:
 
 def prove(recipe: Recipe, pin_version: str, prefix: Path, files: Iterable[str],
           shared: Mapping[str, dict[str, object]] | None = None,
-          libraries: Sequence[str] = ()) -> Proof:
+          libraries: Mapping[str, str] | None = None) -> Proof:
     """Judge the evidence among ``files`` (what this recipe installed) against the pin; a
     library with a version of its own against its header's (``VersionCheck(library=…)``).
-    ``libraries`` are the recipe's library files (a ``VersionString`` reads their bytes)."""
+    ``libraries`` are the recipe's library files and their stems (a ``VersionString`` reads
+    their bytes)."""
     checks = recipe.version_checks
     own = [c.library for c in checks if isinstance(c, VersionCheck) and c.library]
     evidence = install_evidence(prefix, files, shared, own)
@@ -257,7 +264,7 @@ def prove(recipe: Recipe, pin_version: str, prefix: Path, files: Iterable[str],
     versions: dict[str, str] = {}  # library stem -> its header's version
     for check in checks:
         if isinstance(check, VersionString):
-            found, said = string_evidence(prefix, libraries, check)
+            found, said = string_evidence(prefix, libraries or {}, check)
         else:
             found, said = header_evidence(prefix, check)
             if check.library and found:

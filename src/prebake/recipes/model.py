@@ -275,12 +275,17 @@ class VersionCheck:
 
 @dataclass(frozen=True)
 class VersionString:
-    """The release as a string in the bytes of every library the recipe ships (a regular
+    """The release as a string in the bytes of the libraries the recipe ships (a regular
     expression whose first group is the version): FFmpeg compiles ``"FFmpeg version 7.1.5"``
-    into each of its libraries (``av_version_info()``). A library without it, or holding
-    another release, fails the version proof."""
+    into its libraries (``av_version_info()``). ``libraries`` names the ones that hold it
+    by stem (empty: every one); a library without it, or holding another release, fails the
+    version proof."""
 
     pattern: str
+    libraries: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        _freeze(self, "libraries")
 
 
 VersionEvidence = VersionCheck | VersionString
