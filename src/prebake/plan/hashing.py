@@ -90,9 +90,10 @@ def platform_profile(platform: Platform) -> dict[str, Any]:
             "ar": tc.spec.get("ar") or _unexpand(tc.ar),
             "pin": tc.pin,
             "cmake_toolchain": tc.cmake_toolchain,
-            # each binutils tool only when the table names it (a derived one is ar's spelling)
-            **{k: tc.spec.get(k) or _unexpand(getattr(tc, k))
-               for k in ("ranlib", "nm", "strip", "windres") if getattr(tc, k)},
+            **({"ranlib": tc.spec.get("ranlib") or _unexpand(tc.ranlib)} if tc.ranlib else {}),
+            # nm, strip and windres are not here: only a recipe given the tools folder runs
+            # them, and its hash holds the folder's text (``configure-tools``); naming one in
+            # the table rebuilds nothing else
             **({"from_stage": tc.from_stage} if tc.from_stage else {}),
         },
         "contract": platform.contract.to_json(),
