@@ -373,7 +373,7 @@ def prove_nm(folder: Path, platform: Platform, env: Mapping[str, str]) -> str:
 
 CONFIG_LOG_TAIL = 256 << 10  # the end of a config.log holds its verdict and the test before it
 _AUTOCONF_ERROR = re.compile(r"^configure:\d+: error: (.+)$")
-_CAUSE = re.compile(r"\berror\b|not found|fatal|cannot|undefined reference", re.I)
+_CAUSE = re.compile(r"\berror\b|not found|fatal|cannot|undefined reference|^prebake: ", re.I)
 _NOT_A_CAUSE = re.compile(r"^\s*\d+\s|^(?:END|BEGIN) |^check_|^test_|^[a-z_]+=|^configure:\d+: ")
 
 
