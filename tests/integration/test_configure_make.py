@@ -209,3 +209,18 @@ def test_the_tools_words_are_on_the_commands_path(tmp_path: Path) -> None:
     assert "CC=aarch64-linux-gnu-cc" in step["commands"][0]
     folder = ws / ".prebake" / "work" / "linux-aarch64" / "lib-tiny" / "toolchain" / "tools"
     assert step["env"]["PATH"].startswith(f"{folder}:")
+
+
+def test_build_unit_builds_one_recipe_of_a_platform(tmp_path: Path) -> None:
+    """``--unit``: one unit of the plan (the flagship's ffmpeg/wasm without onnxruntime/wasm),
+    a name that is not one is one line naming those that are."""
+    ws = _workspace(tmp_path)
+    dry = support.prebake("-C", ws, "build", "--unit", "tiny/windows-x86_64", "--dry-run",
+                          "--json")
+    assert dry.returncode == 0, dry.stderr
+    assert [u["unit"] for u in json.loads(dry.stdout)["units"]] == ["tiny/windows-x86_64"]
+    bad = support.prebake("-C", ws, "build", "--unit", "tiny/windows")
+    assert bad.returncode == 2
+    assert ("--unit tiny/windows: not a unit of this build (did you mean "
+            "'tiny/windows-x86_64'?) (units: tiny/linux-aarch64, tiny/windows-x86_64)"
+            in bad.stderr), bad.stderr
