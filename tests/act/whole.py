@@ -53,7 +53,7 @@ RUNS = {
     "sdk": Run("sdk", "prebake-kiln-sdk.yml",
                {"stages": "core,media",
                 "platforms": "linux-x86_64,linux-aarch64,windows-x86_64"}),
-    "flagship": Run("onnxruntime", "prebake-kiln-onnxruntime.yml",
+    "flagship": Run("flagship", "prebake-kiln-flagship.yml",
                     {"stages": "", "platforms": "linux-x86_64"}),
 }
 ADDON = ROOT / "examples" / "addon"
@@ -118,7 +118,7 @@ def run_wasm_toolchain(folders: Path, toolchains: Path | None) -> int:
     finds the root there) instead of the runner's temp folder."""
     run = RUNS["flagship"]
     workflow = yaml.safe_load((ROOT / ".github" / "workflows" / run.workflow).read_text())
-    job = workflow["jobs"]["build-ort-wasm"]
+    job = workflow["jobs"]["build-addons-wasm"]
     names = [s["name"] for s in job["steps"]]
     [at] = [i for i, n in enumerate(names) if n.startswith("Provision toolchain environment")]
     provision = job["steps"][at]
@@ -129,7 +129,7 @@ def run_wasm_toolchain(folders: Path, toolchains: Path | None) -> int:
         "run": "prebake toolchain list --platform wasm\n",
         "env": {"PREBAKE_TOOLCHAINS": provision["env"]["PREBAKE_TOOLCHAINS"]}}]
     job.pop("outputs", None)
-    workflow["jobs"] = {"plan": workflow["jobs"]["plan"], "build-ort-wasm": job}
+    workflow["jobs"] = {"plan": workflow["jobs"]["plan"], "build-addons-wasm": job}
     cut = folders / "wasm-toolchain.yml"
     cut.write_text(yaml.safe_dump(workflow, sort_keys=False, width=10_000))
     argv = act_argv(cut, folders, inputs={"stages": "", "platforms": "wasm"})
