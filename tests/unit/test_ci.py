@@ -611,7 +611,7 @@ def test_two_workspaces_in_one_repository_keep_their_own_workflows(
     assert "prebake-kiln-sdk.yml: stale" in capsys.readouterr().err
 
 
-EXAMPLES = ("sdk", "onnxruntime")
+EXAMPLES = ("sdk", "flagship")
 
 
 @pytest.mark.parametrize("example", EXAMPLES)
