@@ -211,3 +211,22 @@ def test_only_a_log_the_failing_command_wrote_speaks_for_it(tmp_path: Path) -> N
     assert said is not None and said.startswith("C compiler test failed.")
     assert keep.read_text() == FFMPEG_LOG
     assert configure.config_log_failure(tmp_path / "none.log", 0, keep) is None
+
+
+def test_a_recipe_names_only_tools_that_exist() -> None:
+    from prebake.recipes import Build, HostTool, Recipe, VersionString, validate_recipe
+
+    recipe = Recipe("x", "x", host_tools=(HostTool("nasm", "2.16"),), platforms={"*": Build(
+        commands=("{src}/configure --cc={tools[cc]} --as={tools[nasm]} --ld={tools[ld]}",
+                  "make {tools}"),
+        import_libs={"lib/x.dll": ("lib/x.a",)})},
+        version_check=VersionString("no group here"))
+    problems = [p.message for p in validate_recipe(recipe)]
+    assert any("{tools[ld]} is neither a tool of the platform (cc, cxx, ar, ranlib, nm, "
+               "strip, windres, pkg_config) nor a host tool of this recipe (declared: nasm)"
+               in m for m in problems), problems
+    assert "write tools as {tools[NAME]}; got {tools}" in problems
+    assert any("the key is a DLL in bin/" in m for m in problems)
+    assert any("an import library is lib/NAME.lib (MSVC) or lib/libNAME.dll.a" in m
+               for m in problems)
+    assert "needs a group: the release it spells" in problems
