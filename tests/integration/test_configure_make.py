@@ -45,17 +45,7 @@ ar = "{python} -m ziglang ar"
 nm = "llvm-nm"
 pin = "zig"
 
-[platforms.windows-x86_64]
-os = "windows"
-arch = "x86_64"
-env_unset = ["CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS"]
-contract = { lto = "none" }
-
-[platforms.windows-x86_64.toolchain]
-cc = "x86_64-w64-mingw32-gcc"
-cxx = "x86_64-w64-mingw32-g++"
-ar = "x86_64-w64-mingw32-ar"
-
+""" + support.MINGW_PLATFORM + """
 [stages.lib]
 recipes = ["tiny"]
 package = "per-recipe"
