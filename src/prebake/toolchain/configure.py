@@ -81,7 +81,6 @@ TRIPLES: Mapping[tuple[str, str], str] = {
 }
 # The platform's tools by role, and each one's word after ``<triple>-``.
 ROLES = TOOL_ROLES
-BINUTILS = ("ranlib", "nm", "strip", "windres")
 # What autoconf's AC_PROG_CC/AC_PROG_CXX look for first with --host=TRIPLE.
 ALIASES: Mapping[str, tuple[str, ...]] = {"cc": ("gcc",), "cxx": ("g++",)}
 # Names a configure script or a Makefile falls back to when it was not told a tool: on the
@@ -152,7 +151,7 @@ def pinned_argv(platform: Platform, role: str) -> tuple[str, ...] | None:
 
 @dataclass(frozen=True)
 class ToolsFolder:
-    """The folder's scripts (file name -> text) and the words of the roles it holds."""
+    """The folder's scripts: file name -> text."""
 
     platform: str
     scripts: Mapping[str, str] = field(default_factory=dict)
@@ -305,10 +304,13 @@ def for_unit(platform: Platform, *, named: Sequence[str], host_tools: Mapping[st
         if found is not None:
             argv[role] = _with_flags(role, found, flags, launcher)
     roots = tuple(dict.fromkeys((str(prefix), str(deps))))
+    pkg_config = shutil.which("pkg-config", path=path)
+    if pkg_config is None and "pkg_config" in named:
+        raise ToolsError(f"platform {platform.name}: pkg-config is not on the build's PATH "
+                         "(the commands name {tools[pkg_config]}; Debian's pkg-config)")
     return render(platform, Inputs(argv, _pinned_names(platform), dict(host_tools),
                                    make=shutil.which("make", path=path),
-                                   pkg_config=shutil.which("pkg-config", path=path),
-                                   pc_roots=roots))
+                                   pkg_config=pkg_config, pc_roots=roots))
 
 
 def tools_folder(work_root: Path) -> Path:
