@@ -11,8 +11,9 @@ contract re-checked, unpacked), each with its platform's workspace: the example 
 it has the platform, else the publishing workspace's.
 
     python -m tests.act.whole sdk        # plan, 6 Linux-host legs, publish core and media
-    python -m tests.act.whole flagship   # plan, ort / linux-x86_64 (repackage), publish ort
-    python -m tests.act.whole wasm-toolchain  # the flagship's ort / wasm job up to its
+    python -m tests.act.whole flagship   # plan, addons / linux-x86_64 (onnxruntime
+                                         # repackaged, FFmpeg built), publish
+    python -m tests.act.whole wasm-toolchain  # the flagship's addons / wasm job up to its
                                               # toolchain step, then `prebake toolchain list`
 
 Run it under ``nice -n 10`` from the repository root; the log and the fetches go into
@@ -111,7 +112,7 @@ def run_whole(run: Run, folders: Path) -> int:
 
 
 def run_wasm_toolchain(folders: Path, toolchains: Path | None) -> int:
-    """The flagship's ``ort / wasm`` job cut after "Provision toolchain environment" (the build
+    """The flagship's ``addons / wasm`` job cut after "Provision toolchain environment" (the build
     after it is the long leg), plus ``prebake toolchain list --platform wasm`` with the same
     ``PREBAKE_TOOLCHAINS``: the pinned environment made on the runner and its compiler asked.
     ``toolchains`` points the steps at existing environments (the install step still runs, and

@@ -67,10 +67,11 @@ def _copy(dest: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def desktop(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
-    """The three x86_64 repackage legs, built, guarded and published once."""
+    """The three x86_64 repackage legs, built, guarded and published once (onnxruntime's
+    units alone: FFmpeg's, in the same stage, build from source in scripts/long-leg)."""
     ws = _copy(tmp_path_factory.mktemp("flagship") / "ws")
-    proc = _prebake(ws, "build", "--platform", "linux-x86_64", "--platform", "windows-x86_64",
-                    "--platform", "macos-x86_64", "--json")
+    proc = _prebake(ws, "build", *(f"--unit=onnxruntime/{p}" for p in (
+        "linux-x86_64", "windows-x86_64", "macos-x86_64")), "--json")
     data = json.loads(proc.stdout)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return ws, {u["unit"]: u for u in data["units"]}
