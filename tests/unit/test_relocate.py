@@ -235,6 +235,11 @@ def test_a_dll_name_is_evidence_only_for_a_library_with_its_own_version(tmp_path
     # MinGW's runtime DLLs carry an ABI number, not the recipe's version
     _tree(tmp_path, {"bin/libwinpthread-1.dll": b"MZ"})
     assert version_proof.install_evidence(tmp_path, ["bin/libwinpthread-1.dll"]) == []
+    # a one-number soname: the major of a library with its own version, else an ABI number
+    shared = {"lib/libavcodec.so": {"soname": "libavcodec.so.61"},
+              "lib/libz.so": {"soname": "libz.so.1"}}
+    said = version_proof.install_evidence(tmp_path, [], shared, ["avcodec"])
+    assert [e.render() for e in said] == ["lib/libavcodec.so soname 61"]
 
 
 def test_a_pc_that_names_a_folder_outside_the_asset_is_found() -> None:

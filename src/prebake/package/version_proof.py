@@ -35,6 +35,7 @@ _CMAKE_VERSION = re.compile(r'set\s*\(\s*PACKAGE_VERSION\s+"?([^"\s)]+)"?\s*\)',
 _PC_VERSION = re.compile(r"^Version:\s*(\S+)", re.M)
 _SO_NAME = re.compile(r"^lib(.+?)\.so\.(\d+(?:\.\d+)+)$")
 _DYLIB_NAME = re.compile(r"^lib(.+?)\.(\d+(?:\.\d+)+)\.dylib$")
+_SO_MAJOR = re.compile(r"^lib(.+?)\.so\.(\d+)$")
 _DLL_NAME = re.compile(r"^(?:lib)?(.+?)-(\d+(?:\.\d+)*)\.dll$", re.I)
 _NUMERIC = re.compile(r"^v?(\d+(?:\.\d+)*)")
 
@@ -143,7 +144,12 @@ def install_evidence(prefix: Path, files: Iterable[str],
                 out.append(Evidence(rel, f"version node {node}", m.group(1),
                                     Path(rel).name.split(".")[0].removeprefix("lib")))
         soname = facts.get("soname")
-        if isinstance(soname, str) and (m := _SO_NAME.match(soname.rsplit("/", 1)[-1])):
+        base = soname.rsplit("/", 1)[-1] if isinstance(soname, str) else ""
+        if m := _SO_NAME.match(base):
+            out.append(Evidence(rel, "soname", m.group(2), m.group(1), partial=True))
+        elif (m := _SO_MAJOR.match(base)) and m.group(1).lower() in own:
+            # one number is an ABI's, except for a library with a version of its own, whose
+            # major it is (libavcodec.so.61 of libavcodec 61.19.101)
             out.append(Evidence(rel, "soname", m.group(2), m.group(1), partial=True))
         details = facts.get("details")
         stem = facts.get("stem")
