@@ -1,6 +1,6 @@
 """The flagship's from-source builds as whole commands: prebake against the same build by hand.
 
-Times, each as a whole process on ``examples/onnxruntime`` (after ``scripts/long-leg`` or one
+Times, each as a whole process on ``examples/flagship`` (after ``scripts/long-leg`` or one
 ``prebake build --platform P`` has run, so the environment, the sources and the compiler
 cache exist; P is ``wasm`` by default, or ``linux-aarch64``):
 
@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-WS = ROOT / "examples" / "onnxruntime"
+WS = ROOT / "examples" / "flagship"
 PREBAKE = [sys.executable, "-m", "prebake", "-C", str(WS)]
 QUIET = 3.0  # load average: this build's two cores and a little
 

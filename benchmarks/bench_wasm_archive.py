@@ -9,7 +9,7 @@ Both run as whole processes, alternating, outputs to files; the median of the ro
 ``prebake inspect --symbols`` against ``llvm-nm -C`` is printed beside it, without a bar.
 
 Run: ``.venv/bin/python benchmarks/bench_wasm_archive.py [--rounds 7] [ASSET_OR_ARCHIVE]``
-(default: the asset in ``examples/onnxruntime/.prebake/dist/wasm``).
+(default: the asset in ``examples/flagship/.prebake/dist/wasm``).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from pathlib import Path
 from bench_symbols import PREBAKE, run_once
 
 ROOT = Path(__file__).resolve().parent.parent
-DIST = ROOT / "examples" / "onnxruntime" / ".prebake" / "dist" / "wasm"
+DIST = ROOT / "examples" / "flagship" / ".prebake" / "dist" / "wasm"
 BAR = 2.0
 
 

@@ -5,6 +5,7 @@ next person who runs a long leg.
 
     steps.py host-tool WORKSPACE RECIPE TOOL   # NAME==VERSION of a recipe's pinned host tool
     steps.py cc-folder WORKSPACE PLATFORM      # the folder of the platform's compiler
+    steps.py pin WORKSPACE NAME                # the version a workspace pins
 
 Each reads what it says through prebake itself (the workspace as ``prebake`` loads it, the
 toolchain as ``prebake toolchain list --json`` reports it), never from where a file happens to
@@ -54,6 +55,15 @@ def cc_folder(workspace: Path, platform: str) -> Path:
     return Path(entry["resolved"]).parent
 
 
+def pin(workspace: Path, name: str) -> str:
+    """``7.1.5``: what the workspace pins ``name`` to (a bump is one ``prebake pin``, and the
+    long leg's steps follow it)."""
+    ws = load_workspace(workspace)
+    if name not in ws.pins:
+        raise StepError(f"{workspace}: no pin {name} (it pins {', '.join(sorted(ws.pins))})")
+    return ws.pins[name]
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="scripts/steps.py", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="step", required=True)
@@ -64,10 +74,15 @@ def main(argv: list[str] | None = None) -> int:
     c = sub.add_parser("cc-folder", help="the folder of the platform's compiler")
     c.add_argument("workspace", type=Path)
     c.add_argument("platform")
+    v = sub.add_parser("pin", help="the version a workspace pins")
+    v.add_argument("workspace", type=Path)
+    v.add_argument("name")
     a = p.parse_args(argv)
     try:
         if a.step == "host-tool":
             print(host_tool(a.workspace, a.recipe, a.tool))
+        elif a.step == "pin":
+            print(pin(a.workspace, a.name))
         else:
             print(cc_folder(a.workspace, a.platform))
     except (StepError, PrebakeError) as exc:

@@ -357,6 +357,19 @@ def _cached_build(out: Path, subdir: str, files: Mapping[str, str], args: Sequen
 
 
 WORKSPACES = ROOT / "tests" / "data" / "workspaces"
+# A workspace's windows-x86_64 platform with Debian's MinGW-w64 (prebake.toml text).
+MINGW_PLATFORM = """\
+[platforms.windows-x86_64]
+os = "windows"
+arch = "x86_64"
+env_unset = ["CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS"]
+contract = { lto = "none" }
+
+[platforms.windows-x86_64.toolchain]
+cc = "x86_64-w64-mingw32-gcc"
+cxx = "x86_64-w64-mingw32-g++"
+ar = "x86_64-w64-mingw32-ar"
+"""
 PTHREAD_LINK = '\n[platforms.linux-x86_64.link_test]\nflags = ["-pthread"]\n'
 PLAIN_LINK = "\n[platforms.linux-x86_64.link_test]\nflags = []\n"
 LOCAL_STORE = '\n[stores.local]\nurl = "file://./releases"\ndefault = true\n'

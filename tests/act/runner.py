@@ -9,8 +9,9 @@ server).
 
 As a command, for a workflow of this repository (one job with the jobs it needs, or all)::
 
-    python -m tests.act.runner .github/workflows/prebake-kiln-onnxruntime.yml \\
-        -j build-ort-linux-x86_64 --env PREBAKE_CACHE=/var/cache/prebake-tests/suite/prebake-cache
+    python -m tests.act.runner .github/workflows/prebake-kiln-flagship.yml \\
+        -j build-addons-linux-x86_64 \\
+        --env PREBAKE_CACHE=/var/cache/prebake-tests/suite/prebake-cache
 
 ``--input stages=… --input platforms=…`` makes it a manual run (``workflow_dispatch``); an
 example's workflow whole, with a local GitHub API and the consumer's fetch: ``tests.act.whole``.

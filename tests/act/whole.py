@@ -11,8 +11,9 @@ contract re-checked, unpacked), each with its platform's workspace: the example 
 it has the platform, else the publishing workspace's.
 
     python -m tests.act.whole sdk        # plan, 6 Linux-host legs, publish core and media
-    python -m tests.act.whole flagship   # plan, ort / linux-x86_64 (repackage), publish ort
-    python -m tests.act.whole wasm-toolchain  # the flagship's ort / wasm job up to its
+    python -m tests.act.whole flagship   # plan, addons / linux-x86_64 (onnxruntime
+                                         # repackaged, FFmpeg built), publish
+    python -m tests.act.whole wasm-toolchain  # the flagship's addons / wasm job up to its
                                               # toolchain step, then `prebake toolchain list`
 
 Run it under ``nice -n 10`` from the repository root; the log and the fetches go into
@@ -53,7 +54,7 @@ RUNS = {
     "sdk": Run("sdk", "prebake-kiln-sdk.yml",
                {"stages": "core,media",
                 "platforms": "linux-x86_64,linux-aarch64,windows-x86_64"}),
-    "flagship": Run("onnxruntime", "prebake-kiln-onnxruntime.yml",
+    "flagship": Run("flagship", "prebake-kiln-flagship.yml",
                     {"stages": "", "platforms": "linux-x86_64"}),
 }
 ADDON = ROOT / "examples" / "addon"
@@ -111,14 +112,14 @@ def run_whole(run: Run, folders: Path) -> int:
 
 
 def run_wasm_toolchain(folders: Path, toolchains: Path | None) -> int:
-    """The flagship's ``ort / wasm`` job cut after "Provision toolchain environment" (the build
+    """The flagship's ``addons / wasm`` job cut after "Provision toolchain environment" (the build
     after it is the long leg), plus ``prebake toolchain list --platform wasm`` with the same
     ``PREBAKE_TOOLCHAINS``: the pinned environment made on the runner and its compiler asked.
     ``toolchains`` points the steps at existing environments (the install step still runs, and
     finds the root there) instead of the runner's temp folder."""
     run = RUNS["flagship"]
     workflow = yaml.safe_load((ROOT / ".github" / "workflows" / run.workflow).read_text())
-    job = workflow["jobs"]["build-ort-wasm"]
+    job = workflow["jobs"]["build-addons-wasm"]
     names = [s["name"] for s in job["steps"]]
     [at] = [i for i, n in enumerate(names) if n.startswith("Provision toolchain environment")]
     provision = job["steps"][at]
@@ -129,7 +130,7 @@ def run_wasm_toolchain(folders: Path, toolchains: Path | None) -> int:
         "run": "prebake toolchain list --platform wasm\n",
         "env": {"PREBAKE_TOOLCHAINS": provision["env"]["PREBAKE_TOOLCHAINS"]}}]
     job.pop("outputs", None)
-    workflow["jobs"] = {"plan": workflow["jobs"]["plan"], "build-ort-wasm": job}
+    workflow["jobs"] = {"plan": workflow["jobs"]["plan"], "build-addons-wasm": job}
     cut = folders / "wasm-toolchain.yml"
     cut.write_text(yaml.safe_dump(workflow, sort_keys=False, width=10_000))
     argv = act_argv(cut, folders, inputs={"stages": "", "platforms": "wasm"})

@@ -33,7 +33,7 @@ def test_an_unsigned_archive_is_refused_naming_it(tmp_path: Path) -> None:
     (mirror / "debian" / "dists" / "sid").mkdir(parents=True)
     (mirror / "debian" / "dists" / "sid" / "Release").write_text(RELEASE)
     ws = tmp_path / "ws"
-    shutil.copytree(support.ROOT / "examples" / "onnxruntime", ws,
+    shutil.copytree(support.ROOT / "examples" / "flagship", ws,
                     ignore=shutil.ignore_patterns("releases", ".prebake"))
     toolchains = tmp_path / "toolchains"
     with StaticServer(mirror) as server:

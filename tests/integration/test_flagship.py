@@ -1,4 +1,4 @@
-"""The flagship workspace (examples/onnxruntime) at the scale the suite can afford.
+"""The flagship workspace (examples/flagship) at the scale the suite can afford.
 
 The wasm build from source takes about 35 minutes on 2 cores: it is ``scripts/long-leg``, and
 docs/flagship.md records its run. Here every piece of its logic runs on real files instead:
@@ -34,7 +34,7 @@ from prebake.sources import SourceCache, materialize
 from prebake.sources.lock import Locked, read_source_lock
 from tests import support
 
-FLAGSHIP = support.ROOT / "examples" / "onnxruntime"
+FLAGSHIP = support.ROOT / "examples" / "flagship"
 DEPS_TABLE = support.ROOT / "src" / "prebake" / "recipes" / "builtin" / "onnxruntime" / "deps.toml"
 SOURCE_SHA = "32df1f82bd6b07b18372c0f387133214905cbde7a586b3ad83f0ed0075f80273"
 # prebake's own download cache for the suite: the wheels and the source archive, once
@@ -67,10 +67,11 @@ def _copy(dest: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def desktop(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
-    """The three x86_64 repackage legs, built, guarded and published once."""
+    """The three x86_64 repackage legs, built, guarded and published once (onnxruntime's
+    units alone: FFmpeg's, in the same stage, build from source in scripts/long-leg)."""
     ws = _copy(tmp_path_factory.mktemp("flagship") / "ws")
-    proc = _prebake(ws, "build", "--platform", "linux-x86_64", "--platform", "windows-x86_64",
-                    "--platform", "macos-x86_64", "--json")
+    proc = _prebake(ws, "build", *(f"--unit=onnxruntime/{p}" for p in (
+        "linux-x86_64", "windows-x86_64", "macos-x86_64")), "--json")
     data = json.loads(proc.stdout)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return ws, {u["unit"]: u for u in data["units"]}

@@ -33,7 +33,7 @@ def _script(root: Path, name: str, *args: str, env: Mapping[str, str] | None = N
 
 def _outputs(root: Path) -> set[str]:
     """What the real runs would write in the checkout (a dry run writes none of it)."""
-    folders = (root / "examples/onnxruntime/.prebake", root / "examples/addon/build",
+    folders = (root / "examples/flagship/.prebake", root / "examples/addon/build",
                root / "examples/sdk/.prebake")
     return {str(p) for f in folders if f.exists() for p in f.rglob("*")}
 
@@ -53,12 +53,33 @@ def test_the_long_leg_dry_run_runs_every_cheap_part(tmp_path: Path) -> None:
     assert "== model + numpy reference: " in out
     assert re.search(r"qemu-aarch64 version \d", out), out
     # what needs a built asset is printed, with the repository files it names found
-    assert re.search(r"would run: \S+/prebake -C examples/onnxruntime/legacy-addon fetch "
+    assert re.search(r"would run: \S+/prebake -C examples/flagship/legacy-addon fetch "
                      r"onnxruntime==1\.21\.0 --platform wasm", out), out
-    assert "examples/onnxruntime/consumer/ort_check.c" in out
+    assert "examples/flagship/consumer/ort_check.c" in out
     assert "== run under qemu-aarch64 (XNNPACK)" in out
     assert _outputs(ROOT) == before
     assert not any(tmp_path.iterdir()), "a dry run downloads nothing"
+
+
+def test_the_ffmpeg_legs_dry_run_runs_every_cheap_part(tmp_path: Path) -> None:
+    before = _outputs(ROOT)
+    proc = _script(ROOT, "long-leg", "--dry-run", "ffmpeg", env={"PREBAKE_CACHE": str(tmp_path)})
+    out = proc.stdout
+    assert proc.returncode == 0, out + proc.stderr
+    for leg in ("wasm", "linux-x86_64", "linux-aarch64", "windows-x86_64"):
+        # only FFmpeg's unit of each platform: onnxruntime's legs are their own
+        assert f"# unit ffmpeg/{leg} -> ffmpeg-7.1.5-{leg}.tar.xz" in out, leg
+        assert f"# unit onnxruntime/{leg} " not in out, leg
+        assert re.search(rf"would run: \S+/python examples/flagship/consumer/ffmpeg/check\.py "
+                         rf"\S+/ffcheck-{leg}\.txt \S+/ffcheck-{leg}\.flac --version 7\.1\.5",
+                         out), out
+    # the configure lines name the platform's tools by one word each, never a folder
+    assert "--cc=aarch64-linux-gnu-cc" in out and "--x86asmexe=nasm" in out
+    assert "== signal (make_wav.py): " in out  # the Python the legs call, for real
+    assert re.search(r"would run: cmake -S examples/flagship/consumer/ffmpeg -B \S+ "
+                     r"-DCMAKE_BUILD_TYPE=Release -DCMAKE_TOOLCHAIN_FILE=\S+/examples/flagship/"
+                     r"consumer/mingw-w64\.cmake", out), out
+    assert _outputs(ROOT) == before
 
 
 def test_the_main_job_dry_run_runs_every_cheap_part(tmp_path: Path) -> None:
@@ -70,8 +91,8 @@ def test_the_main_job_dry_run_runs_every_cheap_part(tmp_path: Path) -> None:
                  "onnxruntime/windows-x86_64"):
         assert f"# unit {unit} -> " in out, unit
     assert "layout onnxruntime/capi/onnxruntime.dll -> bin" in out
-    assert re.search(r"would run: cmake -S examples/onnxruntime/consumer -B \S+ "
-                     r"-DCMAKE_TOOLCHAIN_FILE=\S+/examples/onnxruntime/consumer/mingw-w64\.cmake",
+    assert re.search(r"would run: cmake -S examples/flagship/consumer -B \S+ "
+                     r"-DCMAKE_TOOLCHAIN_FILE=\S+/examples/flagship/consumer/mingw-w64\.cmake",
                      out), out
     assert re.search(r"would run: \S+/python -m prebake\.link\.wine --prefix \S+/wine "
                      r"\S+/ort_check\.exe \S+/model\.onnx \S+/reference\.txt\n", out), out
@@ -90,10 +111,10 @@ def checkout(tmp_path: Path) -> Path:
 
 
 def test_a_step_naming_a_file_that_moved_fails_the_dry_run(checkout: Path) -> None:
-    (checkout / "examples/onnxruntime/consumer/ort_check.c").unlink()
+    (checkout / "examples/flagship/consumer/ort_check.c").unlink()
     proc = _script(checkout, "long-leg", "--dry-run", "linux-aarch64")
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert ("names examples/onnxruntime/consumer/ort_check.c, which does not exist"
+    assert ("names examples/flagship/consumer/ort_check.c, which does not exist"
             in proc.stderr), proc.stderr
 
 
@@ -113,15 +134,16 @@ def test_steps_read_what_prebake_resolves(tmp_path: Path) -> None:
                               text=True, cwd=ROOT, timeout=120,
                               env={**os.environ, "PREBAKE_TOOLCHAINS": str(tmp_path)})
 
-    assert steps("host-tool", "examples/onnxruntime", "onnxruntime", "protoc").stdout == (
+    assert steps("host-tool", "examples/flagship", "onnxruntime", "protoc").stdout == (
         "protoc==3.21.12\n")
-    missing = steps("host-tool", "examples/onnxruntime", "ffmpeg", "nasm")
+    assert steps("host-tool", "examples/flagship", "ffmpeg", "nasm").stdout == "nasm==2.16\n"
+    missing = steps("host-tool", "examples/flagship", "opencv", "nasm")
     assert missing.returncode == 2 and missing.stderr == (
-        "scripts/steps.py host-tool: examples/onnxruntime: no recipe ffmpeg (it has "
-        "onnxruntime)\n")
+        "scripts/steps.py host-tool: examples/flagship: no recipe opencv (it has "
+        "ffmpeg, onnxruntime)\n")
     # an environment that is not installed (none is, in an empty toolchains folder): the
     # reason prebake gives, in one line, never a folder of a compiler that is not there
-    absent = steps("cc-folder", "examples/onnxruntime", "wasm")
+    absent = steps("cc-folder", "examples/flagship", "wasm")
     assert (absent.returncode, absent.stdout) == (2, ""), absent
     assert absent.stderr == (
         "scripts/steps.py cc-folder: platform wasm: toolchain environment "

@@ -380,7 +380,7 @@ def test_wrappers_that_name_a_deleted_interpreter_are_rewritten_for_this_one(
         (stale / tool).write_text("#!/bin/sh\nexec /gone/checkout/.venv/bin/python -m "
                                   f"prebake.toolchain.enter {root} {tool} \"$@\"\n")
         (stale / tool).chmod(0o755)
-    ws = support.ROOT / "examples" / "onnxruntime"
+    ws = support.ROOT / "examples" / "flagship"
     listed = toolchains(ws, {"PREBAKE_TOOLCHAINS": str(shared)}, "--platform", "wasm")["wasm"]
     assert listed["status"] == "ok" and listed["version"] == "6.0.5", listed
     assert listed["resolved"] == str(stale / "emcc")

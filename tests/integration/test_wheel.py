@@ -124,9 +124,9 @@ def test_prebake_runs_from_the_wheel(installed: tuple[Path, Path], tmp_path: Pat
     assert "onnxruntime" in plan
     # the flagship's repackage leg: download, guards, package, publish; then the report's page
     ws = tmp_path / "flagship"
-    shutil.copytree(ROOT / "examples" / "onnxruntime", ws,
+    shutil.copytree(ROOT / "examples" / "flagship", ws,
                     ignore=shutil.ignore_patterns("releases", ".prebake"))
-    _run([prebake, "-C", ws, "build", "--platform", "linux-x86_64"], cwd=tmp_path,
+    _run([prebake, "-C", ws, "build", "--unit", "onnxruntime/linux-x86_64"], cwd=tmp_path,
          timeout=1200, env={"PATH": f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}"})
     assert list((ws / "releases").rglob("onnxruntime-1.21.0-linux-x86_64.tar.xz"))
     _run([prebake, "-C", ws, "report", "--out", tmp_path / "report"], cwd=tmp_path)

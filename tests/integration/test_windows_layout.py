@@ -20,7 +20,7 @@ import pytest
 from prebake.package import windows
 from tests import support
 
-MINGW_TOOLCHAIN = support.ROOT / "examples" / "onnxruntime" / "consumer" / "mingw-w64.cmake"
+MINGW_TOOLCHAIN = support.ROOT / "examples" / "flagship" / "consumer" / "mingw-w64.cmake"
 ASSET = "kiln-3.1.0-windows-x86_64.tar.xz"
 
 RECIPE = '''\

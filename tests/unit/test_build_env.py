@@ -16,6 +16,7 @@ from prebake.bake.buildenv import BuildEnv, prepare
 from prebake.bake.layout import Layout, WorkDirs, work_dirs
 from prebake.link.test import consumer_env
 from prebake.plan.units import Unit
+from prebake.toolchain import steady
 from prebake.toolchain.cmakefile import for_unit
 from prebake.variables import ALLOWLIST, FLAG_VARIABLES, sanitized
 from prebake.workspace import load_workspace
@@ -76,6 +77,9 @@ def test_emscripten_takes_the_launcher_through_its_variable(
     _unit, _dirs, env = _prepared(ws, "wasm", tmp_path)
     how = env.invocation(ws.recipes["vecmath"])
     assert how.context.argv["cc"][0] == "emcc"  # emcc is a Python driver: no ccache in front
-    assert how.env["EM_COMPILER_WRAPPER"] == env.launcher
+    # steady_cc in front (its code follows pointer values, prebake.toolchain.steady), the
+    # compiler cache inside it
+    assert how.env["EM_COMPILER_WRAPPER"] == str(steady.wrapper_path(_dirs.root))
+    assert how.env[steady.LAUNCHER_VARIABLE] == env.launcher
     # the caller's EMCC_CFLAGS never reaches the build; prebake's prefix map does
     assert how.env["EMCC_CFLAGS"] == " ".join(env.prefix_map)

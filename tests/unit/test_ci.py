@@ -593,17 +593,17 @@ def edit_path(path: Path, old: str, new: str) -> None:
 
 def test_two_workspaces_in_one_repository_keep_their_own_workflows(
         repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    flagship = repo / "examples" / "onnxruntime"
-    shutil.copytree(ROOT / "examples" / "onnxruntime", flagship,
+    flagship = repo / "examples" / "flagship"
+    shutil.copytree(ROOT / "examples" / "flagship", flagship,
                     ignore=shutil.ignore_patterns("releases", ".prebake", "__pycache__"))
     (repo / "pyproject.toml").write_text('[project]\nname = "prebake"\nversion = "0.1.0"\n')
     out = str(repo / ".github" / "workflows")
     assert generate(repo) == 0
     assert main(["-C", str(flagship), "ci", "github", "--out", out]) == 0
     files = sorted(p.name for p in (repo / ".github" / "workflows").iterdir())
-    assert files == ["prebake-kiln-onnxruntime.yml", "prebake-kiln-sdk.yml"]
-    assert "working-directory: examples/onnxruntime" in (
-        repo / ".github" / "workflows" / "prebake-kiln-onnxruntime.yml").read_text()
+    assert files == ["prebake-kiln-flagship.yml", "prebake-kiln-sdk.yml"]
+    assert "working-directory: examples/flagship" in (
+        repo / ".github" / "workflows" / "prebake-kiln-flagship.yml").read_text()
     # each --check compares its own file: a stale SDK leaves the flagship current
     edit(repo / "examples" / "sdk" / "prebake.toml", 'vecmath = "1.4.0"', 'vecmath = "1.4.1"')
     assert generate(repo, "--check") == 1
@@ -611,7 +611,7 @@ def test_two_workspaces_in_one_repository_keep_their_own_workflows(
     assert "prebake-kiln-sdk.yml: stale" in capsys.readouterr().err
 
 
-EXAMPLES = ("sdk", "onnxruntime")
+EXAMPLES = ("sdk", "flagship")
 
 
 @pytest.mark.parametrize("example", EXAMPLES)

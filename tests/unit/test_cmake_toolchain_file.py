@@ -202,7 +202,7 @@ def test_build_refuses_the_appleclang_leg_here_in_one_line(
     assert rc == 2 and len(lines) == 1, err
     assert ("platform macos-arm64: AppleClang (Xcode, via xcrun) runs only on macos with "
             "Xcode's macOS SDK") in lines[0]
-    assert "(refusing onnxruntime/macos-arm64)" in lines[0]
+    assert "(refusing onnxruntime/macos-arm64, ffmpeg/macos-arm64)" in lines[0]
     assert not (ws / ".prebake" / "work").exists() and not (ws / "releases").exists()
 
 
@@ -218,7 +218,7 @@ def test_the_coreml_leg_refuses_a_zig_platform(tmp_path: Path,
         'cc = "xcrun clang"\ncxx = "xcrun clang++"\nar = "xcrun ar"\npin = "appleclang"',
         'cc = "{python} -m ziglang cc -target aarch64-macos.13.3"\n'
         'cxx = "{python} -m ziglang c++ -target aarch64-macos.13.3"\n'
-        'ar = "{python} -m ziglang ar"\npin = "zig"'))
+        'ar = "{python} -m ziglang ar"\nnm = "nm"\nstrip = "strip"\npin = "zig"'))
     rc = main(["-C", str(ws), "build", "--stage", "extra", "--platform", "macos-arm64"])
     err = capsys.readouterr().err
     assert rc == 2, err

@@ -5,6 +5,7 @@ package faces only hand names on, and the variables a build may inherit are list
 from __future__ import annotations
 
 import ast
+import fnmatch
 from collections import defaultdict
 from pathlib import Path
 
@@ -30,8 +31,10 @@ def test_the_build_chain_module_stays_short() -> None:
 def test_few_module_names_are_borne_by_two_files() -> None:
     by_name: dict[str, list[str]] = defaultdict(list)
     for path in _modules():
-        if path.stem not in FACES:
-            by_name[path.stem].append(path.relative_to(SRC).as_posix())
+        rel = path.relative_to(SRC).as_posix()
+        # a shipped recipe's folder holds its recipe.py by design (docs/architecture.md)
+        if path.stem not in FACES and not fnmatch.fnmatch(rel, "recipes/builtin/*/recipe.py"):
+            by_name[path.stem].append(rel)
     shared = {name: paths for name, paths in by_name.items() if len(paths) > 1}
     assert len(shared) <= SHARED_NAMES_MAX, f"{len(shared)} names are shared: {shared}"
 

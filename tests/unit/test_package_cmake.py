@@ -10,7 +10,7 @@ import shlex
 import shutil
 from pathlib import Path
 
-from prebake.package import cmake, pkgconfig
+from prebake.package import cmake, pcdeps, pkgconfig
 from prebake.package.libs import Library, ordered
 from tests import support
 
@@ -130,3 +130,89 @@ def test_pkg_config_flags_link_the_cycle(tmp_path: Path) -> None:
         '#include <pingpong.h>\nint main(void) { return ping(5) == 105 ? 0 : 1; }\n')
     support.run(["gcc", "main.c", *flags, "-o", "app"], cwd=tmp_path)
     support.run([str(tmp_path / "app")], cwd=tmp_path)
+
+
+# FFmpeg's shape: one .pc per library, each naming the libraries it requires and (static) the
+# system libraries it needs; the consumer names one target and links what that one needs.
+MEDIA = {
+    "util.c": "#include <math.h>\ndouble util_root(double x) { return sqrt(x); }\n",
+    "codec.c": "double util_root(double);\nint codec_decode(int n) { return (int)util_root(n); }\n",
+    "format.c": "int codec_decode(int); double util_root(double);\n"
+                "int format_open(int n) { return codec_decode(n) + (int)util_root(4.0); }\n",
+    "scale.c": "double util_root(double);\nint scale_it(int n) { return 2 * (int)util_root(n); }\n",
+}
+MEDIA_PC = """\
+prefix=/build/prefix
+libdir=${{prefix}}/lib
+includedir=${{prefix}}/include
+
+Name: lib{name}
+Description: {name}
+Version: 1.0.0
+Requires: {requires}
+Libs: -L${{libdir}} -l{name} {libs}
+Cflags: -I${{includedir}}
+"""
+MEDIA_LIBS = [Library(f"lib/lib{n}.a", "static") for n in ("format", "codec", "scale", "util")]
+
+
+def _media_prefix(tmp_path: Path) -> Path:
+    built = support.build("pkg-media", MEDIA, [
+        ["gcc", "-O2", "-c", *MEDIA],
+        *(["ar", "rcs", f"lib{n}.a", f"{n}.o"] for n in ("util", "codec", "format", "scale")),
+    ])
+    prefix = tmp_path / "media"
+    (prefix / "lib" / "pkgconfig").mkdir(parents=True)
+    (prefix / "include").mkdir()
+    (prefix / "include" / "media.h").write_text("int format_open(int); int scale_it(int);\n")
+    requires = {"format": "libcodec >= 1.0.0, libutil", "codec": "libutil", "scale": "libutil",
+                "util": ""}
+    for name, req in requires.items():
+        shutil.copyfile(built / f"lib{name}.a", prefix / "lib" / f"lib{name}.a")
+        (prefix / "lib" / "pkgconfig" / f"lib{name}.pc").write_text(MEDIA_PC.format(
+            name=name, requires=req, libs="-lm" if name == "util" else ""))
+    files = sorted(p.relative_to(prefix).as_posix() for p in prefix.rglob("*") if p.is_file())
+    deps = pcdeps.read(prefix, MEDIA_LIBS, files)
+    assert deps is not None
+    order = [[lib.path] for lib in MEDIA_LIBS]
+    generated = {**cmake.generated_files("media", "1.0.0", MEDIA_LIBS, order, arch="x86_64",
+                                         cxx=False, deps=deps),
+                 **pkgconfig.generated_files("media", "1.0.0", MEDIA_LIBS, order, os="linux",
+                                             extra_libs=pcdeps.private_libs(
+                                                 deps, [lib.path for lib in MEDIA_LIBS]))}
+    for rel, data in generated.items():
+        (prefix / rel).parent.mkdir(parents=True, exist_ok=True)
+        (prefix / rel).write_bytes(data)
+    return prefix
+
+
+def test_each_target_links_what_its_own_pc_requires(tmp_path: Path) -> None:
+    prefix = _media_prefix(tmp_path)
+    deps = pcdeps.read(prefix, MEDIA_LIBS, [f"lib/pkgconfig/lib{n}.pc" for n in
+                                            ("format", "codec", "scale", "util")])
+    assert deps is not None
+    assert deps["lib/libformat.a"].requires == ("lib/libcodec.a", "lib/libutil.a")
+    assert deps["lib/libutil.a"].system == ("m",)
+    # a library without its own .pc: the chain in link order, as before
+    assert pcdeps.read(prefix, [*MEDIA_LIBS, Library("lib/libother.a", "static")],
+                       [f"lib/pkgconfig/lib{n}.pc" for n in ("format", "codec", "util")]) is None
+    text = (prefix / "lib/cmake/media/mediaConfig.cmake").read_text()
+    assert 'INTERFACE_LINK_LIBRARIES "media::codec;media::util"' in text
+    assert 'INTERFACE_LINK_LIBRARIES "m"' in text  # util's own system library
+    assert "Libs.private: -lm" in (prefix / "lib/pkgconfig/media.pc").read_text()
+    # the consumer names format and scale only: CMake links codec and util after them, util
+    # before libm, from the graph the .pc files state
+    proj = tmp_path / "consumer"
+    proj.mkdir()
+    (proj / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.16)\nproject(c C)\n"
+        "find_package(media CONFIG REQUIRED)\nadd_executable(app main.c)\n"
+        "target_link_libraries(app PRIVATE media::format media::scale)\n")
+    (proj / "main.c").write_text('#include <media.h>\n#include <stdio.h>\n'
+                                 'int main(void) { printf("%d %d\\n", format_open(16),'
+                                 ' scale_it(9)); return 0; }\n')
+    b = proj / "build"
+    support.run(["cmake", "-S", str(proj), "-B", str(b), f"-DCMAKE_PREFIX_PATH={prefix}"],
+                cwd=proj)
+    support.run(["cmake", "--build", str(b)], cwd=proj)
+    assert support.run([str(b / "app")], cwd=proj).stdout == "6 6\n"

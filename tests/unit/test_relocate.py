@@ -10,7 +10,7 @@ import pytest
 from prebake.bake.stamp import prefix_files
 from prebake.package import relocate, upstream_cmake, version_proof
 from prebake.package.archive import Entry, collect_tree
-from prebake.recipes import Component, Recipe, VersionCheck, validate_recipe
+from prebake.recipes import Component, Recipe, VersionCheck, VersionString, validate_recipe
 from prebake.recipes.api import Outputs
 from prebake.toolchain import prefix_map
 
@@ -175,3 +175,79 @@ def test_recipe_fields_are_validated() -> None:
     assert "RECIPE.version_check.header" in problems
     assert "not a C macro name" in problems["RECIPE.version_check.macros"]
     assert "NAMESPACE::name" in problems["RECIPE.outputs.cmake_target"]
+
+
+AVCODEC_MAJOR = "#define LIBAVCODEC_VERSION_MAJOR  61\n"
+AVCODEC_H = ('#include "version_major.h"\n#define LIBAVCODEC_VERSION_MINOR  19\n'
+             "#define LIBAVCODEC_VERSION_MICRO 101\n")
+AVCODEC_PC = "prefix=${{pcfiledir}}/../..\nName: libavcodec\nVersion: {v}\nLibs: -lavcodec\n"
+
+
+def _ffmpeg_like(prefix: Path, pc_version: str = "61.19.101",
+                 release: bytes = b"7.1.5") -> list[str]:
+    _tree(prefix, {
+        "include/libavcodec/version_major.h": AVCODEC_MAJOR,
+        "include/libavcodec/version.h": AVCODEC_H,
+        "lib/pkgconfig/libavcodec.pc": AVCODEC_PC.format(v=pc_version),
+        "lib/libavcodec.so.61.19.101": b"\x7fELF...\x00FFmpeg version " + release + b"\x00..",
+        "bin/avcodec-61.dll": b"MZ...",
+    })
+    return sorted(prefix_files(prefix))
+
+
+FFMPEG_CHECKS = (
+    VersionString(r"FFmpeg version ([0-9][0-9.]*)"),
+    VersionCheck(("include/libavcodec/version_major.h", "include/libavcodec/version.h"),
+                 ("LIBAVCODEC_VERSION_MAJOR", "LIBAVCODEC_VERSION_MINOR",
+                  "LIBAVCODEC_VERSION_MICRO"), library="avcodec"),
+)
+
+
+def test_a_library_with_a_version_of_its_own_is_held_to_its_header(tmp_path: Path) -> None:
+    files = _ffmpeg_like(tmp_path)
+    recipe = Recipe("ffmpeg", "ffmpeg", version_check=FFMPEG_CHECKS)
+    libs = {"lib/libavcodec.so.61.19.101": "avcodec"}
+    good = version_proof.prove(recipe, "7.1.5", tmp_path, files, libraries=libs)
+    assert good.ok, good.failure("ffmpeg")
+    said = {e.render() for e in good.evidence}
+    assert "bin/avcodec-61.dll DLL name 61" in said  # the DLL's own name, for its library
+    assert "lib/libavcodec.so.61.19.101 bytes 'FFmpeg version ([0-9][0-9.]*)' 7.1.5" in said
+    # the .pc states another libavcodec than the headers: that library's evidence disagrees
+    stale = tmp_path / "stale"
+    bad = version_proof.prove(recipe, "7.1.5", stale, _ffmpeg_like(stale, "61.3.100"),
+                              libraries=libs)
+    assert not bad.ok and [d.expected for d in bad.disagreements] == ["61.19.101"]
+    # the bytes hold another release than the pin (a bump that rebuilt nothing)
+    old = tmp_path / "old"
+    bump = version_proof.prove(recipe, "8.1.2", old, _ffmpeg_like(old, release=b"7.1.5"),
+                               libraries=libs)
+    assert "FFmpeg version" in bump.failure("ffmpeg") and not bump.ok
+    # a library the string must be in but is not: a failure, never "no evidence"
+    blank = tmp_path / "blank"
+    files = _ffmpeg_like(blank)
+    (blank / "lib/libavcodec.so.61.19.101").write_bytes(b"\x7fELF")
+    none = version_proof.prove(recipe, "7.1.5", blank, files, libraries=libs)
+    assert none.problems == ["version_check: lib/libavcodec.so.61.19.101 holds no string "
+                             "matching 'FFmpeg version ([0-9][0-9.]*)'"]
+
+
+def test_a_dll_name_is_evidence_only_for_a_library_with_its_own_version(tmp_path: Path
+                                                                         ) -> None:
+    # MinGW's runtime DLLs carry an ABI number, not the recipe's version
+    _tree(tmp_path, {"bin/libwinpthread-1.dll": b"MZ"})
+    assert version_proof.install_evidence(tmp_path, ["bin/libwinpthread-1.dll"]) == []
+    # a one-number soname: the major of a library with its own version, else an ABI number
+    shared = {"lib/libavcodec.so": {"soname": "libavcodec.so.61"},
+              "lib/libz.so": {"soname": "libz.so.1"}}
+    said = version_proof.install_evidence(tmp_path, [], shared, ["avcodec"])
+    assert [e.render() for e in said] == ["lib/libavcodec.so soname 61"]
+
+
+def test_a_pc_that_names_a_folder_outside_the_asset_is_found() -> None:
+    text = ("prefix=${pcfiledir}/../..\nlibdir=${prefix}/lib\nDescription: A / B codec\n"
+            "Libs: -L${libdir} -lfoo\nLibs.private: -lm -L/usr/lib/x86_64-linux-gnu -lz\n"
+            "Cflags: -I${prefix}/include -I/opt/x/include\n")
+    assert relocate.pc_outside(text) == [("Libs.private", "/usr/lib/x86_64-linux-gnu"),
+                                         ("Cflags", "/opt/x/include")]
+    assert relocate.pc_outside("prefix=/usr/local\nlibdir=${prefix}/lib\n") == [
+        ("prefix", "/usr/local")]

@@ -68,7 +68,7 @@ def _flagship(platform: str, pins: dict[str, str] | None = None,
     from prebake.sources.lock import locked_recipe, read_source_lock
     from prebake.workspace.loader import load_workspace
 
-    ws = load_workspace(Path(__file__).parents[2] / "examples" / "onnxruntime")
+    ws = load_workspace(Path(__file__).parents[2] / "examples" / "flagship")
     pins = {**ws.pins, **(pins or {})}
     p = ws.platforms[platform]
     recipe, _ = locked_recipe(ws.recipes["onnxruntime"], platform, p.os, p.arch, pins,

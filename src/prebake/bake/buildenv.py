@@ -36,7 +36,7 @@ from prebake.recipes.api import (
     strategy_templates,
     template_fields,
 )
-from prebake.toolchain import prefix_map, steady
+from prebake.toolchain import configure, prefix_map, steady
 from prebake.toolchain.cmakefile import file_path
 from prebake.toolchain.environment import path_with
 from prebake.toolchain.families import family_of_argv
@@ -92,6 +92,7 @@ def prepare(ws: Workspace, unit: Unit, opts: Options, dirs: WorkDirs) -> BuildEn
         if not isinstance(strategy, Build):
             continue
         work = dirs.recipe(recipe)
+        fields = template_fields(strategy_templates(strategy))
         ctx = Context(
             host_tools={f.tool.name: _tool_path(f) for f in tools[recipe.name]},
             values=LiveValues({"src": str(work / "src"), "build": str(work / "build"),
@@ -101,15 +102,18 @@ def prepare(ws: Workspace, unit: Unit, opts: Options, dirs: WorkDirs) -> BuildEn
                                "macos_min": p.contract.macos_min or "",
                                "cmake_toolchain": str(file_path(dirs.root)),
                                "work": str(work), "python": sys.executable,
-                               "recipe_dir": str(recipe.folder)},
+                               "recipe_dir": str(recipe.folder), **configure.triples(p)},
                               {"jobs": lambda: opts.cores.share(unit.id)}),
-            pins=ws.pins, release=recipe.release_argv(ws.pins[recipe.pin]), argv=argv)
+            pins=ws.pins, release=recipe.release_argv(ws.pins[recipe.pin]), argv=argv,
+            tools=configure.words(p, [t.name for t in host_tools_used(recipe, p.name)]))
         recipe_env = {k: ctx.fill(v, f"recipe {recipe.name} env {k}")
                       for k, v in strategy.env.items()}
         env = sanitized(opts.caller_env, platform_env=p.env, recipe_env=recipe_env,
                         unset=[*p.env_unset, *strategy.env_unset], extra=extra)
         if p.toolchain.environment:  # its cmake, python3, protoc… before the host's
             env["PATH"] = path_with(p.toolchain.environment, env.get("PATH", DEFAULT_PATH))
+        if configure.uses_tools(fields):  # the platform's tools by one word each, first
+            env["PATH"] = configure.path_with(dirs.root, env.get("PATH", DEFAULT_PATH))
         # git never looks above the unit's work folder: a build that asks git which commit it
         # is (onnxruntime's "ORT Build Info: git-commit-id=…") found the workspace's own
         # repository and shipped its HEAD as the dependency's commit, a different one after
@@ -118,7 +122,7 @@ def prepare(ws: Workspace, unit: Unit, opts: Options, dirs: WorkDirs) -> BuildEn
         env = prefix_map.compiler_env(env, p.toolchain.cc, flags)
         invocations[recipe.name] = Invocation(
             ctx, env, tuple(dropped(opts.caller_env, env)),
-            toolchain_file="cmake_toolchain" in template_fields(strategy_templates(strategy)))
+            toolchain_file="cmake_toolchain" in fields)
     fam = family_of_argv(p.toolchain.cc)
     return BuildEnv(base, fam.name if fam else None, launcher, flags, tools, invocations)
 

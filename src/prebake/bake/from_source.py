@@ -5,13 +5,18 @@ it."""
 from __future__ import annotations
 
 import shlex
-from collections.abc import Callable, Mapping
+import time
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from prebake.bake.process import expand, run_logged
+from prebake.bake.guards import expand as expand_globs
+from prebake.bake.process import Context, expand, run_logged
 from prebake.bake.unitrun import UnitFailed, UnitRun
-from prebake.recipes.api import Build, Recipe
+from prebake.errors import PrebakeError
+from prebake.package.implib import import_libraries
+from prebake.recipes.api import Build, Recipe, strategy_templates, template_fields
 from prebake.sources import materialize, render_source
+from prebake.toolchain import configure
 from prebake.toolchain.cmakefile import ToolchainFileError, for_unit, toolchain_folder
 from prebake.toolchain.steady import install as install_steady
 from prebake.toolchain.zigwarm import warm
@@ -40,22 +45,77 @@ def build_from_source(run: UnitRun, recipe: Recipe, strategy: Build, work: Path,
         write_cmake_toolchain(run)
     tc = run.unit.platform.toolchain
     install_steady(tc.cc, run.dirs.root, in_environment=bool(tc.environment))
+    ctx, env = how.context, how.env
+    fields = template_fields(strategy_templates(strategy))
+    if configure.uses_tools(fields):
+        write_tools_folder(run, ctx, env, configure.roles_named(fields))
     fetch_sources(run, recipe, work, earlier)
     sources_in()
-    ctx, env = how.context, how.env
     run.log.env(env, how.dropped)
     _warm_zig(run, env)
     (work / "build").mkdir(exist_ok=True)
     for i, command in enumerate(strategy.commands, 1):
         argv = expand(command, ctx, f"recipe {recipe.name} command {i}")
         run.say(f"{recipe.name}: [{i}/{len(strategy.commands)}] {shlex.join(argv)[:120]}")
+        started = time.time()
         rc = run_logged(argv, cwd=work / "build", env=env, log=run.log, cancel=run.cancel,
                         on_line=run.progress.line)
         if rc != 0:
             what = "cancelled" if rc == -1 else f"exit status {rc}"
+            if strategy.config_log and rc != -1:
+                _configure_failed(run, recipe, ctx.fill(strategy.config_log, "config_log"),
+                                  started)
             raise UnitFailed(f"{recipe.name}: command {i} failed ({what}): "
                              f"{shlex.join(argv)}\n--- last lines of {run.log.path} ---\n"
                              + run.log.tail())
+    write_import_libs(run, strategy.import_libs)
+
+
+def _configure_failed(run: UnitRun, recipe: Recipe, log: str, started: float) -> None:
+    """A failing command that wrote the recipe's configure log: its last error in one line,
+    the whole log kept beside the build log."""
+    keep = run.log.path.with_name(run.log.path.stem + ".config.log")
+    said = configure.config_log_failure(Path(log), started - 1, keep)
+    if said is not None:
+        raise UnitFailed(f"{recipe.name} on {run.unit.platform.name}: configure failed: "
+                         f"{said} (its log: {keep})")
+
+
+def write_tools_folder(run: UnitRun, ctx: Context, env: Mapping[str, str],
+                       named: Sequence[str]) -> None:
+    """The platform's tools by one word each, first on the commands' PATH
+    (``prebake.toolchain.configure``); an ``nm`` the commands name is proven to read the
+    target's objects."""
+    p, dirs, benv = run.unit.platform, run.dirs, run.env
+    try:
+        made = configure.for_unit(
+            p, named=named, host_tools={n: ctx.host_tools[n] for n in named
+                                        if n in ctx.host_tools},
+            env=benv.base, launcher=benv.launcher, flags=benv.prefix_map, prefix=dirs.prefix,
+            deps=dirs.deps)
+        folder = made.write(configure.tools_folder(dirs.root))
+        run.log.write(f"# tools folder {folder} (first on PATH):\n{made.rendered()}")
+        if "nm" in named:
+            run.log.write(f"# {configure.prove_nm(folder, p, env)}")
+    except configure.ToolsError as exc:
+        raise UnitFailed(str(exc)) from None
+
+
+def write_import_libs(run: UnitRun, table: Mapping[str, tuple[str, ...]]) -> None:
+    """Import libraries written from each DLL's exports (``import_libs``: a key may be a
+    glob, for a DLL whose name carries its ABI number, and must match one DLL)."""
+    prefix = run.dirs.prefix
+    for pattern, outputs in table.items():
+        dlls = expand_globs([pattern], prefix)[0]
+        if len(dlls) != 1:
+            raise UnitFailed(f"import_libs: {pattern} matches {len(dlls)} files in the prefix "
+                             f"({', '.join(dlls) or 'none'}); it must name one DLL")
+        try:
+            for line in import_libraries(prefix / dlls[0], [prefix / o for o in outputs],
+                                         env=run.env.base):
+                run.log.write(f"# {line}")
+        except PrebakeError as exc:
+            raise UnitFailed(f"import_libs: {exc}") from None
 
 
 def _warm_zig(run: UnitRun, env: Mapping[str, str]) -> None:

@@ -325,7 +325,11 @@ def _link_snippet(g: GuardInput, shipped: Shipped) -> LinkTestResult | None:
     if snippet is None or not (snippet.code or snippet.symbols):
         return None
     lib_in = _link_input(g, shipped)
-    return link_test(lib_in, g.platform,
+    paths = shipped.libraries(g.prefix)
+    # the other shared libraries after it: a consumer of several links them all
+    more = [p for p, lib in zip(paths, shipped.libs, strict=True)
+            if lib.kind != "static" and p != lib_in]
+    return link_test(lib_in, g.platform, more=more,
                      include_dirs=[g.prefix / "include", *g.include_dirs],
                      snippet=snippet.code or None, symbols=snippet.symbols,
                      lang=snippet.lang, flags=snippet.flags,

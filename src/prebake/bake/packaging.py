@@ -11,13 +11,14 @@ from typing import Any
 
 from prebake import jsonio
 from prebake.bake.guards import GuardReport
+from prebake.bake.stamp import prefix_files
 from prebake.bake.unitrun import UnitFailed, UnitRun
 from prebake.link.order import relative_order
 from prebake.manifest import Manifest
-from prebake.package import cmake, pkgconfig, relocate
+from prebake.package import cmake, pcdeps, pkgconfig, relocate
 from prebake.package.archive import Entry, collect_tree, with_generated
 from prebake.package.cmakecache import CacheError, recorded
-from prebake.package.libs import Library
+from prebake.package.libs import Library, ordered
 from prebake.package.manifest_builder import make_manifest
 from prebake.package.version_proof import Proof, summary
 from prebake.plan.units import Unit
@@ -32,7 +33,7 @@ def generated_configs(run: UnitRun, outcomes: Outcomes, order: Sequence[Sequence
                       ) -> dict[str, bytes]:
     """The unit's own CMake package and ``.pc`` file, named like the asset and linking every
     library it ships in ``order``; none when a recipe named like the asset made its own."""
-    unit, aid = run.unit, run.unit.asset
+    aid = run.unit.asset
     libs: list[Library] = [lib for _r, o in outcomes for lib in o.libs]
     cxx = any(o.cxx for _r, o in outcomes)
     names = {r.name for r, _o in outcomes}
@@ -40,10 +41,22 @@ def generated_configs(run: UnitRun, outcomes: Outcomes, order: Sequence[Sequence
                   and d in run.ws.recipes})
     if aid.name in names:
         return {}
-    return {**cmake.generated_files(aid.name, aid.version, libs, order,
-                                    arch=unit.platform.arch, cxx=cxx, requires=req),
-            **pkgconfig.generated_files(aid.name, aid.version, libs, order,
-                                        requires=req, os=unit.platform.os)}
+    return config_files(run, aid.name, aid.version, libs, order, cxx=cxx, requires=req)
+
+
+def config_files(run: UnitRun, name: str, version: str, libs: Sequence[Library],
+                 order: Sequence[Sequence[str]], *, cxx: bool, requires: Sequence[str],
+                 cmake_too: bool = True) -> dict[str, bytes]:
+    """``lib/cmake/<name>/`` and ``lib/pkgconfig/<name>.pc`` for ``libs``: linked in
+    ``order``, or as each library's own ``.pc`` states where the install has one per
+    library (``prebake.package.pcdeps``)."""
+    p = run.unit.platform
+    deps = pcdeps.read(run.dirs.prefix, libs, sorted(prefix_files(run.dirs.prefix)))
+    flat = [lib.path for group in ordered(libs, order) for lib in group]
+    return {**(cmake.generated_files(name, version, libs, order, arch=p.arch, cxx=cxx,
+                                     requires=requires, deps=deps) if cmake_too else {}),
+            **pkgconfig.generated_files(name, version, libs, order, requires=requires,
+                                        os=p.os, extra_libs=pcdeps.private_libs(deps, flat))}
 
 
 def unit_manifest(run: UnitRun, outcomes: Outcomes, order: Sequence[Sequence[str]],
@@ -118,6 +131,14 @@ def relocate_files(run: UnitRun, entries: list[Entry], generated: Mapping[str, b
         run.log.write(f"# dropped {rel}: a libtool archive names the build machine's libdir")
     gone = set(done.dropped)
     kept = [e for e in entries if e.path not in gone]
+    outside = [f"  {e.path}: {field} names {path}" for e in kept
+               if e.kind == "file" and e.path.endswith(".pc") and e.source is not None
+               for field, path in relocate.pc_outside(
+                   e.source.read_text(encoding="utf-8", errors="replace"))]
+    if outside:
+        raise UnitFailed(f"{run.unit.id}: {len(outside)} pkg-config setting(s) name a folder "
+                         "outside the asset (the build machine's; a consumer's compiler "
+                         "would be sent there):\n" + "\n".join(outside))
     manifest_json = jsonio.dumps(manifest.to_json()).encode()
     shipped = with_generated(kept, {**generated, "share/prebake/manifest.json": manifest_json})
     leaks = relocate.scan(shipped, paths)

@@ -41,11 +41,14 @@ class Context:
     host_tools: Mapping[str, str] = field(default_factory=dict)  # name -> absolute path
     # ``{release[NAME]}``: the recipe's per-release arguments for the pinned version
     release: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # ``{tools[NAME]}``: one word on PATH per tool (prebake.toolchain.configure)
+    tools: Mapping[str, str] = field(default_factory=dict)
 
     def fill(self, token: str, where: str) -> str:
         scalars = {**self.values, **{k: shlex.join(v) for k, v in self.argv.items()}}
         try:
             return token.format(pins=dict(self.pins), host_tools=dict(self.host_tools),
+                                tools=dict(self.tools),
                                 release={k: shlex.join(v) for k, v in self.release.items()},
                                 **scalars)
         except KeyError as exc:

@@ -135,7 +135,6 @@ class Status:
     count: Count | None  # the build tool's, from the current command
     fraction: float | None  # how far, 0..1: the count's, else the last build's lines
     left: float | None  # seconds, as estimated at ``at``
-    last_line: str = ""
 
     def left_now(self, now: float) -> float | None:
         return None if self.left is None else max(0.0, self.left - (now - self.at))
@@ -231,7 +230,7 @@ class Tracker:
         elif count is not None and count.fraction >= MIN_FRACTION:
             spent = t - self._count_since
             left = spent * (1 - count.fraction) / count.fraction
-        return Status(now, count, fraction, left, printable(text)[:200])
+        return Status(now, count, fraction, left)
 
     def status(self) -> Status:
         with self._lock:

@@ -9,9 +9,8 @@ import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
-from prebake.bake.from_source import fetch_sources
+from prebake.bake.from_source import fetch_sources, write_import_libs
 from prebake.bake.unitrun import UnitFailed, UnitRun
-from prebake.package.implib import import_libraries
 from prebake.recipes.api import Recipe, Repackage
 from prebake.sources.unpack import extract
 
@@ -46,10 +45,7 @@ def repackage(run: UnitRun, recipe: Recipe, strategy: Repackage, work: Path) -> 
             raise UnitFailed(f"{recipe.name}: {urls[0]} has no {path.parent.relative_to(prefix)}"
                              f"/{path.readlink()} for the link {link} (it holds "
                              f"{', '.join(held) or 'nothing there'}; expected {ver})")
-    for dll, outputs in strategy.import_libs.items():
-        for line in import_libraries(prefix / dll, [prefix / o for o in outputs],
-                                     env=run.env.base):
-            run.log.write(f"# {line}")
+    write_import_libs(run, strategy.import_libs)
 
 
 def _place(run: UnitRun, root: Path, layout: Mapping[str, str]) -> dict[str, bool]:

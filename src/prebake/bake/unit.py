@@ -23,6 +23,7 @@ from prebake.bake.packaging import (
     asset_entries,
     build_settings,
     combined_order,
+    config_files,
     generated_configs,
     relocate_files,
     unit_manifest,
@@ -40,7 +41,6 @@ from prebake.bake.values import (
 )
 from prebake.diff import build_summary
 from prebake.manifest import Provenance
-from prebake.package import cmake, pkgconfig
 from prebake.package.adopt import AdoptFailed, adopt_install
 from prebake.package.archive import block_cache, write_asset
 from prebake.recipes.api import Recipe, Repackage, Strategy
@@ -199,15 +199,9 @@ def export_configs(run: UnitRun, guarded: RecipeGuarded) -> None:
     recipe, outcome = guarded.recipe, guarded.outcome
     ver = run.version(recipe)
     req = [d for d in recipe.deps if d in run.ws.recipes]
-    p = run.unit.platform
     own_cmake = guarded.adopted is None or guarded.adopted.generate_cmake
-    files = {
-        **(cmake.generated_files(recipe.name, ver, outcome.libs, outcome.link_order,
-                                 arch=p.arch, cxx=outcome.cxx, requires=req)
-           if own_cmake else {}),
-        **pkgconfig.generated_files(recipe.name, ver, outcome.libs, outcome.link_order,
-                                    requires=req, os=p.os),
-    }
+    files = config_files(run, recipe.name, ver, outcome.libs, outcome.link_order,
+                         cxx=outcome.cxx, requires=req, cmake_too=own_cmake)
     for rel, data in files.items():
         path = run.dirs.prefix / rel
         if not path.exists():

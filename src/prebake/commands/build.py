@@ -22,6 +22,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--stage", metavar="S", help="a stage or alias (default: every stage)")
     p.add_argument("--platform", metavar="P", action="append",
                    help="a platform (repeatable; default: every platform)")
+    p.add_argument("--unit", metavar="UNIT", action="append",
+                   help="only this unit, as `prebake plan` names it (ffmpeg/wasm; "
+                        "repeatable): one recipe of a per-recipe stage without the others; "
+                        "the stages it builds on come from the store")
     p.add_argument("-j", "--jobs", type=int, default=1, metavar="N",
                    help="units built in parallel (default 1)")
     p.add_argument("--force", action="store_true",
@@ -112,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
         raise PrebakeError("--allow-breaking only means something with --diff")
     guards_only = args.guards_only is not None
     if guards_only:
-        if args.stage or args.platform or args.dry_run:
+        if args.stage or args.platform or args.dry_run or args.unit:
             raise PrebakeError("--guards-only names one unit; it takes no --stage, --platform "
                                "or --dry-run")
         every = plan_units(ws, None, None)
@@ -123,6 +127,8 @@ def run(args: argparse.Namespace) -> int:
         check_guards_only(ws, units)
     else:
         units = plan_units(ws, args.stage, args.platform)
+        if args.unit:
+            units = _only(units, args.unit)
     opts = Options(jobs=args.jobs, force=args.force, dry_run=args.dry_run,
                    caller_env=dict(os.environ), diff=args.diff,
                    allow_breaking=args.allow_breaking, guards_only=guards_only)
@@ -148,6 +154,20 @@ def run(args: argparse.Namespace) -> int:
                 err.print(f"[red]✗ {r.unit} failed[/red] (log: {r.log})")
                 err.print(r.message, markup=False, highlight=False)
     return 1 if failed else 0
+
+
+def _only(units: Sequence[Unit], wanted: Sequence[str]) -> tuple[Unit, ...]:
+    """``--unit``: the selected units among those planned, in plan order; a name that is not
+    one of them is one line listing those that are."""
+    from prebake.errors import PrebakeError
+    from prebake.names import did_you_mean
+
+    ids = [u.id for u in units]
+    for name in wanted:
+        if name not in ids:
+            raise PrebakeError(f"--unit {name}: not a unit of this build"
+                               f"{did_you_mean(name, ids)} (units: {', '.join(ids)})")
+    return tuple(u for u in units if u.id in wanted)
 
 
 def _write_summary(parts: list[str]) -> None:

@@ -196,26 +196,29 @@ def link_test(library: Path, platform: LinkPlatform, *, include_dirs: Sequence[P
               snippet: str | None = None, symbols: Sequence[str] = (),
               workdir: Path | None = None, lang: str | None = None,
               env: Mapping[str, str] | None = None, timeout: float = 900,
-              flags: Sequence[str] = ()) -> LinkTestResult:
+              flags: Sequence[str] = (), more: Sequence[Path] = ()) -> LinkTestResult:
     """Compile and link a consumer of ``library`` for ``platform``; see the module docstring.
 
     ``flags`` come after the platform's ``link_test.flags`` (a recipe snippet's own flags);
-    ``env`` is the whole environment the compiler runs in (``consumer_env``)."""
-    library = Path(library).resolve()
-    if not library.is_file():
-        raise PrebakeError(f"{library}: no such library")
-    _require_library(library)
+    ``env`` is the whole environment the compiler runs in (``consumer_env``); ``more`` are
+    libraries linked after it (a recipe's other shared libraries, in link order: FFmpeg's
+    consumer calls libavutil as well as libavformat)."""
+    libraries = [Path(lib).resolve() for lib in (library, *more)]
+    for lib in libraries:
+        if not lib.is_file():
+            raise PrebakeError(f"{lib}: no such library")
+        _require_library(lib)
     if not platform.toolchain.cc or not platform.toolchain.cxx:
         raise PrebakeError(f"platform {platform.name}: no toolchain.cc/cxx to link a consumer with")
     if workdir is None:
         with tempfile.TemporaryDirectory(prefix="prebake-link-test-") as tmp:
-            result = _link_test(library, platform, include_dirs, snippet, symbols, Path(tmp),
+            result = _link_test(libraries, platform, include_dirs, snippet, symbols, Path(tmp),
                                 lang, env, timeout, flags)
             result.workdir = None
             return result
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
-    return _link_test(library, platform, include_dirs, snippet, symbols, workdir, lang, env,
+    return _link_test(libraries, platform, include_dirs, snippet, symbols, workdir, lang, env,
                       timeout, flags)
 
 
@@ -236,7 +239,7 @@ def _require_library(library: Path) -> None:
                            "a consumer links")
 
 
-def _link_test(library: Path, platform: LinkPlatform, include_dirs: Sequence[Path],
+def _link_test(libraries: Sequence[Path], platform: LinkPlatform, include_dirs: Sequence[Path],
                snippet: str | None, symbols: Sequence[str], workdir: Path, lang: str | None,
                env: Mapping[str, str] | None, timeout: float,
                extra_flags: Sequence[str] = ()) -> LinkTestResult:
@@ -252,7 +255,8 @@ def _link_test(library: Path, platform: LinkPlatform, include_dirs: Sequence[Pat
     compiler = platform.toolchain.cxx if src.suffix == ".cpp" else platform.toolchain.cc
     # link with the C++ driver only when something needs the C++ runtime: it is what a C
     # consumer would do, and zig builds libc++ for a target on first use (minutes)
-    linker = platform.toolchain.cxx if src.suffix == ".cpp" or _is_cxx(library) else compiler
+    cxx = src.suffix == ".cpp" or any(_is_cxx(lib) for lib in libraries)
+    linker = platform.toolchain.cxx if cxx else compiler
     flags = [*platform.link_test.flags, *extra_flags]
     incs = [f"-I{Path(d).resolve()}" for d in include_dirs if Path(d).is_dir()]
     obj = "consumer.obj" if os_name == "windows" else "consumer.o"
@@ -260,7 +264,8 @@ def _link_test(library: Path, platform: LinkPlatform, include_dirs: Sequence[Pat
     whole = snippet is None and not symbols
     commands = [
         [*compiler, *flags, *incs, "-c", src.name, "-o", obj],
-        [*linker, *flags, obj, *_library_args(library, os_name, whole), "-o", out],
+        [*linker, *flags, obj,
+         *(a for lib in libraries for a in _library_args(lib, os_name, whole)), "-o", out],
     ]
     steps = [("compile", commands[0]), ("link", commands[1])]
     runner = platform.link_test.run

@@ -37,7 +37,7 @@ def _shared_facts(prefix: Path, libs: Sequence[Library]) -> dict[str, dict[str, 
         except PrebakeError:
             continue  # the guards already failed the unit on an unreadable library
         out[lib.path] = {"soname": facts.soname, "details": dict(facts.details),
-                         "version_nodes": version_nodes(prefix / lib.path)}
+                         "version_nodes": version_nodes(prefix / lib.path), "stem": lib.stem}
     return out
 
 
@@ -45,7 +45,8 @@ def adopt_install(recipe: Recipe, version: str, arch: str | None, prefix: Path,
                   installed: Iterable[str], libs: Sequence[Library]) -> Adopted:
     """``installed``: the files this recipe's build added to ``prefix`` (relative paths)."""
     files = sorted(installed)
-    proof = version_proof.prove(recipe, version, prefix, files, _shared_facts(prefix, libs))
+    proof = version_proof.prove(recipe, version, prefix, files, _shared_facts(prefix, libs),
+                                {lib.path: lib.stem for lib in libs})
     if not proof.ok:
         raise AdoptFailed(proof.failure(recipe.name))
     packages = upstream_cmake.find_packages(prefix, files)

@@ -14,10 +14,11 @@ which CMake reads unquoted, is made of a library's stem with anything but letter
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from prebake.cmake.quoting import cmake_escape, cmake_quote
 from prebake.package.libs import Library, ordered
+from prebake.package.pcdeps import PcDeps
 
 POINTER_SIZE = {"wasm32": 4, "i686": 4, "arm": 4}
 _UNSAFE_TARGET = re.compile(r"[^A-Za-z0-9_.+-]")
@@ -40,12 +41,14 @@ def _target_names(name: str, libs: Sequence[Library]) -> dict[str, str]:
 
 def config_file(name: str, version: str, libs: Sequence[Library],
                 link_order: Sequence[Sequence[str]] = (), *, cxx: bool = True,
-                include_dir: str = "include", requires: Sequence[str] = ()) -> str:
+                include_dir: str = "include", requires: Sequence[str] = (),
+                deps: Mapping[str, PcDeps] | None = None) -> str:
     """The ``<name>Config.cmake`` text: one imported target per library plus ``name::name``.
 
     ``requires`` names packages (installed next to this one, e.g. from an earlier stage) whose
     ``<dep>::<dep>`` target the last library links: a static library's dependencies must follow
-    it on the link line.
+    it on the link line. ``deps`` (``prebake.package.pcdeps``): each library's dependencies as
+    its own ``.pc`` states them, linked by its target instead of the next one in link order.
     """
     groups = ordered(libs, link_order)
     targets = _target_names(name, libs)
@@ -70,9 +73,14 @@ def config_file(name: str, version: str, libs: Sequence[Library],
         for li, lib in enumerate(group):
             t = targets[lib.path]
             kind = "STATIC" if lib.kind == "static" else "SHARED"
-            deps = [targets[x.path] for x in group[li + 1:]] + [targets[x.path] for x in nxt[:1]]
+            if deps is not None:  # the library's own .pc: its libraries, then the system's
+                links = [*(targets[p] for p in deps[lib.path].requires if p in targets),
+                         *(cmake_escape(s) for s in deps[lib.path].system)]
+            else:
+                links = [targets[x.path] for x in group[li + 1:]] + [
+                    targets[x.path] for x in nxt[:1]]
             if gi == len(groups) - 1 and li == len(group) - 1:
-                deps += tail
+                links += tail
             props = [f'IMPORTED_LOCATION "${{_{name}_prefix}}/{cmake_escape(lib.path)}"',
                      'INTERFACE_INCLUDE_DIRECTORIES '
                      f'"${{_{name}_prefix}}/{cmake_escape(include_dir)}"']
@@ -82,8 +90,8 @@ def config_file(name: str, version: str, libs: Sequence[Library],
                 props.append(f'IMPORTED_IMPLIB "${{_{name}_prefix}}/{cmake_escape(only)}"')
             if lib.kind == "static" and cxx:
                 props.append('IMPORTED_LINK_INTERFACE_LANGUAGES "CXX"')
-            if deps:
-                props.append(f'INTERFACE_LINK_LIBRARIES "{";".join(deps)}"')
+            if links:
+                props.append(f'INTERFACE_LINK_LIBRARIES "{";".join(links)}"')
             if len(group) > 1:
                 props.append(f"IMPORTED_LINK_INTERFACE_MULTIPLICITY {len(group) + 1}")
             lines += [
@@ -97,7 +105,9 @@ def config_file(name: str, version: str, libs: Sequence[Library],
             ]
     if len(libs) > 1:
         umbrella = f"{name}::{name}"
-        head = targets[flat[0].path]
+        # the chain's head pulls in the rest; a .pc-stated graph may have several heads
+        head = ";".join(targets[lib.path] for lib in flat) if deps is not None \
+            else targets[flat[0].path]
         lines += [
             f"if(NOT TARGET {umbrella})",
             f"  add_library({umbrella} INTERFACE IMPORTED)",
@@ -157,11 +167,13 @@ def version_file(version: str, arch: str | None) -> str:
 
 def generated_files(name: str, version: str, libs: Sequence[Library],
                     link_order: Sequence[Sequence[str]] = (), *, arch: str | None = None,
-                    cxx: bool = True, requires: Sequence[str] = ()) -> dict[str, bytes]:
+                    cxx: bool = True, requires: Sequence[str] = (),
+                    deps: Mapping[str, PcDeps] | None = None) -> dict[str, bytes]:
     """Archive path -> bytes for both CMake files."""
     base = f"lib/cmake/{name}"
     return {
         f"{base}/{name}Config.cmake": config_file(name, version, libs, link_order,
-                                                  cxx=cxx, requires=requires).encode(),
+                                                  cxx=cxx, requires=requires,
+                                                  deps=deps).encode(),
         f"{base}/{name}ConfigVersion.cmake": version_file(version, arch).encode(),
     }

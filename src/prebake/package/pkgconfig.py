@@ -64,6 +64,8 @@ def pc_file(name: str, version: str, libs: Sequence[Library],
 
 def generated_files(name: str, version: str, libs: Sequence[Library],
                     link_order: Sequence[Sequence[str]] = (), *,
-                    requires: Sequence[str] = (), os: str | None = None) -> dict[str, bytes]:
-    text = pc_file(name, version, libs, link_order, requires=requires, os=os)
+                    requires: Sequence[str] = (), os: str | None = None,
+                    extra_libs: Sequence[str] = ()) -> dict[str, bytes]:
+    text = pc_file(name, version, libs, link_order, requires=requires, os=os,
+                   extra_libs=extra_libs)
     return {f"lib/pkgconfig/{name}.pc": text.encode()}

@@ -11,22 +11,32 @@ CMake and pkg-config files (which are made from the pin and so prove nothing).
 A package or library named like one of the recipe's ``bundled`` components is compared with
 that component's version instead (a library that ships its own copy of protobuf installs
 protobuf's version, rightly).
+
+A recipe whose libraries carry versions of their own (FFmpeg 7.1.5 ships libavcodec 61.19.101
+and libavutil 59.39.100) names each library's header (``VersionCheck(library="avcodec")``):
+that library's evidence — ``.pc``, file name, soname, and for a DLL its name
+(``avcodec-61.dll``) and its version resource — is held to the header's version, and the
+release itself to the pin by a string every library holds in its bytes (``VersionString``:
+``"FFmpeg version 7.1.5"``).
 """
 
 from __future__ import annotations
 
+import mmap
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from prebake.recipes.api import Recipe, VersionCheck
+from prebake.recipes.api import Recipe, VersionCheck, VersionString
 
 MAX_TEXT = 4 << 20  # install text files are small; a bigger one is not read as evidence
 _CMAKE_VERSION = re.compile(r'set\s*\(\s*PACKAGE_VERSION\s+"?([^"\s)]+)"?\s*\)', re.I)
 _PC_VERSION = re.compile(r"^Version:\s*(\S+)", re.M)
 _SO_NAME = re.compile(r"^lib(.+?)\.so\.(\d+(?:\.\d+)+)$")
 _DYLIB_NAME = re.compile(r"^lib(.+?)\.(\d+(?:\.\d+)+)\.dylib$")
+_SO_MAJOR = re.compile(r"^lib(.+?)\.so\.(\d+)$")
+_DLL_NAME = re.compile(r"^(?:lib)?(.+?)-(\d+(?:\.\d+)*)\.dll$", re.I)
 _NUMERIC = re.compile(r"^v?(\d+(?:\.\d+)*)")
 
 
@@ -94,10 +104,16 @@ def _cmake_package(rel: str) -> str:
 
 
 def install_evidence(prefix: Path, files: Iterable[str],
-                     shared: Mapping[str, dict[str, object]] | None = None) -> list[Evidence]:
+                     shared: Mapping[str, dict[str, object]] | None = None,
+                     libraries: Iterable[str] = ()) -> list[Evidence]:
     """The version evidence among ``files`` (relative to ``prefix``): CMake version files,
     ``.pc`` files and versioned shared library names; ``shared`` maps a shared library's path
-    to its inspected facts (``soname``, Mach-O ``details.current_version``)."""
+    to its inspected facts (``soname``, Mach-O ``details.current_version``, a DLL's ``stem``
+    and ``details.file_version``). A DLL's name and version resource are evidence only for
+    the ``libraries`` with versions of their own (a recipe's ``VersionCheck(library=…)``):
+    elsewhere they hold a vendor's numbering (a DLL's file version) or a runtime's ABI
+    (``libwinpthread-1.dll``)."""
+    own = {lib.lower() for lib in libraries}
     out: list[Evidence] = []
     for rel in sorted(files):
         name = rel.rsplit("/", 1)[-1]
@@ -116,6 +132,8 @@ def install_evidence(prefix: Path, files: Iterable[str],
         elif (m := _SO_NAME.match(name) or _DYLIB_NAME.match(name)) and not (
                 prefix / rel).is_symlink():
             out.append(Evidence(rel, "file name", m.group(2), m.group(1), partial=True))
+        elif (m := _DLL_NAME.match(name)) and m.group(1).lower() in own:
+            out.append(Evidence(rel, "DLL name", m.group(2), m.group(1), partial=True))
     for rel, facts in sorted((shared or {}).items()):
         nodes = list(facts.get("version_nodes") or ())  # type: ignore[call-overload]
         # one node (VERS_1.21.0) is the library's own version; several (zlib's ZLIB_1.2.0 …
@@ -126,29 +144,74 @@ def install_evidence(prefix: Path, files: Iterable[str],
                 out.append(Evidence(rel, f"version node {node}", m.group(1),
                                     Path(rel).name.split(".")[0].removeprefix("lib")))
         soname = facts.get("soname")
-        if isinstance(soname, str) and (m := _SO_NAME.match(soname.rsplit("/", 1)[-1])):
+        base = soname.rsplit("/", 1)[-1] if isinstance(soname, str) else ""
+        if m := _SO_NAME.match(base):
+            out.append(Evidence(rel, "soname", m.group(2), m.group(1), partial=True))
+        elif (m := _SO_MAJOR.match(base)) and m.group(1).lower() in own:
+            # one number is an ABI's, except for a library with a version of its own, whose
+            # major it is (libavcodec.so.61 of libavcodec 61.19.101)
             out.append(Evidence(rel, "soname", m.group(2), m.group(1), partial=True))
         details = facts.get("details")
+        stem = facts.get("stem")
         cur = details.get("current_version") if isinstance(details, dict) else None
         if isinstance(cur, str) and cur not in ("0", "0.0.0") and components(cur):
-            out.append(Evidence(rel, "current_version", cur, Path(rel).stem.removeprefix("lib"),
-                                partial=True))
+            out.append(Evidence(rel, "current_version", cur,
+                                stem if isinstance(stem, str) and stem.lower() in own
+                                else Path(rel).stem.removeprefix("lib"), partial=True))
+        resource = details.get("file_version") if isinstance(details, dict) else None
+        if isinstance(resource, str) and isinstance(stem, str) and stem.lower() in own:
+            out.append(Evidence(rel, "version resource FileVersion", resource, stem))
     return out
+
+
+def string_evidence(prefix: Path, libraries: Mapping[str, str], check: VersionString
+                    ) -> tuple[list[Evidence], list[str]]:
+    """Each library's release as its bytes spell it (every match, once), for the libraries
+    (path -> stem) the check names; one without the string is a failure, never "no
+    evidence", and so is a named library the recipe does not ship."""
+    pattern = re.compile(check.pattern.encode("latin-1"))
+    out: list[Evidence] = []
+    wanted = {s.lower() for s in check.libraries}
+    shipped = {stem.lower() for stem in libraries.values()}
+    problems = [f"version_check: {check.pattern!r} names library {s}, which the recipe does "
+                "not ship" for s in sorted(wanted - shipped)]
+    for rel, stem in libraries.items():
+        if wanted and stem.lower() not in wanted:
+            continue
+        try:
+            with open(prefix / rel, "rb") as fh:
+                size = fh.seek(0, 2)
+                found: set[str] = set()
+                if size:
+                    with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+                        found = {m.group(1).decode("latin-1") for m in pattern.finditer(mm)}
+        except OSError as exc:
+            problems.append(f"version_check: {rel}: cannot read it ({exc.strerror})")
+            continue
+        if not found:
+            problems.append(f"version_check: {rel} holds no string matching "
+                            f"{check.pattern!r}")
+        out += [Evidence(rel, f"bytes {check.pattern!r}", v) for v in sorted(found)]
+    return out, problems
 
 
 def header_evidence(prefix: Path, check: VersionCheck) -> tuple[list[Evidence], list[str]]:
     """The version a header's macros spell (one macro holding ``"1.5.4"`` or one macro per
-    component); a missing header or macro is a failure, never "no evidence"."""
-    text = _read_text(prefix / check.header)
-    if text is None:
-        return [], [f"version_check: {check.header} is not in the install"]
+    component, searched in the check's headers in order); a missing header or macro is a
+    failure, never "no evidence"."""
+    shown = " + ".join(check.headers)
+    texts = [_read_text(prefix / h) for h in check.headers]
+    missing = [h for h, t in zip(check.headers, texts, strict=True) if t is None]
+    if missing:
+        return [], [f"version_check: {', '.join(missing)} is not in the install"]
     values: list[tuple[str, str]] = []
     problems: list[str] = []
     for macro in check.macros:
-        m = re.search(rf"^\s*#\s*define\s+{re.escape(macro)}\s+(.+?)\s*(?://.*|/\*.*)?$",
-                      text, re.M)
+        m = next((hit for text in texts if (hit := re.search(
+            rf"^\s*#\s*define\s+{re.escape(macro)}\s+(.+?)\s*(?://.*|/\*.*)?$",
+            text or "", re.M))), None)
         if not m:
-            problems.append(f"version_check: {check.header} defines no {macro}")
+            problems.append(f"version_check: {shown} defines no {macro}")
             continue
         values.append((macro, m.group(1).strip().strip('"')))
     if problems:
@@ -156,17 +219,17 @@ def header_evidence(prefix: Path, check: VersionCheck) -> tuple[list[Evidence], 
     if check.component is not None:
         macro, value = values[0]
         if not value.isdigit():
-            return [], [f"version_check: {check.header}: {macro} is not a number: {value!r}"]
-        return [Evidence(check.header, macro, value, component=check.component)], []
+            return [], [f"version_check: {shown}: {macro} is not a number: {value!r}"]
+        return [Evidence(shown, macro, value, check.library, component=check.component)], []
     if len(values) == 1:
         macro, value = values[0]
-        return [Evidence(check.header, macro, value)], []
+        return [Evidence(shown, macro, value, check.library)], []
     bad = [f"{macro} {value!r}" for macro, value in values if not value.isdigit()]
     if bad:
-        return [], [f"version_check: {check.header}: not a number: {', '.join(bad)}"]
+        return [], [f"version_check: {shown}: not a number: {', '.join(bad)}"]
     version = ".".join(v for _m, v in values)
     what = ", ".join(f"{m} {v}" for m, v in values)
-    return [Evidence(check.header, what, version)], []
+    return [Evidence(shown, what, version, check.library)], []
 
 
 @dataclass
@@ -194,17 +257,31 @@ class Proof:
 
 
 def prove(recipe: Recipe, pin_version: str, prefix: Path, files: Iterable[str],
-          shared: Mapping[str, dict[str, object]] | None = None) -> Proof:
-    """Judge the evidence among ``files`` (what this recipe installed) against the pin."""
-    evidence = install_evidence(prefix, files, shared)
+          shared: Mapping[str, dict[str, object]] | None = None,
+          libraries: Mapping[str, str] | None = None) -> Proof:
+    """Judge the evidence among ``files`` (what this recipe installed) against the pin; a
+    library with a version of its own against its header's (``VersionCheck(library=…)``).
+    ``libraries`` are the recipe's library files and their stems (a ``VersionString`` reads
+    their bytes)."""
+    checks = recipe.version_checks
+    own = [c.library for c in checks if isinstance(c, VersionCheck) and c.library]
+    evidence = install_evidence(prefix, files, shared, own)
     problems: list[str] = []
-    if recipe.version_check is not None:
-        found, problems = header_evidence(prefix, recipe.version_check)
+    versions: dict[str, str] = {}  # library stem -> its header's version
+    for check in checks:
+        if isinstance(check, VersionString):
+            found, said = string_evidence(prefix, libraries or {}, check)
+        else:
+            found, said = header_evidence(prefix, check)
+            if check.library and found:
+                versions[check.library.lower()] = found[0].version
         evidence += found
+        problems += said
     bundled = {c.name.lower(): c.version for c in recipe.bundled_for(pin_version)}
     bad: list[Disagreement] = []
     for e in evidence:
-        expected = bundled.get(e.package.lower(), pin_version) if e.package else pin_version
+        pkg = e.package.lower()
+        expected = versions.get(pkg) or bundled.get(pkg, pin_version) if pkg else pin_version
         if e.component is not None:
             parts = components(expected) or ()
             want = str(parts[e.component]) if e.component < len(parts) else "?"

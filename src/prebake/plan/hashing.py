@@ -32,6 +32,7 @@ from prebake.recipes.api import (
 )
 from prebake.redact import redact_text
 from prebake.sources.lock import SourceLock, digest_of, git_commit_of, git_refs, url_refs
+from prebake.toolchain import configure
 from prebake.toolchain.cmakefile import portable
 from prebake.toolchain.hosttools import HOST_TOOLS
 from prebake.toolchain.probe import PROBER, Prober
@@ -94,6 +95,9 @@ def platform_profile(platform: Platform) -> dict[str, Any]:
             "pin": tc.pin,
             "cmake_toolchain": tc.cmake_toolchain,
             **({"ranlib": tc.spec.get("ranlib") or _unexpand(tc.ranlib)} if tc.ranlib else {}),
+            # nm, strip and windres are not here: only a recipe given the tools folder runs
+            # them, and its hash holds the folder's text (``configure-tools``); naming one in
+            # the table rebuilds nothing else
             **({"from_stage": tc.from_stage} if tc.from_stage else {}),
         },
         "contract": _contract_set(platform),
@@ -195,9 +199,15 @@ def recipe_inputs(recipe: Recipe, platform: Platform, pins: Mapping[str, str],
     inputs["toolchain"] = identify(platform, pins)
     inputs.update(host_tool_inputs(recipe, platform, identify))
     strategy = recipe.strategy_for(platform.name)
-    if isinstance(strategy, Build) and "cmake_toolchain" in template_fields(
-            strategy_templates(strategy)):
+    fields = template_fields(strategy_templates(strategy)) if isinstance(strategy, Build) \
+        else []
+    if "cmake_toolchain" in fields:
         inputs.update(cmake_toolchain_inputs(platform, shared_prefix, root, cache))
+    if configure.uses_tools(fields):  # the tools folder as the hash sees it (portable text)
+        named = configure.roles_named(fields)
+        made = configure.portable(platform, named, [t.name for t in host_tools_used(
+            recipe, platform.name) if t.name in named])
+        inputs["configure-tools"] = sha256_bytes(made.rendered().encode())
     return inputs
 
 

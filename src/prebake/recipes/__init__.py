@@ -23,6 +23,7 @@ from prebake.recipes.api import (
     Strategy,
     UrlSource,
     VersionCheck,
+    VersionString,
 )
 from prebake.recipes.loader import (
     builtin_names,
@@ -35,6 +36,7 @@ from prebake.recipes.validate import validate_recipe
 
 __all__ = ["ANY_PLATFORM", "PLACEHOLDERS", "Build", "Command", "Component", "GitSource",
            "HostTool", "LocalSource", "MinToolchain", "Outputs", "Recipe", "Repackage", "Since",
-           "Snippet", "Source", "Strategy", "UrlSource", "VersionCheck", "builtin_names",
+           "Snippet", "Source", "Strategy", "UrlSource", "VersionCheck",
+           "VersionString", "builtin_names",
            "find_recipe", "load_recipe_file", "try_load_recipe", "validate_recipe",
            "workspace_names"]

@@ -20,8 +20,13 @@ from typing import Any, Literal
 PLACEHOLDERS = (
     "src", "build", "prefix", "deps_prefix", "jobs", "version", "pins", "cc", "cxx", "ar",
     "platform", "os", "arch", "cmake_toolchain", "host_tools", "macos_min", "work", "python",
-    "recipe_dir", "release",
+    "recipe_dir", "release", "tools", "triple", "build_triple",
 )
+# ``{tools[ROLE]}``: the platform's tools a configure script is given by one word on PATH, and
+# each one's word after the target's triple (``prebake.toolchain.configure`` writes them).
+TOOL_ROLES: Mapping[str, str] = {"cc": "cc", "cxx": "c++", "ar": "ar", "ranlib": "ranlib",
+                                 "nm": "nm", "strip": "strip", "windres": "windres",
+                                 "pkg_config": "pkg-config"}
 # A recipe's ``platforms``/``kind``/``outputs.libs`` key meaning "every platform not named".
 ANY_PLATFORM = "*"
 
@@ -131,9 +136,18 @@ class Build:
     # (``build_settings``); a cache or an entry that is missing fails the unit.
     cmake_cache: str = ""
     record: tuple[str, ...] = ()
+    # A configure script's own log (a template: ``{build}/config.log``, FFmpeg's
+    # ``{build}/ffbuild/config.log``): when a command fails after writing it, the unit's
+    # failure is its last error in one line, and the whole log is kept beside the build log.
+    config_log: str = ""
+    # Import libraries written from a DLL's own exports after the commands, as a Repackage's
+    # (``{"bin/avcodec-*.dll": ("lib/avcodec.lib",)}``: a glob matching one DLL).
+    import_libs: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         _freeze(self, "commands", "env_unset", "record")
+        object.__setattr__(self, "import_libs",
+                           {k: _tuple(v) for k, v in dict(self.import_libs).items()})
 
 
 @dataclass(frozen=True)
@@ -230,21 +244,51 @@ class Snippet:
 class VersionCheck:
     """Where the installed headers spell the library's version, to be compared with the pin.
 
-    ``header`` is relative to the install prefix; ``macros`` is one macro holding the whole
-    version (``"1.5.4"``) or one macro per component, most significant first
-    (``ZSTD_VERSION_MAJOR``, ``ZSTD_VERSION_MINOR``, ``ZSTD_VERSION_RELEASE``).
+    ``header`` is relative to the install prefix (or several, searched in order: FFmpeg keeps
+    ``LIBAVCODEC_VERSION_MAJOR`` in ``version_major.h`` and the rest in ``version.h``);
+    ``macros`` is one macro holding the whole version (``"1.5.4"``) or one macro per
+    component, most significant first (``ZSTD_VERSION_MAJOR``, ``ZSTD_VERSION_MINOR``,
+    ``ZSTD_VERSION_RELEASE``).
+
+    ``library`` (a stem: ``avcodec``): the header spells that library's own version, not the
+    release's (FFmpeg 7.1.5 ships libavcodec 61.19.101). The library's other evidence — its
+    ``.pc`` file's ``Version:``, its file name and soname, its DLL's name and version
+    resource, its Mach-O current version — is then held to that version instead of the pin.
     """
 
-    header: str
+    header: str | tuple[str, ...]
     macros: tuple[str, ...]
     # the one macro spells only this component of the version (0 major, 1 minor…):
     # onnxruntime's ORT_API_VERSION is its minor number
     component: int | None = None
+    library: str = ""
 
     def __post_init__(self) -> None:
         if isinstance(self.macros, str):
             object.__setattr__(self, "macros", (self.macros,))
-        _freeze(self, "macros")
+        _freeze(self, "macros", "header")
+
+    @property
+    def headers(self) -> tuple[str, ...]:
+        return (self.header,) if isinstance(self.header, str) else tuple(self.header)
+
+
+@dataclass(frozen=True)
+class VersionString:
+    """The release as a string in the bytes of the libraries the recipe ships (a regular
+    expression whose first group is the version): FFmpeg compiles ``"FFmpeg version 7.1.5"``
+    into its libraries (``av_version_info()``). ``libraries`` names the ones that hold it
+    by stem (empty: every one); a library without it, or holding another release, fails the
+    version proof."""
+
+    pattern: str
+    libraries: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        _freeze(self, "libraries")
+
+
+VersionEvidence = VersionCheck | VersionString
 
 
 @dataclass(frozen=True)
@@ -338,7 +382,8 @@ class Recipe:
     deps: tuple[str, ...] = ()
     description: str = ""
     toolchain_min: tuple[MinToolchain, ...] = ()
-    version_check: VersionCheck | None = None
+    # one check or several (a per-library header, the release string in the bytes)
+    version_check: VersionEvidence | tuple[VersionEvidence, ...] | None = None
     host_tools: tuple[HostTool, ...] = ()
     # ``{release[NAME]}``: per-release arguments, each table newest entry first
     releases: Mapping[str, tuple[Since, ...]] = field(default_factory=dict)
@@ -346,7 +391,7 @@ class Recipe:
 
     def __post_init__(self) -> None:
         _freeze(self, "pins", "sources", "files", "bundled", "deps", "toolchain_min",
-                "host_tools")
+                "host_tools", "version_check")
         object.__setattr__(self, "platforms", dict(self.platforms))
         object.__setattr__(self, "kind", dict(self.kind))
         object.__setattr__(self, "releases",
@@ -362,6 +407,11 @@ class Recipe:
             if hits:
                 out[name] = max(hits, key=lambda s: _release_key(s.version)).argv
         return out
+
+    @property
+    def version_checks(self) -> tuple[VersionEvidence, ...]:
+        check = self.version_check
+        return () if check is None else check if isinstance(check, tuple) else (check,)
 
     @property
     def folder(self) -> Path:
@@ -413,13 +463,14 @@ class Recipe:
 
 
 def host_tools_used(recipe: Recipe, platform: str) -> tuple[HostTool, ...]:
-    """The host tools the platform's strategy names (``{host_tools[NAME]}``): only those are
-    asked for, verified and hashed on that platform."""
+    """The host tools the platform's strategy names (``{host_tools[NAME]}``, or
+    ``{tools[NAME]}``: the same tool as one word on PATH): only those are asked for,
+    verified and hashed on that platform."""
     strat = recipe.strategy_for(platform)
     if strat is None:
         return ()
-    names = {n[len("host_tools["):-1] for n in template_fields(strategy_templates(strat))
-             if n.startswith("host_tools[") and n.endswith("]")}
+    names = {n[n.index("[") + 1:-1] for n in template_fields(strategy_templates(strat))
+             if n.startswith(("host_tools[", "tools[")) and n.endswith("]")}
     return tuple(t for t in recipe.host_tools if t.name in names)
 
 
@@ -432,6 +483,8 @@ def strategy_templates(strat: Strategy) -> list[str]:
         out.extend(strat.env.values())
         if strat.cmake_cache:
             out.append(strat.cmake_cache)
+        if strat.config_log:
+            out.append(strat.config_log)
         return out
     return [strat.url, *strat.mirrors]
 

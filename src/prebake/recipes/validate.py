@@ -11,13 +11,14 @@ from __future__ import annotations
 import difflib
 import re
 import string
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Mapping
 from pathlib import Path
 
 from prebake.errors import Problem
 from prebake.recipes.api import (
     ANY_PLATFORM,
     PLACEHOLDERS,
+    TOOL_ROLES,
     Build,
     Component,
     GitSource,
@@ -30,6 +31,7 @@ from prebake.recipes.api import (
     Snippet,
     UrlSource,
     VersionCheck,
+    VersionString,
     strategy_templates,
     template_fields,
 )
@@ -64,7 +66,7 @@ def _check_template(template: str, allowed: Collection[str], where: str) -> list
         base, bracket, rest = name.partition("[")
         if base not in allowed:
             problems.append(Problem(where, f"unknown placeholder {{{name}}}{_hint(base, allowed)}"))
-        elif base in ("pins", "release") and not (bracket and rest.endswith("]")
+        elif base in ("pins", "release", "tools") and not (bracket and rest.endswith("]")
                                                   and len(rest) > 1):
             problems.append(Problem(where, f"write {base} as {{{base}[NAME]}}; got {{{name}}}"))
     return problems
@@ -167,6 +169,9 @@ def _check_strategy(key: str, strat: object, deps: tuple[str, ...], where: str) 
                                "\"{build}/CMakeCache.txt\")"))
         if strat.cmake_cache:
             out += _check_template(strat.cmake_cache, PLACEHOLDERS, f"{w}.cmake_cache")
+        if strat.config_log:
+            out += _check_template(strat.config_log, PLACEHOLDERS, f"{w}.config_log")
+        out += _check_import_libs(strat.import_libs, f"{w}.import_libs")
         return out
     if isinstance(strat, Repackage):
         out = _sha_problem(strat.sha256, strat.url, f"{w}.sha256")
@@ -174,8 +179,25 @@ def _check_strategy(key: str, strat: object, deps: tuple[str, ...], where: str) 
             out += _check_template(url, _URL_FIELDS, f"{w}.url" if j == 0 else f"{w}.mirrors")
         if not strat.layout:
             out.append(Problem(f"{w}.layout", "a Repackage needs a layout (glob -> prefix folder)"))
+        out += _check_import_libs(strat.import_libs, f"{w}.import_libs")
         return out
     return [Problem(w, f"must be Build or Repackage; got {type(strat).__name__}")]
+
+
+def _check_import_libs(table: object, where: str) -> list[Problem]:
+    """``{"bin/x.dll": ("lib/x.lib", "lib/libx.dll.a")}``: a DLL in bin/ (a glob may stand
+    for a name that carries the ABI number), its import libraries in lib/."""
+    out = []
+    for dll, libs in dict(table).items() if isinstance(table, Mapping) else ():
+        if not (isinstance(dll, str) and dll.startswith("bin/") and dll.endswith(".dll")):
+            out.append(Problem(f"{where}[{dll!r}]", "the key is a DLL in bin/ (bin/NAME.dll, "
+                                                     "a glob allowed)"))
+        for lib in libs if isinstance(libs, tuple) else ():
+            if not (isinstance(lib, str) and lib.startswith("lib/") and "*" not in lib
+                    and lib.endswith((".lib", ".dll.a"))):
+                out.append(Problem(f"{where}[{dll!r}]", f"{lib!r}: an import library is "
+                                   "lib/NAME.lib (MSVC) or lib/libNAME.dll.a (MinGW)"))
+    return out
 
 
 def _check_platform_keys(recipe: Recipe, platforms: Collection[str], where: str
@@ -194,19 +216,37 @@ _CMAKE_TARGET = re.compile(r"^[A-Za-z0-9_.+-]+::[A-Za-z0-9_.+-]+$")
 _MACRO = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-def _check_version_check(check: object, where: str) -> list[Problem]:
-    if check is None:
-        return []
-    if not isinstance(check, VersionCheck):
-        return [Problem(where, f"must be a VersionCheck or None; got {type(check).__name__}")]
-    out = []
-    if not isinstance(check.header, str) or not check.header or check.header.startswith("/"):
-        out.append(Problem(f"{where}.header", "a header path relative to the install prefix"))
-    if not check.macros:
-        out.append(Problem(f"{where}.macros", "names no macro"))
-    for macro in check.macros:
-        if not isinstance(macro, str) or not _MACRO.match(macro):
-            out.append(Problem(f"{where}.macros", f"not a C macro name: {macro!r}"))
+def _check_version_check(recipe: Recipe, where: str) -> list[Problem]:
+    out: list[Problem] = []
+    multi = isinstance(recipe.version_check, tuple)
+    libraries: list[str] = []
+    for i, check in enumerate(recipe.version_checks):
+        w = f"{where}[{i}]" if multi else where
+        if isinstance(check, VersionString):
+            try:
+                groups = re.compile(check.pattern).groups
+            except re.error as exc:
+                out.append(Problem(f"{w}.pattern", f"not a regular expression: {exc}"))
+                continue
+            if groups == 0:
+                out.append(Problem(f"{w}.pattern", "needs a group: the release it spells"))
+            continue
+        if not isinstance(check, VersionCheck):
+            out.append(Problem(w, f"must be a VersionCheck or a VersionString; got "
+                                  f"{type(check).__name__}"))
+            continue
+        if not check.headers or not all(isinstance(h, str) and h and not h.startswith("/")
+                                        for h in check.headers):
+            out.append(Problem(f"{w}.header", "a header path relative to the install prefix "
+                                              "(or a tuple of them)"))
+        if not check.macros:
+            out.append(Problem(f"{w}.macros", "names no macro"))
+        for macro in check.macros:
+            if not isinstance(macro, str) or not _MACRO.match(macro):
+                out.append(Problem(f"{w}.macros", f"not a C macro name: {macro!r}"))
+        if check.library and (not _TOOL_NAME.match(check.library) or check.library in libraries):
+            out.append(Problem(f"{w}.library", f"not a new library stem: {check.library!r}"))
+        libraries.append(check.library)
     return out
 
 
@@ -265,7 +305,7 @@ def validate_recipe(recipe: Recipe, *, platforms: Collection[str] | None = None,
     problems += _check_toolchain_min(recipe, where)
     problems += _check_releases(recipe, where)
     problems += _check_host_tools(recipe, where)
-    problems += _check_version_check(recipe.version_check, f"{where}.version_check")
+    problems += _check_version_check(recipe, f"{where}.version_check")
     for target in recipe.outputs.cmake_targets:
         if not isinstance(target, str) or not _CMAKE_TARGET.match(target):
             problems.append(Problem(f"{where}.outputs.cmake_target",
@@ -303,6 +343,11 @@ def _check_host_tools(recipe: Recipe, where: str) -> list[Problem]:
         if not isinstance(strat, Build):
             continue
         for name in template_fields(strategy_templates(strat)):
+            if name.startswith("tools[") and name[len("tools["):-1] not in (*TOOL_ROLES, *names):
+                problems.append(Problem(f"{where}.platforms[{key!r}]",
+                                        f"{{{name}}} is neither a tool of the platform "
+                                        f"({', '.join(TOOL_ROLES)}) nor a host tool of this "
+                                        f"recipe (declared: {', '.join(names) or 'none'})"))
             if name.startswith("host_tools") and name[len("host_tools["):-1] not in names:
                 problems.append(Problem(f"{where}.platforms[{key!r}]",
                                         f"{{{name}}} names no host tool of this recipe "

@@ -128,22 +128,45 @@ def is_cross(platform: Platform, build_machine: tuple[str | None, str | None] | 
     return (platform.os, platform.arch) != (build_machine or host())
 
 
-def ranlib_for(ar: Sequence[str]) -> tuple[str, ...] | None:
-    """``ranlib`` beside ``ar``: ``x86_64-w64-mingw32-ar`` -> ``…-ranlib``, ``emar`` ->
-    ``emranlib``, ``llvm-ar-14`` -> ``llvm-ranlib-14``, ``python -m ziglang ar`` -> ``… ranlib``
-    (None: no rule knows this ``ar``)."""
+# What zig's driver offers beside ``zig ar`` (it has no nm, strip or windres of its own).
+ZIG_BESIDE_AR = frozenset({"ranlib"})
+
+
+def beside_ar(ar: Sequence[str], tool: str) -> tuple[str, ...] | None:
+    """The binutils ``tool`` (``ranlib``, ``nm``, ``strip``, ``windres``) of the same
+    toolchain as ``ar``: ``x86_64-w64-mingw32-ar`` -> ``…-nm``, ``emar`` -> ``emnm``,
+    ``llvm-ar-14`` -> ``llvm-nm-14``, ``xcrun ar`` -> ``xcrun nm``, ``python -m ziglang ar``
+    -> ``… ranlib`` (None: no rule knows this ``ar``, or its toolchain has no such tool)."""
     if not ar:
+        return None
+    fam = family_of_argv(ar)
+    if fam is not None and fam.module and fam.module in ar and tool not in ZIG_BESIDE_AR:
         return None
     head, _, base = ar[-1].rpartition("/")
     m = re.fullmatch(r"(|.*-|em)ar((?:-\d+)*)", base)
     if m is None:
         return None
-    return (*ar[:-1], f"{head}{'/' if head else ''}{m[1]}ranlib{m[2]}")
+    return (*ar[:-1], f"{head}{'/' if head else ''}{m[1]}{tool}{m[2]}")
+
+
+def ranlib_for(ar: Sequence[str]) -> tuple[str, ...] | None:
+    """``ranlib`` beside ``ar`` (``beside_ar``)."""
+    return beside_ar(ar, "ranlib")
 
 
 def _q(value: str) -> str:
     """A CMake quoted argument."""
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$") + '"'
+
+
+def wrapper_script(platform: Platform, argv: Sequence[str], what: str) -> str:
+    """A ``/bin/sh`` script that runs ``argv`` with its own arguments after it: how a tool of
+    several words (``python -m ziglang cc -target …``, any compiler with prebake's
+    ``-ffile-prefix-map``) becomes one path or one word; a compiler whose driver reads
+    ``-march`` as ``-mcpu`` on ARM (zig) gets GCC's spelling rewritten first."""
+    fam = family_of_argv(argv) if what in ("cc", "cxx") else None
+    arm = platform.arch in ARM_ARCHES and fam is not None and fam.march_as_mcpu
+    return (MARCH_WRAPPER if arm else "#!/bin/sh\n") + f"exec {shlex.join(argv)} \"$@\"\n"
 
 
 ZIG_WRAPPERS = {"cc": "zig-cc", "cxx": "zig-c++", "ar": "zig-ar", "ranlib": "zig-ranlib"}
@@ -191,10 +214,7 @@ def render(platform: Platform, inp: Inputs, *, cross: bool) -> ToolchainFile:
         name = _wrapper_name(argv, what)
         if name in wrappers:  # cc and cxx spelled with one command name
             name = f"{what}-{name}"
-        fam = family_of_argv(argv) if what in ("cc", "cxx") else None
-        arm = platform.arch in ARM_ARCHES and fam is not None and fam.march_as_mcpu
-        wrappers[name] = (MARCH_WRAPPER if arm else "#!/bin/sh\n") + \
-            f"exec {shlex.join(argv)} \"$@\"\n"
+        wrappers[name] = wrapper_script(platform, argv, what)
         return f"{inp.folder}/bin/{name}"
 
     if inp.emscripten_module is not None:

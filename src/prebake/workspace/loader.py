@@ -140,6 +140,9 @@ SCHEMA: Mapping[str, Mapping[str, Spec]] = {
         "cxx": Spec(_is_argv, "a command (string or list of strings)", required=True),
         "ar": ARGV,
         "ranlib": ARGV,
+        "nm": ARGV,
+        "strip": ARGV,
+        "windres": ARGV,
         "pin": STR,
         "cmake_toolchain": STR,
         "from_stage": STR,
@@ -288,6 +291,10 @@ def _spec_text(value: str | list[str]) -> str:
     return value if isinstance(value, str) else shlex.join(value)
 
 
+# The binutils a toolchain table may name beside ``ar`` (each defaults to the one beside it).
+BINUTILS = ("ranlib", "nm", "strip", "windres")
+
+
 def _default_ar(cc: tuple[str, ...]) -> tuple[str, ...]:
     """``ar`` that matches the compiler family (``prebake.toolchain.families``) when the
     workspace does not say."""
@@ -301,7 +308,7 @@ def _toolchain(data: Mapping[str, Any], where: str, c: _Collector) -> Toolchain 
         return None
     cc, cxx = _argv(ok["cc"]), _argv(ok["cxx"])
     ar = _argv(ok["ar"]) if "ar" in ok else _default_ar(cc)
-    spec: dict[str, str] = {k: _spec_text(ok[k]) for k in ("cc", "cxx", "ar", "ranlib")
+    spec: dict[str, str] = {k: _spec_text(ok[k]) for k in ("cc", "cxx", "ar", *BINUTILS)
                             if k in ok}
     from_stage = ok.get("from_stage")
     uses_prefix = [k for k in ("cc", "cxx", "ar") if k in ok
@@ -312,7 +319,7 @@ def _toolchain(data: Mapping[str, Any], where: str, c: _Collector) -> Toolchain 
     if from_stage is not None and "pin" in ok:
         c.add(f"{where}.pin", "a toolchain from_stage is identified by that stage's input "
               "hash; it takes no pin")
-    ranlib = expand_argv(_argv(ok["ranlib"])) if "ranlib" in ok else ()
+    tools = {k: expand_argv(_argv(ok[k])) if k in ok else () for k in BINUTILS}
     environment = ok.get("environment")
     if environment is not None:
         try:
@@ -323,7 +330,8 @@ def _toolchain(data: Mapping[str, Any], where: str, c: _Collector) -> Toolchain 
             c.add(f"{where}.environment", "a toolchain comes from a stage or from an "
                   "environment, not both")
     return Toolchain(expand_argv(cc), expand_argv(cxx), expand_argv(ar), ok.get("pin"),
-                     ok.get("cmake_toolchain"), spec, from_stage, ranlib, environment)
+                     ok.get("cmake_toolchain"), spec, from_stage, tools["ranlib"], environment,
+                     nm=tools["nm"], strip=tools["strip"], windres=tools["windres"])
 
 
 def _platform(name: str, data: Any, c: _Collector) -> Platform | None:

@@ -61,6 +61,11 @@ class Toolchain:
     ranlib: tuple[str, ...] = ()
     # a Debian root prebake provisions (``prebake.toolchain.environment``) the compiler runs in
     environment: str | None = None
+    # ``nm``, ``strip`` and ``windres`` as written (empty: the one beside ``ar`` where a rule
+    # knows it, prebake.toolchain.cmakefile.beside_ar): what a configure script is given
+    nm: tuple[str, ...] = ()
+    strip: tuple[str, ...] = ()
+    windres: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

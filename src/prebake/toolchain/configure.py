@@ -1,0 +1,416 @@
+"""The tools folder: how a ``configure`` script and ``make`` build with the platform's pinned
+tools, and only with them — what the CMake toolchain file (``prebake.toolchain.cmakefile``) is
+for CMake recipes.
+
+A ``configure`` script is told its tools by name (``--cc=…``, ``CC=…``, ``--host=…``) and
+*records* what it was told: autoconf in ``config.status``, FFmpeg in every library
+(``avutil_configuration()`` returns its whole command line). A tool of several words (``python
+-m ziglang cc -target aarch64-linux-gnu.2.28``), or any name with a folder in it, would put
+this machine's paths into the asset (the relocation guard refuses them) and breaks the scripts
+that split ``$CC`` on spaces. And what the script was *not* told it looks for on ``PATH``
+(FFmpeg's host compiler defaults to ``gcc``, its ``nm`` to ``nm``; autoconf falls back to
+``gcc``/``cc``), which would silently build with a compiler the platform does not pin.
+
+So a recipe that names ``{tools[ROLE]}`` or ``{triple}`` gets one folder per unit
+(``<work>/toolchain/tools``), first on its commands' ``PATH``:
+
+- ``<triple>-cc``, ``<triple>-c++`` (and the ``<triple>-gcc``/``-g++`` autoconf looks for with
+  ``--host``), ``<triple>-ar``, ``-ranlib``, ``-nm``, ``-strip``, ``-windres`` (Windows): one
+  word each, a two-line script running the platform's pinned tool with its target flags, the
+  compiler launcher (ccache) and ``-ffile-prefix-map`` — the words ``{tools[cc]}``… expand to;
+- ``<triple>-pkg-config`` (and ``pkg-config``): the build machine's pkg-config finding only the
+  unit's prefix and its dependencies' (``PKG_CONFIG_LIBDIR``), never the build machine's
+  libraries — CMake's find roots, for a configure script;
+- each host tool the commands name as ``{tools[NAME]}`` (``nasm``): the verified program
+  (``prebake.toolchain.hosttools``) under its own name;
+- ``make``: the build machine's (a toolchain environment's own ``make`` runs inside its root,
+  where this folder is not on ``PATH``);
+- refusers under the generic names a script falls back to (``cc``, ``gcc``, ``c++``,
+  ``clang``, ``ar``, ``nm``, ``strip``…) unless the platform pins that very name: they exit
+  127 with one line saying which program was asked for, so a fallback fails loudly instead of
+  building with whatever the build machine has (a decoy ``gcc`` on the caller's ``PATH`` is
+  never reached).
+
+``{triple}`` is the target's GNU triple (``aarch64-linux-gnu``, ``x86_64-w64-mingw32``,
+``wasm32-unknown-emscripten``), ``{build_triple}`` the build machine's: ``--host={triple}
+--build={build_triple}`` is how an autotools project cross-compiles. The same rendering with
+tokens instead of this machine's paths (``portable``) enters the unit's input hash.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from prebake.errors import PrebakeError
+from prebake.inspect import ParseOptions, inspect
+from prebake.recipes.api import TOOL_ROLES
+from prebake.toolchain.cmakefile import (
+    FIXED_MTIME,
+    PORTABLE_WORK,
+    beside_ar,
+    host,
+    wrapper_script,
+)
+from prebake.toolchain.environment import resolve as environment_tool
+from prebake.toolchain.launcher import with_launcher
+from prebake.toolchain.prefix_map import compiler_argv
+from prebake.workspace.model import PYTHON_TOKEN, Platform
+
+# The GNU triple of each (os, arch) prebake knows: what autotools' --host/--build take and
+# what the tools' names start with.
+TRIPLES: Mapping[tuple[str, str], str] = {
+    ("linux", "x86_64"): "x86_64-linux-gnu",
+    ("linux", "aarch64"): "aarch64-linux-gnu",
+    ("linux", "i686"): "i686-linux-gnu",
+    ("linux", "arm"): "arm-linux-gnueabihf",
+    ("windows", "x86_64"): "x86_64-w64-mingw32",
+    ("windows", "i686"): "i686-w64-mingw32",
+    ("windows", "aarch64"): "aarch64-w64-mingw32",
+    ("macos", "x86_64"): "x86_64-apple-darwin",
+    ("macos", "aarch64"): "aarch64-apple-darwin",
+    ("emscripten", "wasm32"): "wasm32-unknown-emscripten",
+    ("wasi", "wasm32"): "wasm32-wasi",
+}
+# The platform's tools by role, and each one's word after ``<triple>-``.
+ROLES = TOOL_ROLES
+# What autoconf's AC_PROG_CC/AC_PROG_CXX look for first with --host=TRIPLE.
+ALIASES: Mapping[str, tuple[str, ...]] = {"cc": ("gcc",), "cxx": ("g++",)}
+# Names a configure script or a Makefile falls back to when it was not told a tool: on the
+# build's PATH they refuse, unless the platform pins that very name.
+FALLBACKS = ("cc", "gcc", "c++", "g++", "clang", "clang++", "ar", "ranlib", "nm", "strip",
+             "windres")
+FOLDER = "tools"  # below the unit's toolchain folder (<work>/toolchain/tools)
+PKG_CONFIG_DIRS = ("lib/pkgconfig", "share/pkgconfig")
+REFUSED_EXIT = 127  # "command not found": configure scripts move on to their error message
+
+
+class ToolsError(PrebakeError):
+    """The platform cannot give a recipe the tool it names (one line says which and why)."""
+
+
+def triple(os_name: str, arch: str) -> str:
+    got = TRIPLES.get((os_name, arch))
+    if got is None:
+        raise ToolsError(f"no GNU triple known for os {os_name!r} and arch {arch!r} "
+                         f"(known: {', '.join(sorted({f'{o}/{a}' for o, a in TRIPLES}))})")
+    return got
+
+
+def build_triple() -> str:
+    os_name, arch = host()
+    return triple(os_name or "unknown", arch or "unknown")
+
+
+def triples(platform: Platform) -> dict[str, str]:
+    """``{triple}`` and ``{build_triple}`` (empty where prebake knows no triple: a recipe
+    that names them then fails when it writes the folder, not when it is loaded)."""
+    try:
+        return {"triple": triple(platform.os, platform.arch), "build_triple": build_triple()}
+    except ToolsError:
+        return {"triple": "", "build_triple": ""}
+
+
+def uses_tools(fields: Sequence[str]) -> bool:
+    """Whether a strategy's placeholders (``template_fields``) ask for the tools folder."""
+    return any(f.startswith("tools[") or f in ("triple", "build_triple") for f in fields)
+
+
+def roles_named(fields: Sequence[str]) -> tuple[str, ...]:
+    """``{tools[NAME]}`` names among a strategy's placeholders, in order, once each."""
+    return tuple(dict.fromkeys(f[len("tools["):-1] for f in fields
+                               if f.startswith("tools[") and f.endswith("]")))
+
+
+def words(platform: Platform, host_tools: Sequence[str] = ()) -> dict[str, str]:
+    """``{tools[NAME]}``: the one word each role (and each named host tool) is on PATH."""
+    t = triples(platform)["triple"] or platform.name
+    out = {role: f"{t}-{suffix}" for role, suffix in ROLES.items()}
+    out.update({name: name for name in host_tools})
+    return out
+
+
+def pinned_argv(platform: Platform, role: str) -> tuple[str, ...] | None:
+    """The platform's own command for ``role``: cc/cxx/ar from its table, a binutils tool as
+    the table names it or as it lies beside ``ar`` (None: the platform pins none)."""
+    tc = platform.toolchain
+    if role in ("cc", "cxx", "ar"):
+        return tuple(getattr(tc, role)) or None
+    if role == "windres" and platform.os != "windows":
+        return None
+    named: tuple[str, ...] = getattr(tc, role)
+    return named or beside_ar(tc.ar, role)
+
+
+@dataclass(frozen=True)
+class ToolsFolder:
+    """The folder's scripts: file name -> text."""
+
+    platform: str
+    scripts: Mapping[str, str] = field(default_factory=dict)
+
+    def write(self, folder: Path) -> Path:
+        """Write every script into ``folder`` (replacing an earlier copy's)."""
+        if folder.exists():
+            shutil.rmtree(folder)
+        folder.mkdir(parents=True)
+        for name, text in sorted(self.scripts.items()):
+            tmp = folder / f".{name}.tmp"
+            tmp.write_text(text)
+            tmp.chmod(0o755)
+            os.utime(tmp, (FIXED_MTIME, FIXED_MTIME))  # ccache's compiler_check=mtime
+            tmp.replace(folder / name)
+        return folder
+
+    def rendered(self) -> str:
+        """Every script as one text (the build log, the input hash's portable form)."""
+        return "\n".join(f"# ---- {FOLDER}/{name} ----\n{text}"
+                         for name, text in sorted(self.scripts.items()))
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What one rendering reads: each role's command (resolved, or as written), the host
+    tools' paths and ``make``, the folders pkg-config may search."""
+
+    argv: Mapping[str, tuple[str, ...]]  # role -> command, with flags and launcher
+    pinned: frozenset[str] = frozenset()  # generic names the platform pins (never refused)
+    host_tools: Mapping[str, str] = field(default_factory=dict)  # name -> program
+    make: str | None = None
+    pkg_config: str | None = None  # the build machine's pkg-config
+    pc_roots: tuple[str, ...] = ()  # the unit's prefix and its dependencies'
+
+
+def refuser(name: str, platform: Platform) -> str:
+    return ("#!/bin/sh\n"
+            f"echo \"prebake: '{name}' is not a tool platform {platform.name} pins; this build "
+            "fell back to it because it was not told the platform's own (give it "
+            f"{{tools[…]}}: CC=… or --cc=…)\" >&2\n"
+            f"exit {REFUSED_EXIT}\n")
+
+
+def render(platform: Platform, inp: Inputs) -> ToolsFolder:
+    """The folder's scripts for ``platform`` from already resolved (or portable) commands."""
+    t = triple(platform.os, platform.arch)
+    scripts: dict[str, str] = {}
+    for role, argv in inp.argv.items():
+        script = wrapper_script(platform, argv, role)
+        for suffix in (ROLES[role], *ALIASES.get(role, ())):
+            scripts[f"{t}-{suffix}"] = script
+    if inp.pkg_config is not None:
+        dirs = ":".join(f"{root}/{d}" for root in inp.pc_roots for d in PKG_CONFIG_DIRS)
+        script = ("#!/bin/sh\n"
+                  "# only the unit's prefix and its dependencies: never the build machine's\n"
+                  f"PKG_CONFIG_LIBDIR={shlex.quote(dirs)}\nPKG_CONFIG_PATH=\n"
+                  "export PKG_CONFIG_LIBDIR PKG_CONFIG_PATH\n"
+                  f"exec {shlex.quote(inp.pkg_config)} \"$@\"\n")
+        scripts[f"{t}-pkg-config"] = scripts["pkg-config"] = script
+    for name, program in inp.host_tools.items():
+        scripts[name] = f"#!/bin/sh\nexec {shlex.quote(program)} \"$@\"\n"
+    if inp.make is not None:
+        scripts.setdefault("make", f"#!/bin/sh\nexec {shlex.quote(inp.make)} \"$@\"\n")
+    for name in FALLBACKS:
+        if name not in inp.pinned and name not in scripts:
+            scripts[name] = refuser(name, platform)
+    return ToolsFolder(platform.name, scripts)
+
+
+# ---- the commands, for this machine or portable --------------------------------------------
+
+def _unexpand(argv: Sequence[str]) -> tuple[str, ...]:
+    return tuple(PYTHON_TOKEN if a == sys.executable else a for a in argv)
+
+
+def _roles(platform: Platform, named: Sequence[str]) -> dict[str, tuple[str, ...]]:
+    """The platform's command per role: every role it pins, and an error for a named role
+    it does not (a configure script would fall back to the build machine's)."""
+    out: dict[str, tuple[str, ...]] = {}
+    for role in ROLES:
+        if role == "pkg_config":
+            continue
+        argv = pinned_argv(platform, role)
+        if argv is not None:
+            out[role] = argv
+        elif role in named and role == "windres":
+            raise ToolsError(f"platform {platform.name} is not a Windows platform: it has no "
+                             "windres ({tools[windres]})")
+        elif role in named:
+            raise ToolsError(f"platform {platform.name} pins no {role}: none is known beside "
+                             f"its ar {shlex.join(platform.toolchain.ar)!r}; set {role} in "
+                             f"[platforms.{platform.name}.toolchain]")
+    return out
+
+
+def _pinned_names(platform: Platform) -> frozenset[str]:
+    """The generic names the platform's own commands start with (``gcc`` where it pins gcc):
+    never refused, a fallback to them is a fallback to the pinned tool."""
+    return frozenset(Path(argv[0]).name for role in ROLES if role != "pkg_config"
+                     and (argv := pinned_argv(platform, role)))
+
+
+def _with_flags(role: str, argv: tuple[str, ...], flags: Sequence[str],
+                launcher: str | None) -> tuple[str, ...]:
+    if role not in ("cc", "cxx"):
+        return argv
+    return with_launcher(compiler_argv(argv, flags), launcher)
+
+
+def portable(platform: Platform, named: Sequence[str] = (), host_tools: Sequence[str] = ()
+             ) -> ToolsFolder:
+    """The folder with ``{python}``, ``{work}``… for this machine's paths and no launcher:
+    the text the input hash reads."""
+    flags = (f"-ffile-prefix-map={PORTABLE_WORK}=.",)
+    argv = {role: _with_flags(role, _unexpand(a), flags, None)
+            for role, a in _roles(platform, named).items()}
+    return render(platform, Inputs(argv, _pinned_names(platform),
+                                   {n: f"{{host_tools[{n}]}}" for n in host_tools},
+                                   make="make", pkg_config="pkg-config",
+                                   pc_roots=("{prefix}", "{deps_prefix}")))
+
+
+def _resolve(argv: tuple[str, ...], role: str, platform: Platform, path: str | None,
+             required: bool) -> tuple[str, ...] | None:
+    argv = environment_tool(argv, platform.toolchain.environment)
+    if argv[0] == sys.executable or "/" in argv[0]:
+        found = argv[0] if Path(argv[0]).is_file() else None
+    else:
+        found = shutil.which(argv[0], path=path)
+    if found is None:
+        if required:
+            raise ToolsError(f"platform {platform.name}: {role} {argv[0]!r} is not on the "
+                             "build's PATH")
+        return None
+    return (found, *argv[1:])
+
+
+def for_unit(platform: Platform, *, named: Sequence[str], host_tools: Mapping[str, str],
+             env: Mapping[str, str], launcher: str | None, flags: Sequence[str],
+             prefix: Path, deps: Path) -> ToolsFolder:
+    """The folder one unit's commands use, with this machine's paths: every role the
+    platform pins that is installed (the roles ``named`` by the commands must be), the host
+    tools the commands name, ``make`` and ``pkg-config`` as the build machine has them."""
+    path = env.get("PATH")
+    argv: dict[str, tuple[str, ...]] = {}
+    for role, spelled in _roles(platform, named).items():
+        found = _resolve(spelled, role, platform, path, required=role in named
+                         or role in ("cc", "cxx"))
+        if found is not None:
+            argv[role] = _with_flags(role, found, flags, launcher)
+    roots = tuple(dict.fromkeys((str(prefix), str(deps))))
+    pkg_config = shutil.which("pkg-config", path=path)
+    if pkg_config is None and "pkg_config" in named:
+        raise ToolsError(f"platform {platform.name}: pkg-config is not on the build's PATH "
+                         "(the commands name {tools[pkg_config]}; Debian's pkg-config)")
+    return render(platform, Inputs(argv, _pinned_names(platform), dict(host_tools),
+                                   make=shutil.which("make", path=path),
+                                   pkg_config=pkg_config, pc_roots=roots))
+
+
+def tools_folder(work_root: Path) -> Path:
+    """Where a unit's tools folder lives (first on its commands' ``PATH``)."""
+    return work_root / "toolchain" / FOLDER
+
+
+def path_with(work_root: Path, path: str) -> str:
+    return f"{tools_folder(work_root)}:{path}"
+
+
+# ---- nm reads the target's objects ------------------------------------------------------------
+
+NM_PROBE = "prebake_nm_probe"
+NM_TIMEOUT = 300  # one compile of a one-line file (zig's first one builds nothing: warmed)
+
+
+def prove_nm(folder: Path, platform: Platform, env: Mapping[str, str]) -> str:
+    """Compile a one-line object with the folder's ``cc`` and list it with its ``nm``: the
+    symbol must come out as the target's objects spell it (``_prebake_nm_probe`` in Mach-O).
+    An ``nm`` that cannot read the target's format prints nothing for it, and FFmpeg's
+    configure then takes the wrong symbol prefix without a word (its only use of ``nm`` on
+    Linux and macOS). Returns the line for the build log; raises ``ToolsError``."""
+    t = triple(platform.os, platform.arch)
+    scratch = folder.parent / "nm-probe"
+    shutil.rmtree(scratch, ignore_errors=True)
+    scratch.mkdir(parents=True)
+    (scratch / "probe.c").write_text(f"int {NM_PROBE} = 1;\n")
+    nm = f"{t}-nm"
+    try:
+        cc = subprocess.run([f"{t}-cc", "-c", "probe.c", "-o", "probe.o"], cwd=scratch,
+                            env=dict(env), capture_output=True, text=True, errors="replace",
+                            timeout=NM_TIMEOUT, check=False, stdin=subprocess.DEVNULL)
+        if cc.returncode != 0:
+            raise ToolsError(f"platform {platform.name}: its cc cannot compile a one-line C "
+                             f"file: {(cc.stderr or cc.stdout).strip()[-300:]}")
+        facts = inspect(scratch / "probe.o", ParseOptions(symbols=True))
+        spelled = [s for s in (facts.symbols.defined if facts.symbols else ()) if NM_PROBE in s]
+        out = subprocess.run([nm, "probe.o"], cwd=scratch, env=dict(env), capture_output=True,
+                             text=True, errors="replace", timeout=NM_TIMEOUT, check=False,
+                             stdin=subprocess.DEVNULL)
+    except ToolsError:
+        raise
+    except (OSError, subprocess.TimeoutExpired, PrebakeError) as exc:
+        raise ToolsError(f"platform {platform.name}: cannot run its cc or nm, or read what "
+                         f"they made: {exc}") from None
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    listed = [line.split()[-1] for line in out.stdout.splitlines() if line.split()]
+    if out.returncode != 0 or not spelled or spelled[0] not in listed:
+        said = (out.stderr or out.stdout).strip().splitlines()
+        raise ToolsError(
+            f"platform {platform.name}: its nm ({nm}) does not read the target's objects: "
+            f"{NM_PROBE} is {spelled[0] if spelled else 'unknown'} in them, nm printed "
+            f"{said[-1][:200] if said else 'nothing'!r} (exit {out.returncode}); set nm in "
+            f"[platforms.{platform.name}.toolchain] to one that reads them (llvm-nm reads "
+            "every format)")
+    return f"{nm} reads the target's objects ({spelled[0]})"
+
+
+# ---- a configure script that failed -------------------------------------------------------------
+
+CONFIG_LOG_TAIL = 256 << 10  # the end of a config.log holds its verdict and the test before it
+_AUTOCONF_ERROR = re.compile(r"^configure:\d+: error: (.+)$")
+_CAUSE = re.compile(r"\berror\b|not found|fatal|cannot|undefined reference|^prebake: ", re.I)
+_NOT_A_CAUSE = re.compile(r"^\s*\d+\s|^(?:END|BEGIN) |^check_|^test_|^[a-z_]+=|^configure:\d+: ")
+
+
+def last_error(text: str) -> str:
+    """The one line that says why a configure script gave up, from its log's end: autoconf's
+    ``configure:NNN: error: …`` (the last one), else the script's own last words (FFmpeg's
+    ``die`` message ends ``ffbuild/config.log``: "C compiler test failed.") with the last
+    error line of the test before them ("gcc: error: unrecognized command-line option …")."""
+    lines = [x.rstrip() for x in text.splitlines() if x.strip()]
+    if not lines:
+        return "its log is empty"
+    end = next((i for i in range(len(lines) - 1, -1, -1) if _AUTOCONF_ERROR.match(lines[i])),
+               None)
+    if end is not None:
+        verdict = _AUTOCONF_ERROR.match(lines[end]).group(1).strip()  # type: ignore[union-attr]
+    else:
+        end, verdict = len(lines) - 1, lines[-1].strip()
+    cause = next((x.strip() for x in reversed(lines[max(0, end - 40):end])
+                  if _CAUSE.search(x) and not _NOT_A_CAUSE.match(x)), "")
+    return f"{verdict} ({cause})" if cause and cause != verdict else verdict
+
+
+def config_log_failure(log: Path, since: float, keep: Path) -> str | None:
+    """When the failing command wrote the configure log ``log`` (modified at ``since`` or
+    later): its last error, the whole log copied to ``keep`` (beside the build log). None
+    when the failure was not configure's (the log is older, or there is none)."""
+    try:
+        st = log.stat()
+    except OSError:
+        return None
+    if st.st_mtime < since:
+        return None
+    keep.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(log, keep)
+    with open(log, "rb") as fh:
+        fh.seek(max(0, st.st_size - CONFIG_LOG_TAIL))
+        tail = fh.read().decode("utf-8", errors="replace")
+    return last_error(tail)
