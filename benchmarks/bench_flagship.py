@@ -7,7 +7,7 @@ cache exist; P is ``wasm`` by default, or ``linux-aarch64``):
 - ``prebake build --platform P --force``: sources, onnxruntime's build.py, guards (every
   member's contract, the whole-archive link), packaging and publishing;
 - by hand: the very ``build.py`` command line that run logged (``$ cd … && python3 …``), in a
-  fresh build folder with the same environment and the sources' file times renewed (as a
+  fresh build folder with the same environment less prebake's ``steady_cc`` (``by_hand_env``) and the sources' file times renewed (as a
   fresh unpack leaves them), as a release engineer's script would run it;
 - prebake's own steps in its run (from its log's step times and the unit's timing record):
   before the recipe's first command (sources), and from the guards to the end (guards,
@@ -96,6 +96,19 @@ def logged_env(log: str) -> dict[str, str]:
     return env
 
 
+def by_hand_env(env: dict[str, str]) -> dict[str, str]:
+    """The logged environment as a release engineer's script has it: without prebake's
+    steady_cc (its cost per compile counts against prebake, not for both), the compiler cache
+    (if the run had one) as Emscripten's own wrapper."""
+    out = dict(env)
+    launcher = out.pop("PREBAKE_STEADY_LAUNCHER", "")
+    if out.pop("PREBAKE_STEADY_ROOT", None) is not None:
+        out.pop("EM_COMPILER_WRAPPER", None)
+        if launcher:
+            out["EM_COMPILER_WRAPPER"] = launcher
+    return out
+
+
 def step_times(log: str) -> dict[str, float]:
     """``## [ 301.8s] onnxruntime: guards …`` lines: when each step started."""
     out: dict[str, float] = {}
@@ -165,7 +178,7 @@ def one_run(plat: str, env: dict[str, str], cold: bool) -> Run:
     unit = (json.loads(timing.read_text())["seconds"] if timing.is_file()
             else max(steps.values()) if steps else through)
     cwd, line = logged_build_py(log, logfile)
-    hand_env = logged_env(log)
+    hand_env = by_hand_env(logged_env(log))
     argv = shlex.split(line)
     # the same build folder, emptied: the compiler cache keys on the compile lines, which name
     # it (include paths of generated headers), so another folder would miss where prebake hits
