@@ -70,9 +70,14 @@ def _wrappers(root: Path = TRIXIE, tools: tuple[str, ...] = TOOLS) -> Path:
         script = bin_dir / tool
         # The host's EM_CACHE/EM_CONFIG/NODE_PATH point at Debian 12's emscripten: unset them
         # (Debian 13's ships its own frozen cache and config). A folder the chroot cannot see
-        # (a probe's scratch folder) runs in / : only `-v`-like calls work there.
+        # (a probe's scratch folder) runs in / : only `-v`-like calls work there. prebake's
+        # steady_cc (EM_COMPILER_WRAPPER) is a script of the host's interpreter, which the
+        # chroot does not have: these tests are about pins and features, not about bytes from
+        # two folders (tests/integration/test_reproducible.py), so the chroot's compiles run
+        # without it, and so without the compiler cache it would start.
         text = ("#!/bin/sh\n"
                 f"exec chroot {root} /usr/bin/env -u EM_CACHE -u EM_CONFIG -u NODE_PATH "
+                "-u EM_COMPILER_WRAPPER -u PREBAKE_STEADY_ROOT -u PREBAKE_STEADY_LAUNCHER "
                 "PATH=/usr/local/bin:/usr/bin:/bin /bin/sh -c "
                 f"'{{ cd \"$0\" 2>/dev/null || cd /; }} && exec {tool} \"$@\"' "
                 "\"$PWD\" \"$@\"\n")

@@ -211,7 +211,7 @@ def test_a_wheel_of_another_release_is_refused_and_nothing_published(tmp_path: P
     toml.write_text(text)
     pin = _prebake(ws, "pin", "onnxruntime", "1.21.0", "--platform", "linux-x86_64")
     assert pin.returncode == 0, pin.stdout + pin.stderr
-    proc = _prebake(ws, "build", "--platform", "linux-x86_64")
+    proc = _prebake(ws, "build", "--unit", "onnxruntime/linux-x86_64")
     assert proc.returncode == 1, proc.stdout + proc.stderr
     out = proc.stdout + proc.stderr
     assert "libonnxruntime.so.1.27.0" in out and "expected 1.21.0" in out, out
@@ -507,8 +507,8 @@ def test_wasm_is_refused_while_its_environment_is_not_installed(tmp_path: Path) 
 def test_the_wasm_leg_asks_1_21_for_exnref_explicitly(tmp_path: Path) -> None:
     """1.21's build.py has no --enable_wasm_jspi: the recipe's release table gives its flags
     (the dry run shows the commands even while the environment is not installed)."""
-    proc = _prebake(_copy(tmp_path / "ws"), "build", "--platform", "wasm", "--dry-run", "--json",
-                    env={"PREBAKE_TOOLCHAINS": str(tmp_path / "toolchains")})
+    proc = _prebake(_copy(tmp_path / "ws"), "build", "--unit", "onnxruntime/wasm", "--dry-run",
+                    "--json", env={"PREBAKE_TOOLCHAINS": str(tmp_path / "toolchains")})
     (unit,) = json.loads(proc.stdout)["units"]
     (build,) = [c for c in unit["steps"][0]["commands"] if any("build.py" in a for a in c)]
     for flag in ("CMAKE_C_FLAGS=-fwasm-exceptions -sWASM_LEGACY_EXCEPTIONS=0",

@@ -18,6 +18,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tomllib
 import zipfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -126,6 +127,10 @@ def test_prebake_runs_from_the_wheel(installed: tuple[Path, Path], tmp_path: Pat
     ws = tmp_path / "flagship"
     shutil.copytree(ROOT / "examples" / "flagship", ws,
                     ignore=shutil.ignore_patterns("releases", ".prebake"))
+    # its linux-x86_64 compiler is the zig it pins, which a user installs beside prebake (the
+    # toolchain check runs it even for a repackage leg)
+    zig = tomllib.loads((ws / "prebake.toml").read_text())["pins"]["zig"]
+    _run([venv / "bin" / "python", "-m", "pip", "install", "-q", f"ziglang=={zig}"], cwd=tmp_path)
     _run([prebake, "-C", ws, "build", "--unit", "onnxruntime/linux-x86_64"], cwd=tmp_path,
          timeout=1200, env={"PATH": f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}"})
     assert list((ws / "releases").rglob("onnxruntime-1.21.0-linux-x86_64.tar.xz"))

@@ -92,7 +92,10 @@ def _version(loader: str) -> str:
 def _env(extra: Mapping[str, str], prefix: Path | None, dll_dirs: Sequence[Path]
          ) -> dict[str, str]:
     # the one allow-list every program prebake starts inherits (no flags, no secrets)
-    env = sanitized(None, extra={"WINEDEBUG": WINEDEBUG, "WINEDLLOVERRIDES": NO_INSTALLERS})
+    # and a UTF-8 locale, not the builds' fixed C: Wine maps Unix file names to Windows ones
+    # through the locale's charset, and under C a path it cannot spell in ASCII is mangled
+    env = sanitized(None, extra={"WINEDEBUG": WINEDEBUG, "WINEDLLOVERRIDES": NO_INSTALLERS,
+                                 "LC_ALL": "C.UTF-8"})
     if prefix is not None:
         env["WINEPREFIX"] = str(prefix)
     if dll_dirs:
