@@ -329,3 +329,26 @@ def test_one_pin_is_the_whole_ffmpeg_bump_of_the_flagship(tmp_path: Path) -> Non
     assert explain.returncode == 0, explain.stderr
     assert f"| url:sources[0] | `{new} sha256={FFMPEG_812[0]}` |" in explain.stdout
     assert "| pin:ffmpeg | `8.1.2` |" in explain.stdout
+
+
+def test_a_provided_line_for_the_old_release_only_is_named(upstream: tuple[str, Path],
+                                                           tmp_path: Path) -> None:
+    """A literal provided line stands for its release only: after the bump the new upstream
+    URL is downloaded from upstream itself, and ``pin`` says which line to make follow."""
+    base, root = upstream
+    (root / "debian").mkdir(exist_ok=True)
+    shutil.copyfile(root / "zstd-1.5.4.tar.xz", root / "debian" / "zstd_1.5.4.orig.tar.xz")
+    ws = _ws(tmp_path, base)
+    toml = ws / "prebake.toml"
+    toml.write_text(toml.read_text() + f'\n[sources.provided]\n"{base}/zstd-1.5.4.tar.xz" = '
+                    f'"{base}/debian/zstd_1.5.4.orig.tar.xz"\n')
+    env = {"PREBAKE_CACHE": str(tmp_path / "cache")}
+    assert support.prebake("-C", ws, "pin", "zstd", "1.5.4", env=env).returncode == 0
+    assert list(_lock(ws)) == [f"{base}/debian/zstd_1.5.4.orig.tar.xz"]
+    pin = support.prebake("-C", ws, "pin", "zstd", "1.5.7", env=env)
+    assert pin.returncode == 0, pin.stdout + pin.stderr
+    assert list(_lock(ws)) == [f"{base}/zstd-1.5.7.tar.xz"]  # upstream's, not a provider's
+    assert (f"[sources.provided] maps {base}/zstd-1.5.4.tar.xz (the old zstd) to "
+            f"{base}/debian/zstd_1.5.4.orig.tar.xz, but nothing maps {base}/zstd-1.5.7.tar.xz"
+            ) in pin.stdout
+    assert "write the line with {pins[zstd]} on both sides to follow the pin" in pin.stdout
