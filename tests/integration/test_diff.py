@@ -276,3 +276,54 @@ def test_macos_deployment_target_raised(capsys: pytest.CaptureFixture[str]) -> N
     assert facts == [("macos_min", "11.0", "13.0", True)]
     code, d = run_diff(capsys, str(built / "v13.0"), str(built / "v11.0"))
     assert code == 0  # lowering the floor is compatible
+
+
+VERSIONED = {  # a library whose major bump moves every export to a new version node
+    "1": ("int counter = 1;\nint foo(int x) { return x + counter; }\n"
+          "int gone(void) { return 7; }\n", "counter; foo; gone;"),
+    "2": ("int counter = 2;\nint foo(int x) { return x + counter; }\n"
+          "int added(void) { return 8; }\n", "counter; foo; added;"),
+}
+
+
+def _versioned(v: str) -> Path:
+    src, names = VERSIONED[v]
+    built = support.build(f"diff-versioned-{v}", {
+        "v.c": src, "v.map": f"DEMO_{v} {{ global: {names} local: *; }};\n"},
+        [["gcc", "-O2", "-fPIC", "-shared", f"-Wl,-soname,libvdemo.so.{v}",
+          "-Wl,--version-script=v.map", "-s", "-o", f"libvdemo.so.{v}", "v.c"]])
+    return built / f"libvdemo.so.{v}"
+
+
+@pytest.mark.skipif(shutil.which("abidiff") is None, reason="needs abigail-tools")
+def test_a_major_bump_moves_every_export_to_a_new_version_node_as_abidiff_sees_it(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A symbol is its name and its version node: the exports both releases have moved from
+    DEMO_1 to DEMO_2 (breaking: an old consumer's reference names DEMO_1), one function went,
+    one came; functions and variables apart. abidiff on the same files says the same."""
+    from tests.integration.abidiff import abidiff, prebake_view
+
+    old, new = _versioned("1"), _versioned("2")
+    code, d = run_diff(capsys, str(old), str(new))
+    assert code == 1
+    (key,) = {r["key"] for r in d["libraries"]}
+    soname = next(c for c in d["changes"] if c["subject"] == "soname")
+    assert (soname["old"], soname["new"], soname["breaking"]) == (
+        "libvdemo.so.1", "libvdemo.so.2", True)
+    moved = {(c["subject"], c["kind"], c["old"], c["new"]) for c in d["changes"]
+             if c["category"] == "symbol-version"}
+    assert moved == {("counter", "variable", "DEMO_1", "DEMO_2"),
+                     ("foo", "function", "DEMO_1", "DEMO_2")}
+    mine = prebake_view(d, key)
+    assert mine == {("Removed", "function"): {("gone", "DEMO_1"), ("foo", "DEMO_1")},
+                    ("Removed", "variable"): {("counter", "DEMO_1")},
+                    ("Added", "function"): {("added", "DEMO_2")}}
+    theirs = abidiff(old, new)
+    assert theirs.soname == ("libvdemo.so.1", "libvdemo.so.2")
+    assert {k: v for k, v in theirs.symbols.items() if v} == mine, theirs.text
+    # the markdown keeps one row per library and node pair, not one per export
+    main(["diff", str(old), str(new)])
+    text = capsys.readouterr().out
+    assert "2 export(s) moved to another version node: <code>DEMO_1</code> → " \
+           "<code>DEMO_2</code>" in text
+    assert "function removed <code>gone</code>" in text

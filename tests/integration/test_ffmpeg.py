@@ -31,7 +31,13 @@ BUILTIN = support.ROOT / "src" / "prebake" / "recipes" / "builtin" / "ffmpeg"
 CONSUMER = support.ROOT / "examples" / "flagship" / "consumer" / "ffmpeg"
 MINGW_TOOLCHAIN = support.ROOT / "examples" / "flagship" / "consumer" / "mingw-w64.cmake"
 VERSION = "7.1.5"
-ORIG = f"http://deb.debian.org/debian/pool/main/f/ffmpeg/ffmpeg_{VERSION}.orig.tar.xz"
+ORIG = "http://deb.debian.org/debian/pool/main/f/ffmpeg/ffmpeg_{}.orig.tar.xz"
+# Debian's archive of each release the suite builds: sha256 and size, read by hand (what
+# `prebake pin ffmpeg VERSION` locks: tests/integration/test_pin.py)
+ARCHIVES = {
+    "7.1.5": ("de668509caf9e35e3cd162473441fdb29538c6d96ed080292b3cf9e6fc5d558f", 11050340),
+    "8.1.2": ("464beb5e7bf0c311e68b45ae2f04e9cc2af88851abb4082231742a74d97b524c", 11710924),
+}
 LIBRARIES = ("avformat", "avcodec", "swresample", "swscale", "avutil")
 RECIPE = '''\
 """FFmpeg in the suite's small configuration: the built-in recipe, fewer components."""
@@ -57,16 +63,16 @@ link_test = { flags = ["-pthread"] }
 PLATFORMS = {"linux-x86_64": LINUX, "windows-x86_64": support.MINGW_PLATFORM}
 
 
-def workspace(platform: str) -> str:
+def workspace(platform: str, version: str = VERSION) -> str:
     """One platform's workspace (the Windows one names no gcc: a decoy ``gcc`` on PATH is
-    then a fallback, never the platform's own compiler)."""
+    then a fallback, never the platform's own compiler); the provided line follows the pin."""
     return f"""\
 [project]
 name = "ffmpeg-small"
 version = "0.1.0"
 
 [pins]
-ffmpeg = "{VERSION}"
+ffmpeg = "{version}"
 
 {PLATFORMS[platform]}
 [stages.media]
@@ -74,18 +80,20 @@ recipes = ["ffmpeg"]
 package = "per-recipe"
 
 [sources.provided]
-"https://ffmpeg.org/releases/ffmpeg-{VERSION}.tar.xz" = "{ORIG}"
+"https://ffmpeg.org/releases/ffmpeg-{{pins[ffmpeg]}}.tar.xz" = "{ORIG.format('{pins[ffmpeg]}')}"
 """
 
 
-LOCK = f"""\
-version = 1
+def files(platform: str, version: str = VERSION) -> dict[str, str]:
+    """The small workspace's files at one release: a bump changes the pin and the lock only."""
+    sha, size = ARCHIVES[version]
+    lock = (f'version = 1\n\n[[source]]\nurl = "{ORIG.format(version)}"\nsha256 = "{sha}"\n'
+            f"size = {size}\n")
+    patches = {f"recipes/ffmpeg/{p.name}": p.read_text() for p in BUILTIN.glob("*.patch")}
+    return {"prebake.toml": workspace(platform, version), "prebake.sources.lock": lock,
+            "recipes/ffmpeg/recipe.py": RECIPE.replace("PLATFORM", platform), **patches}
 
-[[source]]
-url = "{ORIG}"
-sha256 = "de668509caf9e35e3cd162473441fdb29538c6d96ed080292b3cf9e6fc5d558f"
-size = 11050340
-"""
+
 # what the linux-x86_64 libraries may need at load time: the C library's, and each other
 SYSTEM = {"libc.so.6", "libm.so.6", "libpthread.so.0", "libdl.so.2", "librt.so.1",
           "ld-linux-x86-64.so.2"}
@@ -100,7 +108,6 @@ def small() -> dict[str, Path]:
     """Each platform's workspace, built (cached). Windows is built with decoys first on the
     caller's PATH under every generic name FFmpeg's configure falls back to (its host
     compiler's ``gcc``, ``nm``, ``ar``…): none of them may run."""
-    patches = {f"recipes/ffmpeg/{p.name}": p.read_text() for p in BUILTIN.glob("*.patch")}
     decoys = support.CACHE / "ffmpeg-decoys"
     marker = decoys / "ran"
     decoys.mkdir(parents=True, exist_ok=True)
@@ -110,10 +117,9 @@ def small() -> dict[str, Path]:
     out = {}
     for platform, env in (("linux-x86_64", None),
                           ("windows-x86_64", {"PATH": f"{decoys}:{support.tool_env()['PATH']}"})):
-        files = {"prebake.toml": workspace(platform), "prebake.sources.lock": LOCK,
-                 "recipes/ffmpeg/recipe.py": RECIPE.replace("PLATFORM", platform), **patches}
         ws, rc, data = support.cached_prebake_build(
-            f"ffmpeg-small-{platform}", files, ["build", "-j", "2"], env=env, timeout=3600)
+            f"ffmpeg-small-{platform}", files(platform), ["build", "-j", "2"], env=env,
+            timeout=3600)
         assert rc == 0, json.dumps(data, indent=1)[-3000:]
         out[platform] = ws
     assert not marker.exists(), f"a decoy ran: {marker.read_text()}"

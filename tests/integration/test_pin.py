@@ -282,3 +282,73 @@ def test_pin_for_one_platform_leaves_the_others_pending(upstream: tuple[str, Pat
     assert check.returncode == 1
     assert check.stdout.startswith("✗ zstd/linux-aarch64: ") and check.stdout.count("✗") == 1
     assert support.prebake("-C", ws, "plan", env=env).returncode == 0  # pending: plan works
+
+
+FLAGSHIP = support.ROOT / "examples" / "flagship"
+FFMPEG_ORIG = "http://deb.debian.org/debian/pool/main/f/ffmpeg/ffmpeg_{}.orig.tar.xz"
+# sha256 and size of Debian's archives, read by hand before prebake ever saw them
+FFMPEG_812 = ("464beb5e7bf0c311e68b45ae2f04e9cc2af88851abb4082231742a74d97b524c", 11710924)
+
+
+def _hashes(ws: Path, env: dict[str, str]) -> dict[str, str]:
+    plan = support.prebake("-C", ws, "plan", "--json", env=env)
+    assert plan.returncode == 0, plan.stderr
+    return {u["id"]: u["input_hash"] for u in json.loads(plan.stdout)["units"]}
+
+
+def test_one_pin_is_the_whole_ffmpeg_bump_of_the_flagship(tmp_path: Path) -> None:
+    """``prebake pin ffmpeg 8.1.2`` in a copy of the flagship from 7.1.5: the pin moves, the
+    provided archive follows it (the workspace's line reads ``{pins[ffmpeg]}``), Debian's
+    8.1.2 archive is downloaded into the cache and its digest locked in place of 7.1.5's, and
+    only FFmpeg's units change their input hash; nothing else in either file moves."""
+    ws = tmp_path / "flagship"
+    shutil.copytree(FLAGSHIP, ws, ignore=shutil.ignore_patterns("releases", ".prebake"))
+    env = {"PREBAKE_CACHE": str(tmp_path / "cache")}
+    toml, lock = (ws / "prebake.toml").read_text(), _lock(ws)
+    assert 'ffmpeg = "7.1.5"' in toml and FFMPEG_ORIG.format("7.1.5") in lock
+    before = _hashes(ws, env)
+
+    pin = support.prebake("-C", ws, "pin", "ffmpeg", "8.1.2", env=env, timeout=900)
+    assert pin.returncode == 0, pin.stdout + pin.stderr
+    new = FFMPEG_ORIG.format("8.1.2")
+    assert pin.stdout == ("pinned ffmpeg = 8.1.2 (was 7.1.5) in prebake.toml\n"
+                          f"✓ locked {new}  sha256 {FFMPEG_812[0]}  {FFMPEG_812[1]} bytes\n")
+    assert (ws / "prebake.toml").read_text() == toml.replace('ffmpeg = "7.1.5"',
+                                                             'ffmpeg = "8.1.2"')
+    after_lock = _lock(ws)
+    assert after_lock == {**{u: e for u, e in lock.items() if u != FFMPEG_ORIG.format("7.1.5")},
+                          new: FFMPEG_812}
+    assert _sha(tmp_path / "cache" / "sources" / FFMPEG_812[0]) == FFMPEG_812[0]
+    assert support.prebake("-C", ws, "pin", "--check", env=env).returncode == 0
+
+    after = _hashes(ws, env)
+    assert sorted(after) == sorted(before)
+    moved = sorted(u for u in after if after[u] != before[u])
+    assert moved == sorted(u for u in after if u.startswith("ffmpeg/")) and moved
+    explain = support.prebake("-C", ws, "plan", "--explain", "ffmpeg/linux-x86_64", env=env)
+    assert explain.returncode == 0, explain.stderr
+    assert f"| url:sources[0] | `{new} sha256={FFMPEG_812[0]}` |" in explain.stdout
+    assert "| pin:ffmpeg | `8.1.2` |" in explain.stdout
+
+
+def test_a_provided_line_for_the_old_release_only_is_named(upstream: tuple[str, Path],
+                                                           tmp_path: Path) -> None:
+    """A literal provided line stands for its release only: after the bump the new upstream
+    URL is downloaded from upstream itself, and ``pin`` says which line to make follow."""
+    base, root = upstream
+    (root / "debian").mkdir(exist_ok=True)
+    shutil.copyfile(root / "zstd-1.5.4.tar.xz", root / "debian" / "zstd_1.5.4.orig.tar.xz")
+    ws = _ws(tmp_path, base)
+    toml = ws / "prebake.toml"
+    toml.write_text(toml.read_text() + f'\n[sources.provided]\n"{base}/zstd-1.5.4.tar.xz" = '
+                    f'"{base}/debian/zstd_1.5.4.orig.tar.xz"\n')
+    env = {"PREBAKE_CACHE": str(tmp_path / "cache")}
+    assert support.prebake("-C", ws, "pin", "zstd", "1.5.4", env=env).returncode == 0
+    assert list(_lock(ws)) == [f"{base}/debian/zstd_1.5.4.orig.tar.xz"]
+    pin = support.prebake("-C", ws, "pin", "zstd", "1.5.7", env=env)
+    assert pin.returncode == 0, pin.stdout + pin.stderr
+    assert list(_lock(ws)) == [f"{base}/zstd-1.5.7.tar.xz"]  # upstream's, not a provider's
+    assert (f"[sources.provided] maps {base}/zstd-1.5.4.tar.xz (the old zstd) to "
+            f"{base}/debian/zstd_1.5.4.orig.tar.xz, but nothing maps {base}/zstd-1.5.7.tar.xz"
+            ) in pin.stdout
+    assert "write the line with {pins[zstd]} on both sides to follow the pin" in pin.stdout

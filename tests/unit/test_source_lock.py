@@ -152,3 +152,50 @@ def test_the_lock_keys_urls_without_their_credentials(tmp_path: Path) -> None:
     assert url in lock.path.read_text()
     again = read_source_lock(tmp_path)
     assert again.status(url) == "locked" and list(again.entries) == [lock_key(url)]
+
+
+def test_a_provided_line_with_a_pin_follows_the_pin() -> None:
+    """``{pins[NAME]}`` on both sides: the upstream URL and its provider move together, and
+    the ref says it reads the pin; two lines giving one URL two providers are an error."""
+    recipe = Recipe(name="ffmpeg", pin="ffmpeg",
+                    sources=(UrlSource("https://ffmpeg.org/releases/ffmpeg-{version}.tar.xz"),),
+                    platforms={"*": Build(commands=("true",))})
+    provided = {"https://ffmpeg.org/releases/ffmpeg-{pins[ffmpeg]}.tar.xz":
+                "http://deb.invalid/ffmpeg_{pins[ffmpeg]}.orig.tar.xz"}
+    for version in ("7.1.5", "8.1.2"):
+        (ref,) = url_refs(recipe, "linux-x86_64", "linux", "x86_64", {"ffmpeg": version},
+                          provided)
+        assert ref.url == f"http://deb.invalid/ffmpeg_{version}.orig.tar.xz"
+        assert ref.provides == f"https://ffmpeg.org/releases/ffmpeg-{version}.tar.xz"
+        assert ref.pins == (("ffmpeg", version),)
+    clash = {**provided, "https://ffmpeg.org/releases/ffmpeg-8.1.2.tar.xz": "http://o.invalid/f"}
+    with pytest.raises(PrebakeError, match=r"ffmpeg-8\.1\.2\.tar\.xz is provided by both"):
+        url_refs(recipe, "linux-x86_64", "linux", "x86_64", {"ffmpeg": "8.1.2"}, clash)
+    # the same line written for one release stands for that release only
+    assert url_refs(recipe, "linux-x86_64", "linux", "x86_64", {"ffmpeg": "7.1.5"},
+                    clash)[0].url == "http://deb.invalid/ffmpeg_7.1.5.orig.tar.xz"
+
+
+@pytest.mark.parametrize(("line", "message"), [
+    ('"https://u.invalid/a-{pins[ffmpeg]}.tgz" = "http://p.invalid/a.tgz"',
+     "the upstream URL reads pins ['ffmpeg'] but its provider []"),
+    ('"https://u.invalid/a.tgz" = "http://p.invalid/a-{pins[ffmpeg]}.tgz"',
+     "the upstream URL reads pins [] but its provider ['ffmpeg']"),
+    ('"https://u.invalid/a-{version}.tgz" = "http://p.invalid/a-{version}.tgz"',
+     "{version} is not {pins[NAME]}"),
+    ('"https://u.invalid/a-{pins[ffpeg]}.tgz" = "http://p.invalid/a-{pins[ffpeg]}.tgz"',
+     "reads pin 'ffpeg', which [pins] does not set (did you mean 'ffmpeg'?)"),
+    ('"https://u.invalid/a.tgz" = "ftp://p.invalid/a.tgz"', "not a http(s) or file URL"),
+])
+def test_a_provided_line_that_cannot_follow_a_pin_is_refused(tmp_path: Path, line: str,
+                                                             message: str) -> None:
+    from prebake.errors import ConfigError
+    from prebake.workspace import load_workspace
+
+    (tmp_path / "prebake.toml").write_text(
+        '[project]\nname = "p"\nversion = "1.0.0"\n\n[pins]\nffmpeg = "7.1.5"\n\n'
+        f"[sources.provided]\n{line}\n")
+    with pytest.raises(ConfigError) as info:
+        load_workspace(tmp_path)
+    (problem,) = info.value.problems
+    assert problem.key.startswith("sources.provided.") and message in problem.message

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 DIFF_SCHEMA_VERSION = 1
-CATEGORIES = ("library", "export", "fact", "link-order", "header", "size")
+CATEGORIES = ("library", "export", "symbol-version", "fact", "link-order", "header", "size")
 
 
 def pct(old: int | None, new: int | None) -> float | None:
@@ -31,11 +31,12 @@ class Change:
     old: Any = None
     new: Any = None
     demangled: str | None = None
+    kind: str | None = None  # a symbol's: "function" or "variable" (None: not known)
 
     def to_json(self) -> dict[str, Any]:
         return {"category": self.category, "subject": self.subject, "library": self.library,
                 "breaking": self.breaking, "reason": self.reason, "old": self.old,
-                "new": self.new, "demangled": self.demangled}
+                "new": self.new, "demangled": self.demangled, "kind": self.kind}
 
 
 @dataclass(frozen=True)

@@ -70,19 +70,42 @@ INTERNAL_REMOVED = ("internal symbol removed: no installed header declares it an
                     "recipe's public_symbols do not list it")
 
 
+MOVED = ("moved to another symbol version node: consumers linked against the old node do "
+         "not find it at load time")
+
+
+def _kind(lib: Library, name: str) -> str | None:
+    if lib.functions is None:
+        return None
+    return "function" if name in lib.functions else "variable"
+
+
 def _exports(key: str, old: Library, new: Library, api: PublicApi) -> list[Change]:
+    """Removed and added exports by name (public or internal, function or variable), and the
+    exports both sides have whose version node moved (``LIBAVUTIL_59`` -> ``_60``): what
+    ``abidiff`` lists as removed besides the names that are gone."""
     if old.exports is None or new.exports is None:
         return []
     out = []
-    for n in sorted(old.exports - new.exports):
+    for n in sorted(old.exports - new.exports):  # old: its version node, where it has one
         d = demangle(n)
+        node = old.export_versions.get(n)
         if api.is_public(n, d):
             out.append(Change("export", n, True, "export removed: consumers using it fail to "
-                              "link or load", key, demangled=d))
+                              "link or load", key, node, None, d, _kind(old, n)))
         else:
-            out.append(Change("export", n, False, INTERNAL_REMOVED, key, demangled=d))
-    out += [Change("export", n, False, "export added", key, demangled=demangle(n))
-            for n in sorted(new.exports - old.exports)]
+            out.append(Change("export", n, False, INTERNAL_REMOVED, key, node, None, d,
+                              _kind(old, n)))
+    out += [Change("export", n, False, "export added", key, None, new.export_versions.get(n),
+                   demangle(n), _kind(new, n)) for n in sorted(new.exports - old.exports)]
+    for n in sorted(old.exports & new.exports):
+        a, b = old.export_versions.get(n), new.export_versions.get(n)
+        if a is not None and b is not None and a != b:
+            d = demangle(n)
+            public = api.is_public(n, d)
+            out.append(Change("symbol-version", n, public, MOVED if public else
+                              f"internal symbol {MOVED.split(':')[0]}", key, a, b, d,
+                              _kind(new, n)))
     return out
 
 

@@ -54,9 +54,9 @@ def _value(v: Any) -> str:
 def describe(c: Change) -> str:
     """The change's headline: what changed, with the symbol's demangled form when it has one."""
     if c.category == "export":
-        verb = "removed" if c.breaking else "added"
+        verb = "added" if c.reason == "export added" else "removed"
         dm = f"<br>{esc(c.demangled)}" if c.demangled else ""
-        return f"export {verb} {code(c.subject)}{dm}"
+        return f"{esc(c.kind or 'export')} {verb} {code(c.subject)}{dm}"
     if c.category == "fact":
         return f"{esc(c.subject)}: {_value(c.old)} → {_value(c.new)}"
     if c.category == "library":
@@ -68,13 +68,31 @@ def describe(c: Change) -> str:
     return f"{esc(c.subject)}: {code(c.old)} → {code(c.new)}"
 
 
+def _rows(changes: list[Change]) -> list[tuple[str, str | None, str]]:
+    """``(change, library, why)`` per row: the exports one library moved from one version node
+    to another are one row (a major bump moves them all; ``--json`` lists each)."""
+    order: list[Change | tuple[str | None, Any, Any, str]] = []
+    moved: dict[tuple[str | None, Any, Any, str], int] = {}
+    for c in changes:
+        if c.category != "symbol-version":
+            order.append(c)
+            continue
+        group = (c.library, c.old, c.new, c.reason)
+        if group not in moved:
+            order.append(group)
+        moved[group] = moved.get(group, 0) + 1
+    return [(describe(x), x.library, x.reason) if isinstance(x, Change) else
+            (f"{moved[x]} export(s) moved to another version node: {code(x[1])} → "
+             f"{code(x[2])}", x[0], x[3]) for x in order]
+
+
 def _table(changes: list[Change], max_rows: int) -> list[str]:
     lines = ["| change | library | why |", "|---|---|---|"]
-    for c in changes[:max_rows]:
-        lines.append(f"| {describe(c)} | {code(c.library) if c.library else '—'} "
-                     f"| {esc(c.reason)} |")
-    if len(changes) > max_rows:
-        lines.append(f"| … {len(changes) - max_rows} more (use --json) | | |")
+    rows = _rows(changes)
+    for text, library, why in rows[:max_rows]:
+        lines.append(f"| {text} | {code(library) if library else '—'} | {esc(why)} |")
+    if len(rows) > max_rows:
+        lines.append(f"| … {len(rows) - max_rows} more (use --json) | | |")
     return lines
 
 

@@ -58,6 +58,10 @@ class Library:
     facts: dict[str, Any]
     exports: frozenset[str] | None  # None: unknown (a manifest-only side)
     size: int | None
+    # which exports are code (None: the format does not say) and each export's symbol
+    # version node (ELF images), for the diff's function/variable split and re-versioning
+    functions: frozenset[str] | None = None
+    export_versions: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def static(self) -> bool:
@@ -196,8 +200,11 @@ def _from_tree(root: Path, label: str, kind: str | None) -> Side:
 
 def _library(path: Path, rel: str, key: str) -> Library:
     facts = inspect(path, ParseOptions(symbols=True))
+    sy = facts.symbols if facts.members is None else None  # an image's own table
+    functions = sy.functions if sy is not None else None
     return Library(key, rel, facts.summary(rel), frozenset(exports_of(facts)),
-                   facts.size)
+                   facts.size, None if functions is None else frozenset(functions),
+                   dict(sy.export_versions) if sy is not None else {})
 
 
 def exports_of(facts: Facts) -> set[str]:

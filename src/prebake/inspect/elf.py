@@ -84,7 +84,7 @@ SHN_UNDEF = 0
 SHN_ABS = 0xFFF1
 SHN_XINDEX = 0xFFFF
 STB_LOCAL, STB_GLOBAL, STB_WEAK, STB_GNU_UNIQUE = 0, 1, 2, 10
-STT_SECTION, STT_FILE = 3, 4
+STT_FUNC, STT_SECTION, STT_FILE, STT_GNU_IFUNC = 2, 3, 4, 10
 STV_HIDDEN, STV_INTERNAL = 2, 1
 
 MACHINES = {62: "x86_64", 183: "aarch64", 40: "arm", 3: "i686"}
@@ -628,9 +628,15 @@ def _section_at(elf: ElfFile, off: int) -> str | None:
 def _verdef_names(elf: ElfFile, loaded: Loaded | None = None) -> set[str]:
     """The version names an image defines: from ``DT_VERDEF`` where ``loaded`` is given,
     else from the ``.gnu.version_d`` section (the version proof's reading of a library)."""
+    return set(_verdefs(elf, loaded).values())
+
+
+def _verdefs(elf: ElfFile, loaded: Loaded | None = None) -> dict[int, str]:
+    """``vd_ndx`` -> version name of each definition (``_verdef_names``' reading): a defined
+    symbol's ``.gnu.version`` entry is such an index."""
     if loaded is not None:
         if DT.VERDEF not in loaded.at:
-            return set()
+            return {}
         start = loaded.at[DT.VERDEF]
         # a verdef table is a few records: its bytes up to 64 KiB of the segment are read
         raw: Buffer = bytes(elf.data[start : min(loaded.ends[DT.VERDEF], start + (1 << 16))])
@@ -638,18 +644,18 @@ def _verdef_names(elf: ElfFile, loaded: Loaded | None = None) -> set[str]:
     else:
         sec = elf.first(SHT.GNU_VERDEF)
         if sec is None:
-            return set()
+            return {}
         raw = elf.section_bytes(sec)
         strtab = elf.linked_strtab(sec)
-    u32 = elf.lay.u32
-    out: set[str] = set()
+    u16, u32 = elf.lay.u16, elf.lay.u32
+    out: dict[int, str] = {}
     off = 0
     budget = len(raw) // 20 + 1
     while budget > 0 and off + 20 <= len(raw):
         budget -= 1
         aux = off + u32.unpack_from(raw, off + 12)[0]
         if aux + 8 <= len(raw):
-            out.add(_str(strtab, u32.unpack_from(raw, aux)[0]))
+            out[u16.unpack_from(raw, off + 4)[0]] = _str(strtab, u32.unpack_from(raw, aux)[0])
         nxt = u32.unpack_from(raw, off + 16)[0]
         if nxt == 0:
             break
@@ -961,10 +967,12 @@ def _image_symbols(elf: ElfFile, loaded: Loaded, verindex: dict[int, str]) -> Sy
         vend = min(loaded.ends[DT.VERSYM], vstart + 2 * nsyms)
         vraw = bytes(elf.data[vstart:vend])
         versym = [v[0] for v in elf.lay.u16.iter_unpack(vraw[: len(vraw) - len(vraw) % 2])]
-    verdefs = _verdef_names(elf, loaded)
+    verdefs = _verdefs(elf, loaded)
+    version_names = set(verdefs.values())
     strtab = loaded.strtab
     names = names_at(strtab, [r[0] for r in rows])
     out = Symbols()
+    functions: set[str] = set()
     for i, ((_, info, other, shndx), name) in enumerate(zip(rows, names, strict=True)):
         bind = info >> 4
         if bind == STB_LOCAL or not name or (info & 0xF) in (STT_SECTION, STT_FILE):
@@ -974,13 +982,21 @@ def _image_symbols(elf: ElfFile, loaded: Loaded, verindex: dict[int, str]) -> Sy
             if i < len(versym) and (versym[i] & 0x7FFF) in verindex:
                 out.versions[name] = verindex[versym[i] & 0x7FFF]
             continue
-        if shndx == SHN_ABS and name in verdefs:
+        if shndx == SHN_ABS and name in version_names:
             continue  # the version-name symbol (VERS_1.30.0), not code
+        # versym 0 and 1 are "local" and "global": no node of the library's own
+        node = verdefs.get(versym[i] & 0x7FFF) if i < len(versym) and versym[i] & 0x7FFF > 1 \
+            else None
         out.defined.append(name)
         if bind in (STB_WEAK, STB_GNU_UNIQUE):
             out.weak.add(name)
         if other & 3 not in (STV_HIDDEN, STV_INTERNAL):
             out.exports.append(name)
+            if node is not None:
+                out.export_versions[name] = node
+            if info & 0xF in (STT_FUNC, STT_GNU_IFUNC):
+                functions.add(name)
+    out.functions = functions
     return out
 
 

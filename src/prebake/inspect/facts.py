@@ -72,6 +72,11 @@ class Symbols:
     export directory, wasm exports). For objects it equals ``defined`` minus hidden ones.
     ``weak``: the subset of ``defined`` that is weak (does not clash with a strong definition).
     ``versions``: for ELF images, undefined name -> required version (``GLIBC_2.28``).
+    ``export_versions``: for ELF images, export -> the version node it is defined in
+    (``av_add_q`` -> ``LIBAVUTIL_59``): a consumer's reference records the node, so moving an
+    export to another node breaks it like removing it (what ``abidiff`` counts as removed).
+    ``functions``: the exports that are code (``STT_FUNC``/``STT_GNU_IFUNC``), the rest being
+    data — the split ``abidiff`` reports; ``None`` where the format does not say.
     """
 
     defined: list[str] = field(default_factory=list)
@@ -79,6 +84,8 @@ class Symbols:
     exports: list[str] = field(default_factory=list)
     weak: set[str] = field(default_factory=set)
     versions: dict[str, str] = field(default_factory=dict)
+    export_versions: dict[str, str] = field(default_factory=dict)
+    functions: set[str] | None = None
 
 
 @dataclass(slots=True)

@@ -222,6 +222,40 @@ def _fill(template: str, values: Mapping[str, str], pins: Mapping[str, str]) -> 
         raise PrebakeError(f"cannot resolve {template!r}: {exc}") from None
 
 
+_PROVIDED_FIELD = re.compile(r"pins\[([A-Za-z0-9_.-]+)\]")
+
+
+def provided_pins(template: str) -> tuple[str, ...]:
+    """The pins a ``[sources.provided]`` URL reads (``{pins[NAME]}``, nothing else: a line
+    stands for one release of one pin, never for a platform); a placeholder of any other
+    shape raises ``ValueError`` naming it."""
+    names: list[str] = []
+    for _text, field_name, spec, conv in string.Formatter().parse(template):
+        if field_name is None:
+            continue
+        m = _PROVIDED_FIELD.fullmatch(field_name)
+        if m is None or spec or conv:
+            raise ValueError(f"{{{field_name}}} is not {{pins[NAME]}}")
+        names.append(m[1])
+    return tuple(dict.fromkeys(names))
+
+
+def resolve_provided(provided: Mapping[str, str], pins: Mapping[str, str]
+                     ) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """``[sources.provided]`` under ``pins``: upstream URL -> (provider, the pins the line
+    reads). A line written with ``{pins[NAME]}`` on both sides follows the pin (``prebake pin``
+    moves the upstream URL and its provider together; the lock digests the provider's bytes);
+    two lines naming one upstream URL with different providers are an error, never a silent
+    choice."""
+    out: dict[str, tuple[str, tuple[str, ...]]] = {}
+    for url, provider in provided.items():
+        key, value = _fill(url, {}, pins), _fill(provider, {}, pins)
+        if out.setdefault(key, (value, provided_pins(url)))[0] != value:
+            raise PrebakeError(f"[sources.provided]: {key} is provided by both "
+                               f"{out[key][0]} and {value}")
+    return out
+
+
 def url_refs(recipe: Recipe, platform: str, os_name: str, arch: str,
              pins: Mapping[str, str], provided: Mapping[str, str] | None = None
              ) -> list[UrlRef]:
@@ -229,7 +263,8 @@ def url_refs(recipe: Recipe, platform: str, os_name: str, arch: str,
 
     ``provided`` is the workspace's ``[sources.provided]``: an upstream URL the recipe names,
     mapped to the archive that provides the same release here (Debian's ``.orig``); the ref
-    then downloads (and the lock digests) the provider, and ``provides`` keeps the original.
+    then downloads (and the lock digests) the provider, and ``provides`` keeps the original
+    (a line written with ``{pins[NAME]}`` is resolved under ``pins`` first).
     """
     version = pins.get(recipe.pin, "")
     values = {"version": version, "platform": platform, "os": os_name, "arch": arch}
@@ -241,13 +276,14 @@ def url_refs(recipe: Recipe, platform: str, os_name: str, arch: str,
     if isinstance(strat, Repackage):
         found.append((f"platforms[{platform!r}]", strat.url, strat.mirrors, strat.sha256))
     refs = []
+    here = resolve_provided(provided or {}, pins)
     for where, url, mirrors, sha in found:
         names = list(template_pins([url, *mirrors]))
         if _uses_version([url, *mirrors]) or not names:
             names.insert(0, recipe.pin)
-        read = tuple((n, pins.get(n, "")) for n in dict.fromkeys(names))
         resolved = _fill(url, values, pins)
-        provider = (provided or {}).get(resolved)
+        provider, line_pins = here.get(resolved, (None, ()))
+        read = tuple((n, pins.get(n, "")) for n in dict.fromkeys([*names, *line_pins]))
         if provider is not None:  # the provider's bytes, digested by the lock, never the recipe
             refs.append(UrlRef(recipe.name, platform, where, provider, (), "", read,
                                provides=resolved))

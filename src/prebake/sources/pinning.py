@@ -217,6 +217,7 @@ def pin(ws: Workspace, name: str, version: str, *, platforms: Sequence[str] = ()
              if any(n == name for n, _v in r.pins)
              or name in ws.recipes[r.recipe].pins_read(r.platform)]
     command = f"prebake pin {name} {version}"
+    result.notes += _unprovided(ws, name, reads)
     fetched: dict[str, Locked | str] = {}  # url -> entry, or why it could not be had
     for ref in reads:
         if ref.literal_sha256:
@@ -268,6 +269,24 @@ def pin(ws: Workspace, name: str, version: str, *, platforms: Sequence[str] = ()
     lock.write()
     atomic_write_text(toml, text, toml.stat().st_mode & 0o777)  # its mode as it was
     return result
+
+
+def _unprovided(ws: Workspace, name: str, reads: Sequence[UrlRef]) -> list[str]:
+    """A ``[sources.provided]`` line written for the old release only: the new upstream URL
+    is then downloaded from upstream (or pending); say which line to make follow the pin."""
+    before = {(r.recipe, r.platform, r.where): r for r in workspace_refs(ws, ws.pins)
+              if r.provides}
+    out: list[str] = []
+    for ref in reads:
+        old = before.get((ref.recipe, ref.platform, ref.where))
+        if old is None or ref.provides:
+            continue
+        note = (f"[sources.provided] maps {old.provides} (the old {name}) to {old.url}, but "
+                f"nothing maps {ref.url}: it is fetched from upstream; write the line with "
+                f"{{pins[{name}]}} on both sides to follow the pin")
+        if note not in out:
+            out.append(note)
+    return out
 
 
 def _fetch(ref: UrlRef, cache: SourceCache, say: Callable[[str], None],

@@ -27,6 +27,7 @@ from prebake.names import name_problem
 from prebake.recipes import builtin_names, find_recipe, try_load_recipe, validate_recipe
 from prebake.recipes.api import Recipe
 from prebake.recipes.loader import BUILTIN_DIR, FOLDER_RECIPE, workspace_names
+from prebake.sources.lock import provided_pins
 from prebake.toolchain.environment import environment_named
 from prebake.toolchain.families import family_of_argv
 from prebake.workspace.ci_defaults import ci_defaults
@@ -454,16 +455,32 @@ def _trust(data: Mapping[str, Any], root: Path, c: _Collector) -> TrustSettings:
     return TrustSettings(root / value if value else None)
 
 
-def _sources(data: Mapping[str, Any], c: _Collector) -> dict[str, str]:
+def _sources(data: Mapping[str, Any], pins: Mapping[str, str], c: _Collector
+             ) -> dict[str, str]:
     """``[sources.provided]``: upstream URL → the archive that provides it here. Both sides
-    must be downloadable URLs; a template could not name one file."""
+    must be downloadable URLs. A line may follow a pin (``{pins[ffmpeg]}`` on both sides: the
+    bump is then one ``prebake pin``, no line to edit); it must read the same pins on both
+    sides — a provider that stays while its upstream URL moves would stand for every release
+    with one archive — and no other placeholder (a line names one file per release)."""
     ok = c.table(data, "sources", "sources")
     provided = dict(ok.get("provided", {}))
     for url, provider in provided.items():
+        where = f"sources.provided.{_key(url)}"
         for value in (url, provider):
-            if not re.match(r"(https?|file)://", value) or "{" in value:
-                c.add(f"sources.provided.{_key(url)}", f"not a literal http(s) or file URL: "
-                      f"{value!r}")
+            if not re.match(r"(https?|file)://", value):
+                c.add(where, f"not a http(s) or file URL: {value!r}")
+        try:
+            read = [provided_pins(url), provided_pins(provider)]
+        except ValueError as exc:
+            c.add(where, f"{exc}: a line follows a pin with {{pins[NAME]}}, nothing else")
+            continue
+        if set(read[0]) != set(read[1]):
+            c.add(where, f"the upstream URL reads pins {sorted(read[0])} but its provider "
+                  f"{sorted(read[1])}: both sides must follow the same pins")
+        for name in dict.fromkeys(read[0] + read[1]):
+            if name not in pins:
+                c.add(where, f"reads pin {name!r}, which [pins] does not set"
+                      f"{_hint(name, pins)}")
     return provided
 
 
@@ -689,7 +706,7 @@ def load_workspace(root: Path) -> Workspace:
     stores, default_store = _stores(top.get("stores", {}), root, c)
     ci = _ci(top.get("ci", {}), stores, c)
     trust = _trust(top.get("trust", {}), root, c)
-    provided = _sources(top.get("sources", {}), c)
+    provided = _sources(top.get("sources", {}), pins, c)
     recipes = _load_recipes(root, stages, platforms, c)
     _check_pins(pins, platforms, recipes, stages, c)
     _check_cmake_toolchain(platforms, root, c)
