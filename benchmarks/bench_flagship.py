@@ -7,8 +7,9 @@ cache exist; P is ``wasm`` by default, or ``linux-aarch64``):
 - ``prebake build --platform P --force``: sources, onnxruntime's build.py, guards (every
   member's contract, the whole-archive link), packaging and publishing;
 - by hand: the very ``build.py`` command line that run logged (``$ cd … && python3 …``), in a
-  fresh build folder with the same environment less prebake's ``steady_cc`` (``by_hand_env``) and the sources' file times renewed (as a
-  fresh unpack leaves them), as a release engineer's script would run it;
+  fresh build folder with the same environment less prebake's ``steady_cc``
+  (``by_hand_env``) and the sources' file times renewed (as a fresh unpack leaves them), as a
+  release engineer's script would run it;
 - prebake's own steps in its run (from its log's step times and the unit's timing record):
   before the recipe's first command (sources), and from the guards to the end (guards,
   version proof, packaging, publishing), as a share of the unit (target <= 5 % warm);
