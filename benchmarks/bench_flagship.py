@@ -7,8 +7,8 @@ cache exist; P is ``wasm`` by default, or ``linux-aarch64``):
 - ``prebake build --platform P --force``: sources, onnxruntime's build.py, guards (every
   member's contract, the whole-archive link), packaging and publishing;
 - by hand: the very ``build.py`` command line that run logged (``$ cd … && python3 …``), in a
-  fresh build folder with the same environment less prebake's ``steady_cc``
-  (``by_hand_env``) and the sources' file times renewed (as a fresh unpack leaves them), as a
+  fresh build folder with the same environment (``--cold``: less prebake's ``steady_cc``,
+  ``by_hand_env``; warm, with it, whose compiles hit the cache entries prebake's made) and the sources' file times renewed (as a fresh unpack leaves them), as a
   release engineer's script would run it;
 - prebake's own steps in its run (from its log's step times and the unit's timing record):
   before the recipe's first command (sources), and from the guards to the end (guards,
@@ -179,7 +179,9 @@ def one_run(plat: str, env: dict[str, str], cold: bool) -> Run:
     unit = (json.loads(timing.read_text())["seconds"] if timing.is_file()
             else max(steps.values()) if steps else through)
     cwd, line = logged_build_py(log, logfile)
-    hand_env = by_hand_env(logged_env(log))
+    # cold: what a release engineer runs; warm: the logged environment, steady_cc included, so
+    # that the by-hand compiles find prebake's cache entries (its keys name the steady path)
+    hand_env = by_hand_env(logged_env(log)) if cold else logged_env(log)
     argv = shlex.split(line)
     # the same build folder, emptied: the compiler cache keys on the compile lines, which name
     # it (include paths of generated headers), so another folder would miss where prebake hits
