@@ -8,7 +8,8 @@ cache exist; P is ``wasm`` by default, or ``linux-aarch64``):
   member's contract, the whole-archive link), packaging and publishing;
 - by hand: the very ``build.py`` command line that run logged (``$ cd … && python3 …``), in a
   fresh build folder with the same environment (``--cold``: less prebake's ``steady_cc``,
-  ``by_hand_env``; warm, with it, whose compiles hit the cache entries prebake's made) and the sources' file times renewed (as a fresh unpack leaves them), as a
+  ``by_hand_env``; warm, with it, whose compiles hit the cache entries prebake's made)
+  and the sources' file times renewed (as a fresh unpack leaves them), as a
   release engineer's script would run it;
 - prebake's own steps in its run (from its log's step times and the unit's timing record):
   before the recipe's first command (sources), and from the guards to the end (guards,
