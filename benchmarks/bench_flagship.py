@@ -1,10 +1,10 @@
 """The flagship's from-source builds as whole commands: prebake against the same build by hand.
 
 Times, each as a whole process on ``examples/flagship`` (after ``scripts/long-leg`` or one
-``prebake build --platform P`` has run, so the environment, the sources and the compiler
+``prebake build --unit onnxruntime/P`` has run, so the environment, the sources and the compiler
 cache exist; P is ``wasm`` by default, or ``linux-aarch64``):
 
-- ``prebake build --platform P --force``: sources, onnxruntime's build.py, guards (every
+- ``prebake build --unit onnxruntime/P --force``: sources, onnxruntime's build.py, guards (every
   member's contract, the whole-archive link), packaging and publishing;
 - by hand: the very ``build.py`` command line that run logged (``$ cd … && python3 …``), in a
   fresh build folder with the same environment (``--cold``: less prebake's ``steady_cc``,
@@ -14,7 +14,7 @@ cache exist; P is ``wasm`` by default, or ``linux-aarch64``):
 - prebake's own steps in its run (from its log's step times and the unit's timing record):
   before the recipe's first command (sources), and from the guards to the end (guards,
   version proof, packaging, publishing), as a share of the unit (target <= 5 % warm);
-- a second ``prebake build --platform P``: skipped by input hash.
+- a second ``prebake build --unit onnxruntime/P``: skipped by input hash.
 
 and prints the ratio prebake / by hand (target <= 1.05). By default the compiler cache is warm
 for both (what CI sees on a re-run; it measures what prebake adds around the compiler);
@@ -167,7 +167,7 @@ def one_run(plat: str, env: dict[str, str], cold: bool) -> Run:
     timing = logfile.with_name(f"onnxruntime--{plat}.timing.json")
     timing.unlink(missing_ok=True)  # this run's, not an earlier one's
     watch = LoadWatch()
-    through = timed([*PREBAKE, "build", "--platform", plat, "--force"], env)
+    through = timed([*PREBAKE, "build", "--unit", f"onnxruntime/{plat}", "--force"], env)
     watch.stop()
     log = logfile.read_text()
     # what the run set up before the recipe's first command: its environment and CMake
@@ -202,11 +202,11 @@ def one_run(plat: str, env: dict[str, str], cold: bool) -> Run:
                 os.utime(f, (now, now))
     hand_log = logfile.with_name(f"bench-by-hand-{plat}.log")
     by_hand = timed(argv, hand_env, cwd=Path(cwd), output=hand_log)
-    skip = timed([*PREBAKE, "build", "--platform", plat], env)
+    skip = timed([*PREBAKE, "build", "--unit", f"onnxruntime/{plat}"], env)
     first = next((t for s, t in steps.items() if re.search(r": \[1/\d+\] ", s)), None)
     run = Run(through, by_hand, skip, first, None if guards is None else unit - guards, unit,
               watch.start, watch.high)
-    print(f"{f'prebake build --platform {plat} --force':40s}{through:8.1f} s")
+    print(f"{f'prebake build --unit onnxruntime/{plat} --force':40s}{through:8.1f} s")
     print(f"the same build.py by hand               {by_hand:8.1f} s")
     print(f"ratio prebake / by hand                 {through / by_hand:8.2f}x (target <= 1.05)")
     if run.own is not None:
