@@ -63,6 +63,22 @@ def test_the_configuration_selects_the_text_every_library_holds(
     assert problems == [] and got == spdx
 
 
+def test_the_line_is_found_where_a_wasm_object_puts_it(tmp_path: Path) -> None:
+    """A wasm object's data segment holds the line after its offset expression and size (a
+    LEB128), not after a NUL; the text likewise (FFmpeg's version.o in libavutil.a)."""
+    (tmp_path / "lib").mkdir()
+    line = (LINE + " --enable-gpl " + "--enable-decoder=x " * 300).strip()  # > 4 KiB: a
+    size = len(line) + 1  # two-byte size whose last byte is printable
+    leb = bytes([0x80 | (size & 0x7F), size >> 7])
+    assert 0x20 <= leb[-1] < 0x7F
+    (tmp_path / "lib" / "libavutil.a").write_bytes(
+        b"!<arch>\nversion.o/ \x00asm\x01\x00\x00\x00" + b"\x00A\x1b\x0b" + leb
+        + line.encode() + b"\x00\x00A\x80\x0b\x2clibavutil license: GPL version 2 or later\x00")
+    proof, problems = prove_license("ffmpeg", license_check(("avutil",)), tmp_path,
+                                    {"lib/libavutil.a": "avutil"})
+    assert problems == [] and proof is not None and proof.spdx == "GPL-2.0-or-later"
+
+
 def test_a_text_the_configuration_does_not_select_fails_naming_the_library(
         tmp_path: Path) -> None:
     got, problems = _prove(tmp_path, {"avutil": ("LGPL version 2.1 or later",
@@ -87,7 +103,10 @@ def test_libraries_that_disagree_with_each_other_fail(tmp_path: Path) -> None:
     (None, LINE, "holds no license string"),
     ("LGPL version 2.1 or later", None, "holds no configuration string"),
     ("Beerware", LINE, "which the recipe's table does not map"),
-    ("LGPL version 2.1 or later", "--cc='unbalanced", "cannot be read as a configure line"),
+    ("LGPL version 2.1 or later", LINE + " --cc='unbalanced",
+     "cannot be read as a configure line"),
+    # a line whose first word is not the recipe's: not read from its middle
+    ("LGPL version 2.1 or later", "--enable-gpl " + LINE, "holds no configuration string"),
 ])
 def test_a_library_that_says_too_little_fails_in_one_line(
         tmp_path: Path, text: str | None, line: str | None, why: str) -> None:

@@ -98,9 +98,12 @@ LICENSES = (
     Licensed("LGPL version 2.1 or later", "LGPL-2.1-or-later"),
 )
 # "libavutil license: LGPL version 2.1 or later\0" (the marker FFmpeg's <lib>_license() skips),
-# and the configure line: the one NUL-delimited string of the library starting with "--"
+# and the configure line, which starts with this recipe's first word (configure_line) and ends
+# at its NUL: what comes before it is a NUL in ELF and PE but a data segment's size in a wasm
+# object (version.o: "\x0b\xed\x03--enable-cross-compile …"); never a space (a line whose
+# first word is another holds it later, and is not read as a part of itself)
 LICENSE_TEXT = r"lib[a-z0-9_]+ license: ([^\x00]{1,256})\x00"
-CONFIGURE_LINE = r"\x00(--[a-z][^\x00]{0,65535})(?=\x00)"
+CONFIGURE_LINE = r"(?<! )(--enable-cross-compile(?: [^\x00]{0,65535})?)(?=\x00)"
 # The licence texts FFmpeg ships: LICENSE.md says which applies to which configuration.
 LICENSE_FILES = ("LICENSE.md", "COPYING.LGPLv2.1", "COPYING.LGPLv3", "COPYING.GPLv2",
                  "COPYING.GPLv3")
