@@ -151,12 +151,17 @@ def test_hostile_and_truncated_bytes_are_read_once_and_refused(tmp_path: Path) -
     assert f"more than {MAX_DISTINCT} different license strings" in many
 
 
-def test_a_named_library_the_recipe_does_not_ship_fails(tmp_path: Path) -> None:
-    rel = _lib(tmp_path, "avutil", "LGPL version 2.1 or later", LINE)
+def test_a_named_library_this_platform_does_not_ship_is_not_read_but_one_must_be(
+        tmp_path: Path) -> None:
+    """FFmpeg's wasm leg builds no libavdevice; the libraries it does build still decide."""
+    rel = _lib(tmp_path, "avutil", "GPL version 2 or later", LINE + " --enable-gpl")
     proof, problems = prove_license("ffmpeg", CHECK, tmp_path, {rel: "avutil"})
+    assert problems == [] and proof is not None and proof.spdx == "GPL-2.0-or-later"
+    proof, problems = prove_license("ffmpeg", license_check(("avcodec",)), tmp_path,
+                                    {rel: "avutil"})
     assert proof is None
-    assert problems == ["ffmpeg: license: license_check names library avcodec, which the "
-                        "recipe does not ship"]
+    assert problems == ["ffmpeg: license: license_check: none of the libraries it names "
+                        "(avcodec) is shipped here"]
 
 
 def test_switches_are_on_when_their_last_word_enables_them() -> None:
@@ -174,6 +179,10 @@ def test_the_recipe_validates_its_license_table() -> None:
     problems = [p.message for p in validate_recipe(bad)]
     assert any("needs a group" in p for p in problems), problems
     assert any("last row must be the default" in p for p in problems), problems
+    # a name no platform ships is a typo, refused when the recipe loads, not skipped
+    typo = replace(RECIPE, license_check=license_check(("avutil", "avutill")))
+    assert [p.message for p in validate_recipe(typo)] == [
+        "'avutill' names no library of outputs.libs on any platform"]
 
 
 def test_allowed_licenses_is_a_contract_key_matched_like_spdx() -> None:

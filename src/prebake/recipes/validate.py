@@ -337,6 +337,12 @@ def validate_recipe(recipe: Recipe, *, platforms: Collection[str] | None = None,
     problems += _check_version_check(recipe, f"{where}.version_check")
     if recipe.license_check is not None:
         problems += _check_license_check(recipe.license_check, f"{where}.license_check")
+        declared = [e.rsplit("/", 1)[-1] for libs in recipe.outputs.libs.values() for e in libs]
+        problems += [Problem(f"{where}.license_check.libraries",
+                             f"{stem!r} names no library of outputs.libs on any platform")
+                     for stem in recipe.license_check.libraries
+                     if not any(name.startswith((f"lib{stem}.", f"{stem}.", f"{stem}-"))
+                                for name in declared)]
     for target in recipe.outputs.cmake_targets:
         if not isinstance(target, str) or not _CMAKE_TARGET.match(target):
             problems.append(Problem(f"{where}.outputs.cmake_target",
