@@ -116,6 +116,10 @@ class AbiKey:
     rule: bool = False
     wanted: tuple[str, ...] = ()  # what a contract may ask for, when not every one of choices
     setting: bool = False  # a contract key that changes how rules judge, not a rule itself
+    # a contract key the build's guards judge on what a recipe proved about itself (its
+    # license, ``prebake.package.license_proof``), not a rule over one binary's facts: a
+    # binary alone cannot say, so ``prebake check`` holds it undecided (fails closed)
+    recipe: bool = False
     empty_rule: bool = False  # a list key whose empty list is a rule of its own (none allowed)
     reads: tuple[str, ...] = ()  # the facts the rule reads (the reference's column)
     oses: tuple[str, ...] = ()  # the contract key applies only to binaries of these oses
@@ -138,7 +142,7 @@ class AbiKey:
 
     @property
     def contract(self) -> bool:
-        return self.rule or self.setting
+        return self.rule or self.setting or self.recipe
 
 
 _FEATS = "abi.wasm_features"
@@ -248,6 +252,12 @@ KEYS: tuple[AbiKey, ...] = (
            empty_rule=True, reads=("needed",)),
     AbiKey("forbid_exports", "globs of symbols no image may export (raw, without Mach-O's `_`, "
            "or demangled)", Value.STRINGS, rule=True, reads=("symbols",)),
+    AbiKey("allowed_licenses", "globs of the only SPDX license expressions an asset's recipes "
+           "may have (`LGPL-*`), matched whole and case-insensitively against each recipe's "
+           "license as proven from its libraries' bytes (`Recipe.license_check`); the build "
+           "refuses any other before packaging, naming the library. A recipe that proves no "
+           "license fails closed unless `allow_unknown` names this key", Value.STRINGS,
+           recipe=True, reads=("recipes[].license",)),
     AbiKey("allow_unknown", "contract keys whose fact may be unreadable: such a binary passes "
            "that rule, and the report says so (without it, an unreadable fact fails)",
            Value.KEYS, setting=True),

@@ -147,6 +147,9 @@ class RecipeEntry(_Part):
     build_settings: Mapping[str, str] | None = field(default=None, metadata=rule(
         "what the build enabled: the CMake cache entries the recipe records (Build.record), "
         "read from its CMakeCache.txt"))
+    license: str | None = field(default=None, metadata=rule(
+        "the SPDX expression of the license its configuration selected, proven from its "
+        "libraries' bytes (guards.license); absent: the recipe proves none"))
     raw: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
 
@@ -194,6 +197,25 @@ class VersionRecord(_Part):
 
 
 @dataclass(frozen=True)
+class LicenseEvidence(_Part):
+    """One library's own word on its license: the text its bytes hold and the switches of the
+    recipe's table its compiled-in configure line has on (which select that same text)."""
+
+    file: str
+    says: str
+    configured: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class LicenseRecord(_Part):
+    """A recipe's license as its libraries proved it (``Recipe.license_check``)."""
+
+    spdx: str = field(metadata=rule(minLength=1))
+    text: str
+    evidence: tuple[LicenseEvidence, ...] = field(metadata=rule(minItems=1))
+
+
+@dataclass(frozen=True)
 class Guards(_Part):
     """The guards the asset passed before it was packaged; ``version`` is the version proof
     per recipe (absent in assets made before it existed)."""
@@ -208,6 +230,10 @@ class Guards(_Part):
         "per recipe: its pin and every piece of version evidence its own install held (CMake "
         "ConfigVersion, pkg-config Version:, versioned shared library names and sonames, the "
         "recipe's version_check header macros), each of which agreed with the pin"))
+    license: Mapping[str, LicenseRecord] | None = field(default=None, metadata=rule(
+        "per recipe with a license_check: the SPDX expression, the license text and each "
+        "library's evidence (its text, and the switches its compiled-in configure line has "
+        "on), which all agreed; the contract's allowed_licenses allowed it"))
 
 
 @dataclass(frozen=True)

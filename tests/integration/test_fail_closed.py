@@ -55,3 +55,33 @@ def test_fetch_fails_closed_on_an_unreadable_fact_and_installs_nothing(tmp_path:
                            "--into", into, "--contract", contract, "--lock", tmp_path / "l.lock")
     assert proc.returncode == 0, proc.stderr
     assert (into / "lib" / "libthrower.a").is_file()
+
+
+def test_allowed_licenses_fails_closed_on_a_recipe_that_proves_no_license(tmp_path: Path
+                                                                          ) -> None:
+    """``thrower`` has no ``license_check``: a contract naming the licenses it may have cannot
+    judge it, in the build and at fetch, unless ``allow_unknown`` says so; the asset then
+    states no license anywhere (nothing was read)."""
+    ws = gw.make(tmp_path / "ws", snippet_extra=ALLOW, contract_extra='allowed_licenses = ["MIT"]')
+    rc, data, _ = gw.build_json(ws, "--platform", "wasm")
+    assert rc == 1, data
+    (unit,) = data["units"]
+    assert ("thrower/wasm: the contract's allowed_licenses (MIT) cannot judge thrower: its "
+            "recipe proves no license (Recipe.license_check); fails closed") in unit["message"]
+    assert gw.assets(ws) == []
+    ws = gw.make(tmp_path / "opted", snippet_extra=ALLOW,
+                 contract_extra='allowed_licenses = ["MIT"]\nallow_unknown = ["allowed_licenses"]')
+    rc, data, _ = gw.build_json(ws, "--platform", "wasm")
+    assert rc == 0, data
+    manifest = gw.manifest(ws, "wasm")
+    assert "allowed_licenses: thrower" in manifest["guards"]["check"]["undecided"]
+    assert "license" not in manifest["recipes"][0] and "license" not in manifest["guards"]
+    contract = tmp_path / "consumer.toml"
+    contract.write_text('allowed_licenses = ["MIT"]\n')
+    into = tmp_path / "into"
+    proc = support.prebake("fetch", "guarded-core==1.0.0", "--platform", "wasm", "--store",
+                           f"file://{ws / 'releases'}", "--into", into, "--contract", contract,
+                           "--lock", tmp_path / "l.lock")
+    assert proc.returncode == 1, proc.stderr
+    assert "states no proven license for thrower" in proc.stderr
+    assert not into.exists() or not any(into.iterdir())

@@ -16,6 +16,7 @@ ffmpeg``'s (docs/flagship.md).
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import shutil
 import subprocess
@@ -39,16 +40,17 @@ ARCHIVES = {
     "8.1.2": ("464beb5e7bf0c311e68b45ae2f04e9cc2af88851abb4082231742a74d97b524c", 11710924),
 }
 LIBRARIES = ("avformat", "avcodec", "swresample", "swscale", "avutil")
+SMALL = ("--disable-everything", "--disable-network", "--disable-avdevice",
+         "--disable-avfilter", "--enable-protocol=file", "--enable-demuxer=wav,flac",
+         "--enable-muxer=flac,wav", "--enable-decoder=pcm_s16le,flac",
+         "--enable-encoder=flac,pcm_s16le", "--enable-parser=flac")
 RECIPE = '''\
 """FFmpeg in the suite's small configuration: the built-in recipe, fewer components."""
 from prebake.recipes.builtin.ffmpeg.recipe import ffmpeg_recipe
 
 RECIPE = ffmpeg_recipe(
-    components=("--disable-everything", "--disable-network", "--disable-avdevice",
-                "--disable-avfilter", "--enable-protocol=file", "--enable-demuxer=wav,flac",
-                "--enable-muxer=flac,wav", "--enable-decoder=pcm_s16le,flac",
-                "--enable-encoder=flac,pcm_s16le", "--enable-parser=flac"),
-    libraries=("avformat", "avcodec", "swresample", "swscale", "avutil"),
+    components=COMPONENTS,
+    libraries=LIBRARIES,
     only=("PLATFORM",))
 '''
 LINUX = """\
@@ -57,15 +59,25 @@ os = "linux"
 arch = "x86_64"
 env_unset = ["CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS"]
 toolchain = { cc = "gcc", cxx = "g++", ar = "ar" }
-contract = { extends = "manylinux_2_36_x86_64" }
+contract = { extends = "manylinux_2_36_x86_64"CONTRACT }
 link_test = { flags = ["-pthread"] }
 """
 PLATFORMS = {"linux-x86_64": LINUX, "windows-x86_64": support.MINGW_PLATFORM}
 
 
-def workspace(platform: str, version: str = VERSION) -> str:
+def recipe(platform: str, components: tuple[str, ...] = SMALL,
+           libraries: tuple[str, ...] = LIBRARIES) -> str:
+    return (RECIPE.replace("PLATFORM", platform).replace("COMPONENTS", repr(components))
+            .replace("LIBRARIES", repr(libraries)))
+
+
+LGPL_ONLY = ', allowed_licenses = ["LGPL-*"]'
+
+
+def workspace(platform: str, version: str = VERSION, contract: str = LGPL_ONLY) -> str:
     """One platform's workspace (the Windows one names no gcc: a decoy ``gcc`` on PATH is
-    then a fallback, never the platform's own compiler); the provided line follows the pin."""
+    then a fallback, never the platform's own compiler); the provided line follows the pin;
+    ``contract`` adds keys to the linux-x86_64 contract."""
     return f"""\
 [project]
 name = "ffmpeg-small"
@@ -74,7 +86,7 @@ version = "0.1.0"
 [pins]
 ffmpeg = "{version}"
 
-{PLATFORMS[platform]}
+{PLATFORMS[platform].replace("CONTRACT", contract)}
 [stages.media]
 recipes = ["ffmpeg"]
 package = "per-recipe"
@@ -84,14 +96,17 @@ package = "per-recipe"
 """
 
 
-def files(platform: str, version: str = VERSION) -> dict[str, str]:
-    """The small workspace's files at one release: a bump changes the pin and the lock only."""
+def files(platform: str, version: str = VERSION, *, contract: str = LGPL_ONLY,
+          components: tuple[str, ...] = SMALL, libraries: tuple[str, ...] = LIBRARIES
+          ) -> dict[str, str]:
+    """The small workspace's files at one release: a bump changes the pin and the lock only;
+    the license tests change the contract and the configuration."""
     sha, size = ARCHIVES[version]
     lock = (f'version = 1\n\n[[source]]\nurl = "{ORIG.format(version)}"\nsha256 = "{sha}"\n'
             f"size = {size}\n")
     patches = {f"recipes/ffmpeg/{p.name}": p.read_text() for p in BUILTIN.glob("*.patch")}
-    return {"prebake.toml": workspace(platform, version), "prebake.sources.lock": lock,
-            "recipes/ffmpeg/recipe.py": RECIPE.replace("PLATFORM", platform), **patches}
+    return {"prebake.toml": workspace(platform, version, contract), "prebake.sources.lock": lock,
+            "recipes/ffmpeg/recipe.py": recipe(platform, components, libraries), **patches}
 
 
 # what the linux-x86_64 libraries may need at load time: the C library's, and each other
@@ -117,13 +132,21 @@ def small() -> dict[str, Path]:
     out = {}
     for platform, env in (("linux-x86_64", None),
                           ("windows-x86_64", {"PATH": f"{decoys}:{support.tool_env()['PATH']}"})):
-        ws, rc, data = support.cached_prebake_build(
-            f"ffmpeg-small-{platform}", files(platform), ["build", "-j", "2"], env=env,
-            timeout=3600)
+        ws, rc, data = build(platform, env=env)
         assert rc == 0, json.dumps(data, indent=1)[-3000:]
         out[platform] = ws
     assert not marker.exists(), f"a decoy ran: {marker.read_text()}"
     return out
+
+
+def build(platform: str, *, env: dict[str, str] | None = None, name: str = "small",
+          contract: str = LGPL_ONLY, components: tuple[str, ...] = SMALL,
+          libraries: tuple[str, ...] = LIBRARIES) -> tuple[Path, int, dict[str, Any]]:
+    """One workspace's ``prebake build`` (cached by its files, prebake's code and ``env``)."""
+    return support.cached_prebake_build(
+        f"ffmpeg-{name}-{platform}",
+        files(platform, contract=contract, components=components, libraries=libraries),
+        ["build", "-j", "2"], env=env, timeout=3600)
 
 
 @pytest.fixture(scope="module")
@@ -238,3 +261,113 @@ def test_the_windows_consumer_runs_under_wine(fetched: dict[str, Path], wav: Pat
     assert ran.returncode == 0, ran
     verdict = _check(ran.stdout.replace("\r\n", "\n"), tmp_path / "b" / "out.flac", tmp_path)
     assert "FAIL" not in verdict
+
+
+# ---- the license, proven from the bytes -------------------------------------------------------
+
+# --enable-gpl also builds libpostproc in 7.1 (a GPL-only library none of these configurations
+# lists): left out, so each asset holds the libraries its recipe names
+GPL = (*SMALL, "--disable-postproc", "--enable-gpl")
+# libavutil alone, GPL: the smallest build a refusal can be shown on (~1/10 of the small one)
+AVUTIL_GPL = ("--disable-everything", "--disable-network", "--disable-avdevice",
+              "--disable-avfilter", "--disable-avformat", "--disable-avcodec",
+              "--disable-swresample", "--disable-swscale", "--disable-postproc", "--enable-gpl")
+
+
+def _fetch(ws: Path, into: Path) -> Path:
+    proc = support.prebake("-C", ws, "fetch", f"ffmpeg=={VERSION}", "--platform",
+                           "linux-x86_64", "--into", into, "--lock", into.parent / "lock")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return into
+
+
+def _license_bytes(path: Path, stem: str) -> str:
+    """The license a library's bytes spell, read here by the test's own pattern."""
+    found = set(re.findall(rb"lib" + stem.encode() + rb" license: ([^\x00]*)\x00",
+                           path.read_bytes()))
+    assert len(found) == 1, (path, found)
+    return found.pop().decode()
+
+
+def _sbom_licenses(asset: Path) -> dict[str, list[dict[str, Any]]]:
+    """Each component's licenses, by name; the asset itself (``metadata.component``) as
+    ``"(asset)"``."""
+    bom = json.loads((asset / "share" / "prebake" / "sbom.cdx.json").read_text())
+    return {"(asset)": bom["metadata"]["component"].get("licenses", []),
+            **{c["name"]: c.get("licenses", []) for c in bom["components"]}}
+
+
+@pytest.fixture(scope="module")
+def lgpl_asset(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The small configuration's linux-x86_64 asset (the ``small`` fixture's build), fetched
+    under a contract that allows LGPL only."""
+    ws, rc, data = build("linux-x86_64")
+    assert rc == 0, json.dumps(data, indent=1)[-3000:]
+    return _fetch(ws, tmp_path_factory.mktemp("lgpl") / "asset")
+
+
+@pytest.fixture(scope="module")
+def gpl_asset(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The small configuration with ``--enable-gpl`` (no license rule), built and fetched."""
+    ws, rc, data = build("linux-x86_64", name="gpl", contract="", components=GPL)
+    assert rc == 0, json.dumps(data, indent=1)[-3000:]
+    return ws, _fetch(ws, tmp_path_factory.mktemp("gpl") / "asset")
+
+
+def test_the_default_build_is_lgpl_2_1_in_the_manifest_and_the_sbom_as_its_bytes_say(
+        lgpl_asset: Path) -> None:
+    manifest = _manifest(lgpl_asset)
+    assert [r["license"] for r in manifest["recipes"]] == ["LGPL-2.1-or-later"]
+    record = manifest["guards"]["license"]["ffmpeg"]
+    assert record["spdx"] == "LGPL-2.1-or-later"
+    assert record["text"] == _license_bytes(lgpl_asset / "lib" / "libavutil.so", "avutil")
+    # every library was read, libavutil first, none configured with a switch that changes it
+    assert record["evidence"][0]["file"] == "lib/libavutil.so"
+    assert sorted(e["file"] for e in record["evidence"]) == sorted(
+        f"lib/lib{lib}.so" for lib in LIBRARIES)
+    assert all(e["configured"] == [] for e in record["evidence"])
+    for lib in LIBRARIES:
+        assert _license_bytes(lgpl_asset / "lib" / f"lib{lib}.so", lib) == record["text"]
+    assert manifest["guards"]["check"]["contract"]["allowed_licenses"] == ["LGPL-*"]
+    sbom = _sbom_licenses(lgpl_asset)
+    assert sbom["ffmpeg"] == [{"expression": "LGPL-2.1-or-later"}]
+    assert sbom["(asset)"] == [{"expression": "LGPL-2.1-or-later"}]
+    assert (lgpl_asset / "share/licenses/ffmpeg/COPYING.LGPLv2.1").is_file()
+
+
+def test_an_enable_gpl_build_is_gpl_2_everywhere(gpl_asset: tuple[Path, Path],
+                                                 tmp_path: Path) -> None:
+    ws, asset = gpl_asset
+    manifest = _manifest(asset)
+    assert [r["license"] for r in manifest["recipes"]] == ["GPL-2.0-or-later"]
+    record = manifest["guards"]["license"]["ffmpeg"]
+    assert (record["spdx"], record["text"]) == ("GPL-2.0-or-later", "GPL version 2 or later")
+    assert {tuple(e["configured"]) for e in record["evidence"]} == {("--enable-gpl",)}
+    for lib in LIBRARIES:
+        assert _license_bytes(asset / "lib" / f"lib{lib}.so", lib) == "GPL version 2 or later"
+    sbom = _sbom_licenses(asset)
+    assert sbom["ffmpeg"] == [{"expression": "GPL-2.0-or-later"}]
+    assert sbom["(asset)"] == [{"expression": "GPL-2.0-or-later"}]
+    assert "LGPL" not in json.dumps(sbom)
+    assert (asset / "share/licenses/ffmpeg/COPYING.GPLv2").is_file()
+    # a consumer whose contract allows LGPL only refuses it at fetch, from the manifest
+    (tmp_path / "lgpl.toml").write_text('allowed_licenses = ["LGPL-*"]\n')
+    proc = support.prebake("-C", ws, "fetch", f"ffmpeg=={VERSION}", "--platform",
+                           "linux-x86_64", "--into", tmp_path / "refused", "--contract",
+                           tmp_path / "lgpl.toml", "--lock", tmp_path / "lock")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert ("ffmpeg is GPL-2.0-or-later; this contract's allowed_licenses (LGPL-*) refuses "
+            "it; nothing was installed") in proc.stderr
+    assert not (tmp_path / "refused").exists()
+
+
+def test_a_contract_that_allows_lgpl_only_refuses_a_gpl_build_before_packaging() -> None:
+    ws, rc, data = build("linux-x86_64", name="gpl-refused", components=AVUTIL_GPL,
+                         libraries=("avutil",))
+    assert rc == 1, json.dumps(data, indent=1)[-3000:]
+    message = data["units"][0]["message"]
+    assert message == (
+        "ffmpeg/linux-x86_64: lib/libavutil.so is GPL-2.0-or-later (its bytes say 'GPL "
+        "version 2 or later', configured --enable-gpl); the contract's allowed_licenses "
+        "(LGPL-*) refuses it, nothing was packaged"), message
+    assert not list((ws / "releases").rglob("*.tar.xz"))

@@ -176,3 +176,24 @@ def test_invalid_document_is_caught_by_the_validator() -> None:
 def test_builds_from_a_path_recipe(tmp_path: Path) -> None:
     r = replace(_recipe(), path=tmp_path / "zstd.py", bundled=())
     _validate(make_sbom(AID, [r], {}, "e" * 64))  # no pin value known: no version, still valid
+
+
+def test_a_proven_license_is_the_recipe_and_asset_expression_and_none_is_claimed_unproven(
+        ) -> None:
+    zstd, other = _recipe(), replace(_recipe(), name="other", pin="other")
+    pins = {"zstd": "1.5.6", "other": "1.0"}
+    data = make_sbom(AID, [zstd, other], pins, "e" * 64,
+                     licenses={"zstd": "GPL-2.0-or-later", "other": "LicenseRef-FFmpeg-nonfree"})
+    _validate(data)
+    bom = json.loads(data)
+    comps = {c["name"]: c for c in bom["components"]}
+    assert comps["zstd"]["licenses"] == [{"expression": "GPL-2.0-or-later"}]
+    assert comps["other"]["licenses"] == [{"expression": "LicenseRef-FFmpeg-nonfree"}]
+    assert bom["metadata"]["component"]["licenses"] == [
+        {"expression": "GPL-2.0-or-later AND LicenseRef-FFmpeg-nonfree"}]
+    # one recipe without a proof: it states none, and so does the asset
+    half = json.loads(make_sbom(AID, [zstd, other], pins, "e" * 64,
+                                licenses={"zstd": "GPL-2.0-or-later"}))
+    assert "licenses" not in {c["name"]: c for c in half["components"]}["other"]
+    assert "licenses" not in half["metadata"]["component"]
+    assert "licenses" not in json.loads(make_sbom(AID, [zstd], pins, "e" * 64))["components"][0]

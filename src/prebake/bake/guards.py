@@ -5,8 +5,9 @@ Each guard takes typed inputs — the recipe's :class:`GuardInput` and the froze
 guards returned — and returns its own frozen value; a guard that stops the chain raises
 ``UnitFailed`` with every message found so far. :func:`run_guards` is the chain, in order:
 outputs present, libraries found (with every other binary the build added, and no link
-leaving the prefix), facts read, contract checked, the consumer's links (the snippet and every
-archive member, side by side), link order; its :class:`GuardReport` is what packaging and the
+leaving the prefix), facts read, contract checked, license proven (and judged by the
+contract's ``allowed_licenses``), the consumer's links (the snippet and every archive member,
+side by side), link order; its :class:`GuardReport` is what packaging and the
 manifest read. There is deliberately no switch to downgrade a failure to a warning. To add a
 guard, write one function of that shape and call it where it belongs in :func:`run_guards`.
 
@@ -34,6 +35,7 @@ from prebake.bake.stamp import prefix_files
 from prebake.bake.unitrun import UnitFailed
 from prebake.contract.check import check_paths, wants_deep
 from prebake.contract.findings import CheckReport, Violation
+from prebake.contract.terms import license_refused
 from prebake.errors import PrebakeError
 from prebake.inspect import ParseOptions, inspect
 from prebake.inspect.resolve import resolve
@@ -41,6 +43,7 @@ from prebake.link.order import relative_order
 from prebake.link.test import LinkTestResult, link_test
 from prebake.link.whole import prove_whole_archive
 from prebake.package.libs import Library, libraries
+from prebake.package.license_proof import LicenseProof, prove_license
 from prebake.recipes.api import Recipe
 from prebake.workspace.model import Platform
 
@@ -115,6 +118,7 @@ class GuardReport:
     undecided: tuple[str, ...]
     linked: tuple[str, ...]
     allowed: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    license: LicenseProof | None = None  # the recipe's license, proven from its bytes
 
 
 _GLOB = re.compile(r"[*?\[]")
@@ -190,12 +194,14 @@ def run_guards(g: GuardInput) -> GuardReport:
     shipped = libraries_found(g)
     read = facts_read(g, shipped)
     report = contract_checked(g, shipped, read.failures)
+    lic, lic_undecided = license_proven(g, shipped, read.failures)
     linked = consumer_linked(g, shipped, read.failures)
     order = link_order_found(g, shipped)
     if read.failures:
         raise UnitFailed("\n".join(read.failures))
     return GuardReport(g.recipe.name, shipped.libs, read.facts, read.cxx, order,
-                       _undecided(report, g.prefix), linked.linked, linked.allowed)
+                       (*_undecided(report, g.prefix), *lic_undecided), linked.linked,
+                       linked.allowed, lic)
 
 
 # ---- the guards, in the order they run ------------------------------------------------------
@@ -265,14 +271,54 @@ def contract_checked(g: GuardInput, shipped: Shipped, failed: Sequence[str]) -> 
     g.log.write(f"# guards for {g.recipe.name}: check "
                 f"{', '.join(p.relative_to(prefix).as_posix() for p in checked)} "
                 f"against the {platform.name} contract")
-    # the guard's own deep read: a feature rule is judged on the whole list
-    report = check_paths(checked, platform.contract, deep=wants_deep(platform.contract))
+    # the guard's own deep read: a feature rule is judged on the whole list; the licence is
+    # judged on the recipe's proof (license_proven), which no single binary can give
+    report = check_paths(checked, replace(platform.contract, allowed_licenses=()),
+                         deep=wants_deep(platform.contract))
     g.log.write(report.render())
     if not report.ok:
         raise UnitFailed("\n".join([*failed, f"{g.recipe.name}: contract check failed for "
                                     f"{platform.name}:\n" + report.render()]),
                          _violations(report, prefix))
     return report
+
+
+def license_proven(g: GuardInput, shipped: Shipped, failed: Sequence[str]
+                   ) -> tuple[LicenseProof | None, tuple[str, ...]]:
+    """The recipe's license from its libraries' bytes (``Recipe.license_check``), and the
+    contract's ``allowed_licenses`` on it: a license it does not allow is refused here, before
+    the links and packaging, in one line naming the library. A recipe that proves no license
+    cannot be judged: it fails closed unless ``allow_unknown`` names the key (then the
+    manifest lists it as undecided). Returns the proof and what stayed undecided."""
+    recipe, contract = g.recipe, g.platform.contract
+    allowed = contract.allowed_licenses
+    where = f"{recipe.name}/{g.platform.name}"
+    if recipe.license_check is None:
+        if not allowed:
+            return None, ()
+        if "allowed_licenses" in contract.allow_unknown:
+            g.log.write(f"# license: {recipe.name} proves none; not checked (allow_unknown)")
+            return None, (f"allowed_licenses: {recipe.name}",)
+        raise UnitFailed("\n".join([*failed, (
+            f"{where}: the contract's allowed_licenses ({', '.join(allowed)}) cannot judge "
+            f"{recipe.name}: its recipe proves no license (Recipe.license_check); fails closed "
+            "(allow_unknown = [\"allowed_licenses\"] accepts it unchecked)")]))
+    proof, problems = prove_license(recipe.name, recipe.license_check, g.prefix,
+                                    {lib.path: lib.stem for lib in shipped.libs})
+    if proof is None:
+        raise UnitFailed("\n".join([*failed, *problems]))
+    for lib in proof.libraries:
+        g.log.write(f"# license: {lib.path} says {lib.text!r}, configured with "
+                    f"{', '.join(lib.switches) or 'none of the switches that change it'}: "
+                    f"{lib.spdx}")
+    if allowed and license_refused(proof.spdx, allowed):
+        first = proof.libraries[0]
+        raise UnitFailed("\n".join([*failed, (
+            f"{where}: {first.path} is {proof.spdx} (its bytes say {first.text!r}"
+            + (f", configured {' '.join(first.switches)}" if first.switches else "")
+            + f"); the contract's allowed_licenses ({', '.join(allowed)}) refuses it, "
+            "nothing was packaged")]))
+    return proof, ()
 
 
 def consumer_linked(g: GuardInput, shipped: Shipped, failed: Sequence[str]) -> Linked:

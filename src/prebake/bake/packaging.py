@@ -73,10 +73,13 @@ def unit_manifest(run: UnitRun, outcomes: Outcomes, order: Sequence[Sequence[str
         recipes=[{"name": r.name, "version": ws.pins[r.pin],
                   **({"public_symbols": list(r.outputs.public_symbols)}
                      if r.outputs.public_symbols else {}),
-                  **({"build_settings": settings[r.name]} if settings[r.name] else {})}
-                 for r, _o in outcomes],
+                  **({"build_settings": settings[r.name]} if settings[r.name] else {}),
+                  **({"license": o.license.spdx} if o.license else {})}
+                 for r, o in outcomes],
         guards={**guards_record(unit.platform, [o for _r, o in outcomes]),
-                "version": summary(proofs)},
+                "version": summary(proofs),
+                **({"license": licenses} if (licenses := {
+                    r.name: o.license.to_json() for r, o in outcomes if o.license}) else {})},
         inputs=unit.inputs,
     )
 

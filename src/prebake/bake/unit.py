@@ -237,7 +237,8 @@ def package(run: UnitRun, guarded: Guarded) -> Packaged:
                              [(g.recipe.name, g.adopted.proof) for g in guarded.recipes
                               if g.adopted is not None])
     trust = unit_trust(ws, unit, manifest.toolchain.to_json(), dirs.root, run.started_on,
-                       dirs.dist, settings)
+                       dirs.dist, settings, {r.name: r.license for r in manifest.recipes or ()
+                                             if r.license})
     # deterministic: no times, no host
     manifest = replace(manifest, provenance=Provenance.from_json(trust.definition, aid.filename))
     generated.update(trust.generated)  # share/prebake/sbom.cdx.json

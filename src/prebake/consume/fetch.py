@@ -17,7 +17,7 @@ import errno
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,7 @@ if sys.platform != "win32":  # Windows has no advisory locks (``_exclusive`` is 
 
 from prebake.consume.consumer_lock import LOCK_NAME, LockEntry, read_lock
 from prebake.contract.check import check_paths, wants_deep
-from prebake.contract.terms import Contract
+from prebake.contract.terms import Contract, license_refused
 from prebake.digest import ProgressFn, file_sha256
 from prebake.errors import CheckFailed, PrebakeError
 from prebake.extract import DEFAULT_MAX_BYTES, UnsafeArchive, safe_extract
@@ -236,8 +236,13 @@ def _checker(aid: AssetId, contract: Contract | None,
                                  "an asset published under another name, nothing was "
                                  "installed")
         if contract is not None:
-            # like the build guard: a feature rule is judged on the whole list
-            report = check_paths([tree], contract, deep=wants_deep(contract))
+            refusal = license_refusal(aid.filename, typed, contract)
+            if refusal is not None:
+                raise CheckFailed(f"{refusal}; nothing was installed")
+            # like the build guard: a feature rule is judged on the whole list, the licence
+            # on what the manifest says the build proved (no binary says it)
+            report = check_paths([tree], replace(contract, allowed_licenses=()),
+                                 deep=wants_deep(contract))
             report.relabel(tree, aid.filename)  # the asset's name, not the temporary folder
             if not report.ok:
                 raise CheckFailed(f"{aid.filename} breaks this consumer's contract; nothing "
@@ -246,6 +251,27 @@ def _checker(aid: AssetId, contract: Contract | None,
             _check_toolchain(aid, typed, consumer, tree, notes if notes is not None else [])
 
     return check
+
+
+def license_refusal(shown: str, manifest: Manifest, contract: Contract) -> str | None:
+    """The contract's ``allowed_licenses`` on an asset: each recipe's license as its build
+    proved it from the libraries' bytes (the manifest's ``recipes[].license``). A recipe
+    with none cannot be judged and fails closed unless ``allow_unknown`` names the key."""
+    allowed = contract.allowed_licenses
+    if not allowed:
+        return None
+    shown_allowed = ", ".join(allowed)
+    for r in manifest.recipes or ():
+        if r.license is None and "allowed_licenses" not in contract.allow_unknown:
+            return (f"{shown}: its manifest states no proven license for {r.name}, so this "
+                    f"contract's allowed_licenses ({shown_allowed}) cannot judge it (fails "
+                    "closed; allow_unknown = [\"allowed_licenses\"] accepts it unchecked)")
+        if r.license is not None and license_refused(r.license, allowed):
+            return (f"{shown}: {r.name} is {r.license}; this contract's allowed_licenses "
+                    f"({shown_allowed}) refuses it")
+    if not manifest.recipes and "allowed_licenses" not in contract.allow_unknown:
+        return f"{shown}: its manifest names no recipe, so no license was proven (fails closed)"
+    return None
 
 
 @dataclass(frozen=True)

@@ -228,6 +228,13 @@ def check_paths(paths: Sequence[Path], contract: Contract, *,
                 archives.append((t.shown, facts))
         if len(archives) > 1:
             report.violations.extend(clash_violations(archives))
+        if contract.allowed_licenses:
+            # no binary says which license it was built under: the build judges a recipe's
+            # license proven from its libraries (bake.guards), fetch the manifest's record
+            report.unknown.extend(Unknown(
+                "allowed_licenses", f, [], None, "allowed_licenses" in contract.allow_unknown,
+                "a binary alone does not state its license; the build and fetch judge the "
+                "license its recipe proved") for f in report.files)
         if found.labels:
             for v in report.violations:
                 v.detail = found.relabel(v.detail)

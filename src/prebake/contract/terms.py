@@ -8,8 +8,9 @@ with its key path instead of stopping at the first.
 from __future__ import annotations
 
 import difflib
+import fnmatch
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -19,8 +20,8 @@ from prebake.abikeys import KNOWN_WASM_FEATURES, Value
 from prebake.contract.presets import PresetError, load_preset, merge
 from prebake.errors import ConfigError, PrebakeError, Problem
 
-__all__ = ["KNOWN_WASM_FEATURES", "ONLY_FOR_OS", "SETTINGS", "Contract", "load_contract_file",
-           "os_problems", "parse_contract"]
+__all__ = ["KNOWN_WASM_FEATURES", "ONLY_FOR_OS", "SETTINGS", "Contract", "license_refused",
+           "load_contract_file", "os_problems", "parse_contract"]
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,7 @@ class Contract:
     features_forbidden: tuple[str, ...] = ()
     allowed_needed: tuple[str, ...] | None = None
     forbid_exports: tuple[str, ...] = ()
+    allowed_licenses: tuple[str, ...] = ()
     allow_unknown: tuple[str, ...] = ()
     # ---- end of the generated fields ----
 
@@ -81,6 +83,12 @@ def os_problems(contract: Contract, os: str, platform: str | None, where: str
             out.append(Problem(f"{where}.{key}", f"applies only to os {', '.join(oses)}; "
                                f"{owner} {os!r}"))
     return out
+
+
+def license_refused(spdx: str, allowed: Sequence[str]) -> bool:
+    """Whether ``allowed_licenses`` (globs over the whole SPDX expression) refuses ``spdx``;
+    case-insensitive, as the SPDX specification matches license identifiers."""
+    return not any(fnmatch.fnmatchcase(spdx.lower(), pattern.lower()) for pattern in allowed)
 
 
 def _is_version(s: str) -> bool:

@@ -12,6 +12,8 @@ from prebake.recipes.api import (
     Component,
     GitSource,
     HostTool,
+    Licensed,
+    LicenseString,
     LocalSource,
     MinToolchain,
     Outputs,
@@ -35,7 +37,8 @@ from prebake.recipes.loader import (
 from prebake.recipes.validate import validate_recipe
 
 __all__ = ["ANY_PLATFORM", "PLACEHOLDERS", "Build", "Command", "Component", "GitSource",
-           "HostTool", "LocalSource", "MinToolchain", "Outputs", "Recipe", "Repackage", "Since",
+           "HostTool", "LicenseString", "Licensed", "LocalSource", "MinToolchain", "Outputs",
+           "Recipe", "Repackage", "Since",
            "Snippet", "Source", "Strategy", "UrlSource", "VersionCheck",
            "VersionString", "builtin_names",
            "find_recipe", "load_recipe_file", "try_load_recipe", "validate_recipe",

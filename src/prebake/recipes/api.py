@@ -292,6 +292,43 @@ VersionEvidence = VersionCheck | VersionString
 
 
 @dataclass(frozen=True)
+class Licensed:
+    """One license a configuration can select, in a ``LicenseString``'s table: the text the
+    libraries then spell (``"GPL version 2 or later"``), its SPDX expression, and the
+    configure switches that select it (all of them on; ``--enable-X`` counts unless a later
+    ``--disable-X`` turns it off)."""
+
+    text: str
+    spdx: str
+    when: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        _freeze(self, "when")
+
+
+@dataclass(frozen=True)
+class LicenseString:
+    """The license the build was configured with, as the libraries spell it in their bytes.
+
+    FFmpeg compiles ``"libavutil license: LGPL version 2.1 or later"`` (``avutil_license()``)
+    and its configure line (``avutil_configuration()``) into every library. ``pattern``'s first
+    group is the license text, ``configuration``'s the configure line; ``table`` lists the
+    licenses in the order configure decides them (the first row whose switches the line has
+    on wins). Each library named in ``libraries`` (stems; empty: every one) must hold exactly
+    one of each, its text must be in the table and be the one its line selects, and every
+    library must agree: the asset's license is then that row's SPDX expression, in the
+    manifest and the SBOM, and the contract's ``allowed_licenses`` judges it."""
+
+    pattern: str
+    configuration: str
+    table: tuple[Licensed, ...]
+    libraries: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        _freeze(self, "table", "libraries")
+
+
+@dataclass(frozen=True)
 class Component:
     """A library bundled inside the output, as the SBOM reports it.
 
@@ -384,6 +421,8 @@ class Recipe:
     toolchain_min: tuple[MinToolchain, ...] = ()
     # one check or several (a per-library header, the release string in the bytes)
     version_check: VersionEvidence | tuple[VersionEvidence, ...] | None = None
+    # the license the configuration selected, proven from the libraries' bytes
+    license_check: LicenseString | None = None
     host_tools: tuple[HostTool, ...] = ()
     # ``{release[NAME]}``: per-release arguments, each table newest entry first
     releases: Mapping[str, tuple[Since, ...]] = field(default_factory=dict)

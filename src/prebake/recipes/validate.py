@@ -23,6 +23,7 @@ from prebake.recipes.api import (
     Component,
     GitSource,
     HostTool,
+    LicenseString,
     LocalSource,
     MinToolchain,
     Recipe,
@@ -250,6 +251,34 @@ def _check_version_check(recipe: Recipe, where: str) -> list[Problem]:
     return out
 
 
+_SPDX = re.compile(r"^[A-Za-z0-9.+-]+(?: (?:AND|OR|WITH) [A-Za-z0-9.+-]+)*$")
+
+
+def _check_license_check(check: LicenseString, where: str) -> list[Problem]:
+    """Both patterns compile with a group; the table is non-empty, its texts distinct, its
+    expressions SPDX-shaped, and its last row the default (no switches): a configuration
+    no row selects would otherwise prove nothing."""
+    out: list[Problem] = []
+    for name in ("pattern", "configuration"):
+        try:
+            if re.compile(getattr(check, name)).groups == 0:
+                out.append(Problem(f"{where}.{name}", "needs a group: the string it reads"))
+        except re.error as exc:
+            out.append(Problem(f"{where}.{name}", f"not a regular expression: {exc}"))
+    if not check.table:
+        return [*out, Problem(f"{where}.table", "names no license")]
+    texts = [row.text for row in check.table]
+    if len(set(texts)) != len(texts):
+        out.append(Problem(f"{where}.table", "a license text appears twice"))
+    for row in check.table:
+        if not _SPDX.match(row.spdx):
+            out.append(Problem(f"{where}.table", f"{row.text!r}: not an SPDX expression: "
+                                                 f"{row.spdx!r}"))
+    if check.table[-1].when:
+        out.append(Problem(f"{where}.table", "its last row must be the default (no switches)"))
+    return out
+
+
 def validate_recipe(recipe: Recipe, *, platforms: Collection[str] | None = None,
                     display: str | None = None) -> list[Problem]:
     """Problems with ``recipe`` on its own; ``platforms`` (if given) are the names it may use.
@@ -306,6 +335,14 @@ def validate_recipe(recipe: Recipe, *, platforms: Collection[str] | None = None,
     problems += _check_releases(recipe, where)
     problems += _check_host_tools(recipe, where)
     problems += _check_version_check(recipe, f"{where}.version_check")
+    if recipe.license_check is not None:
+        problems += _check_license_check(recipe.license_check, f"{where}.license_check")
+        declared = [e.rsplit("/", 1)[-1] for libs in recipe.outputs.libs.values() for e in libs]
+        problems += [Problem(f"{where}.license_check.libraries",
+                             f"{stem!r} names no library of outputs.libs on any platform")
+                     for stem in recipe.license_check.libraries
+                     if not any(name.startswith((f"lib{stem}.", f"{stem}.", f"{stem}-"))
+                                for name in declared)]
     for target in recipe.outputs.cmake_targets:
         if not isinstance(target, str) or not _CMAKE_TARGET.match(target):
             problems.append(Problem(f"{where}.outputs.cmake_target",

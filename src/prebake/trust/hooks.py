@@ -48,9 +48,11 @@ class UnitTrust:
 
 def unit_trust(ws: Workspace, unit: Unit, toolchain: Mapping[str, Any], work_root: Path,
                started: float, dist: Path,
-               settings: Mapping[str, Mapping[str, str]] | None = None) -> UnitTrust:
+               settings: Mapping[str, Mapping[str, str]] | None = None,
+               licenses: Mapping[str, str] | None = None) -> UnitTrust:
     """Provenance and SBOM for one unit; ``work_root/<recipe>/`` holds each recipe's sources,
-    ``settings`` each recipe's recorded CMake cache entries (what its SBOM may claim).
+    ``settings`` each recipe's recorded CMake cache entries and ``licenses`` each recipe's
+    proven SPDX expression (what its SBOM may claim).
 
     Called right before the asset is (re)written into ``dist``: the trust sidecars of the
     previous asset there go first, so an interrupted build never leaves a statement or a
@@ -62,5 +64,5 @@ def unit_trust(ws: Workspace, unit: Unit, toolchain: Mapping[str, Any], work_roo
     definition = build_definition(
         unit=unit.id, stage=unit.stage.name, recipes=unit.recipes, platform=unit.platform,
         pins=ws.pins, input_hash=unit.input_hash, toolchain=toolchain, root=ws.root, work=work)
-    sbom = make_sbom(unit.asset, unit.recipes, ws.pins, unit.input_hash, settings)
+    sbom = make_sbom(unit.asset, unit.recipes, ws.pins, unit.input_hash, settings, licenses)
     return UnitTrust(definition, sbom, started)

@@ -30,6 +30,7 @@ from cyclonedx.model import (
 )
 from cyclonedx.model.bom import Bom
 from cyclonedx.model.component import Component, ComponentType
+from cyclonedx.model.license import LicenseExpression
 from cyclonedx.output.json import JsonV1Dot6
 from packageurl import PackageURL
 
@@ -111,15 +112,25 @@ def _bundled(recipe: Recipe, version: str, platform: str,
 
 
 def make_sbom(aid: AssetId, recipes: Sequence[Recipe], pins: Mapping[str, str],
-              input_hash: str, settings: Mapping[str, Mapping[str, str]] | None = None) -> bytes:
+              input_hash: str, settings: Mapping[str, Mapping[str, str]] | None = None,
+              licenses: Mapping[str, str] | None = None) -> bytes:
     """The SBOM's JSON bytes (CycloneDX 1.6); ``settings`` holds each recipe's recorded
-    CMake cache entries (``Build.record``), by recipe name."""
+    CMake cache entries (``Build.record``), ``licenses`` the SPDX expression each recipe's
+    libraries proved (``prebake.package.license_proof``), by recipe name. A recipe without a
+    proven license gets none: the SBOM states no license it was not shown. The asset itself
+    carries its recipes' expressions joined by ``AND`` when every recipe proved one."""
+    licenses = licenses or {}
     serial = uuid.uuid5(_SERIAL_NAMESPACE, f"{aid.filename}\n{input_hash}")
     bom = Bom(serial_number=serial)
     bom.metadata.timestamp = None  # type: ignore[assignment]  # deterministic: no clock
+    proven = sorted({licenses[r.name] for r in recipes if r.name in licenses})
+    whole = recipes and all(r.name in licenses for r in recipes)
     root = Component(name=aid.name, version=aid.version, type=ComponentType.LIBRARY,
                      bom_ref=aid.filename, purl=_purl(aid.name, aid.version, aid.platform),
-                     description=f"prebake asset {aid.filename}")
+                     description=f"prebake asset {aid.filename}",
+                     licenses=[LicenseExpression(" AND ".join(
+                         f"({e})" if " " in e and len(proven) > 1 else e for e in proven))]
+                     if whole else None)
     bom.metadata.component = root
     built: list[Component] = []
     for r in recipes:
@@ -127,6 +138,8 @@ def make_sbom(aid: AssetId, recipes: Sequence[Recipe], pins: Mapping[str, str],
         comp = Component(name=r.name, version=version or None, type=ComponentType.LIBRARY,
                          bom_ref=f"recipe:{r.name}@{version}", purl=_purl(r.name, version),
                          description=r.description or None,
+                         licenses=[LicenseExpression(licenses[r.name])]
+                         if r.name in licenses else None,
                          external_references=_references(r, version, pins, aid.platform))
         bundled = _bundled(r, version, aid.platform, (settings or {}).get(r.name, {}))
         bom.components.add(comp)

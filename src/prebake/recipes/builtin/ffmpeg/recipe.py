@@ -36,6 +36,12 @@ FFmpeg's own is here:
   own version (libavcodec 61.19.101 in 7.1.5), which its ``.pc``, file name and soname (or
   DLL name and version resource) must agree with; the release is the string
   ``FFmpeg version 7.1.5`` every library but libswscale holds;
+- the license proof (``LICENSE``): every library holds ``"lib<name> license: <text>"``
+  (``avutil_license()``) and the configure line (``avutil_configuration()``); the table is
+  configure's own decision (``configure``, "if enabled nonfree … else LGPL version 2.1 or
+  later": nonfree, then GPL 3 = gpl + version3, LGPL 3 = version3, GPL 2 = gpl, else LGPL
+  2.1), each text with its SPDX expression. Every library's text must be the one its line
+  selects; the asset ships all four COPYING files and LICENSE.md, which says which applies;
 - the link snippet: a C consumer of the five libraries every configuration builds.
 
 Per platform: wasm is static (``-pthread -msimd128``, no assembly — FFmpeg 7.1 has none for
@@ -52,6 +58,8 @@ from collections.abc import Sequence
 from prebake.recipes import (
     Build,
     HostTool,
+    Licensed,
+    LicenseString,
     Outputs,
     Recipe,
     Snippet,
@@ -74,6 +82,31 @@ CONFIGURATION = ("--disable-autodetect", "--disable-programs", "--disable-doc",
 # nasm: FFmpeg's x86 assembly (2.13 or newer); Debian 12 and Ubuntu 24.04 ship 2.16.01.
 NASM = HostTool("nasm", "2.16", version_pattern=r"NASM version (\S+)",
                 package="Debian's nasm (apt-get install nasm)")
+# The licenses FFmpeg's configure can select, in the order it decides them (configure: "if
+# enabled nonfree; then license=… elif enabled gplv3 … else LGPL version 2.1 or later", the
+# same in 7.1 and 8.1), each with its SPDX expression. "nonfree and unredistributable" is no
+# license SPDX lists (it says the combination may not be distributed at all), so it gets a
+# LicenseRef-, the SPDX form for a license not on the list; a contract refuses it by
+# ``allowed_licenses`` not naming it.
+LICENSES = (
+    Licensed("nonfree and unredistributable", "LicenseRef-FFmpeg-nonfree",
+             when=("--enable-nonfree",)),
+    Licensed("GPL version 3 or later", "GPL-3.0-or-later",
+             when=("--enable-gpl", "--enable-version3")),
+    Licensed("LGPL version 3 or later", "LGPL-3.0-or-later", when=("--enable-version3",)),
+    Licensed("GPL version 2 or later", "GPL-2.0-or-later", when=("--enable-gpl",)),
+    Licensed("LGPL version 2.1 or later", "LGPL-2.1-or-later"),
+)
+# "libavutil license: LGPL version 2.1 or later\0" (the marker FFmpeg's <lib>_license() skips),
+# and the configure line, which starts with this recipe's first word (configure_line) and ends
+# at its NUL: what comes before it is a NUL in ELF and PE but a data segment's size in a wasm
+# object (version.o: "\x0b\xed\x03--enable-cross-compile …"); never a space (a line whose
+# first word is another holds it later, and is not read as a part of itself)
+LICENSE_TEXT = r"lib[a-z0-9_]+ license: ([^\x00]{1,256})\x00"
+CONFIGURE_LINE = r"(?<! )(--enable-cross-compile(?: [^\x00]{0,65535})?)(?=\x00)"
+# The licence texts FFmpeg ships: LICENSE.md says which applies to which configuration.
+LICENSE_FILES = ("LICENSE.md", "COPYING.LGPLv2.1", "COPYING.LGPLv3", "COPYING.GPLv2",
+                 "COPYING.GPLv3")
 # The wasm ABI of the host (the platform's contract): threads and SIMD128; native wasm EH
 # enabled for the exception-handling feature every object must declare, with no EH code.
 WASM_FLAGS = "-pthread -msimd128 -fwasm-exceptions"
@@ -108,7 +141,8 @@ def leg(line: str, import_libs: dict[str, tuple[str, ...]] | None = None) -> Bui
             "make -j{jobs}",
             "make install-libs install-headers SLIB_INSTALL_EXTRA_SHLIB=",
             "mkdir -p {prefix}/share/licenses/ffmpeg",
-            "cp {src}/LICENSE.md {src}/COPYING.LGPLv2.1 {prefix}/share/licenses/ffmpeg/",
+            " ".join(["cp", *(f"{{src}}/{f}" for f in LICENSE_FILES),
+                      "{prefix}/share/licenses/ffmpeg/"]),
         ),
         # FFmpeg's configure takes its prefix from the environment as from --prefix: the
         # configure line it compiles into libavutil then names no folder of this machine
@@ -156,8 +190,15 @@ def outputs(libraries: Sequence[str]) -> Outputs:
                 f"bin/{lib}-*.dll", f"lib/lib{lib}.dll.a", f"lib/{lib}.lib")),
         },
         headers=tuple(f"include/lib{lib}/version.h" for lib in everywhere),
-        license="COPYING.LGPLv2.1",
+        license="LICENSE.md",
     )
+
+
+def license_check(libraries: Sequence[str]) -> LicenseString:
+    """Every library's license string and configure line (libavutil's first: it is
+    ``avutil_license()``'s, and the one a refusal names)."""
+    return LicenseString(LICENSE_TEXT, CONFIGURE_LINE, LICENSES,
+                         tuple(sorted(libraries, key=lambda lib: lib != "avutil")))
 
 
 def version_checks(libraries: Sequence[str]) -> tuple[VersionCheck | VersionString, ...]:
@@ -202,8 +243,10 @@ def ffmpeg_recipe(components: Sequence[str] = (), libraries: Sequence[str] = LIB
     return Recipe(
         name="ffmpeg",
         pin="ffmpeg",
+        # no license here: the configuration decides it, and the manifest and the SBOM
+        # carry the one the libraries proved (license_check)
         description="FFmpeg's libraries (libavformat, libavcodec, libswresample, libswscale, "
-                    "libavutil, libavfilter, libavdevice), LGPL 2.1 or later",
+                    "libavutil, libavfilter, libavdevice)",
         sources=(UrlSource(SOURCE, patches=PATCHES),),
         files=PATCHES,
         host_tools=(NASM,),
@@ -212,6 +255,7 @@ def ffmpeg_recipe(components: Sequence[str] = (), libraries: Sequence[str] = LIB
                         headers=out.headers, license=out.license),
         kind={"wasm": "static", "*": "shared"} if "wasm" in keep else {"*": "shared"},
         version_check=version_checks(libraries),
+        license_check=license_check(libraries),
         link_test=SNIPPET,
     )
 
