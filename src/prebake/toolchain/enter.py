@@ -13,6 +13,7 @@ every top-level tool call.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -54,8 +55,12 @@ def enter(root: Path, tool: str, args: list[str]) -> None:
     os.chdir(cwd)
     env = {k: v for k, v in os.environ.items() if k not in DROPPED}
     env["PATH"] = INSIDE_PATH
+    # the tool's own file, not the symlink PATH finds: a shell entry point that finds its
+    # program from $0's folder (Debian sid's emnm: "$(dirname $0)/tools/emnm.py") fails
+    # through /usr/bin's link and runs ".py"; argv[0] stays the name (ccache reads it)
+    found = shutil.which(tool, path=INSIDE_PATH)
     try:
-        os.execvpe(tool, [tool, *args], env)
+        os.execve(os.path.realpath(found) if found else tool, [tool, *args], env)
     except OSError as exc:
         raise SystemExit(f"prebake environment {root.name}: {tool}: {exc.strerror}") from None
 
