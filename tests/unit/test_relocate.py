@@ -231,6 +231,25 @@ def test_a_library_with_a_version_of_its_own_is_held_to_its_header(tmp_path: Pat
                              "matching 'FFmpeg version ([0-9][0-9.]*)'"]
 
 
+def test_a_library_the_platform_does_not_build_is_not_checked_there(tmp_path: Path) -> None:
+    """FFmpeg's wasm leg builds no libavdevice: its header check and its name in the release
+    string's libraries are skipped there; a check none of whose libraries ship still fails."""
+    files = _ffmpeg_like(tmp_path)
+    checks = (VersionString(r"FFmpeg version ([0-9][0-9.]*)", ("avdevice", "avcodec")),
+              *FFMPEG_CHECKS[1:],
+              VersionCheck(("include/libavdevice/version_major.h",),
+                           ("LIBAVDEVICE_VERSION_MAJOR",), library="avdevice"))
+    recipe = Recipe("ffmpeg", "ffmpeg", version_check=checks)
+    libs = {"lib/libavcodec.so.61.19.101": "avcodec"}
+    proof = version_proof.prove(recipe, "7.1.5", tmp_path, files, libraries=libs)
+    assert proof.ok, proof.failure("ffmpeg")
+    only_devices = Recipe("ffmpeg", "ffmpeg", version_check=(
+        VersionString(r"FFmpeg version ([0-9][0-9.]*)", ("avdevice",)),))
+    none = version_proof.prove(only_devices, "7.1.5", tmp_path, files, libraries=libs)
+    assert none.problems == ["version_check: 'FFmpeg version ([0-9][0-9.]*)' names libraries "
+                             "avdevice, none of which the recipe ships here"]
+
+
 def test_a_dll_name_is_evidence_only_for_a_library_with_its_own_version(tmp_path: Path
                                                                          ) -> None:
     # MinGW's runtime DLLs carry an ABI number, not the recipe's version
