@@ -27,6 +27,12 @@ counts against prebake) and from the guards to the unit's end, as a share of the
 
 Cold, for both sides alike:
 
+- nothing of an earlier build: before prebake's run its unit's work folder (with the unpacked
+  source prebake would keep) and its xz block cache (``.prebake/blocks/<unit>``) are deleted,
+  so it unpacks and compresses; before the by-hand run its build folder and prefix are
+  emptied (it runs in the source tree prebake's run unpacked, untimed); the file system is
+  synced before each side's clock starts (a deletion's discards and the zig cache's copy
+  otherwise land in the next timed run);
 - no compiler launcher: ``PREBAKE_COMPILER_LAUNCHER`` is unset and the run's log must name no
   ccache before its first command (the flagship's linux-x86_64 has none anyway);
 - zig's own cache: zig keeps in ``ZIG_GLOBAL_CACHE_DIR``/``ZIG_LOCAL_CACHE_DIR`` the C
@@ -122,6 +128,21 @@ def phases_from_steps(log: str, guards: float | None) -> list[float]:
     return [b - a for a, b in zip(starts, ends, strict=True)]
 
 
+def unit_folder(log: str, where: Path) -> Path:
+    """The unit's work folder, from its log's ``# tools folder …/toolchain/tools`` line."""
+    m = re.search(r"^# tools folder (.+)/toolchain/tools \(first on PATH\):$", log, re.M)
+    if m is None:
+        raise SystemExit(f"{where}: no tools folder line (not a configure-and-make unit?)")
+    return Path(m.group(1))
+
+
+def inside(folder: Path, ws: Path) -> Path:
+    """``folder``, if it is in the workspace's work folders (the benchmark deletes it)."""
+    if ws / ".prebake" / "work" not in folder.resolve().parents:
+        raise SystemExit(f"{folder}: not in {ws / '.prebake' / 'work'}; not deleting it")
+    return folder
+
+
 def label(line: str) -> str:
     """A command's first words for the table: ``configure``, ``make -j2``, ``cp``."""
     words = shlex.split(line)
@@ -189,6 +210,12 @@ def one_run(b: Bench) -> Run:
     timing = logfile.with_name(f"{slug}.timing.json")
     timing.unlink(missing_ok=True)  # this run's, not an earlier one's
     env = {**b.env, **fresh_zig_cache(b.scratch / "zig-prebake", b.template)}
+    # nothing of an earlier build: its work folder (the unpacked source, which prebake keeps
+    # when unchanged) and its compressed xz blocks (prebake.package.blocks)
+    if logfile.is_file():
+        shutil.rmtree(inside(unit_folder(logfile.read_text(), logfile), b.ws), ignore_errors=True)
+    shutil.rmtree(b.ws / ".prebake" / "blocks" / slug, ignore_errors=True)
+    os.sync()  # the deletions and the cache's copy written out before the clock starts
     watch = LoadWatch()
     through = timed([*b.prebake, "--force"], env, output=b.scratch / "prebake.out")
     watch.stop()
@@ -217,8 +244,9 @@ def one_run(b: Bench) -> Run:
     # has packaged and published its prefix: nothing of it is needed again)
     for folder in (commands[0][0], Path(hand_env["prefix"]) if "prefix" in hand_env else None):
         if folder is not None:
-            shutil.rmtree(folder, ignore_errors=True)
+            shutil.rmtree(inside(folder, b.ws), ignore_errors=True)
     commands[0][0].mkdir(parents=True)
+    os.sync()
     hand_log = b.scratch / "by-hand.out"
     watch = LoadWatch()
     by_hand = timed(["/bin/sh", "-c", by_hand_script(commands)], hand_env,
