@@ -1,5 +1,5 @@
 """FFmpeg's cold linux-x86_64 build as whole commands: prebake against the same configure and make
-by hand (issue 44: <= 1.05x).
+by hand (target <= 1.05x).
 
 Times, each as a whole process, on ``examples/flagship`` (or ``--workspace DIR --unit NAME``):
 
@@ -45,7 +45,7 @@ Cold, for both sides alike:
   the way prebake's warm-up builds it (``prebake.toolchain.zigwarm``: a C program, a C shared
   library and a C++ shared library linked from ``/``): a per-machine cost paid once per zig
   release, like Emscripten's system libraries in bench_flagship, not part of either build.
-  prebake's warm-up then finds it (0.5 s, counted as prebake's), by hand configure's first
+  prebake's warm-up then finds it (under a second, counted as prebake's), by hand configure's first
   link finds it, and no FFmpeg object can hit. ``--zig-cache empty`` starts both from
   empty folders instead: prebake's warm-up then builds the C and C++ runtime (libc++ too,
   which FFmpeg's C never needs) and the by-hand run only what its links ask for — the cost
