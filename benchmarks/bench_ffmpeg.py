@@ -16,7 +16,7 @@ Times, each as a whole process, on ``examples/flagship`` (or ``--workspace DIR -
   the compile lines are then the same word for word, so the ratio counts prebake's steps and
   nothing else. A hand-typed line would build other objects (another configuration string in
   libavutil, the build's paths in the debug info) and save only one ``sh`` exec per compiler
-  call: ~1 ms each measured here, ~3 s over the full build's 2 224 compile lines and
+  call: ~1 ms each measured here, ~3 s over the full build's 2 224 CC, X86ASM and LD lines and
   configure's probes, paid here by both sides alike;
 - a second ``prebake build --unit …``: skipped by input hash;
 
