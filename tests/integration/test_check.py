@@ -240,13 +240,24 @@ def test_needed_library_outside_the_allowed_list() -> None:
 
 
 def test_strong_symbol_in_two_archives_clashes() -> None:
-    d = support.build("chk-clash", {"p.c": PLAIN_C},
-                      [["gcc", "-c", "p.c"], ["ar", "rcs", "libone.a", "p.o"],
-                       ["ar", "rcs", "libtwo.a", "p.o"]])
+    """Two versions of one function (what two copies of protobuf are): whichever archive the
+    linker scans first wins, silently."""
+    d = support.build("chk-clash2", {"p.c": PLAIN_C, "q.c": PLAIN_C.replace("a + b", "a - b")},
+                      [["gcc", "-c", "p.c", "q.c"], ["ar", "rcs", "libone.a", "p.o"],
+                       ["cp", "q.o", "p.o"], ["ar", "rcs", "libtwo.a", "p.o"]])
     r = check_paths([d / "libone.a", d / "libtwo.a"], Contract())
     only(r, "clash")
     jsonschema.validate(r.to_json(), SCHEMA)
     assert "plain_add" in r.violations[0].detail
+
+
+def test_the_same_member_bytes_in_two_archives_are_no_clash() -> None:
+    """FFmpeg compiles libavutil/half2float.c into libavcodec and libswscale: one object,
+    byte for byte, in each static archive; the linker takes the same code from either."""
+    d = support.build("chk-clash", {"p.c": PLAIN_C},
+                      [["gcc", "-c", "p.c"], ["ar", "rcs", "libone.a", "p.o"],
+                       ["ar", "rcs", "libtwo.a", "p.o"]])
+    assert check_paths([d / "libone.a", d / "libtwo.a"], Contract()).ok
 
 
 TEMPLATE_STATIC = """\

@@ -6,6 +6,11 @@
     it interposes on, or is interposed by, the host's own copy. That rule is data
     (``forbid_exports``); this module gives the same matching to callers without a contract.
 
+A symbol every definition of which is the same member bytes (FFmpeg compiles
+``libavutil/half2float.c`` into libavcodec and libswscale alike: ``ff_init_half2float_tables``,
+one object, byte for byte, in each static archive) is no clash: whichever archive the linker
+scans first, the program gets the same code. The bytes are compared, never assumed.
+
 Weak definitions (C++ inline functions, templates, COMDAT) legitimately repeat and are ignored,
 and so are COFF members, whose COMDAT definitions look strong in the symbol table. ELF
 ``STB_GNU_UNIQUE`` definitions (static data of templates, merged by the linker) are in
@@ -14,10 +19,14 @@ and so are COFF members, whose COMDAT definitions look strong in the symbol tabl
 
 from __future__ import annotations
 
+import hashlib
+import mmap
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from prebake.contract.findings import Violation
+from prebake.errors import FormatError
+from prebake.inspect.archive import read_archive
 from prebake.inspect.facts import Facts
 
 MAX_SHOWN = 8
@@ -54,11 +63,39 @@ def find_clashes(archives: Sequence[tuple[str, Facts]]) -> list[Clash]:
     for shown, facts in archives:
         for sym, member in strong_definitions(facts).items():
             where.setdefault(sym, []).append((shown, member))
+    paths = {shown: facts.path for shown, facts in archives}
+    digests: dict[tuple[str, str], str | None] = {}
     return [
         Clash(sym, tuple(defs))
         for sym, defs in sorted(where.items())
-        if len({a for a, _ in defs}) > 1
+        if len({a for a, _ in defs}) > 1 and not _one_member(defs, paths, digests)
     ]
+
+
+def _one_member(defs: Sequence[tuple[str, str]], paths: dict[str, str],
+                digests: dict[tuple[str, str], str | None]) -> bool:
+    """Whether every definition is the same member bytes (see the module's docstring)."""
+    seen = set()
+    for d in defs:
+        if d not in digests:
+            digests[d] = _member_digest(paths[d[0]], d[1])
+        seen.add(digests[d])
+    return len(seen) == 1 and None not in seen
+
+
+def _member_digest(archive: str, member: str) -> str | None:
+    """The sha256 of the one regular member named ``member``; None when there is not exactly
+    one (a name used twice cannot be told apart), the archive is thin or cannot be read."""
+    try:
+        with open(archive, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            ar = read_archive(mm, index_names=False)
+            found = [m for m in ar.members if m.name == member]
+            if ar.thin or len(found) != 1 or found[0].data_off + found[0].size > len(mm):
+                return None
+            m = found[0]
+            return hashlib.sha256(mm[m.data_off:m.data_off + m.size]).hexdigest()
+    except (OSError, ValueError, FormatError):
+        return None
 
 
 def clash_violations(archives: Sequence[tuple[str, Facts]]) -> list[Violation]:
