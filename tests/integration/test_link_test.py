@@ -197,3 +197,31 @@ def test_bad_inputs_exit_2_with_the_reason(tmp_path: Path,
         assert main(["-C", ws, "link-test", str(path), "--platform", "linux-x86_64"]) == 2
         err = capsys.readouterr().err
         assert why in err and str(path) in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_member_another_archive_holds_byte_for_byte_is_proven_in_a_link_of_its_own(
+        tmp_path: Path) -> None:
+    """FFmpeg's static archives: half2float.o, one object byte for byte, in libavcodec.a and
+    libswscale.a. Every member of both links (the second archive in a link of its own, the
+    first plain beside it); two different objects under one symbol still fail."""
+    from prebake.link.whole import prove_whole_archive
+
+    d = support.build("lt-twins", {
+        "p.c": "int twin_helper(int a) { return a + 1; }\n",
+        "q.c": "int twin_helper(int a) { return a - 1; }\n",
+        "a.c": "int twin_helper(int); int use_a(void) { return twin_helper(1); }\n",
+        "b.c": "int twin_helper(int); int use_b(void) { return twin_helper(2); }\n"},
+        [["gcc", "-c", "p.c", "q.c", "a.c", "b.c"], ["ar", "rcs", "libone.a", "a.o", "p.o"],
+         ["ar", "rcs", "libtwo.a", "b.o", "p.o"], ["mkdir", "-p", "other"],
+         ["cp", "q.o", "other/p.o"], ["ar", "rcs", "libthree.a", "b.o", "other/p.o"]])
+    plat = Platform(name="linux-x86_64", os="linux", arch="x86_64",
+                    toolchain=Toolchain(cc=("gcc",), cxx=("g++",), ar=("ar",)),
+                    contract=Contract(), link_test=LinkTest(flags=("-O1",), run=()))
+    twins = prove_whole_archive([(d / "libone.a", "libone.a"), (d / "libtwo.a", "libtwo.a")],
+                                plat, tmp_path / "twins")
+    assert twins.ok, twins.output
+    links = [c for c in twins.commands if c[-1] == "whole_archive"]
+    assert len(links) == 2  # libone whole with libtwo plain, then libtwo whole
+    other = prove_whole_archive([(d / "libone.a", "libone.a"), (d / "libthree.a", "libthree.a")],
+                                plat, tmp_path / "other")
+    assert not other.ok and "multiple definition of `twin_helper'" in other.output

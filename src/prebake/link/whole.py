@@ -21,14 +21,17 @@ plain wasm-ld. The report lists every pattern and the names it covered.
 from __future__ import annotations
 
 import fnmatch
+import hashlib
+import mmap
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from prebake.errors import PrebakeError
+from prebake.errors import FormatError, PrebakeError
 from prebake.inspect import ParseOptions, inspect
+from prebake.inspect.archive import read_archive
 from prebake.inspect.demangle import demangle
 from prebake.link.test import (
     SHARED_SUFFIX,
@@ -202,6 +205,35 @@ def _plain(lib: Path, os_name: str) -> list[str]:
     return [str(lib)]
 
 
+def _twin_holders(archives: Sequence[Path]) -> set[Path]:
+    """The archives holding a member whose bytes an earlier archive also holds."""
+    if len(archives) < 2:
+        return set()
+    seen: dict[str, Path] = {}
+    out: set[Path] = set()
+    for path in archives:
+        digests = _member_digests(path)
+        if any(seen.get(d, path) != path for d in digests):
+            out.add(path)
+        for d in digests:
+            seen.setdefault(d, path)
+    return out
+
+
+def _member_digests(path: Path) -> set[str]:
+    """The sha256 of each regular member (none for a thin or unreadable archive: its members
+    are then linked together, as before)."""
+    try:
+        with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            ar = read_archive(mm, index_names=False)
+            if ar.thin:
+                return set()
+            return {hashlib.sha256(mm[m.data_off:m.data_off + m.size]).hexdigest()
+                    for m in ar.members if m.data_off + m.size <= len(mm)}
+    except (OSError, ValueError, FormatError):
+        return set()
+
+
 def prove_whole_archive(libraries: Sequence[tuple[Path, str]], platform: LinkPlatform,
                         workdir: Path, *, deps: Sequence[Path] = (),
                         allow_undefined: Sequence[str] = (),
@@ -231,18 +263,28 @@ def prove_whole_archive(libraries: Sequence[tuple[Path, str]], platform: LinkPla
                 "wasi": "whole_archive.wasm"}.get(os_name, "whole_archive")
     stub_link, stub_cmds = _stub_args(stand_ins, os_name, workdir, platform.toolchain.cc, flags)
     linker = platform.toolchain.cxx if tables.cxx else platform.toolchain.cc
-    lib_args: list[str] = []
-    for p, _shown in libs:
-        lib_args += _whole(p, os_name) if p.suffix in (".a", ".lib") and not p.name.endswith(
-            ".dll.a") else _plain(p, os_name)
-    if os_name in ("emscripten", "wasi"):
-        lib_args += ["-Wl,--no-gc-sections", "-Wl,--error-limit=0"]
-    for d in deps:
-        lib_args += _plain(Path(d).resolve(), os_name)
+    archives = [p for p, _shown in libs if p.suffix in (".a", ".lib")
+                and not p.name.endswith(".dll.a")]
+    twins = _twin_holders(archives)
+
+    def link(whole: Sequence[Path]) -> list[str]:
+        lib_args: list[str] = []
+        for p, _shown in libs:
+            lib_args += _whole(p, os_name) if p in whole else _plain(p, os_name)
+        if os_name in ("emscripten", "wasi"):
+            lib_args += ["-Wl,--no-gc-sections", "-Wl,--error-limit=0"]
+        for d in deps:
+            lib_args += _plain(Path(d).resolve(), os_name)
+        return [*linker, *flags, obj, *lib_args, *stub_link, "-o", out_name]
+
+    # An archive holding a member byte-identical to an earlier archive's (FFmpeg's half2float.o
+    # in libavcodec.a and libswscale.a) is proven in a link of its own, the others plain: in
+    # one link, both copies would be pulled and clash, where a consumer's linker takes one.
     commands = [
         [*platform.toolchain.cc, *flags, "-c", src.name, "-o", obj],
         *stub_cmds,
-        [*linker, *flags, obj, *lib_args, *stub_link, "-o", out_name],
+        link([p for p in archives if p not in twins]),
+        *(link([p]) for p in archives if p in twins),
     ]
     run_env = consumer_env(platform, env)
     proof = WholeArchiveProof(True, [shown for _p, shown in libs], allowed=allowed)
