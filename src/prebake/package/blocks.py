@@ -24,16 +24,15 @@ from __future__ import annotations
 import functools
 import hashlib
 import lzma
-import os
 import random
 import shutil
-import tempfile
 import threading
 from collections.abc import Callable
 from pathlib import Path
 
 from prebake.bounded import UnreadableFile, read_bounded_or_none
 from prebake.errors import PrebakeError
+from prebake.jsonio import atomic_write_bytes
 
 #: a block smaller than this is compressed every time: its entry would cost more than it saves
 MIN_CACHED = 1 << 20
@@ -95,7 +94,7 @@ class BlockCache:
             with self._lock:
                 self.discarded += 1
         out = self._compress(block)
-        self._store(path, out)
+        atomic_write_bytes(path, out)  # a half-written entry is never under its name
         with self._lock:
             self.misses += 1
         return out
@@ -109,17 +108,6 @@ class BlockCache:
             return read_bounded_or_none(path, raw + raw // 64 + 4096, "block cache entry")
         except UnreadableFile:
             return b""
-
-    def _store(self, path: Path, data: bytes) -> None:
-        self.folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=self.folder)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-            Path(tmp).replace(path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
 
     def prune(self) -> None:
         """Keep only the entries used since this cache was opened (the asset just written),
