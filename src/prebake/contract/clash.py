@@ -19,14 +19,11 @@ and so are COFF members, whose COMDAT definitions look strong in the symbol tabl
 
 from __future__ import annotations
 
-import hashlib
-import mmap
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from prebake.contract.findings import Violation
-from prebake.errors import FormatError
-from prebake.inspect.archive import read_archive
+from prebake.inspect.archive import member_digests
 from prebake.inspect.facts import Facts
 
 MAX_SHOWN = 8
@@ -64,38 +61,25 @@ def find_clashes(archives: Sequence[tuple[str, Facts]]) -> list[Clash]:
         for sym, member in strong_definitions(facts).items():
             where.setdefault(sym, []).append((shown, member))
     paths = {shown: facts.path for shown, facts in archives}
-    digests: dict[tuple[str, str], str | None] = {}
+    read: dict[str, dict[str, list[str]] | None] = {}  # each archive's members hashed once
     return [
         Clash(sym, tuple(defs))
         for sym, defs in sorted(where.items())
-        if len({a for a, _ in defs}) > 1 and not _one_member(defs, paths, digests)
+        if len({a for a, _ in defs}) > 1 and not _one_member(defs, paths, read)
     ]
 
 
 def _one_member(defs: Sequence[tuple[str, str]], paths: dict[str, str],
-                digests: dict[tuple[str, str], str | None]) -> bool:
-    """Whether every definition is the same member bytes (see the module's docstring)."""
+                read: dict[str, dict[str, list[str]] | None]) -> bool:
+    """Whether every definition is the same member bytes (see the module's docstring); a
+    member whose name its archive uses twice, or a thin or unreadable archive, cannot be."""
     seen = set()
-    for d in defs:
-        if d not in digests:
-            digests[d] = _member_digest(paths[d[0]], d[1])
-        seen.add(digests[d])
+    for archive, member in defs:
+        if archive not in read:
+            read[archive] = member_digests(paths[archive])
+        found = (read[archive] or {}).get(member, [])
+        seen.add(found[0] if len(found) == 1 else None)
     return len(seen) == 1 and None not in seen
-
-
-def _member_digest(archive: str, member: str) -> str | None:
-    """The sha256 of the one regular member named ``member``; None when there is not exactly
-    one (a name used twice cannot be told apart), the archive is thin or cannot be read."""
-    try:
-        with open(archive, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-            ar = read_archive(mm, index_names=False)
-            found = [m for m in ar.members if m.name == member]
-            if ar.thin or len(found) != 1 or found[0].data_off + found[0].size > len(mm):
-                return None
-            m = found[0]
-            return hashlib.sha256(mm[m.data_off:m.data_off + m.size]).hexdigest()
-    except (OSError, ValueError, FormatError):
-        return None
 
 
 def clash_violations(archives: Sequence[tuple[str, Facts]]) -> list[Violation]:

@@ -14,6 +14,8 @@ the highest version for floors, and ``counts`` of every disagreement.
 from __future__ import annotations
 
 import copy
+import hashlib
+import mmap
 import os
 import stat
 import struct
@@ -265,6 +267,26 @@ def _parse_index(kind: IndexKind, raw: bytes) -> tuple[list[str], Sequence[int]]
         end = strtab.find(b"\0", so)
         out.append((strtab[so:] if end < 0 else strtab[so:end]).decode("utf-8", "replace"))
     return out, [mo for _, mo in pairs]
+
+
+def member_digests(path: str | Path) -> dict[str, list[str]] | None:
+    """Each regular member's name and the sha256 of its bytes (a name used twice, twice), for
+    the callers that must know two members are the same object (``contract.clash``,
+    ``link.whole``); ``None`` for a thin archive (its members are other files) or one that
+    cannot be read."""
+    try:
+        with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            ar = read_archive(mm, index_names=False)
+            if ar.thin:
+                return None
+            out: dict[str, list[str]] = {}
+            for m in ar.members:
+                if m.data_off + m.size <= len(mm):
+                    out.setdefault(m.name, []).append(
+                        hashlib.sha256(mm[m.data_off:m.data_off + m.size]).hexdigest())
+            return out
+    except (OSError, ValueError, FormatError):
+        return None
 
 
 def read_index(path: str | Path) -> list[tuple[str, str]]:

@@ -21,17 +21,15 @@ plain wasm-ld. The report lists every pattern and the names it covered.
 from __future__ import annotations
 
 import fnmatch
-import hashlib
-import mmap
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from prebake.errors import FormatError, PrebakeError
+from prebake.errors import PrebakeError
 from prebake.inspect import ParseOptions, inspect
-from prebake.inspect.archive import read_archive
+from prebake.inspect.archive import member_digests
 from prebake.inspect.demangle import demangle
 from prebake.link.test import (
     SHARED_SUFFIX,
@@ -216,26 +214,13 @@ def _twin_holders(archives: Sequence[Path]) -> set[Path]:
     seen: dict[str, Path] = {}
     out: set[Path] = set()
     for path in archives:
-        digests = _member_digests(path)
+        # a thin or unreadable archive has none: its members are linked with the others
+        digests = {d for ds in (member_digests(path) or {}).values() for d in ds}
         if any(seen.get(d, path) != path for d in digests):
             out.add(path)
         for d in digests:
             seen.setdefault(d, path)
     return out
-
-
-def _member_digests(path: Path) -> set[str]:
-    """The sha256 of each regular member (none for a thin or unreadable archive: its members
-    are then linked together, as before)."""
-    try:
-        with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-            ar = read_archive(mm, index_names=False)
-            if ar.thin:
-                return set()
-            return {hashlib.sha256(mm[m.data_off:m.data_off + m.size]).hexdigest()
-                    for m in ar.members if m.data_off + m.size <= len(mm)}
-    except (OSError, ValueError, FormatError):
-        return set()
 
 
 def prove_whole_archive(libraries: Sequence[tuple[Path, str]], platform: LinkPlatform,
