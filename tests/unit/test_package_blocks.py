@@ -20,6 +20,7 @@ from prebake.package import archive
 from prebake.package.archive import (
     BLOCK_SIZE,
     TARGET_BLOCK,
+    TWO_BLOCKS_FROM,
     block_size_for,
     collect_tree,
     tar_size,
@@ -46,14 +47,18 @@ def _tree(root: Path) -> Path:
 
 def test_block_size_is_a_function_of_the_stream_length() -> None:
     assert block_size_for(10 * MIB) == 10 * MIB  # small assets: one block
+    assert block_size_for(TWO_BLOCKS_FROM - 512) == TWO_BLOCKS_FROM - 512
+    # FFmpeg's 24 MiB of shared libraries: two blocks, not one on one core
+    assert block_size_for(24 * MIB) == 12 * MIB
+    assert block_size_for(TWO_BLOCKS_FROM) == TWO_BLOCKS_FROM // 2
     two = block_size_for(100 * MIB)
     assert two == 50 * MIB  # 100 MiB: two blocks, two cores at once
     assert block_size_for(1000 * MIB) <= BLOCK_SIZE
     assert -(-(1000 * MIB) // block_size_for(1000 * MIB)) == -(-(1000 * MIB) // TARGET_BLOCK)
     # the flagship's 66 MiB wasm prefix: two blocks (rounding made it one, on one core)
     assert block_size_for(66 * MIB) == 33 * MIB
-    assert block_size_for(TARGET_BLOCK) == TARGET_BLOCK
-    assert block_size_for(TARGET_BLOCK + 1) < TARGET_BLOCK
+    assert block_size_for(3 * TARGET_BLOCK) == TARGET_BLOCK
+    assert block_size_for(3 * TARGET_BLOCK + 1) < TARGET_BLOCK
 
 
 def test_the_stream_is_what_tarfile_writes_and_tar_size_its_length(tmp_path: Path) -> None:

@@ -13,8 +13,9 @@ on the content only, never on the machine, so the output is identical on 1 or 64
 - the data of every file of ``BIG_FILE`` bytes or more is a *segment* of its own (from its
   first byte to the end of its padding); the headers and small files between such files are
   segments too;
-- a segment is cut into equal blocks of at most ``TARGET_BLOCK`` (``block_size_for`` its
-  length): the flagship's 68 MB library is two blocks that two cores compress at once (one
+- a segment is cut into equal blocks of at most ``TARGET_BLOCK``, and into two at least from
+  ``TWO_BLOCKS_FROM`` (``block_size_for`` its length): the flagship's 68 MB library and
+  FFmpeg's 24 MiB of shared libraries are two blocks each that two cores compress at once (one
   192 MiB block, xz's own multi-threaded default at -9, kept every asset under 192 MiB on one
   core).
 
@@ -59,6 +60,12 @@ BLOCK_SIZE = 3 * 64 * 1024 * 1024
 # which costs ~3% of size on LLVM's archives at 2 blocks per 100 MiB and 2.2% on the flagship's
 # 66 MiB wasm prefix (7.14 MB against 6.99), and buys two cores' speed (10.4 s against 23.5 s).
 TARGET_BLOCK = 50 * 1024 * 1024
+# A segment this long or longer is at least two blocks, so that two cores (CI's, this project's
+# machines') compress it at once. FFmpeg's linux-x86_64 prefix is one 24 MiB segment (no file
+# reaches BIG_FILE): one block, 7 942 660 bytes, compressed on one core in 10.7 s of a 248 s cold
+# unit; two equal blocks, 8 037 304 bytes (+1.2 %), in about half that. A segment under it stays
+# one block: below 16 MiB the core-seconds saved are few and the size lost the same share.
+TWO_BLOCKS_FROM = 16 * 1024 * 1024
 MANIFEST_PATH = "share/prebake/manifest.json"
 
 
@@ -206,10 +213,10 @@ def tar_size(entries: Iterable[Entry]) -> int:
 
 
 def block_size_for(stream_bytes: int, target: int = TARGET_BLOCK) -> int:
-    """Equal blocks of at most ``target`` for a segment this long: a function of the input
-    only, so the bytes are the same on every machine. (Rounding to the nearest count left a
-    66 MiB stream one block, on one core.)"""
-    blocks = max(1, -(-stream_bytes // target))
+    """Equal blocks of at most ``target`` for a segment this long, and at least two from
+    ``TWO_BLOCKS_FROM``: a function of the input only, so the bytes are the same on every
+    machine. (Rounding to the nearest count left a 66 MiB stream one block, on one core.)"""
+    blocks = max(2 if stream_bytes >= TWO_BLOCKS_FROM else 1, -(-stream_bytes // target))
     return max(1 << 16, -(-stream_bytes // blocks))
 
 
