@@ -186,17 +186,21 @@ def test_this_compiler_orders_the_blocks_by_its_pointers(sid: Path) -> None:
     assert len(objects) > 1
 
 
-def _build(ws: Path, home: Path) -> Path:
+def _build(ws: Path, home: Path, *, ccache: bool = False) -> Path:
     """The workspace built in ``ws`` with ``home`` as ``HOME``, both under /tmp, which the
     toolchain environment binds whole (of a folder under /var, such as the suite's cache,
-    only a command's own folder is bound inside the root)."""
+    only a command's own folder is bound inside the root); with ``ccache``, through the
+    environment's ccache (what CI legs and the long leg run), its cache in ``home``."""
     for name, text in FILES.items():
         (ws / name).parent.mkdir(parents=True, exist_ok=True)
         (ws / name).write_text(text)
     home.mkdir(parents=True, exist_ok=True)
+    env = {"PREBAKE_TOOLCHAINS": str(toolchains.TOOLCHAINS), "HOME": str(home),
+           "PREBAKE_CACHE": str(home / "cache")}
+    if ccache:
+        env |= {"PREBAKE_COMPILER_LAUNCHER": "ccache", "CCACHE_DIR": str(home / "ccache")}
     proc = support.prebake("-C", ws, "build", "--platform", "wasm", "--json", timeout=1800,
-                           env={"PREBAKE_TOOLCHAINS": str(toolchains.TOOLCHAINS),
-                                "HOME": str(home), "PREBAKE_CACHE": str(home / "cache")})
+                           env=env)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     return next((ws / "releases").rglob(ASSET))
 
@@ -222,8 +226,14 @@ def test_two_folders_and_two_homes_give_one_asset(sid: Path,
     a = _build(top / "ws", top / "home-one")
     b = _build(top / "a" / "much" / "deeper" / "folder" / "than" / "the" / "first" / "ws",
                top / "home-of-a-second-user")
-    ma, mb = _members(a), _members(b)
+    # through ccache, which runs the compiler with its own argument list unless the wrapper
+    # gives it back (5 of the flagship's 713 members differed): the same bytes again
+    c = _build(top / "cached" / "ws", top / "home-three", ccache=True)
+    ma, mb, mc = _members(a), _members(b), _members(c)
     assert "lib/libsteady.a(steady.o)" in ma
     assert [k for k in ma if ma[k] != mb.get(k)] == []
+    assert [k for k in ma if ma[k] != mc.get(k)] == []
     assert hashlib.sha256(a.read_bytes()).hexdigest() == hashlib.sha256(b.read_bytes()).hexdigest()
+    assert hashlib.sha256(a.read_bytes()).hexdigest() == hashlib.sha256(c.read_bytes()).hexdigest()
+    assert any((top / "home-three" / "ccache").rglob("*R")), "ccache stored nothing"
     assert os.fsencode(str(a.parents[2])) not in ma["lib/libsteady.a"]

@@ -5,7 +5,12 @@ folders give the compiler the same strings."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
 from pathlib import Path
+
+import pytest
 
 from prebake.toolchain import steady, steady_cc
 from prebake.toolchain.steady_cc import INNER, OUT, TARGET, Translator, plan
@@ -104,3 +109,47 @@ def test_a_cache_runs_inside_the_wrapper_for_emscripten_only(tmp_path: Path) -> 
     path = steady.install(("em++",), tmp_path, in_environment=True)
     assert path is not None and path.read_text().startswith("#!/usr/bin/python3 -IS\n")
     assert path.stat().st_mode & 0o111
+
+
+def test_ccache_runs_the_compile_the_wrapper_meant(tmp_path: Path) -> None:
+    """ccache runs its compiler with the arguments reordered and ``-fcolor-diagnostics`` added
+    (the control below): a longer, reordered list is another heap, and for LLVM's wasm
+    backend another object (the flagship's archive differed in 5 of 713 members through
+    ccache). Through the wrapper, ccache's run is the wrapper's own list — the object records
+    its command line (``-frecord-command-line``), so any other list is other bytes — and a
+    second compile is ccache's hit with the same bytes."""
+    ccache, clang = shutil.which("ccache"), shutil.which("clang-14")
+    if ccache is None or clang is None:
+        pytest.skip("needs ccache and clang-14 (Debian packages)")
+    if os.geteuid() != 0:
+        pytest.skip("the wrapper's private mount namespace needs root")
+    root = tmp_path / "work"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "t.c").write_text("int triple(int x) { return 3 * x; }\n")
+    wrapper = steady.install(("em++",), root, in_environment=False)
+    assert wrapper is not None
+    cache = tmp_path / "ccache"
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "CCACHE_DIR": str(cache),
+           steady_cc.ROOT_VARIABLE: str(root)}
+
+    def compile_(name: str, launcher: list[str]) -> bytes:
+        argv = [*launcher, clang, "-frecord-command-line", "-O2", "-c", str(root / "src" / "t.c"),
+                "-o", str(root / name), "-MD", "-MF", str(root / f"{name}.d"), "-DX=1"]
+        proc = subprocess.run(argv, cwd=root, env=env, capture_output=True, text=True,
+                              timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        return (root / name).read_bytes()
+
+    alone = compile_("alone.o", [str(wrapper)])
+    assert b"-frecord-command-line" in alone
+    # the control: ccache's own list is another (so this test can fail)
+    assert b"-fcolor-diagnostics" in compile_("control.o", [ccache])
+    env[steady_cc.LAUNCHER_VARIABLE] = ccache
+    through = compile_("through.o", [str(wrapper)])
+    again = compile_("again.o", [str(wrapper)])
+    assert through == alone and again == alone
+    stats = subprocess.run([ccache, "--print-stats"], env=env, capture_output=True, text=True,
+                           check=True).stdout
+    counts = dict(line.split("\t", 1) for line in stats.splitlines() if "\t" in line)
+    assert int(counts["direct_cache_hit"]) >= 1  # the second compile came from the cache
+    assert not (wrapper.parent / "steady-cc.noted").exists()  # nothing to say
