@@ -217,3 +217,43 @@ def test_a_tree_that_is_the_work_folder_itself_is_unpacked_each_time(build: Buil
     assert not build.kept() and build.said == []
     assert snapshot(second) == fresh
     assert not (second / reuse.RECORDS).exists()
+
+
+def test_a_file_the_build_rewrites_is_learned_and_put_back(build: Build) -> None:
+    """onnxruntime's FetchContent step rewrites ``cmake/deps.txt`` in every build: the first
+    rebuild unpacks again and keeps a copy of the file as unpacked; later ones put it back."""
+    first = build.fetch()
+    fresh = snapshot(first)
+    (first / "lib" / "a.c").write_text("int a(void) { return 42; } /* rewritten */\n")
+    second = build.fetch()
+    assert not build.kept() and "lib/a.c changed since it was unpacked" in build.said[0]
+    unpacked_mtime = (second / "lib" / "a.c").stat().st_mtime_ns  # as the patch left it
+    (second / "lib" / "a.c").write_text("int a(void) { return 42; } /* rewritten */\n")
+    (build.cache.root / build.sha).unlink()  # put back from the copy, not from the archive
+    third = build.fetch()
+    assert build.kept(), build.said
+    assert "once lib/a.c was put back" in build.said[0]
+    assert snapshot(third) == fresh
+    assert (third / "lib" / "a.c").stat().st_mtime_ns == unpacked_mtime
+    fourth = build.fetch()  # untouched: kept, and the copy moved with the record
+    assert build.kept() and snapshot(fourth) == fresh
+    (fourth / "lib" / "a.c").write_text("rewritten again\n")
+    (fourth / "lib" / "b.c").write_text("and a file never rewritten before\n")
+    (build.cache.root / build.sha).write_bytes(build.archive.read_bytes())
+    fifth = build.fetch()
+    assert not build.kept() and "lib/b.c changed" in build.said[0]
+    assert snapshot(fifth) == fresh
+
+
+def test_a_copy_that_does_not_match_its_record_means_a_fresh_unpack(build: Build) -> None:
+    first = build.fetch()
+    fresh = snapshot(first)
+    (first / "lib" / "a.c").write_text("rewritten\n")
+    second = build.fetch()
+    (copy,) = (build.work() / reuse.RECORDS).glob("*.pristine/*")
+    copy.write_bytes(copy.read_bytes().replace(b"2", b"7"))  # same size, other bytes
+    (second / "lib" / "a.c").write_text("rewritten\n")
+    third = build.fetch()
+    assert not build.kept()
+    assert "its copy as unpacked does not match its record" in build.said[0]
+    assert snapshot(third) == fresh

@@ -201,8 +201,12 @@ def materialize(src: Source, workdir: Path, recipe_dir: Path, cache: SourceCache
         rel = dest.relative_to(workdir.resolve()).as_posix()
         # a tree that is the work folder itself has no earlier place of its own to be kept from
         key = tree_key(src, recipe_dir) if src.unpack and rel != "." else ""
-        if key and earlier is not None and reuse.keep(earlier, workdir, rel, key, log).kept:
-            return dest
+        rewritten: tuple[str, ...] = ()
+        if key and earlier is not None:
+            verdict = reuse.keep(earlier, workdir, rel, key, log)
+            if verdict.kept:
+                return dest
+            rewritten = verdict.rewritten
         archive = cache.fetch([src.url, *src.mirrors], src.sha256, size=src.size)
         if not src.unpack:  # the build unpacks it itself (FetchContent): the verified bytes,
             placed = dest.with_name(dest.name + archive_suffix(src.url))  # named by kind
@@ -213,7 +217,7 @@ def materialize(src: Source, workdir: Path, recipe_dir: Path, cache: SourceCache
         for patch in src.patches:
             apply_patch(recipe_dir / patch, tree, run)
         if key:
-            reuse.record(workdir, rel, key)
+            reuse.record(workdir, rel, key, rewritten)
         return tree
     if isinstance(src, LocalSource):
         origin = (recipe_dir / src.path).resolve()

@@ -16,6 +16,15 @@ tree in it can stand in for a fresh unpack when two things hold:
   again before reuse; any recorded entry missing or with another identity, and the tree is
   unpacked afresh.
 
+A recipe's commands may also rewrite a file of the tree (onnxruntime's FetchContent step
+rewrites ``cmake/deps.txt`` to name the local archives), which made every rebuild unpack
+onnxruntime's whole archive again (2.4 s). Such a file is learned: when a tree is unpacked again
+because some of its files changed, the record of the fresh tree keeps a copy of each of those
+files as unpacked (a few small files: ``_MAX_PRISTINE``). The next time only such files have
+changed, each is put back from its copy (checked against the sha256 recorded with it, its
+permission bits and modification time as unpacked) and the tree is kept; a copy that does not
+match, or any other change, and the tree is unpacked afresh.
+
 A recipe's commands may add to its source tree (onnxruntime's ``emsdk`` stand-in writes
 ``cmake/external/emsdk``; Python writes ``__pycache__``): paths the record does not hold are
 removed before reuse, after every recorded one was found unchanged, so the tree is then exactly
@@ -43,6 +52,8 @@ from prebake.errors import PrebakeError
 RULES = 1
 RECORDS = ".sources"
 _MAX_RECORD = 256 << 20  # a record of the 100 000 entries the extractor allows is ~10 MB
+#: files put back from a copy instead of unpacking again: at most this many, each this small
+_MAX_PRISTINE = (16, 1 << 20)
 
 Identity = tuple[str, int, int, int, int, int, int, str]
 
@@ -93,31 +104,81 @@ def _record_path(work: Path, dest: str) -> Path:
     return work / RECORDS / (dest.replace("/", "--") + ".json")
 
 
-def record(work: Path, dest: str, tree_key: str) -> None:
-    """Note what ``work/dest`` holds now, right after it was unpacked and patched."""
+def _pristine_folder(record_at: Path) -> Path:
+    return record_at.with_name(record_at.name.removesuffix(".json") + ".pristine")
+
+
+def record(work: Path, dest: str, tree_key: str, rewritten: Sequence[str] = ()) -> None:
+    """Note what ``work/dest`` holds now, right after it was unpacked and patched, with a copy
+    of each of the ``rewritten`` files (what the last build's commands changed)."""
     entries, _ = _walk(work / dest)
     path = _record_path(work, dest)
     path.parent.mkdir(parents=True, exist_ok=True)
+    copies: dict[str, str] = {}
+    folder = _pristine_folder(path)
+    shutil.rmtree(folder, ignore_errors=True)
+    for rel in sorted(rewritten)[:_MAX_PRISTINE[0]]:
+        ident = entries.get(rel)
+        if ident is None or ident[0] != "file" or ident[2] > _MAX_PRISTINE[1]:
+            continue
+        data = (work / dest / rel).read_bytes()
+        digest = hashlib.sha256(data).hexdigest()
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / digest).write_bytes(data)
+        copies[rel] = digest
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps({"key": tree_key, "entries": entries}, separators=(",", ":")))
+    tmp.write_text(json.dumps({"key": tree_key, "entries": entries, "pristine": copies},
+                              separators=(",", ":")))
     tmp.replace(path)
 
 
 @dataclass(frozen=True)
 class Verdict:
-    """Whether a kept tree stands in for a fresh unpack, and why (one line for the log)."""
+    """Whether a kept tree stands in for a fresh unpack, and why (one line for the log); when
+    not, the files the last build changed (for :func:`record` to keep copies of)."""
 
     kept: bool
     why: str
+    rewritten: tuple[str, ...] = ()
 
 
-def _load(path: Path) -> tuple[str, dict[str, Identity]] | None:
+@dataclass(frozen=True)
+class _Earlier:
+    """A tree whose recorded entries are all there: those changed since, and paths added."""
+
+    recorded: dict[str, Identity]
+    changed: list[str]
+    added: list[str]
+    pristine: dict[str, str]
+
+
+def _load(path: Path) -> tuple[str, dict[str, Identity], dict[str, str]] | None:
     try:
         data = json.loads(read_bounded(path, _MAX_RECORD, "source tree record"))
         entries = {str(k): tuple(v) for k, v in data["entries"].items()}
-        return str(data["key"]), entries
+        pristine = {str(k): str(v) for k, v in data.get("pristine", {}).items()}
+        return str(data["key"]), entries, pristine
     except (OSError, PrebakeError, ValueError, KeyError, TypeError, AttributeError):
         return None
+
+
+def _put_back(tree: Path, rel: str, ident: Identity, copy: Path, digest: str) -> bool:
+    """``tree/rel`` as it was unpacked, from ``copy`` once it is proven to hold those bytes."""
+    try:
+        data = read_bounded(copy, _MAX_PRISTINE[1], "pristine copy")
+    except (OSError, PrebakeError):
+        return False
+    if len(data) != ident[2] or hashlib.sha256(data).hexdigest() != digest:
+        return False
+    target = tree / rel
+    if target.is_symlink() or not target.is_file():
+        return False
+    tmp = target.with_name(target.name + ".prebake-put-back")
+    tmp.write_bytes(data)
+    tmp.chmod(ident[1])
+    os.utime(tmp, ns=(ident[5], ident[5]))
+    tmp.replace(target)
+    return True
 
 
 def keep(earlier: Path, work: Path, dest: str, tree_key: str,
@@ -127,11 +188,24 @@ def keep(earlier: Path, work: Path, dest: str, tree_key: str,
     old = earlier / dest
     if not old.is_dir() or old.is_symlink():
         return Verdict(False, "no earlier tree")
-    verdict = _judge(old, tree_key, _record_path(earlier, dest))
+    record_at = _record_path(earlier, dest)
+    verdict = _judge(old, tree_key, record_at)
     if isinstance(verdict, Verdict):
         log(f"{dest}: unpacked again: {verdict.why}")
         return verdict
-    recorded, added = verdict
+    recorded, added = verdict.recorded, verdict.added
+    learned = [p for p in verdict.changed if p in verdict.pristine]
+    if len(learned) < len(verdict.changed) or not all(
+            _put_back(old, p, recorded[p], _pristine_folder(record_at) / verdict.pristine[p],
+                      verdict.pristine[p]) for p in learned):
+        first = next(p for p in verdict.changed if p not in learned) \
+            if len(learned) < len(verdict.changed) else learned[0]
+        why = (f"{first} changed since it was unpacked" if first not in learned
+               else f"{first}: its copy as unpacked does not match its record")
+        log(f"{dest}: unpacked again: {why}")
+        return Verdict(False, why, tuple(verdict.changed))
+    for p in learned:  # its new inode and change time, for the record that moves with it
+        recorded[p] = _identity_of(old / p)
     try:
         for rel in sorted(added):
             _remove(old / rel)
@@ -144,8 +218,21 @@ def keep(earlier: Path, work: Path, dest: str, tree_key: str,
     old.rename(target)
     rec = _record_path(work, dest)
     rec.parent.mkdir(parents=True, exist_ok=True)
-    _record_path(earlier, dest).rename(rec)
+    if learned:
+        _pristine_folder(record_at).rename(_pristine_folder(rec))
+        tmp = rec.with_name(rec.name + ".tmp")
+        tmp.write_text(json.dumps({"key": tree_key, "entries": recorded,
+                                   "pristine": verdict.pristine}, separators=(",", ":")))
+        tmp.replace(rec)
+        record_at.unlink()
+    else:
+        if _pristine_folder(record_at).is_dir():
+            _pristine_folder(record_at).rename(_pristine_folder(rec))
+        record_at.rename(rec)
     why = f"unchanged since it was unpacked ({len(recorded)} entries)"
+    if learned:
+        why = (f"as unpacked once {', '.join(learned)} {'was' if len(learned) == 1 else 'were'}"
+               f" put back ({len(recorded)} entries)")
     if added:
         why += f"; removed what the build added: {', '.join(sorted(added)[:3])}"
         why += f", … ({len(added)} paths)" if len(added) > 3 else ""
@@ -153,26 +240,33 @@ def keep(earlier: Path, work: Path, dest: str, tree_key: str,
     return Verdict(True, why)
 
 
-def _judge(old: Path, tree_key: str, record_at: Path
-           ) -> Verdict | tuple[dict[str, Identity], list[str]]:
-    """The recorded entries and the paths added since, or why the tree cannot be kept."""
+def _identity_of(path: Path) -> Identity:
+    with os.scandir(path.parent) as it:
+        return next(_identity(e) for e in it if e.name == path.name)
+
+
+def _judge(old: Path, tree_key: str, record_at: Path) -> Verdict | _Earlier:
+    """The recorded entries, those changed and the paths added since, or why the tree cannot
+    be kept."""
     loaded = _load(record_at)
     if loaded is None:
         return Verdict(False, "no readable record of the earlier tree")
-    was_key, recorded = loaded
+    was_key, recorded, pristine = loaded
     if was_key != tree_key:
         return Verdict(False, "the earlier tree was made from other inputs")
     try:
         seen, added = _walk(old, recorded)
     except OSError as exc:
         return Verdict(False, f"cannot read {exc.filename}: {exc.strerror or exc}")
-    changed = next((p for p in sorted(seen) if seen[p] != recorded[p]), None)
-    if changed is not None:
-        return Verdict(False, f"{changed} changed since it was unpacked")
     missing = next((p for p in sorted(recorded) if p not in seen), None)
     if missing is not None:
         return Verdict(False, f"{missing} was removed since it was unpacked")
-    return recorded, added
+    changed = [p for p in sorted(seen) if seen[p] != recorded[p]]
+    # a file put back keeps its kind; anything else changed means a fresh unpack
+    odd = next((p for p in changed if recorded[p][0] != "file" or seen[p][0] != "file"), None)
+    if odd is not None:
+        return Verdict(False, f"{odd} changed since it was unpacked")
+    return _Earlier(recorded, changed, added, pristine)
 
 
 def _remove(p: Path) -> None:
