@@ -46,6 +46,7 @@ from pathlib import Path
 import prebake
 from prebake.bounded import read_bounded
 from prebake.errors import PrebakeError
+from prebake.jsonio import atomic_write_bytes
 
 # Bumped whenever what an unpack writes changes (the extractor's modes, times, links): a tree
 # kept from before such a change would not be what a fresh unpack writes now.
@@ -126,10 +127,13 @@ def record(work: Path, dest: str, tree_key: str, rewritten: Sequence[str] = ()) 
         folder.mkdir(parents=True, exist_ok=True)
         (folder / digest).write_bytes(data)
         copies[rel] = digest
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps({"key": tree_key, "entries": entries, "pristine": copies},
-                              separators=(",", ":")))
-    tmp.replace(path)
+    _write_record(path, tree_key, entries, copies)
+
+
+def _write_record(path: Path, tree_key: str, entries: dict[str, Identity],
+                  pristine: dict[str, str]) -> None:
+    atomic_write_bytes(path, json.dumps({"key": tree_key, "entries": entries,
+                                         "pristine": pristine}, separators=(",", ":")).encode())
 
 
 @dataclass(frozen=True)
@@ -194,16 +198,16 @@ def keep(earlier: Path, work: Path, dest: str, tree_key: str,
         log(f"{dest}: unpacked again: {verdict.why}")
         return verdict
     recorded, added = verdict.recorded, verdict.added
-    learned = [p for p in verdict.changed if p in verdict.pristine]
-    if len(learned) < len(verdict.changed) or not all(
-            _put_back(old, p, recorded[p], _pristine_folder(record_at) / verdict.pristine[p],
-                      verdict.pristine[p]) for p in learned):
-        first = next(p for p in verdict.changed if p not in learned) \
-            if len(learned) < len(verdict.changed) else learned[0]
-        why = (f"{first} changed since it was unpacked" if first not in learned
-               else f"{first}: its copy as unpacked does not match its record")
+    learned = verdict.changed
+    unlearned = next((p for p in learned if p not in verdict.pristine), None)
+    bad = unlearned or next((p for p in learned if not _put_back(
+        old, p, recorded[p], _pristine_folder(record_at) / verdict.pristine[p],
+        verdict.pristine[p])), None)
+    if bad is not None:
+        why = (f"{bad} changed since it was unpacked" if bad == unlearned
+               else f"{bad}: its copy as unpacked does not match its record")
         log(f"{dest}: unpacked again: {why}")
-        return Verdict(False, why, tuple(verdict.changed))
+        return Verdict(False, why, tuple(learned))
     for p in learned:  # its new inode and change time, for the record that moves with it
         recorded[p] = _identity_of(old / p)
     try:
@@ -218,16 +222,12 @@ def keep(earlier: Path, work: Path, dest: str, tree_key: str,
     old.rename(target)
     rec = _record_path(work, dest)
     rec.parent.mkdir(parents=True, exist_ok=True)
-    if learned:
+    if _pristine_folder(record_at).is_dir():
         _pristine_folder(record_at).rename(_pristine_folder(rec))
-        tmp = rec.with_name(rec.name + ".tmp")
-        tmp.write_text(json.dumps({"key": tree_key, "entries": recorded,
-                                   "pristine": verdict.pristine}, separators=(",", ":")))
-        tmp.replace(rec)
+    if learned:  # the record with the put-back files' new identities
+        _write_record(rec, tree_key, recorded, verdict.pristine)
         record_at.unlink()
     else:
-        if _pristine_folder(record_at).is_dir():
-            _pristine_folder(record_at).rename(_pristine_folder(rec))
         record_at.rename(rec)
     why = f"unchanged since it was unpacked ({len(recorded)} entries)"
     if learned:
