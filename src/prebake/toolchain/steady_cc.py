@@ -333,15 +333,16 @@ def main(argv: list[str]) -> int:
                            "`unshare --mount`, and nothing the compile needs there): objects "
                            "of LLVM's wasm backend may differ in another folder")
         p = None
+    me = ""  # this wrapper as ccache's prefix_command sees it, in the namespace
     if p is not None:
         os.chdir(p.cwd)
         tr = Translator(root)
+        me = tr(os.path.abspath(argv[0]))
         env = {k: tr(v) for k, v in env.items()}
         env["PWD"] = p.cwd  # LLVM takes $PWD for the current folder when it names one
         args = p.argv
     launcher = env.get(LAUNCHER_VARIABLE, "")
     cmd = [launcher, *args] if launcher else args
-    me = Translator(root)(os.path.abspath(argv[0])) if p is not None else ""
     if launcher and me.startswith(INNER + "/") and not re.search(r"\s", me):
         env.update({"CCACHE_PREFIX": me, "CCACHE_NAMESPACE": CACHE_NAMESPACE,
                     EXEC_VARIABLE: json.dumps(args)})
