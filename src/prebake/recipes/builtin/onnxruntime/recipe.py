@@ -150,6 +150,9 @@ LINUX_AARCH64 = Build(
     commands=(
         SUPPLY_DEPS,
         BUILD_PY + " CMAKE_PROJECT_INCLUDE_BEFORE={work}/deps/supplied.cmake"
+        # upstream's libonnxruntime.pc is written at configure time with this prefix (else
+        # /usr/local, which `--install --prefix` does not change and packaging refuses)
+        " CMAKE_INSTALL_PREFIX={prefix}"
         # zig's compiles carry debug info (the first run's library: 458 MB, 11 MB of it code);
         # the shipped library is linked without it
         " CMAKE_SHARED_LINKER_FLAGS=-Wl,--strip-debug"
@@ -181,7 +184,7 @@ LINUX_AARCH64 = Build(
 # macos_min. No --allow_running_as_root: macOS runners do not build as root.
 MACOS_ARM64 = Build(
     commands=(
-        BUILD_PY + " CMAKE_OSX_DEPLOYMENT_TARGET={macos_min}"
+        BUILD_PY + " CMAKE_OSX_DEPLOYMENT_TARGET={macos_min} CMAKE_INSTALL_PREFIX={prefix}"
         " --build_shared_lib --use_coreml --use_xnnpack"
         " --osx_arch arm64 --apple_deploy_target {macos_min}",
         "cmake --install {build}/Release --prefix {prefix}",
