@@ -28,9 +28,14 @@ def _legs() -> list[tuple[str, str, list[str]]]:
     return out
 
 
+def _installs(command: str) -> bool:
+    """``cmake --install … --prefix {prefix}`` (not a configure flag such as FFmpeg's macOS
+    ``--install-name-dir``)."""
+    return " --install " in f" {command} " and "--prefix {prefix}" in command
+
+
 LEGS = _legs()
-INSTALLING = [(n, p, cmds) for n, p, cmds in LEGS
-              if any("--install" in c and "--prefix {prefix}" in c for c in cmds)]
+INSTALLING = [(n, p, cmds) for n, p, cmds in LEGS if any(_installs(c) for c in cmds)]
 
 
 def test_the_shipped_recipes_have_such_legs() -> None:
@@ -43,6 +48,6 @@ def test_the_shipped_recipes_have_such_legs() -> None:
                          ids=[f"{n}-{p}" for n, p, _ in INSTALLING])
 def test_a_leg_installing_with_a_prefix_configured_with_it(name: str, platform: str,
                                                            commands: list[str]) -> None:
-    install = next(i for i, c in enumerate(commands) if "--install" in c)
+    install = next(i for i, c in enumerate(commands) if _installs(c))
     configured = [c for c in commands[:install] if "CMAKE_INSTALL_PREFIX={prefix}" in c]
     assert configured, f"{name}/{platform} installs into {{prefix}} but configures without it"
