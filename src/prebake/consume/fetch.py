@@ -26,7 +26,8 @@ if sys.platform != "win32":  # Windows has no advisory locks (``_exclusive`` is 
 
 from prebake.consume.consumer_lock import LOCK_NAME, LockEntry, read_lock
 from prebake.contract.check import check_paths, wants_deep
-from prebake.contract.terms import Contract, license_refused
+from prebake.contract.licenses import judge
+from prebake.contract.terms import Contract
 from prebake.digest import ProgressFn, file_sha256
 from prebake.errors import CheckFailed, PrebakeError
 from prebake.extract import DEFAULT_MAX_BYTES, UnsafeArchive, safe_extract
@@ -255,8 +256,9 @@ def _checker(aid: AssetId, contract: Contract | None,
 
 def license_refusal(shown: str, manifest: Manifest, contract: Contract) -> str | None:
     """The contract's ``allowed_licenses`` on an asset: each recipe's license as its build
-    proved it from the libraries' bytes (the manifest's ``recipes[].license``). A recipe
-    with none cannot be judged and fails closed unless ``allow_unknown`` names the key."""
+    proved it from the libraries' bytes (the manifest's ``recipes[].license``), operand by
+    operand (``prebake.contract.licenses``). A recipe with none cannot be judged and fails
+    closed unless ``allow_unknown`` names the key."""
     allowed = contract.allowed_licenses
     if not allowed:
         return None
@@ -266,9 +268,10 @@ def license_refusal(shown: str, manifest: Manifest, contract: Contract) -> str |
             return (f"{shown}: its manifest states no proven license for {r.name}, so this "
                     f"contract's allowed_licenses ({shown_allowed}) cannot judge it (fails "
                     "closed; allow_unknown = [\"allowed_licenses\"] accepts it unchecked)")
-        if r.license is not None and license_refused(r.license, allowed):
-            return (f"{shown}: {r.name} is {r.license}; this contract's allowed_licenses "
-                    f"({shown_allowed}) refuses it")
+        judged = judge(r.license, allowed) if r.license is not None else None
+        if judged is not None and not judged.ok:
+            return (f"{shown}: {r.name} is {r.license}; this "
+                    + judged.refusal(allowed).removeprefix("the "))
     if not manifest.recipes and "allowed_licenses" not in contract.allow_unknown:
         return f"{shown}: its manifest names no recipe, so no license was proven (fails closed)"
     return None
