@@ -40,6 +40,7 @@ from prebake.manifest import (
     read_manifest_file,
 )
 from prebake.names import check_name, name_problem
+from prebake.package import pcjudge
 from prebake.package.naming import (
     MANIFEST_SUFFIX,
     SHA256_SUFFIX,
@@ -53,6 +54,7 @@ from prebake.store.base import DEFAULT_RELEASE, Store
 from prebake.toolchain.compat import compare
 from prebake.trust.consumer import verify_in_store
 from prebake.trust.sign import check_allowed_signers
+from prebake.walk import scandir_tree
 
 MANIFEST_IN_PREFIX = "share/prebake/manifest.json"
 MAX_MANIFEST = MAX_MANIFEST_BYTES
@@ -236,6 +238,7 @@ def _checker(aid: AssetId, contract: Contract | None,
                                  f"{typed.named}; "
                                  "an asset published under another name, nothing was "
                                  "installed")
+        _check_pc_files(aid, tree, notes if notes is not None else [])
         if contract is not None:
             refusal = license_refusal(aid.filename, typed, contract)
             if refusal is not None:
@@ -252,6 +255,25 @@ def _checker(aid: AssetId, contract: Contract | None,
             _check_toolchain(aid, typed, consumer, tree, notes if notes is not None else [])
 
     return check
+
+
+def _check_pc_files(aid: AssetId, tree: Path, notes: list[str]) -> None:
+    """Every ``.pc`` the asset ships, through this machine's pkg-config as a consumer's would
+    read it (``prebake.package.pcjudge``): one that sends the consumer's compiler outside the
+    asset is refused. Without a pkg-config here nothing would read them either: a note."""
+    pcs = sorted(rel for rel, entry in scandir_tree(str(tree))
+                 if rel.endswith(".pc") and entry.is_file(follow_symlinks=False))
+    try:
+        leaks = pcjudge.judge_tree(tree, pcs)
+    except pcjudge.PkgConfigMissing as exc:
+        if pcs:
+            notes.append(f"{exc}: the asset's {len(pcs)} .pc file(s) were not judged here")
+        return
+    if leaks:
+        raise CheckFailed(f"{aid.filename}: {len(leaks)} pkg-config setting(s) name a folder "
+                          "outside the asset (a consumer's compiler would be sent there); "
+                          "nothing was installed\n"
+                          + "\n".join(f"  {x.render()}" for x in leaks))
 
 
 def license_refusal(shown: str, manifest: Manifest, contract: Contract) -> str | None:
