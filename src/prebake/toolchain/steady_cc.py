@@ -123,12 +123,16 @@ class Plan:
     def __init__(self, argv: list[str], cwd: str,
                  copies: list[tuple[str, str]] | None = None,
                  depfile: tuple[str, str] | None = None,
-                 targets: list[str] | None = None) -> None:
+                 targets: list[str] | None = None,
+                 given: dict[str, str] | None = None) -> None:
         self.argv = argv
         self.cwd = cwd
         self.copies = copies or []  # (under OUT, real path through INNER)
         self.depfile = depfile
-        self.targets = targets or []  # the real -MT/-MQ values, in order
+        # the real targets as the compiler writes them, in order: -MT's verbatim, -MQ's
+        # quoted for make
+        self.targets = targets or []
+        self.given = given or {}  # an output under OUT -> its name as the compile gave it
 
 
 def compiles(args: list[str]) -> bool:
@@ -162,7 +166,7 @@ def plan(args: list[str], cwd: str, root: str) -> Plan | None:
             return None
         i += 1 if a != opt else 2
         if opt in TARGET_OPTIONS:
-            out.targets.append(value)
+            out.targets.append(make_quoted(value) if opt == "-MQ" else value)
             out.argv += [opt, TARGET]
             continue
         real = os.path.join(inner_cwd, tr(value))
@@ -174,6 +178,7 @@ def plan(args: list[str], cwd: str, root: str) -> Plan | None:
             out.depfile = (mine, real)
         else:
             out.copies.append((mine, real))
+            out.given[mine] = value
     if out.depfile is None and ("-MD" in args or "-MMD" in args):
         return None  # the default name beside -o: rare, and not worth guessing
     return out
@@ -217,7 +222,9 @@ def enter_namespace(libc: ctypes.CDLL | None, root: str) -> bool:
 
 def finish(p: Plan, root: str) -> None:
     """Copy the outputs to where the build asked for them; the dependency file with the real
-    targets and folder again."""
+    targets and folder again, spelt as the compiler would have written them there: the
+    folder escaped for make and ninja (``\\ `` for a space, ``$$``, ``\\#``), which the
+    compiler could not do for a folder it never saw."""
     for mine, real in p.copies:
         if os.path.exists(mine):
             _copy(mine, real)
@@ -227,11 +234,29 @@ def finish(p: Plan, root: str) -> None:
         text = fh.read()
     for t in p.targets:
         text = text.replace(TARGET, t, 1)
-    for mine, real in p.copies:  # a depfile without -MT names the output
-        text = text.replace(mine, os.path.relpath(real, p.cwd))
-    text = back(text, root)
+    for mine, real in p.copies:  # a depfile without -MT names the output, quoted
+        text = text.replace(mine, make_quoted(p.given.get(mine, os.path.relpath(real, p.cwd))))
+    text = back(text, make_quoted(root))
     with open(p.depfile[1], "w", encoding="utf-8", errors="surrogateescape") as fh:
         fh.write(text)
+
+
+def make_quoted(path: str) -> str:
+    """``path`` as GCC and clang write it into a dependency file (``-MQ``, every prerequisite):
+    a space or tab after its backslashes doubled and one more, ``$`` doubled, ``#`` after a
+    backslash; make and ninja read it back as the path."""
+    out: list[str] = []
+    slashes = 0
+    for ch in path:
+        if ch in " \t":
+            out.append("\\" * (slashes + 1))
+        elif ch == "$":
+            out.append("$")
+        elif ch == "#":
+            out.append("\\")
+        out.append(ch)
+        slashes = slashes + 1 if ch == "\\" else 0
+    return "".join(out)
 
 
 def _copy(src: str, dest: str) -> None:
@@ -277,7 +302,7 @@ def _status(pid: int) -> int:
 
 
 def back(text: str, root: str) -> str:
-    """``text`` with :data:`INNER` spelled as the real folder again."""
+    """``text`` with :data:`INNER` spelled as ``root`` (the real folder) again."""
     return re.sub(re.escape(INNER) + r"(?=/|\b|$)", lambda _: root, text)
 
 
