@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -102,3 +103,89 @@ def test_make_in_an_odd_folder_finds_its_rules(tmp_path: Path, folder: str, targ
     (root / "src" / "answer.h").write_text("#define ANSWER 43\n")
     third = subprocess.run(["make"], cwd=build, env=env, capture_output=True, text=True)
     assert third.returncode == 0 and "gcc" in third.stdout, third.stdout + third.stderr
+
+
+# ---- the namespace on a shared mount --------------------------------------------------------
+
+# Run under `unshare --mount --propagation private` (the test's own namespace, so nothing it
+# mounts reaches the machine): the test folder is bound on itself and made shared, as systemd
+# makes every mount; a root to chroot into is made in it from the machine's own /usr, /lib…;
+# two compiles through the wrapper run side by side in that chroot (a compiler that sleeps a
+# second first, so that they overlap), and the namespace's mounts are listed before and after.
+SCENARIO = r"""
+import json, os, shutil, subprocess, sys, time
+top, chrooted = sys.argv[1], sys.argv[2] == "chroot"
+def sh(*a):
+    subprocess.run(a, check=True)
+sh("mount", "--bind", top, top)
+sh("mount", "--make-shared", top)
+root = top + "/root" if chrooted else top
+if chrooted:
+    for d in ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc", "dev", "proc"):
+        if os.path.islink("/" + d):
+            os.symlink(os.readlink("/" + d), f"{root}/{d}")
+        elif os.path.isdir("/" + d):
+            os.makedirs(f"{root}/{d}", exist_ok=True)
+            sh("mount", "--rbind", "/" + d, f"{root}/{d}")
+    os.makedirs(root + "/mnt", exist_ok=True)
+    os.makedirs(root + "/tmp", exist_ok=True)
+work = "/work" if chrooted else root + "/work"
+def mounts():
+    with open("/proc/self/mountinfo") as fh:
+        return sorted(" ".join(line.split()[4:5] + line.split(" - ")[1].split()[:1])
+                      for line in fh)
+before = mounts()
+env = {"PATH": "/usr/bin:/bin", "PREBAKE_STEADY_ROOT": work, "HOME": "/tmp"}
+procs = []
+for i in (1, 2):
+    line = (f"cd {work} && exec {work}/toolchain/bin/steady-cc {work}/slowcc -O1 -c "
+            f"{work}/src/answer{i}.c -o {work}/answer{i}.o")
+    argv = ([shutil.which("chroot"), root] if chrooted else []) + ["/bin/sh", "-c", line]
+    procs.append(subprocess.Popen(argv, env=env, stderr=subprocess.PIPE, text=True))
+    time.sleep(0.3)
+done = [(p.wait(), p.stderr.read()) for p in procs]
+print(json.dumps({"before": before, "after": mounts(), "compiles": done}))
+"""
+
+
+def _shared_mount_compiles(tmp_path: Path, chrooted: bool) -> dict[str, object]:
+    import json
+
+    top = tmp_path / "shared"
+    work = (top / "root" / "work") if chrooted else (top / "work")
+    (work / "src").mkdir(parents=True)
+    for i in (1, 2):
+        (work / "src" / f"answer{i}.c").write_text(f"int answer{i}(void) {{ return {i}; }}\n")
+    slow = work / "slowcc"
+    slow.write_text('#!/bin/sh\nsleep 1\nexec gcc "$@"\n')
+    slow.chmod(0o755)
+    # in the chroot, the root's own python runs it (the machine's /usr, bound there)
+    assert steady.install(("emcc",), work, in_environment=chrooted) is not None
+    proc = subprocess.run(["unshare", "--mount", "--propagation", "private", sys.executable,
+                           "-c", SCENARIO, str(top), "chroot" if chrooted else "plain"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    result: dict[str, object] = json.loads(proc.stdout)
+    result["objects"] = [(work / f"answer{i}.o").is_file() for i in (1, 2)]
+    return result
+
+
+@pytest.mark.skipif(shutil.which("unshare") is None or not Path("/mnt").is_dir()
+                    or not Path("/usr/bin/python3").is_file(),
+                    reason="needs unshare, /mnt and /usr/bin/python3")
+@pytest.mark.parametrize("chrooted", [True, False], ids=["chroot", "no-chroot"])
+def test_compiles_on_a_shared_mount_leak_no_mount_and_share_none(tmp_path: Path,
+                                                                 chrooted: bool) -> None:
+    """The issue's: in a chroot on a shared mount each compile left two mounts (its tmpfs and
+    its bind) in the caller's namespace, and of two overlapping compiles one lost its object
+    with exit status 0. Both compiles must use their own private namespace (no note that
+    they ran without), write their objects, and leave the caller's mounts as they were."""
+    result = _shared_mount_compiles(tmp_path, chrooted)
+    compiles = result["compiles"]
+    assert isinstance(compiles, list)
+    for rc, err in compiles:
+        assert rc == 0, err
+        assert "no private mount namespace" not in err, err
+    assert result["objects"] == [True, True], result
+    assert result["after"] == result["before"], (sorted(set(result["after"]) -  # type: ignore
+                                                        set(result["before"])))  # type: ignore
