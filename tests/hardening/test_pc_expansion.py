@@ -5,8 +5,9 @@ refused — a backslash continuation line, a lowercase field name, ``-Wl,-rpath=
 ``root=/`` used as ``-L${root}opt/…``, ``-idirafter/…`` and ``-iquote/…``, and
 ``${pcfiledir}/../../…`` climbing out — and more (``-isystem``, ``-I /x`` split, ``-Wl,-L``,
 ``-F``, ``--sysroot=``, a bare ``/x/libfoo.a``, ``-L=/…``, ``-Xlinker``, a ``-D`` value, a
-variable no flag uses, CRLF lines). A real build installs them and must refuse every one; an
-asset holding them, published by hand, must not be installed by ``fetch``. A well-formed
+variable no flag uses, CRLF lines, a response file, an rpath list). A real build installs them
+and must refuse every one; an asset holding them, published by hand, must not be installed by
+``fetch``. A well-formed
 ``.pc`` (relative to ``${pcfiledir}``, requiring modules the consumer provides, ``$ORIGIN``,
 ``-Wl,-Bstatic``) passes both.
 """
@@ -47,6 +48,9 @@ LEAKS = {
     "variable": ("datadir=/usr/share/variable\nLibs: -lx\n", "/usr/share/variable"),
     "crlf": ("Libs: -L/opt/crlf -lx\r\n", "-L/opt/crlf"),
     "relative": ("Cflags: -Iinclude\n", "-Iinclude"),
+    "response-file": ("Libs: -lx -Wl,@/opt/linker-flags\n", "-Wl,@/opt/linker-flags"),
+    "rpath-list": ("Libs: -Wl,-rpath,${pcfiledir}/../../lib:/usr/lib/extra -lx\n",
+                   "/usr/lib/extra"),
 }
 CLEAN = ("prefix=${pcfiledir}/../..\nlibdir=${prefix}/lib\nincludedir=${prefix}/include\n"
          "Requires: zlib >= 1.2.11, consumer-thing\nRequires.private: libbar < 2, libbaz > 3\n"

@@ -85,6 +85,8 @@ def judge(spdx: str, allowed: Sequence[str]) -> Judged:
         parsed = licensing.parse(spdx, validate=False, strict=True)
     except ExpressionError as exc:
         return Judged(spdx, problem=f"{spdx!r} is no SPDX license expression ({exc})")
+    except RecursionError:  # nested past what the parser walks (a hostile manifest's)
+        return Judged(spdx[:80], problem=f"{spdx[:80]!r}… nests too deep to be judged")
     if parsed is None:
         return Judged(spdx, problem=f"{spdx!r} is no SPDX license expression")
     unknown = [k for k in licensing.unknown_license_keys(parsed) if not _REF.fullmatch(k)]
@@ -108,4 +110,7 @@ def judge(spdx: str, allowed: Sequence[str]) -> Judged:
             return []  # one choice is wholly allowed
         return list(dict.fromkeys(x for p in parts for x in p))
 
-    return Judged(parsed.render(), tuple(refused(parsed)))
+    try:
+        return Judged(parsed.render(), tuple(refused(parsed)))
+    except RecursionError:
+        return Judged(spdx[:80], problem=f"{spdx[:80]!r}… nests too deep to be judged")

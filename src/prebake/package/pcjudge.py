@@ -88,16 +88,19 @@ def _outside(word: str, inside: Path) -> bool:
     """Whether one word of pkg-config's output names a path that leaves ``inside``."""
     if _ABSOLUTE.match(word):  # a bare path: /x/libfoo.a
         return _leaves(word, inside)
+    if word.startswith("@"):  # a response file the compiler reads: @/x/flags
+        return _leaves(word[1:], inside)
     option = next((o for o in PATH_OPTIONS if word.startswith(o) and len(word) > len(o)), None)
     if option is not None:  # -I/x, -Iinclude, --sysroot=/x, -L=/x (the sysroot's)
         return _leaves(word[len(option):].removeprefix("=").removeprefix("="), inside)
     m = _OPTION.match(word)
     if m is None:
         return False
-    # -Wl,-rpath=/x, -Wl,-rpath,/x, -Wl,-L/x, -DDIR=/x: each piece after the option's name
+    # -Wl,-rpath=/x, -Wl,-rpath,/x:/y, -Wl,-L/x, -Wl,@/x, -DDIR=/x: each piece after the
+    # option's name
     return any((_ABSOLUTE.match(piece) and _leaves(piece, inside))
-               or (piece.startswith("-") and _outside(piece, inside))
-               for piece in re.split(r"[=,]", word[m.end():]))
+               or (piece.startswith(("-", "@")) and _outside(piece, inside))
+               for piece in re.split(r"[=,:]", word[m.end():]))
 
 
 def judge_words(words: Sequence[str], inside: Path) -> list[str]:
