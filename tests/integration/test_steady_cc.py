@@ -166,7 +166,11 @@ def _shared_mount_compiles(tmp_path: Path, chrooted: bool) -> dict[str, object]:
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     result: dict[str, object] = json.loads(proc.stdout)
-    result["objects"] = [(work / f"answer{i}.o").is_file() for i in (1, 2)]
+    # each object is its own compile's: it defines its own function (a shared /mnt/o would
+    # hand one compile the other's out.o)
+    result["objects"] = [(work / f"answer{i}.o").is_file() and f"T answer{i}" in subprocess.run(
+        ["nm", str(work / f"answer{i}.o")], capture_output=True, text=True).stdout
+        for i in (1, 2)]
     return result
 
 
