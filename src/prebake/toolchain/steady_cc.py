@@ -395,8 +395,9 @@ def main(argv: list[str]) -> int:
     p = plan(args, os.getcwd(), root) if root else None
     if p is not None and (hides_something(args, root) or not enter_namespace(libc, root)):
         note_once(argv[0], f"no private mount namespace for {FIXED} (needs the privilege of "
-                           "`unshare --mount`, and nothing the compile needs there): objects "
-                           "of LLVM's wasm backend may differ in another folder")
+                           "`unshare --mount`, mounts that can all be made private, and "
+                           "nothing the compile needs there): objects of LLVM's wasm backend "
+                           "may differ in another folder")
         p = None
     me = ""  # this wrapper as ccache's prefix_command sees it, in the namespace
     if p is not None:
