@@ -14,6 +14,7 @@ from prebake.recipes.api import GitSource, LocalSource, Source, UrlSource
 from prebake.redact import redact_text
 from prebake.sources import reuse
 from prebake.sources.cache import SourceCache
+from prebake.sources.treeproof import Origin
 from prebake.sources.unpack import extract
 
 FULL_COMMIT = re.compile(r"[0-9a-f]{40}")
@@ -172,8 +173,8 @@ def materialize(src: Source, workdir: Path, recipe_dir: Path, cache: SourceCache
     """Fetch ``src`` into ``workdir/src.dest`` (replacing what was there); returns that path.
 
     ``earlier``: the earlier build's work folder, whose unpacked tree of the same archive is
-    moved here instead when it provably is what unpacking again would write
-    (``prebake.sources.reuse``); ``log`` hears why it was or was not."""
+    moved here instead when it is proven against the archive to be what unpacking again would
+    write (``prebake.sources.reuse``); ``log`` hears why it was or was not."""
     dest = _safe_dest(workdir, src.dest)
     if dest.exists():
         shutil.rmtree(dest)
@@ -202,16 +203,24 @@ def materialize(src: Source, workdir: Path, recipe_dir: Path, cache: SourceCache
         # a tree that is the work folder itself has no earlier place of its own to be kept from
         key = tree_key(src, recipe_dir) if src.unpack and rel != "." else ""
         rewritten: tuple[str, ...] = ()
-        if key and earlier is not None:
-            verdict = reuse.keep(earlier, workdir, rel, key, log)
-            if verdict.kept:
-                return dest
-            rewritten = verdict.rewritten
         archive = cache.fetch([src.url, *src.mirrors], src.sha256, size=src.size)
         if not src.unpack:  # the build unpacks it itself (FetchContent): the verified bytes,
             placed = dest.with_name(dest.name + archive_suffix(src.url))  # named by kind
             shutil.copyfile(archive, placed)
             return placed
+        if key and earlier is not None:
+            patches = tuple(recipe_dir / p for p in src.patches)
+
+            def apply_all(folder: Path) -> None:
+                for patch in patches:
+                    apply_patch(patch, folder, run)
+
+            made_from = Origin(archive, src.strip_components, tuple(src.members),
+                               tuple(src.skip), patches, apply_all)
+            verdict = reuse.keep(earlier, workdir, rel, key, made_from, log)
+            if verdict.kept:
+                return dest
+            rewritten = verdict.rewritten
         tree = extract(archive, dest, strip_components=src.strip_components,
                        members=src.members, skip=src.skip)
         for patch in src.patches:
