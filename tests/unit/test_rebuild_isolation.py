@@ -42,7 +42,7 @@ def _installed(name: str) -> bool:
 def test_the_callers_launcher_and_caches_never_reach_the_rebuild(tmp_path: Path) -> None:
     gcc = Platform(name="linux-x86_64", os="linux", arch="x86_64", contract=Contract(),
                    toolchain=Toolchain(cc=("gcc",), cxx=("g++",), ar=("ar",)))
-    env, iso = isolated(CALLER, tmp_path, gcc)
+    env, iso = isolated(CALLER, tmp_path, gcc, {})
     assert {k for k in env if k.startswith(("CCACHE_", "SCCACHE_"))} == set()
     assert "PREBAKE_COMPILER_LAUNCHER" not in env and "EM_CACHE" not in env
     assert env["PATH"] == CALLER["PATH"] and env["LANG"] == "C.UTF-8"
@@ -57,7 +57,7 @@ def test_the_callers_launcher_and_caches_never_reach_the_rebuild(tmp_path: Path)
 @pytest.mark.skipif(not DEBIAN_CONFIG.is_file(), reason="needs Debian's emscripten")
 def test_debians_frozen_cache_is_the_packages_own(tmp_path: Path) -> None:
     assert frozen_cache(DEBIAN_CONFIG)
-    env, iso = isolated(CALLER, tmp_path, _platform("emcc"))
+    env, iso = isolated(CALLER, tmp_path, _platform("emcc"), {})
     assert "EM_CACHE" not in env, "the caller's (perhaps a writable copy) is not used either"
     (em,) = [c for c in iso.caches if c.name == "EM_CACHE"]
     assert not em.fresh and em.path is None and str(DEBIAN_CONFIG) in em.note
@@ -70,7 +70,7 @@ def test_an_environments_cache_is_fresh_unless_its_config_freezes_it(
     if not _installed(name):
         pytest.skip(f"needs the {name} environment (prebake toolchain install)")
     monkeypatch.setenv("PREBAKE_TOOLCHAINS", str(TOOLCHAINS))
-    env, iso = isolated(CALLER, tmp_path, _platform("emcc", name))
+    env, iso = isolated(CALLER, tmp_path, _platform("emcc", name), {})
     (em,) = [c for c in iso.caches if c.name == ENV_EM_CACHE]
     assert em.fresh is not frozen
     if frozen:

@@ -248,7 +248,7 @@ def verify_rebuild(asset: Path, workspace: Path, *, into: Path | None = None,
     refuse_unlocked(ws, (target,), lock)
 
     _fresh(folder, into is None)
-    env, isolation = isolated(caller_env, folder, target.platform)
+    env, isolation = isolated(caller_env, folder, target.platform, ws.pins)
     copy = load_workspace(_copy_workspace(ws, folder / "workspace"))
     store = folder / "store"
     store.mkdir()

@@ -33,8 +33,9 @@ from typing import Any
 
 from prebake.toolchain.enter import ENV_EM_CACHE
 from prebake.toolchain.environment import environment_named
-from prebake.toolchain.families import family_of_argv
 from prebake.toolchain.launcher import LAUNCHER_VARIABLE
+from prebake.toolchain.probe import resolve_argv
+from prebake.toolchain.verify import platform_family
 from prebake.workspace.model import Platform
 
 ZIG_CACHES = ("ZIG_GLOBAL_CACHE_DIR", "ZIG_LOCAL_CACHE_DIR")
@@ -81,15 +82,18 @@ class Isolation:
         return f"no compiler launcher; {dropped}; caches {caches}"
 
 
-def _emscripten_config(platform: Platform, caller: Mapping[str, str]) -> Path | None:
+def _emscripten_config(platform: Platform, pins: Mapping[str, str],
+                       caller: Mapping[str, str]) -> Path | None:
     """The config file the platform's Emscripten reads (emscripten's own order: ``EM_CONFIG``,
-    then the ``.emscripten`` beside its ``emcc``), or None when none is found."""
+    then the ``.emscripten`` beside its ``emcc``: the pinned emsdk's, or the one on
+    ``PATH``), or None when none is found."""
     tc = platform.toolchain
     if tc.environment:
         return environment_named(tc.environment).root / "usr/share/emscripten/.emscripten"
     if caller.get("EM_CONFIG"):
         return Path(caller["EM_CONFIG"])
-    found = shutil.which(tc.cc[0], path=caller.get("PATH")) if tc.cc else None
+    argv = resolve_argv(tc.cc, platform_family(tc), pins.get(tc.pin) if tc.pin else None)
+    found = shutil.which(argv[0], path=caller.get("PATH")) if argv else None
     if found is None:
         return None
     return Path(found).resolve().parent / ".emscripten"
@@ -109,10 +113,10 @@ def frozen_cache(config: Path | None) -> bool:
     return bool(_FROZEN.search(text))
 
 
-def isolated(caller: Mapping[str, str], folder: Path, platform: Platform
-             ) -> tuple[dict[str, str], Isolation]:
-    """The environment a rebuild in ``folder`` of a unit of ``platform`` runs with (see the
-    module), and what it says about it."""
+def isolated(caller: Mapping[str, str], folder: Path, platform: Platform,
+             pins: Mapping[str, str]) -> tuple[dict[str, str], Isolation]:
+    """The environment a rebuild in ``folder`` of a unit of ``platform`` (with the
+    workspace's ``pins``) runs with (see the module), and what it says about it."""
     env = {k: v for k, v in caller.items()
            if k not in DROPPED and not k.startswith(DROPPED_PREFIXES)}
     dropped = tuple(sorted(set(caller) - set(env)))
@@ -123,9 +127,9 @@ def isolated(caller: Mapping[str, str], folder: Path, platform: Platform
         path.mkdir(parents=True, exist_ok=True)
         env[name] = str(path)
         caches.append(Cache(name, str(path), True, "zig's, empty"))
-    fam = family_of_argv(platform.toolchain.cc)
+    fam = platform_family(platform.toolchain)
     if fam is not None and fam.name == "emscripten":
-        config = _emscripten_config(platform, caller)
+        config = _emscripten_config(platform, pins, caller)
         name = ENV_EM_CACHE if platform.toolchain.environment else "EM_CACHE"
         if frozen_cache(config):
             caches.append(Cache(name, None, False,
