@@ -25,7 +25,6 @@ import argparse
 import hashlib
 import os
 import shutil
-import stat
 import sys
 import tempfile
 import time
@@ -38,7 +37,7 @@ from tests import support  # noqa: E402  (the fixture's download cache)
 
 from prebake.extract import safe_extract  # noqa: E402
 from prebake.recipes.builtin.onnxruntime.recipe import NOT_BUILT  # noqa: E402
-from prebake.sources.treeproof import Origin, prove  # noqa: E402
+from prebake.sources.treeproof import Origin, prove, walk  # noqa: E402
 
 WARM_UNIT = 135.0  # seconds: the middle of the recorded warm flagship units
 
@@ -46,19 +45,11 @@ WARM_UNIT = 135.0  # seconds: the middle of the recorded warm flagship units
 def digests(tree: Path) -> dict[str, str]:
     """Every file's sha256 (the alternative's proof: walk, hash, compare)."""
     out = {}
-    stack = [("", str(tree))]
-    while stack:
-        rel, path = stack.pop()
-        with os.scandir(path) as it:
-            for e in it:
-                name = f"{rel}/{e.name}" if rel else e.name
-                st = e.stat(follow_symlinks=False)
-                if stat.S_ISDIR(st.st_mode):
-                    stack.append((name, e.path))
-                elif stat.S_ISREG(st.st_mode):
-                    fd = os.open(e.path, os.O_RDONLY | os.O_NOFOLLOW)
-                    with os.fdopen(fd, "rb") as fh:
-                        out[name] = hashlib.file_digest(fh, "sha256").hexdigest()
+    for name, seen in walk(tree).items():
+        if seen.kind == "file":
+            fd = os.open(tree / name, os.O_RDONLY | os.O_NOFOLLOW)
+            with os.fdopen(fd, "rb") as fh:
+                out[name] = hashlib.file_digest(fh, "sha256").hexdigest()
     return out
 
 
