@@ -162,7 +162,8 @@ def rewrite_same_size_same_mtime(path: Path) -> None:
 @pytest.mark.parametrize("change", ["content", "content behind its old time", "mode",
                                     "removed", "touched", "link retargeted",
                                     "folder mode", "patched file", "patched file behind its time",
-                                    "a link for a file", "a file for a link"])
+                                    "a link for a file", "a file for a link",
+                                    "a hard link to the same bytes outside"])
 def test_a_tree_changed_since_its_unpack_is_unpacked_again(build: Build, change: str) -> None:
     first = build.fetch()
     fresh = snapshot(first)
@@ -187,6 +188,8 @@ def test_a_tree_changed_since_its_unpack_is_unpacked_again(build: Build, change:
     elif change == "a link for a file":
         (first / "lib" / "b.c").unlink()
         (first / "lib" / "b.c").symlink_to("a.c")
+    elif change == "a hard link to the same bytes outside":  # a write into it goes out
+        os.link(first / "lib" / "b.c", build.tmp / "outside-b.c")
     elif change == "a file for a link":
         (first / "include" / "alias.h").unlink()
         (first / "include" / "alias.h").write_text("int a(void);\n")
@@ -199,7 +202,8 @@ def test_a_tree_changed_since_its_unpack_is_unpacked_again(build: Build, change:
              "removed": "lib/b.c", "touched": "lib/b.c", "link retargeted": "include/alias.h",
              "folder mode": "lib:", "patched file": "lib/a.c",
              "patched file behind its time": "lib/a.c", "a link for a file": "lib/b.c",
-             "a file for a link": "include/alias.h"}[change]
+             "a file for a link": "include/alias.h",
+             "a hard link to the same bytes outside": "lib/b.c: a hard link"}[change]
     assert named in build.said[0], build.said
     assert snapshot(second) == fresh
 

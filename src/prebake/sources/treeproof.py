@@ -6,7 +6,8 @@ archive is the one the source lock names, its sha256 verified by the source cach
 it is read as an unpack reads it (``prebake.extract.written_entries``: the same names, strip,
 ``members``/``skip``, permission bits, modification times) and each member compared with the
 tree: the kind (a file, folder or symlink, never followed), the permission bits, the size, the
-modification time, a symlink's target and every byte. A file the patches touch is compared
+modification time, a symlink's target, that a file has no second name (a hard link) and every
+byte. A file the patches touch is compared
 with the patches applied to the archive's own copy of it, in a folder of its own (the real
 ``patch``, as the unpack ran it). What the tree holds beyond the unpack is listed (a build's
 ``__pycache__``, onnxruntime's emsdk stand-in), for the caller to remove.
@@ -107,6 +108,7 @@ class _Seen:
     size: int
     mtime_ns: int
     target: str
+    links: int = 1
 
 
 def _kind(mode: int) -> str:
@@ -127,7 +129,7 @@ def walk(root: Path) -> dict[str, _Seen]:
                 kind = _kind(st.st_mode)
                 target = str(Path(entry.path).readlink()) if kind == "symlink" else ""
                 seen[name] = _Seen(kind, stat.S_IMODE(st.st_mode), st.st_size,
-                                   st.st_mtime_ns, target)
+                                   st.st_mtime_ns, target, st.st_nlink)
                 if kind == "dir":
                     stack.append((name, entry.path))
     return seen
@@ -184,6 +186,8 @@ def _mismatch(exp: Expected, seen: _Seen | None) -> str | None:
         return f"mode {seen.mode:04o}, the unpack's {exp.mode:04o}"
     if exp.kind == "file" and seen.size != exp.size:
         return f"{seen.size} bytes, the archive's member {exp.size}"
+    if exp.kind == "file" and seen.links != 1:  # the unpack writes a file of its own
+        return f"a hard link ({seen.links} names of one file)"
     if exp.kind == "file" and exp.mtime_ns is not None and \
             abs(seen.mtime_ns - exp.mtime_ns) > 1000:
         return "another modification time than the archive's member"
