@@ -108,15 +108,17 @@ def baseline(tree: Path, out: Path) -> float:
 
 
 def prebake(tree: Path, out_dir: Path, input_hash: str = "0" * 64,
-            cache: Path | None = None) -> tuple[float, Path]:
-    """The packaging step as a whole process; (seconds, the asset)."""
+            cache: Path | None = None) -> tuple[float, Path, str]:
+    """The packaging step as a whole process; (seconds, the asset, the block cache's line:
+    how many blocks came from it and the seconds their proofs took)."""
     shutil.rmtree(out_dir, ignore_errors=True)
     argv = [sys.executable, "-c", PACKAGE, str(tree), str(out_dir), input_hash]
     t = time.perf_counter()
     proc = subprocess.run([*argv, str(cache)] if cache else argv, capture_output=True,
                           text=True, check=True)
     elapsed = time.perf_counter() - t
-    return elapsed, Path(proc.stdout.splitlines()[0])
+    lines = proc.stdout.splitlines()
+    return elapsed, Path(lines[0]), lines[1] if len(lines) > 1 else ""
 
 
 def warm(args: argparse.Namespace, d: Path) -> None:
@@ -128,12 +130,12 @@ def warm(args: argparse.Namespace, d: Path) -> None:
     cold_t, warm_t = [], []
     for i in range(args.rounds):
         changed = f"{i + 2:x}" * 64  # a recipe-only change: another input hash
-        t, cold = prebake(d / "tree", d / "cold", changed)
+        t, cold, _ = prebake(d / "tree", d / "cold", changed)
         cold_t.append(t)
-        t, hot = prebake(d / "tree", d / "warm", changed, d / "blocks")
+        t, hot, said = prebake(d / "tree", d / "warm", changed, d / "blocks")
         warm_t.append(t)
         assert hot.read_bytes() == cold.read_bytes(), "the warm write's bytes are the cold one's"
-        print(f"  round: cold {cold_t[-1]:.1f} s, warm {warm_t[-1]:.1f} s (same bytes)",
+        print(f"  round: cold {cold_t[-1]:.1f} s, warm {warm_t[-1]:.1f} s (same bytes; {said})",
               flush=True)
     ct, wt = statistics.median(cold_t), statistics.median(warm_t)
     print(f"{'cold (no block cache)':36} {ct:7.1f} s")
@@ -165,7 +167,7 @@ def main() -> None:
         for _ in range(args.rounds):
             base_t.append(baseline(d / "tree", d / "base.tar.xz"))
             base_s = (d / "base.tar.xz").stat().st_size
-            t, asset = prebake(d / "tree", d / "out")
+            t, asset, _ = prebake(d / "tree", d / "out")
             ours_s = asset.stat().st_size
             ours_t.append(t)
             print(f"  round: tar|xz {base_t[-1]:.1f} s, prebake {t:.1f} s", flush=True)
