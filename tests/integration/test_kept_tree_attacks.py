@@ -1,5 +1,5 @@
-"""A kept source tree is proven against the locked archive, not trusted on the record beside it
-(issue 51): the attack, through ``prebake build`` as a release engineer runs it.
+"""A kept source tree is proven against the locked archive, not trusted on the record beside it:
+the attack, through ``prebake build`` as a release engineer runs it.
 
 Build 1 runs a recipe with one extra command that edits ``tiny.c`` in its unpacked source (the
 same size, its modification time put back) and rewrites the record prebake keeps beside the

@@ -223,7 +223,7 @@ def test_into_must_be_an_empty_folder(ws: Path, tmp_path: Path) -> None:
     assert (full / "keep.txt").read_text() == "mine\n"
 
 
-# ---- independence (issue 51 item 3, issue 52 item 6) ----------------------------------------
+# ---- independence: nothing shared with the build it checks ----------------------------------
 
 def _tampered(asset: Path, dest: Path) -> Path:
     """``asset`` with one byte of ``two.o`` changed, repacked at ``dest`` with its sidecar."""

@@ -193,7 +193,7 @@ def test_pruning_keeps_what_the_last_asset_used(tmp_path: Path,
 
 
 # what an entry re-encoded by another hand holds: the same bytes when decompressed, another
-# encoding (issue 51); each must be discarded and the block compressed again
+# encoding; each must be discarded and the block compressed again
 REENCODED = {
     "preset 0, no check": {"preset": 0, "check": lzma.CHECK_NONE, "same_dict": False},
     "preset 0, the same filter and dictionary": {"preset": 0, "check": lzma.CHECK_CRC64},

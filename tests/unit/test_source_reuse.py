@@ -312,7 +312,7 @@ def test_a_record_that_learns_more_only_puts_back_the_archives_bytes(build: Buil
     assert snapshot(second) == fresh
 
 
-# ---- attacks (issue 51): a record, a put-back or a member name the build could have written --
+# ---- attacks: a record, a put-back or a member name the build could have written --
 
 def refresh_record(work: Path) -> None:
     """What a recipe command that knows prebake's layout does after editing its tree: every

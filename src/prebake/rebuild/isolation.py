@@ -5,7 +5,7 @@ A compiler cache serves the entry it holds for a key, whatever made it: ccache l
 ``prefix_command`` (``CCACHE_PREFIX``) out of its key, so an entry made through one serves
 every later build with the same key — the build's and, when the check shares the cache (what
 ``actions/cache`` restores into ``CCACHE_DIR``), the check's too, which then says "same bytes"
-of the poisoned object (issue 51). So a rebuild runs with none of the caller's launcher and
+of the poisoned object. So a rebuild runs with none of the caller's launcher and
 cache variables (``PREBAKE_COMPILER_LAUNCHER``, every ``CCACHE_*`` and ``SCCACHE_*``), and with
 empty cache folders of its own, inside its fresh folder, where the toolchain keeps one:
 

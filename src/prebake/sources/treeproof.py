@@ -12,12 +12,12 @@ with the patches applied to the archive's own copy of it, in a folder of its own
 ``patch``, as the unpack ran it). What the tree holds beyond the unpack is listed (a build's
 ``__pycache__``, onnxruntime's emsdk stand-in), for the caller to remove.
 
-Nothing else is trusted: not the record beside the tree (a recipe command can rewrite it, and
-did, in issue 51's attack), not the identities of its entries, not a copy of a file. Measured
-on onnxruntime 1.21.0's source (38 MB ``.tar.xz``, 319 MB of tar, 8555 entries and 113 MB
-compared; docs/measurements.md): 1.7 s, against 2.3 s for unpacking it again and 0.33 s for
-hashing the tree against digests cached on the side — which a build's command could rewrite
-as well.
+Nothing else is trusted: not the record beside the tree (a recipe command can rewrite it: one
+that edited a file and rewrote the record shipped the edit), not the identities of its entries,
+not a copy of a file. Measured on onnxruntime 1.21.0's source (38 MB ``.tar.xz``, 319 MB of
+tar, 8555 entries and 113 MB compared; docs/measurements.md): 1.7 s, against 2.3 s for
+unpacking it again and 0.22 s for hashing the tree against digests cached on the side — which
+a build's command could rewrite as well.
 
 A file the build is known to rewrite (learned: the record names it, ``learned``) may differ:
 its expected bytes are kept from the archive (or the patched copy) and :func:`put_back` writes
