@@ -425,3 +425,30 @@ def test_a_member_named_like_prebakes_own_files_is_refused_by_name(tmp_path: Pat
     assert "lib/a.c.prebake-put-back" in str(err.value)
     assert "\n" not in str(err.value)
     assert not (tmp_path / "work" / "src").exists()
+
+
+def test_a_recipes_trees_are_proven_side_by_side_and_nested_ones_in_order(
+        build: Build) -> None:
+    """``materialize_all``: two trees in folders of their own are proven at once (each log
+    line its own); a tree inside another's folder is fetched after it, in the recipe's order,
+    so the outer tree's unpack or proof never removes it afterwards."""
+    from prebake.sources import materialize_all
+
+    srcs = [build.source(dest="a"), build.source(dest="b"), build.source(dest="b/inner"),
+            build.source(dest="deps/c")]
+    first = materialize_all(srcs, build.tmp / "m0", build.tmp / "recipe", build.cache)
+    fresh = [snapshot(t) for t in first]
+    assert (build.tmp / "m0" / "b" / "inner" / "lib" / "a.c").is_file()
+    said: list[str] = []
+    second = materialize_all(srcs, build.tmp / "m1", build.tmp / "recipe", build.cache,
+                             earlier=build.tmp / "m0", log=said.append)
+    assert [t.relative_to(build.tmp / "m1").as_posix() for t in second] == [
+        "a", "b", "b/inner", "deps/c"]
+    # a and b kept; b/inner, which b's unpack does not write, removed from b with what the
+    # build added, then unpacked afresh into it (an inner tree has no earlier place of its own)
+    assert sorted(s.split(":", 1)[0] for s in said) == ["a", "b", "deps/c"], said
+    assert all(": kept from the earlier build" in s for s in said), said
+    assert next(s for s in said if s.startswith("b:")).endswith(
+        "removed what the build added: inner")
+    assert [snapshot(t) for t in second] == fresh
+    assert (build.tmp / "m1" / "b" / "inner" / "lib" / "a.c").is_file()
