@@ -16,12 +16,15 @@ of ``--mb`` MiB, 68 by default, made by ``ar -M`` from LLVM 14's archives, and i
 packaging as a whole process, alternating rounds: a cold write (no cache), and a warm write after
 a recipe-only change (another input hash in the manifest; the library's blocks in the unit's
 cache from the build before), whose bytes must be the cold write's of the same manifest.
-Run: ``.venv/bin/python benchmarks/bench_package.py [--mb 100] [--rounds 3] [--warm]``.
+``--proof`` times what a warm write pays per cached block instead: one block of that library,
+as the writer cuts it, compressed once, then its entry proven (``prebake.package.blocks``).
+Run: ``.venv/bin/python benchmarks/bench_package.py [--mb 100] [--rounds 3] [--warm | --proof]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import lzma
 import os
 import shutil
 import statistics
@@ -142,6 +145,35 @@ def warm(args: argparse.Namespace, d: Path) -> None:
     print(f"{'warm (a recipe-only change)':36} {wt:7.1f} s  ({wt / ct:.2f}x)")
 
 
+def proof(args: argparse.Namespace, d: Path) -> None:
+    """One block of the flagship-shaped library, as the writer cuts it: compressed once, then
+    its entry's proof timed (``blocks.proven``: framing, the first chunk again, decompressing),
+    best of ``--rounds``, beside the one compression the proof lets a warm write skip."""
+    from prebake.package.archive import ENCODING
+    from prebake.package.blocks import proven
+
+    make_flagship_tree(d / "tree", args.mb)
+    data = (d / "tree" / "lib" / "libbig.a").read_bytes()
+    block = data[:block_size_for(len(data))]
+    t0 = time.perf_counter()
+    entry = ENCODING.compress(block)
+    cold = time.perf_counter() - t0
+    times = []
+    for _ in range(args.rounds):
+        t0 = time.perf_counter()
+        assert proven(entry, block, ENCODING) is None
+        times.append(time.perf_counter() - t0)
+    print(f"one block of {len(block) / 2**20:.1f} MiB (dictionary "
+          f"{ENCODING.dict_size(len(block)) / 2**20:.0f} MiB), load {os.getloadavg()[0]:.1f}")
+    print(f"{'compress it (the cold path, one core)':40} {cold:7.2f} s")
+    t0 = time.perf_counter()
+    assert lzma.decompress(entry) == block
+    alone = time.perf_counter() - t0
+    print(f"{'prove its entry (best of ' + str(args.rounds) + ')':40} {min(times):7.2f} s  "
+          f"(rounds {', '.join(f'{t:.2f}' for t in times)})")
+    print(f"{'  of which decompressing it':40} {alone:7.2f} s  (the whole of the check before)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--mb", type=int, default=100)
@@ -149,9 +181,16 @@ def main() -> None:
                     help="alternate baseline and prebake this many times; the median counts")
     ap.add_argument("--warm", action="store_true",
                     help="the block cache: cold against warm on one big library")
+    ap.add_argument("--proof", action="store_true",
+                    help="the proof of one block-cache entry against compressing its block")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-package-") as tmp:
         d = Path(tmp)
+        if args.proof:
+            if args.mb == 100:
+                args.mb = 68
+            proof(args, d)
+            return
         if args.warm:
             if args.mb == 100:
                 args.mb = 68
