@@ -177,20 +177,30 @@ def test_a_command_that_printed_200_mb_costs_its_message_no_memory(tmp_path: Pat
 
 def _measured(argv: list[str]) -> tuple[int, str, int]:
     """Exit code, stdout and the largest resident set (KiB) of ``argv`` and what it waited
-    for (``wait4``'s own account, not a sample)."""
+    for (``wait4``'s own account, not a sample).
+
+    ``argv`` runs as the child of a small Python of its own, which reports it: a child of
+    this process (a pytest worker that may hold a gigabyte by the time this test runs) would
+    start with the worker's pages counted in its high-water mark, which survives ``exec``."""
     import threading
 
-    proc = subprocess.Popen(argv, env=support.tool_env(), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
+    reporter = ("import os, subprocess, sys\n"
+                "p = subprocess.Popen(sys.argv[1:])\n"
+                "_, status, usage = os.wait4(p.pid, 0)\n"
+                "sys.stderr.write(f'\\nmaxrss={usage.ru_maxrss}\\n')\n"
+                "sys.exit(os.waitstatus_to_exitcode(status))\n")
+    proc = subprocess.Popen([sys.executable, "-c", reporter, *argv], env=support.tool_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert proc.stdout is not None and proc.stderr is not None
     errors: list[bytes] = []
     drain = threading.Thread(target=lambda: errors.append(proc.stderr.read()))  # type: ignore
     drain.start()
     out = proc.stdout.read()
     drain.join()
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
-    return proc.returncode, out.decode(), usage.ru_maxrss
+    proc.wait()
+    found = re.findall(rb"\nmaxrss=(\d+)\n", b"".join(errors))
+    assert found, b"".join(errors)[-2000:]
+    return proc.returncode, out.decode(), int(found[-1])
 
 
 def test_the_kept_config_log_is_masked_like_the_build_log(tmp_path: Path) -> None:
