@@ -46,7 +46,8 @@ def _tree(pid: int) -> list[int]:
     return out
 
 
-def _has_open(pid: int, target: Path) -> bool:
+def _opener(pid: int, target: Path) -> int | None:
+    """The process of ``pid``'s tree that has ``target`` open, if one has."""
     for p in _tree(pid):
         try:
             fds = list(Path(f"/proc/{p}/fd").iterdir())
@@ -55,10 +56,10 @@ def _has_open(pid: int, target: Path) -> bool:
         for fd in fds:
             try:
                 if fd.readlink() == target:
-                    return True
+                    return p
             except OSError:
                 continue
-    return False
+    return None
 
 
 def _run_and_change(args: list[str | Path], victim: Path, change: Callable[[Path], None],
@@ -73,15 +74,17 @@ def _run_and_change(args: list[str | Path], victim: Path, change: Callable[[Path
                                 stdout=o, stderr=e, env=support.tool_env(None))
         try:
             deadline = time.monotonic() + 60
-            while not _has_open(proc.pid, victim.resolve()):
+            while (opener := _opener(proc.pid, victim.resolve())) is None:
                 assert proc.poll() is None, "the run ended before it opened the file"
                 assert time.monotonic() < deadline, "the file was never opened"
                 time.sleep(0.001)
             # the file's size is taken by fstat right after the open, before any read: stopped
             # in between, the run would take the changed file for the one it opened (a
-            # truncated archive, not a change while read). One read more than now is past it.
-            reads = _reads(proc.pid)
-            while _reads(proc.pid) <= reads:
+            # truncated archive, not a change while read). One read more than now, by the
+            # process that opened it (a worker reading another path counts for nothing), is
+            # past it.
+            reads = _reads(opener)
+            while _reads(opener) <= reads:
                 assert proc.poll() is None, "the run ended before it read the file"
                 assert time.monotonic() < deadline, "the file was never read"
             stopped = _signal_tree(proc.pid, signal.SIGSTOP)
@@ -99,15 +102,12 @@ def _run_and_change(args: list[str | Path], victim: Path, change: Callable[[Path
 
 
 def _reads(pid: int) -> int:
-    """Read calls made so far by ``pid`` and its descendants (``syscr`` counts ``pread``)."""
-    total = 0
-    for p in _tree(pid):
-        try:
-            lines = Path(f"/proc/{p}/io").read_text().splitlines()
-        except OSError:
-            continue
-        total += sum(int(line.split()[1]) for line in lines if line.startswith("syscr:"))
-    return total
+    """Read calls made so far by ``pid`` (``syscr`` counts ``pread``); -1 once it ended."""
+    try:
+        lines = Path(f"/proc/{pid}/io").read_text().splitlines()
+    except OSError:
+        return -1
+    return sum(int(line.split()[1]) for line in lines if line.startswith("syscr:"))
 
 
 def _signal(pid: int, sig: signal.Signals) -> bool:
