@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 
 from prebake.errors import FormatError
-from prebake.inspect import glibc, hotloops, magic
+from prebake.inspect import glibc, hotloops, magic, producer
 from prebake.inspect.binreader import Buffer, Source, Truncated, names_at, part, table
 from prebake.inspect.facts import Facts, Symbols
 from prebake.inspect.hotloops_py import PROBE_BITMAP_BYTES, PROBE_TAIL, tail_hash
@@ -111,7 +111,9 @@ VERSION_FAMILIES = ("GLIBC", "GLIBCXX", "CXXABI", "GCC")
 LTO_SECTIONS = b".gnu.lto_"
 LSDA_SECTION = b".gcc_except_table"
 GNU_STACK = b".note.GNU-stack\0"
-_MARK_TEXTS = (LTO_SECTIONS, LSDA_SECTION, GNU_STACK)
+COMMENT = b".comment\0"  # the compilers' .ident strings (and lld's "Linker:" line)
+_MARK_TEXTS = (LTO_SECTIONS, LSDA_SECTION, GNU_STACK, COMMENT)
+MAX_COMMENT = 1 << 16  # bytes of .comment read: a linked image's is a few lines
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,6 +214,7 @@ class ElfFile:
         if 0 < self.shstrndx < self.count:
             self._shstr = self._range(self.section(self.shstrndx))
         self._marks: frozenset[bytes] | None = None
+        self._names: array[int] | None = None
 
     def has_section_text(self, mark: bytes) -> bool:
         """Whether ``mark`` (one of ``_MARK_TEXTS``) occurs in the section name table, all
@@ -316,6 +319,38 @@ class ElfFile:
                 return p[1] if self.lay.is64 else p[6]
         return None
 
+    def _name_words(self) -> array[int]:
+        """Every section header's ``sh_name`` (the first word of a header in both classes),
+        unpacked once from the headers read already."""
+        if self._names is None:
+            words = array("I", bytes(self.headers))
+            if not self.little:
+                words.byteswap()
+            self._names = words[:: max(1, self.shentsize // 4)]
+        return self._names
+
+    def sections_named(self, name: bytes) -> list[Section]:
+        """Every section whose name is ``name`` (NUL-terminated, one of ``_MARK_TEXTS``):
+        the offsets of the name anywhere in the name table (a header may point into the tail
+        of a longer name), then the headers whose ``sh_name`` is one of them."""
+        if not self.has_section_text(name):
+            return []
+        start, end = self._shstr
+        table = bytes(self.data[start:end])
+        words = self._name_words()
+        found: list[int] = []
+        at = table.find(name)
+        while at >= 0 and len(found) <= self.count:
+            i = -1
+            while True:
+                try:
+                    i = words.index(at, i + 1)
+                except ValueError:
+                    break
+                found.append(i)
+            at = table.find(name, at + 1)
+        return [self.section(i) for i in sorted(found)]
+
     def note_flags(self, name: bytes) -> int | None:
         """The flags of the section named ``name`` (NUL-terminated, one of ``_MARK_TEXTS``),
         None when there is none: its name is found in the name table, then the header that
@@ -360,6 +395,23 @@ def _exec_stack(elf: ElfFile, facts: Facts) -> None:
         facts.abi.exec_stack = bool(flags & executable)
     facts.note("exec_stack", said[2] if flags is None else said[0] if flags & executable
                else said[1])
+
+
+def _producer(elf: ElfFile, facts: Facts) -> None:
+    """The compilers' ``.ident`` strings in ``.comment`` (every GCC and clang object has one;
+    a link merges its inputs' into the image's, so an image also names the runtime objects
+    it linked: docs/toolchains.md). Read bounded; none when there is no such section."""
+    texts: list[str] = []
+    for sec in elf.sections_named(COMMENT):
+        if sec.type == SHT.NOBITS or sec.size == 0:
+            continue
+        start, end = elf._range(sec)
+        texts += producer.texts_of(bytes(elf.data[start : min(end, start + MAX_COMMENT)]))
+        if sec.size > MAX_COMMENT:
+            facts.note("producer", f".comment of {sec.size} bytes: the first {MAX_COMMENT} read")
+    absent = ("no section headers (stripped): no .comment to read" if elf.count == 0 else
+              "no .comment section (built with -fno-ident, assembled, or stripped of it)")
+    producer.from_texts(facts, ".comment", list(dict.fromkeys(texts)), absent=absent)
 
 
 def _os_evidence(elf: ElfFile, needed: list[str] | None, versions: list[str]) -> str | None:
@@ -873,6 +925,7 @@ class ElfReader:
         _cxx_stdlib(facts, view, None, [], complete=True)
         _object_glibc(facts, undefined)
         _exec_stack(elf, facts)
+        _producer(elf, facts)
 
     def _image(self, elf: ElfFile, facts: Facts, opts: ParseOptions) -> None:
         loaded = _loaded(elf)
@@ -933,6 +986,7 @@ class ElfReader:
         lsda = elf.has_section_text(LSDA_SECTION)
         _cxx_stdlib(facts, allstr, needed, vnames, complete=ssec is not None or not lsda)
         _exec_stack(elf, facts)
+        _producer(elf, facts)
         if loaded is not None and DT.SYMTAB in loaded.at and opts.symbols:
             facts.symbols = _image_symbols(elf, loaded, verindex)
 
