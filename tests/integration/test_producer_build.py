@@ -1,0 +1,151 @@
+"""A compiler the platform does not pin, swapped into a build, is refused by the producer its
+objects carry (issue 51): a linux-x86_64 platform pinned to clang 14 whose configure is told
+``CC=/usr/bin/gcc`` builds ``libtiny.a`` with GCC 12, every other guard passes, and the
+contract's ``producer = ["toolchain"]`` (the manylinux preset's) refuses it naming the member,
+what it says and what the platform pins. A recipe that ships another compiler's objects on
+purpose says so in ``other_compilers``: reported in the build's output and the manifest,
+judged against its own globs, and an entry that matches nothing fails.
+
+The tiny autotools project of ``test_configure_make.py``, built with its own configure and
+make; an absolute compiler path is the route no tools folder can shadow.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from tests import support
+from tests.integration.test_configure_make import RECIPE, TINY
+
+WORKSPACE = """\
+[project]
+name = "tiny-ws"
+version = "0.1.0"
+
+[pins]
+tiny = "1.2.0"
+clang = "14"
+
+[platforms.linux-x86_64]
+os = "linux"
+arch = "x86_64"
+env_unset = ["CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS"]
+contract = { extends = "manylinux_2_36_x86_64" }
+
+[platforms.linux-x86_64.toolchain]
+cc = "clang-14"
+cxx = "clang++-14"
+ar = "llvm-ar-14"
+nm = "llvm-nm-14"
+pin = "clang"
+
+[stages.lib]
+recipes = ["tiny"]
+package = "per-recipe"
+"""
+ASSET = "tiny-1.2.0-linux-x86_64.tar.xz"
+GCC_IDENT = subprocess.run(["gcc", "--version"], capture_output=True, text=True,
+                           check=True).stdout.splitlines()[0]
+
+
+def _gcc_release() -> str:
+    m = re.search(r"\) (\d+\.\d+\.\d+)$", GCC_IDENT)
+    assert m is not None, GCC_IDENT
+    return m.group(1)
+
+
+def _workspace(tmp: Path, configure: str, other: str = "") -> Path:
+    ws = tmp / "ws"
+    shutil.copytree(TINY, ws / "recipes" / "tiny" / "src")
+    (ws / "prebake.toml").write_text(WORKSPACE)
+    text = RECIPE.format(configure=configure, imports="from prebake.recipes import "
+                         "OtherCompiler" if other else "", host_tools="")
+    if other:
+        text = text.replace("\n    link_test=",
+                            f"\n    other_compilers=({other},),\n    link_test=")
+    (ws / "recipes" / "tiny" / "recipe.py").write_text(text)
+    return ws
+
+
+def _build(ws: Path) -> tuple[int, dict[str, object], str]:
+    proc = support.prebake("-C", ws, "build", "--json", timeout=900)
+    (unit,) = json.loads(proc.stdout)["units"]
+    return proc.returncode, unit, proc.stdout + proc.stderr
+
+
+def _manifest(ws: Path) -> dict[str, object]:
+    with tarfile.open(ws / "releases" / "continuous" / ASSET) as tf:
+        fh = tf.extractfile("share/prebake/manifest.json")
+        assert fh is not None
+        data: dict[str, object] = json.loads(fh.read())
+        return data
+
+
+def test_the_pinned_compiler_builds_and_the_manifest_says_what_held_it(tmp_path: Path) -> None:
+    ws = _workspace(tmp_path, " CC={tools[cc]}")
+    rc, unit, out = _build(ws)
+    assert rc == 0 and unit["state"] == "built", out
+    manifest = _manifest(ws)
+    record = manifest["guards"]["producer"]  # type: ignore[index]
+    assert record["toolchain"] == "clang 14.0.6"
+    assert record["own"] == ["clang 14.0.6", "llvm 14.0.6"]
+    assert record["runtime"] == [f"gcc {_gcc_release()}"] and record["other_compilers"] == []
+    (lib,) = manifest["facts"]  # type: ignore[misc]
+    assert lib["abi"]["producer"] == ["clang 14.0.6"]
+
+
+@pytest.mark.parametrize("cc", ["/usr/bin/gcc", "/usr/bin/x86_64-linux-gnu-gcc-12"])
+def test_a_swapped_in_gcc_is_refused_naming_the_member_and_both_compilers(
+        tmp_path: Path, cc: str) -> None:
+    ws = _workspace(tmp_path, f" CC={cc}")
+    rc, unit, out = _build(ws)
+    assert rc == 1 and unit["state"] == "failed", out
+    message = str(unit["message"])
+    gcc = _gcc_release()
+    text = GCC_IDENT.split(" ", 1)[1]  # "(Debian 12.2.0-14+deb12u1) 12.2.0"
+    assert (f"lib/libtiny.a: producer: required clang 14.0.6 (the platform's verified "
+            f"compiler; gcc {gcc} from its runtime in a linked image), found gcc {gcc} in 1 of "
+            f"1 member: tiny.o (.comment 'GCC: {text}')") in message, message
+    violations = unit["violations"]
+    assert [(v["rule"], v["members"]) for v in violations] == [  # type: ignore[attr-defined]
+        ("producer", ["tiny.o"])]
+    assert not (ws / "releases" / "continuous" / ASSET).exists()  # nothing published
+
+
+def test_another_compilers_objects_ship_only_by_a_reported_allowance(tmp_path: Path) -> None:
+    why = "upstream's own GCC build, kept as it is"
+    ws = _workspace(tmp_path, " CC=/usr/bin/gcc",
+                    other=f'OtherCompiler(("lib/libtiny.a",), ("gcc 12.*",), "{why}")')
+    proc = support.prebake("-C", ws, "build", timeout=900)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    # said in the build's output and its log, and recorded
+    said = (f"lib/libtiny.a names gcc {_gcc_release()}, not the platform's toolchain: "
+            f"allowed by other_compilers ({why})")
+    assert said in proc.stderr  # the progress lines, as a CI log shows them
+    assert said in (ws / ".prebake" / "logs" / "tiny--linux-x86_64.log").read_text()
+    record = _manifest(ws)["guards"]["producer"]  # type: ignore[index]
+    assert record["other_compilers"] == [{"recipe": "tiny", "file": "lib/libtiny.a",
+                                          "says": [f"gcc {_gcc_release()}"],
+                                          "allowed": ["gcc 12.*"], "why": why}]
+
+
+def test_an_allowance_is_judged_and_one_that_exempts_nothing_fails(tmp_path: Path) -> None:
+    ws = _workspace(tmp_path / "a", " CC=/usr/bin/gcc",
+                    other='OtherCompiler(("lib/libtiny.a",), ("gcc 11.*",), "an old GCC")')
+    rc, unit, out = _build(ws)
+    assert rc == 1, out
+    assert "producer: required gcc 11.* (tiny's other_compilers: an old GCC), found gcc " \
+           f"{_gcc_release()}" in str(unit["message"])
+    ws = _workspace(tmp_path / "b", " CC={tools[cc]}",
+                    other='OtherCompiler(("lib/libother.a",), ("gcc *",), "nothing")')
+    rc, unit, out = _build(ws)
+    assert rc == 1, out
+    assert "other_compilers[0] (lib/libother.a) matches no file the recipe ships" in \
+        str(unit["message"])
