@@ -294,3 +294,36 @@ def test_inspect_json_reports_the_producer_per_member(elf: Path,
     assert main(["inspect", str(elf / "libmixed.a")]) == 0
     table = capsys.readouterr().out
     assert "producer" in table and f"gcc {_version('gcc-12')}" in table
+
+
+@pytest.mark.parametrize("root", ["trixie", "sid"])
+def test_current_emscriptens_objects_name_their_clang_and_modules_only_when_asked(
+        root: str) -> None:
+    """Debian 13's Emscripten 3.1.69 (clang 19) and sid's 6.0.5 (clang 21), in their chroots:
+    ``processed-by`` names the clang that ``emcc -v`` reports; the linked module carries no
+    producers section unless ``-sEMIT_PRODUCERS_SECTION``, and then also the languages."""
+    from tests import toolchains
+
+    chroot = toolchains.TRIXIE if root == "trixie" else toolchains.SID
+    bin_dir = toolchains.trixie_emscripten() if root == "trixie" else \
+        toolchains.sid_emscripten()
+    env = {"PATH": f"{bin_dir}:{support.tool_env()['PATH']}"}
+    with toolchains.trixie_workdir("producer", root=chroot) as work:
+        (work / "t.cpp").write_text(CXX + "int main() { return tiny_s(1).size(); }\n")
+        for cmd in (["em++", "-O2", "-c", "t.cpp", "-o", "t.o"],
+                    ["em++", "-O2", "t.cpp", "-o", "plain.js"],
+                    ["em++", "-O2", "-sEMIT_PRODUCERS_SECTION", "t.cpp", "-o", "kept.js"]):
+            support.run(cmd, work, env)
+        version = support.run(["emcc", "-v"], work, env)
+        clang = re.search(r"clang version (\d+\.\d+\.\d+)", version.stdout + version.stderr)
+        assert clang is not None
+        want = [f"clang {clang.group(1)}"]
+        obj = inspect(work / "t.o", ParseOptions())
+        assert obj.abi.producer == want
+        assert obj.evidence["producer"][0].startswith(
+            f"producers 'processed-by: Debian clang {clang.group(1)}")
+        assert inspect(work / "plain.wasm", ParseOptions()).abi.producer is None
+        kept = inspect(work / "kept.wasm", ParseOptions())
+        assert kept.abi.producer == want
+        assert "producers 'language: C_plus_plus_14' (a source language)" in \
+            kept.evidence["producer"]

@@ -134,6 +134,21 @@ def test_another_compilers_objects_ship_only_by_a_reported_allowance(tmp_path: P
     assert record["other_compilers"] == [{"recipe": "tiny", "file": "lib/libtiny.a",
                                           "says": [f"gcc {_gcc_release()}"],
                                           "allowed": ["gcc 12.*"], "why": why}]
+    # a consumer's fetch holds the bytes to what the manifest says (the toolchain, the
+    # exemption); check --platform holds the asset to the platform's compiler, the same way
+    asset = ws / "releases" / "continuous" / ASSET
+    contract = tmp_path / "c.toml"
+    contract.write_text('producer = ["toolchain"]\n')
+    fetched = support.prebake("fetch", "tiny==1.2.0", "--platform", "linux-x86_64",
+                              "--store", f"file://{ws / 'releases'}", "--into",
+                              tmp_path / "into", "--lock", tmp_path / "l.lock",
+                              "--contract", contract)
+    assert fetched.returncode == 0, fetched.stdout + fetched.stderr
+    assert support.prebake("-C", ws, "check", "--platform", "linux-x86_64",
+                           asset).returncode == 0
+    alone = support.prebake("-C", ws, "check", "--platform", "linux-x86_64",
+                            tmp_path / "into" / "lib" / "libtiny.a")
+    assert alone.returncode == 1 and "producer: required clang 14.0.6" in alone.stdout
 
 
 def test_an_allowance_is_judged_and_one_that_exempts_nothing_fails(tmp_path: Path) -> None:
