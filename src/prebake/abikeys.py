@@ -249,9 +249,9 @@ KEYS: tuple[AbiKey, ...] = (
            describe="the compilers that built the binary, from its own bytes (ELF .comment, "
                     "wasm producers, COFF .rdata$zzz/.comment/S_COMPILE3, PE GCC idents or "
                     "Rich header, bitcode IDENTIFICATION, Mach-O LC_BUILD_VERSION tools), each "
-                    "'tool release'; null: the binary carries none (evidence says why)",
-           diff=Diff("added", "a binary built by another compiler than before: its code "
-                              "generation, runtime and ABI assumptions are that compiler's")),
+                    "'tool release'; null: the binary carries none (evidence says why)"),
+    # no diff rule: a toolchain bump changes every producer without breaking a consumer by
+    # itself (what it does break, the other facts' rules say)
     AbiKey("features_required", "wasm features every binary must have", Value.FEATURES,
            rule=True, reads=(_FEATS, "abi.simd128"), oses=WASM_OSES),
     AbiKey("features_forbidden", "wasm features no binary may have (e.g. relaxed-simd)",
