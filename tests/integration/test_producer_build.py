@@ -1,5 +1,5 @@
 """A compiler the platform does not pin, swapped into a build, is refused by the producer its
-objects carry (issue 51): a linux-x86_64 platform pinned to clang 14 whose configure is told
+objects carry: a linux-x86_64 platform pinned to clang 14 whose configure is told
 ``CC=/usr/bin/gcc`` builds ``libtiny.a`` with GCC 12, every other guard passes, and the
 contract's ``producer = ["toolchain"]`` (the manylinux preset's) refuses it naming the member,
 what it says and what the platform pins. A recipe that ships another compiler's objects on
