@@ -88,27 +88,46 @@ def test_a_comment_running_past_the_file_is_one_error(gcc_object: Path, tmp_path
         inspect(bad, ParseOptions())
 
 
+def _into_a_tail(src: Path, tmp: Path, section: str) -> tuple[Path, Path]:
+    """``src`` with ``section`` renamed ``x<section>`` (binutils' objcopy), and that object
+    with the renamed header pointing one byte into its name: ``section`` is then only the tail
+    of a longer name, as linkers that share tails leave it."""
+    renamed = tmp / "x.o"
+    subprocess.run(["objcopy", "--rename-section", f"{section}=x{section}", str(src),
+                    str(renamed)], check=True)
+    data = bytearray(renamed.read_bytes())
+    shoff, = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
+    stroff, = struct.unpack_from("<Q", data, shoff + shstrndx * shentsize + 0x18)
+    want = f"x{section}\0".encode()
+    for i in range(shnum):
+        name, = struct.unpack_from("<I", data, shoff + i * shentsize)
+        if data[stroff + name: stroff + name + len(want)] == want:
+            struct.pack_into("<I", data, shoff + i * shentsize, name + 1)
+    assert data.count(want[1:]) == 1  # only inside "x<section>"
+    tail = tmp / "tail.o"
+    tail.write_bytes(bytes(data))
+    return renamed, tail
+
+
 def test_a_name_that_is_the_tail_of_a_longer_one_is_found(gcc_object: Path,
                                                           tmp_path: Path) -> None:
     """sh_name may point into another name's tail (linkers share tails): with the section
     renamed ``x.comment``, ``.comment`` is only the tail of that name, and a header pointing
     one byte in names a ``.comment`` all the same."""
-    renamed = tmp_path / "x.o"
-    subprocess.run(["objcopy", "--rename-section", ".comment=x.comment", str(gcc_object),
-                    str(renamed)], check=True)
+    renamed, tail = _into_a_tail(gcc_object, tmp_path, ".comment")
     assert inspect(renamed, ParseOptions()).abi.producer is None  # x.comment is not it
-    data = bytearray(renamed.read_bytes())
-    shoff, = struct.unpack_from("<Q", data, 0x28)
-    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
-    stroff, = struct.unpack_from("<Q", data, shoff + shstrndx * shentsize + 0x18)
-    for i in range(shnum):
-        name, = struct.unpack_from("<I", data, shoff + i * shentsize)
-        if data[stroff + name: stroff + name + 10] == b"x.comment\0":
-            struct.pack_into("<I", data, shoff + i * shentsize, name + 1)
-    assert data.count(b".comment\0") == 1  # only inside "x.comment"
-    tail = tmp_path / "tail.o"
-    tail.write_bytes(bytes(data))
     assert inspect(tail, ParseOptions()).abi.producer == ["gcc 12.2.0"]
+
+
+def test_a_stack_note_named_by_a_tail_is_found_too(gcc_object: Path, tmp_path: Path) -> None:
+    """The same lookup finds ``.note.GNU-stack`` (whether the object asks for an executable
+    stack): it used to be looked for only right after a NUL of the name table."""
+    renamed, tail = _into_a_tail(gcc_object, tmp_path, ".note.GNU-stack")
+    assert inspect(renamed, ParseOptions()).abi.exec_stack is None
+    facts = inspect(tail, ParseOptions())
+    assert facts.abi.exec_stack is False
+    assert facts.evidence["exec_stack"] == [".note.GNU-stack is not executable"]
 
 
 def _uleb(n: int) -> bytes:

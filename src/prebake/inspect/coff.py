@@ -478,7 +478,7 @@ def _producer(r: Reader, facts: Facts, sections: list[Section], comp: RawSymbol 
             continue
         if s.name.startswith(".rdata$zzz") or s.name == ".comment":
             raw = r.bytes(s.raw_ptr, min(s.raw_size, MAX_IDENT), s.name)
-            found += [(s.name, t, producer.parse(t)) for t in producer.texts_of(raw)]
+            found += [(s.name, t, p) for t, p in producer.parsed(raw)]
         elif s.name == ".debug$S":
             text = _compile_record(r.bytes(s.raw_ptr, min(s.raw_size, MAX_CODEVIEW), s.name))
             if text is not None:

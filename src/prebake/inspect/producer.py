@@ -14,6 +14,7 @@ A text no row reads is evidence, never a guess.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -102,6 +103,14 @@ def texts_of(raw: bytes) -> list[str]:
     return list(out)
 
 
+@functools.lru_cache(maxsize=64)
+def parsed(raw: bytes) -> tuple[tuple[str, Producer | None], ...]:
+    """``texts_of`` and ``parse`` of a section's bytes, remembered (at most 64 sections of at
+    most ``elf.MAX_COMMENT`` bytes): the members of an archive built by one compiler carry the
+    same few bytes each, and parsing them again was 7 % of reading such an archive's facts."""
+    return tuple((t, parse(t)) for t in texts_of(raw))
+
+
 def record(facts: Facts, found: Sequence[tuple[str, str, Producer | None]], *,
            absent: str) -> None:
     """Set ``abi.producer`` from ``(where, text, parsed)`` records and note each as evidence
@@ -128,7 +137,3 @@ def record(facts: Facts, found: Sequence[tuple[str, str, Producer | None]], *,
     elif not compilers:
         facts.note("producer", "no record names a compiler")
 
-
-def from_texts(facts: Facts, where: str, texts: Sequence[str], *, absent: str) -> None:
-    """``record`` for plain text records (``.comment``, ``.rdata$zzz``, ``S_COMPILE3``)."""
-    record(facts, [(where, t, parse(t)) for t in texts], absent=absent)
