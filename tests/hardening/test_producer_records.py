@@ -19,6 +19,7 @@ from prebake.inspect import ParseOptions, inspect
 from prebake.inspect.elf import MAX_COMMENT
 from prebake.inspect.producer import MAX_TEXTS
 from tests import support
+from tests.unit.test_wasm_reader import leb
 
 C = "int tiny(int x) { return x * 3 + 1; }\n"
 
@@ -130,33 +131,24 @@ def test_a_stack_note_named_by_a_tail_is_found_too(gcc_object: Path, tmp_path: P
     assert facts.evidence["exec_stack"] == [".note.GNU-stack is not executable"]
 
 
-def _uleb(n: int) -> bytes:
-    out = bytearray()
-    while True:
-        b, n = n & 0x7F, n >> 7
-        out.append(b | (0x80 if n else 0))
-        if not n:
-            return bytes(out)
-
-
 def _name(s: bytes) -> bytes:
-    return _uleb(len(s)) + s
+    return leb(len(s)) + s
 
 
 def _module(payload: bytes) -> bytes:
     body = _name(b"producers") + payload
-    return b"\0asm\1\0\0\0" + b"\0" + _uleb(len(body)) + body
+    return b"\0asm\1\0\0\0" + b"\0" + leb(len(body)) + body
 
 
 def test_a_wasm_producers_section_of_thousands_is_capped_and_a_cut_one_an_error(
         tmp_path: Path) -> None:
     entries = b"".join(_name(f"tool{i}".encode()) + _name(b"1.0") for i in range(3000))
     many = tmp_path / "many.wasm"
-    many.write_bytes(_module(_uleb(1) + _name(b"processed-by") + _uleb(3000) + entries))
+    many.write_bytes(_module(leb(1) + _name(b"processed-by") + leb(3000) + entries))
     facts = inspect(many, ParseOptions())
     assert facts.abi.producer is not None and len(facts.abi.producer) <= MAX_TEXTS
     cut = tmp_path / "cut.wasm"  # claims a million entries, holds one
-    cut.write_bytes(_module(_uleb(1) + _name(b"processed-by") + _uleb(1 << 20)
+    cut.write_bytes(_module(leb(1) + _name(b"processed-by") + leb(1 << 20)
                             + _name(b"clang") + _name(b"14.0.6")))
     with pytest.raises(FormatError, match=r"cut\.wasm"):
         inspect(cut, ParseOptions())

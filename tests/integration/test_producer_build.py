@@ -101,23 +101,44 @@ def test_the_pinned_compiler_builds_and_the_manifest_says_what_held_it(tmp_path:
     assert lib["abi"]["producer"] == ["clang 14.0.6"]
 
 
-@pytest.mark.parametrize("cc", ["/usr/bin/gcc", "/usr/bin/x86_64-linux-gnu-gcc-12"])
+def _refused_by_producer(message: str) -> bool:
+    gcc = _gcc_release()
+    text = GCC_IDENT.split(" ", 1)[1]  # "(Debian 12.2.0-14+deb12u1) 12.2.0"
+    return (f"lib/libtiny.a: producer: required clang 14.0.6 (the platform's verified "
+            f"compiler; gcc {gcc} from its runtime in a linked image), found gcc {gcc} in 1 of "
+            f"1 member: tiny.o (.comment 'GCC: {text}')") in message
+
+
+@pytest.mark.parametrize("cc", ["/usr/bin/gcc", "/usr/bin/gcc-12",
+                                "/usr/bin/x86_64-linux-gnu-gcc-12"])
 def test_a_swapped_in_gcc_is_refused_naming_the_member_and_both_compilers(
         tmp_path: Path, cc: str) -> None:
+    """An absolute path is no PATH lookup: no tools folder can shadow it, the bytes say GCC."""
     ws = _workspace(tmp_path, f" CC={cc}")
     rc, unit, out = _build(ws)
     assert rc == 1 and unit["state"] == "failed", out
     message = str(unit["message"])
-    gcc = _gcc_release()
-    text = GCC_IDENT.split(" ", 1)[1]  # "(Debian 12.2.0-14+deb12u1) 12.2.0"
-    assert (f"lib/libtiny.a: producer: required clang 14.0.6 (the platform's verified "
-            f"compiler; gcc {gcc} from its runtime in a linked image), found gcc {gcc} in 1 of "
-            f"1 member: tiny.o (.comment 'GCC: {text}')") in message, message
+    assert _refused_by_producer(message), message
     violations = unit["violations"]
     assert [(v["rule"], v["members"]) for v in violations] == [  # type: ignore[attr-defined]
         ("producer", ["tiny.o"])]
     assert not (ws / "releases" / "continuous" / ASSET).exists()  # nothing published
 
+
+
+@pytest.mark.parametrize("cc", ["gcc-12", "x86_64-linux-gnu-gcc-12"])
+def test_a_gcc_found_by_name_is_refused_whichever_guard_meets_it(tmp_path: Path,
+                                                                  cc: str) -> None:
+    """A versioned or triple-prefixed name is a PATH lookup: the tools folder may refuse it
+    before configure gets a compiler (a refuser under that name), and where it does not, the
+    producer of what GCC built refuses the library. Either way nothing is published."""
+    ws = _workspace(tmp_path, f" CC={cc}")
+    rc, unit, out = _build(ws)
+    assert rc == 1 and unit["state"] == "failed", out
+    message = str(unit["message"])
+    assert (_refused_by_producer(message)
+            or f"'{cc}' is not a tool platform linux-x86_64 pins" in message), message
+    assert not (ws / "releases" / "continuous" / ASSET).exists()
 
 def test_another_compilers_objects_ship_only_by_a_reported_allowance(tmp_path: Path) -> None:
     why = "upstream's own GCC build, kept as it is"
