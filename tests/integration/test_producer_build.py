@@ -172,6 +172,42 @@ def test_another_compilers_objects_ship_only_by_a_reported_allowance(tmp_path: P
     assert alone.returncode == 1 and "producer: required clang 14.0.6" in alone.stdout
 
 
+
+# A prebuilt shared library behind its links, as a repackaged upstream build ships it: made
+# by GCC after the clang build (libc kept NEEDED: the Linux evidence), the archive removed,
+# the library listed by its link name.
+SHARED = (', "/usr/bin/gcc -O2 -fPIC -shared -Wl,-soname,libtiny.so.1,--no-as-needed -I. '
+          '-I{{src}} {{src}}/tiny.c -o {{prefix}}/lib/libtiny.so.1.2.0", "ln -s libtiny.so.1.2.0 '
+          '{{prefix}}/lib/libtiny.so.1", "ln -s libtiny.so.1 {{prefix}}/lib/libtiny.so", '
+          '"rm {{prefix}}/lib/libtiny.a")')
+
+
+def test_an_exempt_library_behind_its_links_is_exempt_wherever_it_is_checked(
+        tmp_path: Path) -> None:
+    """The build checks the library by the name its outputs give (``lib/libtiny.so``, a
+    link); a fetch and ``check`` read the file the links lead to. The exemption is recorded
+    under that file, so a consumer's fetch accepts what the build accepted (before, the
+    manifest named the link and the fetch refused the asset)."""
+    why = "upstream's own GCC build"
+    ws = _workspace(tmp_path, " CC={tools[cc]}",
+                    other=f'OtherCompiler(("lib/libtiny.so*",), ("gcc 12.*",), "{why}")')
+    recipe = ws / "recipes" / "tiny" / "recipe.py"
+    text = recipe.read_text().replace('"make install")', '"make install"' + SHARED.format())
+    recipe.write_text(text.replace('"lib/libtiny.a"', '"lib/libtiny.so"'))
+    rc, unit, out = _build(ws)
+    assert rc == 0 and unit["state"] == "built", out
+    record = _manifest(ws)["guards"]["producer"]  # type: ignore[index]
+    assert record["other_compilers"] == [{"recipe": "tiny", "file": "lib/libtiny.so.1.2.0",
+                                          "says": [f"gcc {_gcc_release()}"],
+                                          "allowed": ["gcc 12.*"], "why": why}]
+    asset = ws / "releases" / "continuous" / ASSET
+    fetched = support.prebake("-C", ws, "fetch", "tiny==1.2.0", "--platform", "linux-x86_64",
+                              "--into", tmp_path / "into", "--lock", tmp_path / "l.lock")
+    assert fetched.returncode == 0, fetched.stdout + fetched.stderr
+    assert (tmp_path / "into" / "lib" / "libtiny.so.1.2.0").is_file()
+    checked = support.prebake("-C", ws, "check", "--platform", "linux-x86_64", asset)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
 def test_an_allowance_is_judged_and_one_that_exempts_nothing_fails(tmp_path: Path) -> None:
     ws = _workspace(tmp_path / "a", " CC=/usr/bin/gcc",
                     other='OtherCompiler(("lib/libtiny.a",), ("gcc 11.*",), "an old GCC")')

@@ -322,9 +322,13 @@ def producers_pinned(g: GuardInput, shipped: Shipped, read: FactsRead
                 f" matches no file the recipe ships ({', '.join(rels)}): an exemption from "
                 "the producer rule must name what it exempts")]))
         for rel in hits:
-            allowed[str(g.prefix / rel)] = Allowed(recipe.name, entry.producers, entry.why)
-            other.append(OtherCompiled(rel, says.get(rel, ()), entry.producers, entry.why))
-            g.log.write(f"# producer: {rel} names {', '.join(says.get(rel, ())) or 'nothing'}"
+            real = _file_of(g.prefix, rel)
+            for name in (rel, real):  # the guards check the link, a fetch the file
+                allowed[str(g.prefix / name)] = Allowed(recipe.name, entry.producers, entry.why)
+            if any(o.file == real for o in other):
+                continue
+            other.append(OtherCompiled(real, says.get(rel, ()), entry.producers, entry.why))
+            g.log.write(f"# producer: {real} names {', '.join(says.get(rel, ())) or 'nothing'}"
                         f"; exempt from the platform's toolchain by {recipe.name}'s "
                         f"other_compilers ({', '.join(entry.producers)}): {entry.why}")
     verdict = verify_platform(platform, g.pins, caller_env=g.env)
@@ -338,6 +342,19 @@ def producers_pinned(g: GuardInput, shipped: Shipped, read: FactsRead
                        f": {'; '.join(pin.runtime_from)}" if pin.runtime else "") + ")")
     return ProducersPinned(pin, tuple(other), why)
 
+
+
+def _file_of(prefix: Path, rel: str) -> str:
+    """The file ``rel`` names inside the prefix through its links (``lib/libonnxruntime.so``
+    -> ``lib/libonnxruntime.so.1.21.0``): what a check of the asset, which reads files and not
+    links, calls it, and so what an exemption records. ``rel`` when it is no link to a file
+    of the prefix."""
+    path = prefix / rel
+    if not path.is_symlink():
+        return rel
+    real, root = path.resolve(), prefix.resolve()
+    return real.relative_to(root).as_posix() if real.is_relative_to(root) and real.is_file() \
+        else rel
 
 def contract_checked(g: GuardInput, shipped: Shipped, failed: Sequence[str],
                      pinned: ProducersPinned | None = None) -> CheckReport:
