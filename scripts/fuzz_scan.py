@@ -323,7 +323,7 @@ def _answer(data: memoryview, symbols: bool) -> str:
 def _direct_edges() -> int:
     """The C functions called at the edges the readers guard today (so a guard lost in a
     refactor cannot hide a bad read): a count of 0 with an offset far past the data, a symbol
-    name offset of 2^32 - 1, empty tables."""
+    or section name offset of 2^32 - 1, empty tables."""
     from prebake.inspect.hotloops import scan
 
     assert scan is not None
@@ -345,6 +345,16 @@ def _direct_edges() -> int:
     _k, empty = _exact(b"")
     assert scan.count_byte(empty, 0, 0) == 0 and scan.occurs(empty, (b"ab",)) == 0
     cases += 2
+    # named: sh_name at and past a name table's last bytes, 2^31 and 2^32 - 1
+    for little in (True, False):
+        e = "<" if little else ">"
+        for off in (0, 1, 8, 9, 2**31, 2**32 - 1):
+            _keep_h, heads = _exact(struct.pack(e + "I", off) + bytes(36))
+            for names in (b"", b".", b".comment", b".comment\0"):
+                _keep_n, table = _exact(names)
+                want = [0] if names[off : off + 9] == b".comment\0" else []
+                assert scan.named(heads, 1, 40, little, table, b".comment\0") == want
+                cases += 1
     # the wasm loops: extents outside the buffer, a LEB of 10 bytes of ones, a count of 2^64-1
     from prebake.inspect import wasm_code
 

@@ -116,6 +116,19 @@ def run_windows(program: Path, *args: str, dll_dirs: Sequence[Path] = (),
     return wine.run(program, args, prefix=WINE_PREFIX, dll_dirs=dll_dirs, cwd=cwd)
 
 
+def producer_pin(platform: Any, pins: Mapping[str, str] | None = None) -> Any:
+    """The platform's compiler, verified here and read as the contract's ``producer`` rule
+    holds binaries to it (``prebake.toolchain.producer_pin``): what a build's guard or
+    ``prebake check --platform`` gives ``check_paths``."""
+    from prebake.toolchain.producer_pin import pin_for
+    from prebake.toolchain.verify import verify_platform
+    from prebake.variables import sanitized
+
+    verdict = verify_platform(platform, pins or {})
+    return pin_for(verdict, sanitized(None, platform_env=platform.env,
+                                      unset=platform.env_unset))
+
+
 def build(name: str, sources: Mapping[str, str], commands: Sequence[Sequence[str]],
           env: Mapping[str, str] | None = None) -> Path:
     """Write ``sources`` into a fresh folder, run ``commands`` there, cache the folder.

@@ -234,6 +234,24 @@ KEYS: tuple[AbiKey, ...] = (
                     "image, .note.GNU-stack of an object); null: it has neither, or not ELF",
            diff=Diff("changed", "an executable stack turns off no-execute stack protection "
                                 "for every process that loads it")),
+    AbiKey("producer", "the compilers that built the binary, read from its own bytes as "
+           "`tool release` (`gcc 12.2.0`, `clang 14.0.6`, `llvm 14.0.6` for bitcode): ELF "
+           "`.comment`, the wasm `producers` section, COFF `.rdata$zzz`/`.comment`/CodeView "
+           "`S_COMPILE3`, a MinGW image's GCC idents or an MSVC image's Rich header, bitcode's "
+           "IDENTIFICATION block, Mach-O `LC_BUILD_VERSION` tools; linkers are left out. "
+           "Unknown when the format carries none (the evidence says why). As a contract key: "
+           "the producers every binary may have: `toolchain` is the platform's verified "
+           "compiler (family and release), and in a linked image also its own runtime's "
+           "(docs/toolchains.md); other entries are globs (`gcc 12.*`). A recipe's "
+           "`other_compilers` exempts the files it names, reported", Value.STRINGS,
+           fact="abi", members=Combine.UNION, rule=True, reads=("abi.producer",),
+           column="producer",
+           describe="the compilers that built the binary, from its own bytes (ELF .comment, "
+                    "wasm producers, COFF .rdata$zzz/.comment/S_COMPILE3, PE GCC idents or "
+                    "Rich header, bitcode IDENTIFICATION, Mach-O LC_BUILD_VERSION tools), each "
+                    "'tool release'; null: the binary carries none (evidence says why)"),
+    # no diff rule: a toolchain bump changes every producer without breaking a consumer by
+    # itself (what it does break, the other facts' rules say)
     AbiKey("features_required", "wasm features every binary must have", Value.FEATURES,
            rule=True, reads=(_FEATS, "abi.simd128"), oses=WASM_OSES),
     AbiKey("features_forbidden", "wasm features no binary may have (e.g. relaxed-simd)",

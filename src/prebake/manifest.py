@@ -216,6 +216,35 @@ class LicenseRecord(_Part):
 
 
 @dataclass(frozen=True)
+class OtherCompiledRecord(_Part):
+    """A file a recipe ships from another compiler on purpose (``Recipe.other_compilers``)."""
+
+    recipe: str
+    file: str
+    says: tuple[str, ...] = field(metadata=rule(
+        "the compilers its bytes name (abi.producer); empty: it names none"))
+    allowed: tuple[str, ...] = field(metadata=rule("the globs the recipe allows it"))
+    why: str = field(metadata=rule(minLength=1))
+
+
+@dataclass(frozen=True)
+class ProducerRecord(_Part):
+    """What the contract's ``producer`` rule held every binary to: the verified toolchain."""
+
+    toolchain: str = field(metadata=rule(
+        "the platform's verified compiler, as family and release ('zig 0.17.1 (clang "
+        "22.1.8)'), or why there was none (the rule then stayed undecided)"))
+    own: tuple[str, ...] = field(metadata=rule(
+        "what that compiler writes into its objects ('clang 14.0.6', 'llvm 14.0.6')"))
+    runtime: tuple[str, ...] = field(metadata=rule(
+        "what its own runtime objects carry, which a linked image may name besides"))
+    runtime_from: tuple[str, ...] = field(metadata=rule(
+        "each runtime object read and what it says"))
+    other_compilers: tuple[OtherCompiledRecord, ...] = field(metadata=rule(
+        "the files exempt from the toolchain by their recipe, each with what it says"))
+
+
+@dataclass(frozen=True)
 class Guards(_Part):
     """The guards the asset passed before it was packaged; ``version`` is the version proof
     per recipe (absent in assets made before it existed)."""
@@ -234,6 +263,9 @@ class Guards(_Part):
         "per recipe with a license_check: the SPDX expression, the license text and each "
         "library's evidence (its text, and the switches its compiled-in configure line has "
         "on), which all agreed; the contract's allowed_licenses allowed it"))
+    producer: ProducerRecord | None = field(default=None, metadata=rule(
+        "the verified toolchain the contract's producer rule held every binary to, and the "
+        "files their recipes exempted (absent: the contract has no producer rule)"))
 
 
 @dataclass(frozen=True)

@@ -88,11 +88,16 @@ def test_main_job_builds_checks_and_packages_every_unit(built: tuple[Path, dict[
         jsonschema.validate(manifest, schema)
         unit = next(u for u in data["units"] if u["asset"] == name)
         assert manifest["input_hash"] == unit["input_hash"]
-        assert manifest["inputs"]["asset-format"] == "3"  # what `plan --explain` compares
+        assert manifest["inputs"]["asset-format"] == "4"  # what `plan --explain` compares
         # the guards it passed are on record: the platform's contract and consumer link flags
         guards = manifest["guards"]
         platform = manifest["platform"]
         assert guards["check"]["ok"] and guards["check"]["platform"] == platform
+        # every binary's compiler was read from its bytes and held to the verified one
+        assert guards["producer"]["toolchain"] == {
+            "wasm": "emscripten 3.1.6 (clang 14.0.6)", "linux-x86_64": "gcc 12.2.0",
+            "linux-aarch64": "zig 0.17.1 (clang 22.1.8)"}[platform]
+        assert all(f["abi"]["producer"] for f in manifest["facts"])
         assert guards["check"]["contract"]["arch"] == {"wasm": "wasm32"}.get(platform, "x86_64")
         assert guards["link_test"]["ok"] and "snippet" in guards["link_test"]["linked"]
         if platform == "wasm":

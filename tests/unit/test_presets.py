@@ -21,7 +21,8 @@ EXAMPLES = support.ROOT / "examples"
 HOST_WASM = Contract(os="emscripten", arch="wasm32", eh="wasm", lto="none", threads=True,
                      features_required=("simd128", "exception-handling"),
                      features_forbidden=("relaxed-simd",),
-                     allow_unknown=("os",))  # a wasm object records no OS: listed, not failed
+                     allow_unknown=("os",),  # a wasm object records no OS: listed, not failed
+                     producer=("toolchain",))  # every object names the verified clang
 
 
 def test_the_named_profiles_are_shipped_as_data_files() -> None:
@@ -50,6 +51,8 @@ def test_example_sdk_contracts_come_from_presets_unchanged() -> None:
     linux = ws.platforms["linux-x86_64"].contract
     assert (linux.glibc_max, linux.lto, linux.cxx_stdlib) == ("2.36", "none", "libstdc++")
     assert linux.forbid_exports == ("_ZN6google8protobuf*", "_ZN4absl*")
+    # the Linux and wasm presets hold every binary's compiler to the verified toolchain
+    assert linux.producer == ("toolchain",) == ws.platforms["windows-x86_64"].contract.producer
     assert ws.platforms["linux-aarch64"].contract.glibc_max == "2.28"
     for name, arch in (("macos-arm64", "aarch64"), ("macos-x86_64", "x86_64")):
         mac = ws.platforms[name].contract

@@ -143,6 +143,36 @@ def test_first_type_finds_the_first_header_of_a_type(
             impl.first_type(data, 5, len(types) + 1, entsize, little, want)  # past the end
 
 
+
+NAMES = (b"\0.text\0.comment\0x.comment\0.comment.x\0.note.GNU-stack\0", b".comment", b"",
+         b"\0.comm", b"\0" + b".comment\0" * 3)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from([0, 1, 7, 8, 17, 19, 20, 27, 29, 61, 2**31, 2**32 - 1])
+                | st.integers(0, 70), max_size=20),
+       st.sampled_from(NAMES), st.sampled_from([b".comment\0", b".note.GNU-stack\0", b"\0"]),
+       st.sampled_from([40, 64]), st.booleans())
+def test_named_finds_every_header_whose_name_begins_there(
+    offsets: list[int], names: bytes, name: bytes, entsize: int, little: bool
+) -> None:
+    """Offsets past the table, at its last bytes, into a longer name's tail (``x.comment``
+    at 18 names ``.comment`` from 19) and the head of a longer one (``.comment.x``), 2**31
+    (negative in a 32-bit ``Py_ssize_t``): a header matches exactly where the bytes from its
+    ``sh_name`` on are ``name`` with its NUL."""
+    e = "<" if little else ">"
+    table = b"".join(struct.pack(e + "I", off) + bytes(entsize - 4) for off in offsets)
+    want = [i for i, off in enumerate(offsets) if names[off : off + len(name)] == name]
+    for impl in (scan, hotloops_py):
+        assert impl.named(table, len(offsets), entsize, little, names, name) == want
+        assert impl.named(memoryview(table), len(offsets), entsize, little,
+                          memoryview(names), name) == want
+        with pytest.raises(ValueError):
+            impl.named(table, len(offsets) + 1, entsize, little, names, name)  # past the end
+        with pytest.raises(ValueError):
+            impl.named(table, 1, 42, little, names, name)  # not a multiple of 4
+        assert impl.named(b"", 0, 0, little, names, name) == []  # no table
+
 # -- the whole reader, with and without the extension, on real archives -----------------------
 
 REAL = ["/usr/lib/llvm-14/lib/libLLVMSupport.a", "/usr/lib/llvm-14/lib/libLLVMDemangle.a",

@@ -36,6 +36,7 @@ from prebake.bake.unitrun import UnitFailed
 from prebake.contract.check import check_paths, wants_deep
 from prebake.contract.findings import CheckReport, Violation
 from prebake.contract.licenses import judge
+from prebake.contract.producer_rule import Allowed, ProducerPin
 from prebake.errors import PrebakeError
 from prebake.inspect import ParseOptions, inspect
 from prebake.inspect.resolve import resolve
@@ -45,6 +46,8 @@ from prebake.link.whole import prove_whole_archive
 from prebake.package.libs import Library, libraries
 from prebake.package.license_proof import LicenseProof, prove_license
 from prebake.recipes.api import Recipe
+from prebake.toolchain.producer_pin import pin_for
+from prebake.toolchain.verify import verify_platform
 from prebake.workspace.model import Platform
 
 
@@ -65,6 +68,7 @@ class GuardInput:
     dep_libs: tuple[Path, ...] = ()
     include_dirs: tuple[Path, ...] = ()
     before: frozenset[str] = frozenset()
+    pins: Mapping[str, str] = field(default_factory=dict)  # the workspace's (the toolchain's)
 
 
 @dataclass(frozen=True)
@@ -97,6 +101,37 @@ class FactsRead:
 
 
 @dataclass(frozen=True)
+class OtherCompiled:
+    """A file the recipe ships from another compiler on purpose (``Recipe.other_compilers``):
+    what its bytes name (``says``; empty: nothing) and the entry that allows it."""
+
+    file: str
+    says: tuple[str, ...]
+    producers: tuple[str, ...]
+    why: str
+
+
+@dataclass(frozen=True)
+class ProducersPinned:
+    """What the contract's ``producer`` rule held the recipe's binaries to: the verified
+    toolchain's pin (the manifest's ``guards.producer``), and the files exempt from it."""
+
+    pin: ProducerPin | None
+    other: tuple[OtherCompiled, ...] = ()
+    why_none: str = ""  # why there is no pin (the compiler reported no release)
+
+    def to_json(self) -> dict[str, Any]:
+        p = self.pin
+        return {"toolchain": p.toolchain if p else f"unverified: {self.why_none}",
+                "own": list(p.own) if p else [],
+                "runtime": list(p.runtime) if p else [],
+                "runtime_from": list(p.runtime_from) if p else [],
+                "other_compilers": [{"file": o.file, "says": list(o.says),
+                                     "allowed": list(o.producers), "why": o.why}
+                                    for o in self.other]}
+
+
+@dataclass(frozen=True)
 class Linked:
     """How the consumer's links used the recipe's libraries (the manifest's record)."""
 
@@ -119,6 +154,7 @@ class GuardReport:
     linked: tuple[str, ...]
     allowed: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     license: LicenseProof | None = None  # the recipe's license, proven from its bytes
+    producers: ProducersPinned | None = None  # the producer rule's pin and exemptions
 
 
 _GLOB = re.compile(r"[*?\[]")
@@ -193,7 +229,8 @@ def run_guards(g: GuardInput) -> GuardReport:
     outputs_present(g)
     shipped = libraries_found(g)
     read = facts_read(g, shipped)
-    report = contract_checked(g, shipped, read.failures)
+    pinned = producers_pinned(g, shipped, read)
+    report = contract_checked(g, shipped, read.failures, pinned)
     lic, lic_undecided = license_proven(g, shipped, read.failures)
     linked = consumer_linked(g, shipped, read.failures)
     order = link_order_found(g, shipped)
@@ -201,7 +238,7 @@ def run_guards(g: GuardInput) -> GuardReport:
         raise UnitFailed("\n".join(read.failures))
     return GuardReport(g.recipe.name, shipped.libs, read.facts, read.cxx, order,
                        (*_undecided(report, g.prefix), *lic_undecided), linked.linked,
-                       linked.allowed, lic)
+                       linked.allowed, lic, pinned)
 
 
 # ---- the guards, in the order they run ------------------------------------------------------
@@ -262,10 +299,68 @@ def facts_read(g: GuardInput, shipped: Shipped) -> FactsRead:
     return FactsRead(tuple(facts), cxx, tuple(failures))
 
 
-def contract_checked(g: GuardInput, shipped: Shipped, failed: Sequence[str]) -> CheckReport:
+def producers_pinned(g: GuardInput, shipped: Shipped, read: FactsRead
+                     ) -> ProducersPinned | None:
+    """The verified toolchain the contract's ``producer`` rule holds the binaries to (its
+    compiler asked again, through the probe's cache, and its runtime objects read:
+    ``prebake.toolchain.producer_pin``), and the files the recipe's ``other_compilers`` exempt,
+    each with what its bytes say. An entry that matches no shipped file fails the unit:
+    an exemption names what it exempts. None when the contract has no such rule."""
+    contract, platform, recipe = g.platform.contract, g.platform, g.recipe
+    if not contract.producer:
+        return None
+    entries = [e for e in recipe.other_compilers if e.applies(platform.name)]
+    says = {f["path"]: tuple((f.get("abi") or {}).get("producer") or ()) for f in read.facts}
+    rels = [p.relative_to(g.prefix).as_posix() for p in shipped.binaries(g.prefix)]
+    allowed: dict[str, Allowed] = {}
+    other: list[OtherCompiled] = []
+    for i, entry in enumerate(entries):
+        hits = [r for r in rels if any(fnmatch.fnmatchcase(r, glob) for glob in entry.files)]
+        if not hits:
+            raise UnitFailed("\n".join([*read.failures, (
+                f"{recipe.name}/{platform.name}: other_compilers[{i}] ({', '.join(entry.files)})"
+                f" matches no file the recipe ships ({', '.join(rels)}): an exemption from "
+                "the producer rule must name what it exempts")]))
+        for rel in hits:
+            real = _file_of(g.prefix, rel)
+            for name in (rel, real):  # the guards check the link, a fetch the file
+                allowed[str(g.prefix / name)] = Allowed(recipe.name, entry.producers, entry.why)
+            if any(o.file == real for o in other):
+                continue
+            other.append(OtherCompiled(real, says.get(rel, ()), entry.producers, entry.why))
+            g.log.write(f"# producer: {real} names {', '.join(says.get(rel, ())) or 'nothing'}"
+                        f"; exempt from the platform's toolchain by {recipe.name}'s "
+                        f"other_compilers ({', '.join(entry.producers)}): {entry.why}")
+    verdict = verify_platform(platform, g.pins, caller_env=g.env)
+    pin = pin_for(verdict, g.env, allowed)
+    reason = verdict.reason or verdict.cc.error or "it reported no release"
+    why = "" if pin is not None else f"its compiler did not say what it is ({reason})"
+    if pin is not None:
+        g.log.write(f"# producer: every binary held to {pin.toolchain} (its objects name "
+                    f"{', '.join(pin.own)}"
+                    + (f"; a linked image may also name its runtime's {', '.join(pin.runtime)}"
+                       f": {'; '.join(pin.runtime_from)}" if pin.runtime else "") + ")")
+    return ProducersPinned(pin, tuple(other), why)
+
+
+
+def _file_of(prefix: Path, rel: str) -> str:
+    """The file ``rel`` names inside the prefix through its links (``lib/libonnxruntime.so``
+    -> ``lib/libonnxruntime.so.1.21.0``): what a check of the asset, which reads files and not
+    links, calls it, and so what an exemption records. ``rel`` when it is no link to a file
+    of the prefix."""
+    path = prefix / rel
+    if not path.is_symlink():
+        return rel
+    real, root = path.resolve(), prefix.resolve()
+    return real.relative_to(root).as_posix() if real.is_relative_to(root) and real.is_file() \
+        else rel
+
+def contract_checked(g: GuardInput, shipped: Shipped, failed: Sequence[str],
+                     pinned: ProducersPinned | None = None) -> CheckReport:
     """Every binary against the platform's contract; a rule without evidence is recorded as
     undecided (the manifest says so), a violation fails (after ``failed``, what the guards
-    before it found)."""
+    before it found). ``pinned``: the producer rule's verified toolchain and exemptions."""
     prefix, platform = g.prefix, g.platform
     checked = shipped.binaries(prefix)
     g.log.write(f"# guards for {g.recipe.name}: check "
@@ -274,7 +369,9 @@ def contract_checked(g: GuardInput, shipped: Shipped, failed: Sequence[str]) -> 
     # the guard's own deep read: a feature rule is judged on the whole list; the licence is
     # judged on the recipe's proof (license_proven), which no single binary can give
     report = check_paths(checked, replace(platform.contract, allowed_licenses=()),
-                         deep=wants_deep(platform.contract))
+                         deep=wants_deep(platform.contract),
+                         pin=pinned.pin if pinned is not None else None,
+                         no_pin=pinned.why_none if pinned is not None else "")
     g.log.write(report.render())
     if not report.ok:
         raise UnitFailed("\n".join([*failed, f"{g.recipe.name}: contract check failed for "

@@ -78,6 +78,8 @@ def unit_manifest(run: UnitRun, outcomes: Outcomes, order: Sequence[Sequence[str
                  for r, o in outcomes],
         guards={**guards_record(unit.platform, [o for _r, o in outcomes]),
                 "version": summary(proofs),
+                **({"producer": producer} if (producer := producer_record(
+                    [o for _r, o in outcomes])) else {}),
                 **({"license": licenses} if (licenses := {
                     r.name: o.license.to_json() for r, o in outcomes if o.license}) else {})},
         inputs=unit.inputs,
@@ -100,6 +102,20 @@ def guards_record(platform: Platform, outcomes: Sequence[GuardReport]) -> dict[s
                       "allow_undefined": {p: sorted(names) for o in outcomes
                                           for p, names in o.allowed.items()}},
     }
+
+
+def producer_record(outcomes: Sequence[GuardReport]) -> dict[str, Any] | None:
+    """The manifest's ``guards.producer``: the verified toolchain every binary was held to
+    (what its objects name, what its runtime adds in a linked image) and each file a recipe
+    exempted (what it says, what was allowed, why). None: the contract has no such rule."""
+    pinned = [o.producers for o in outcomes if o.producers is not None]
+    if not pinned:
+        return None
+    out = pinned[0].to_json()
+    out["other_compilers"] = [{"recipe": o.recipe, **x} for o in outcomes
+                              if o.producers is not None
+                              for x in o.producers.to_json()["other_compilers"]]
+    return out
 
 
 def build_settings(run: UnitRun, recipe: Recipe, strategy: Strategy) -> dict[str, str]:

@@ -170,7 +170,10 @@ def guard_recipe(run: UnitRun, built: RecipeBuilt) -> RecipeGuarded:
     outcome = run_guards(GuardInput(
         recipe, p, dirs.prefix, built.work, run.log, run.env.base, dep_libs=tuple(dep_libs),
         include_dirs=() if dirs.shared_prefix else (dirs.deps / "include",),
-        before=built.before))
+        before=built.before, pins=run.ws.pins))
+    for other in outcome.producers.other if outcome.producers else ():
+        run.say(f"{recipe.name}: {other.file} names {', '.join(other.says) or 'no compiler'}, "
+                f"not the platform's toolchain: allowed by other_compilers ({other.why})")
     return RecipeGuarded(recipe, built.strategy, outcome)
 
 

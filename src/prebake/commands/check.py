@@ -57,12 +57,17 @@ def run(args: argparse.Namespace) -> int:
     from prebake.contract.terms import load_contract_file
 
     platform = None
+    pin, no_pin = None, ("--contract names no platform whose compiler could be verified "
+                         "(--platform P does)")
     if args.contract:
         contract = load_contract_file(Path(args.contract))
     else:
         platform = load_platform(args.workspace, args.platform)
         contract = platform.contract
-    report = check_paths([Path(p) for p in args.paths], contract, deep=args.deep)
+        if contract.producer:
+            pin, no_pin = _producer_pin(args.workspace, platform, [Path(p) for p in args.paths])
+    report = check_paths([Path(p) for p in args.paths], contract, deep=args.deep, pin=pin,
+                         no_pin=no_pin)
     findings = _toolchain_findings([Path(p) for p in args.paths], platform)
     refused = [f for f in findings if f.level == "refuse"]
     if args.json:
@@ -84,6 +89,34 @@ def run(args: argparse.Namespace) -> int:
         summary = report.render().splitlines()[-1]
         out.print(("[green]✓[/green] " if report.ok else "") + escape(summary), markup=True)
     return 0 if report.ok and not refused else 1
+
+
+def _producer_pin(workspace: str | None, platform: Platform, paths: list[Path]
+                  ) -> tuple[Any, str]:
+    """The platform's compiler, verified against its pin now, as the producer rule holds
+    binaries to it; an asset's files its recipes exempted (its manifest's
+    ``guards.producer``) stay exempt, held to their recipe's globs."""
+    from prebake.commands._common import find_workspace
+    from prebake.contract.producer_rule import Allowed
+    from prebake.toolchain.producer_pin import pin_for
+    from prebake.toolchain.verify import Status, verify_platform
+    from prebake.variables import sanitized
+    from prebake.workspace.loader import load_pins
+
+    verdict = verify_platform(platform, load_pins(find_workspace(workspace)))
+    if verdict.status in (Status.MISMATCH, Status.MISSING):
+        return None, f"its compiler could not be verified here ({verdict.reason})"
+    allowed = {}
+    for path in paths:
+        record = ((_asset_manifest(path) or {}).get("guards") or {}).get("producer") or {}
+        for o in record.get("other_compilers") or ():
+            if isinstance(o, dict) and isinstance(o.get("file"), str):
+                allowed[f"{path}!{o['file']}"] = Allowed(
+                    str(o.get("recipe")), tuple(o.get("allowed") or ()),
+                    f"{o.get('why')}, as the asset's manifest records")
+    env = sanitized(None, platform_env=platform.env, unset=platform.env_unset)
+    pin = pin_for(verdict, env, allowed)
+    return pin, "" if pin is not None else f"its compiler reported no release ({verdict.reason})"
 
 
 def _asset_manifest(path: Path) -> dict[str, Any] | None:

@@ -27,6 +27,7 @@ if sys.platform != "win32":  # Windows has no advisory locks (``_exclusive`` is 
 from prebake.consume.consumer_lock import LOCK_NAME, LockEntry, read_lock
 from prebake.contract.check import check_paths, wants_deep
 from prebake.contract.licenses import judge
+from prebake.contract.producer_rule import Allowed, ProducerPin
 from prebake.contract.terms import Contract
 from prebake.digest import ProgressFn, file_sha256
 from prebake.errors import CheckFailed, PrebakeError
@@ -245,8 +246,9 @@ def _checker(aid: AssetId, contract: Contract | None,
                 raise CheckFailed(f"{refusal}; nothing was installed")
             # like the build guard: a feature rule is judged on the whole list, the licence
             # on what the manifest says the build proved (no binary says it)
+            pin, no_pin = manifest_pin(typed, tree)
             report = check_paths([tree], replace(contract, allowed_licenses=()),
-                                 deep=wants_deep(contract))
+                                 deep=wants_deep(contract), pin=pin, no_pin=no_pin)
             report.relabel(tree, aid.filename)  # the asset's name, not the temporary folder
             if not report.ok:
                 raise CheckFailed(f"{aid.filename} breaks this consumer's contract; nothing "
@@ -274,6 +276,20 @@ def _check_pc_files(aid: AssetId, tree: Path, notes: list[str]) -> None:
                           "outside the asset (a consumer's compiler would be sent there); "
                           "nothing was installed\n"
                           + "\n".join(f"  {x.render()}" for x in leaks))
+
+
+def manifest_pin(manifest: Manifest, tree: Path) -> tuple[ProducerPin | None, str]:
+    """What ``producer = ["toolchain"]`` means for a fetched asset: the toolchain its manifest
+    says it was verified to be built with (``guards.producer``), so its bytes must agree with
+    what it says about itself; the files its recipes exempted stay held to their globs."""
+    record = manifest.guards.producer if manifest.guards is not None else None
+    if record is None or not record.own:
+        return None, ("its manifest records no verified toolchain for it (built by a contract "
+                      "without the producer rule, or before prebake read producers)")
+    allowed = {str(tree / o.file): Allowed(o.recipe, o.allowed, f"{o.why}, as its manifest "
+                                           "records") for o in record.other_compilers}
+    return ProducerPin(record.toolchain, record.own, record.runtime, record.runtime_from,
+                       allowed), ""
 
 
 def license_refusal(shown: str, manifest: Manifest, contract: Contract) -> str | None:

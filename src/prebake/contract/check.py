@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from prebake import abikeys
+from prebake.contract import producer_rule
 from prebake.contract.clash import clash_violations
 from prebake.contract.findings import (
     MAX_EVIDENCE_SHOWN,
@@ -90,13 +91,21 @@ def _violation(rule: Rule, value: Any, path: str, hits: list[tuple[str, Finding]
     return Violation(rule.key, expected, found, path, members, detail, total, evidence)
 
 
-def _rule_value(contract: Contract, rule: Rule) -> Any:
+def _rule_value(contract: Contract, rule: Rule, pin: producer_rule.ProducerPin | None = None,
+                path: str = "") -> Any:
     """The contract's value for the rule, or None when the key sets no rule (an empty list
-    does not, unless the table says an empty list is a rule of its own: allowed_needed)."""
+    does not, unless the table says an empty list is a rule of its own: allowed_needed).
+    ``producer``'s value is the file's requirement (None: the contract asks for the verified
+    toolchain and no pin says what it is; ``check_paths`` reports that undecided)."""
     value = getattr(contract, rule.key)
     if abikeys.BY_NAME[rule.key].empty_rule:
         return value  # () means "nothing may be"
+    if rule.key == PRODUCER and value:
+        return producer_rule.requirement(value, pin, path)
     return value if value not in (None, ()) else None
+
+
+PRODUCER = "producer"
 
 
 def _unreadable(facts: Facts, shown: str) -> list[Violation]:
@@ -118,14 +127,16 @@ def _unreadable(facts: Facts, shown: str) -> list[Violation]:
                       {n: [m.error or ""] for n, m in zip(names, bad, strict=True)})]
 
 
-def check_facts(facts: Facts, contract: Contract, path: str | None = None) -> list[Violation]:
-    """Violations of one inspected file (its members and slices included)."""
+def check_facts(facts: Facts, contract: Contract, path: str | None = None,
+                pin: producer_rule.ProducerPin | None = None) -> list[Violation]:
+    """Violations of one inspected file (its members and slices included); ``pin`` is the
+    verified toolchain the ``producer`` rule holds it to."""
     shown = path or facts.path
     leaves, nested = _leaves(facts)
     total = len(leaves) if nested else None
     out: list[Violation] = _unreadable(facts, shown)
     for rule in RULES:
-        value = _rule_value(contract, rule)
+        value = _rule_value(contract, rule, pin, shown)
         if value is None:
             continue
         if (rule.any_slice and facts.slices and not facts.members
@@ -141,7 +152,8 @@ def check_facts(facts: Facts, contract: Contract, path: str | None = None) -> li
     return out
 
 
-def unknown_facts(facts: Facts, contract: Contract, path: str | None = None) -> list[Unknown]:
+def unknown_facts(facts: Facts, contract: Contract, path: str | None = None,
+                  pin: producer_rule.ProducerPin | None = None) -> list[Unknown]:
     """Rules of ``contract`` that some leaves of ``facts`` could not be checked against, with
     the inspector's reason (its evidence for the missing fact) and whether the contract's
     ``allow_unknown`` accepts that."""
@@ -149,9 +161,12 @@ def unknown_facts(facts: Facts, contract: Contract, path: str | None = None) -> 
     leaves, nested = _leaves(facts)
     out = []
     for rule in RULES:
-        if rule.unknown is None or _rule_value(contract, rule) is None:
+        value = _rule_value(contract, rule, pin, shown)
+        if (rule.unknown is None and rule.unknown_for is None) or value is None:
             continue
-        undecided = [leaf for leaf in leaves if rule.unknown(leaf)]
+        undecided = [leaf for leaf in leaves if (
+            rule.unknown_for(value, leaf) if rule.unknown_for is not None
+            else rule.unknown is not None and rule.unknown(leaf))]
         if undecided:
             names = [leaf.member_name if nested else shown for leaf in undecided]
             reasons = [r for leaf in undecided for r in leaf.evidence.get(rule.fact or rule.key, [])
@@ -179,12 +194,16 @@ def wants_deep(contract: Contract) -> bool:
 
 
 def check_paths(paths: Sequence[Path], contract: Contract, *,
-                inspect_fn: InspectFn | None = None, deep: bool = False) -> CheckReport:
+                inspect_fn: InspectFn | None = None, deep: bool = False,
+                pin: producer_rule.ProducerPin | None = None,
+                no_pin: str = "no verified toolchain was given to hold it to") -> CheckReport:
     """Check files, folders and assets against ``contract``; every violation at once.
 
     Raises ``PrebakeError``/``FormatError`` (exit 2) for a named path that is missing or not a
     binary; a broken binary found inside a folder or asset is reported as a violation instead.
-    ``deep`` decodes every wasm instruction, so feature lists are whole (``--deep``).
+    ``deep`` decodes every wasm instruction, so feature lists are whole (``--deep``). ``pin``
+    is the verified toolchain ``producer = ["toolchain"]`` holds every binary to; without
+    one that rule is undecided for every file (``no_pin`` says why).
     """
     report = CheckReport(contract)
 
@@ -222,8 +241,8 @@ def check_paths(paths: Sequence[Path], contract: Contract, *,
                     f"inspect: {exc.reason}"))
                 continue
             report.files.append(t.shown)
-            report.violations.extend(check_facts(facts, contract, t.shown))
-            report.unknown.extend(unknown_facts(facts, contract, t.shown))
+            report.violations.extend(check_facts(facts, contract, t.shown, pin))
+            report.unknown.extend(unknown_facts(facts, contract, t.shown, pin))
             if facts.kind == "static-library" and facts.members is not None:
                 archives.append((t.shown, facts))
         if len(archives) > 1:
@@ -235,6 +254,11 @@ def check_paths(paths: Sequence[Path], contract: Contract, *,
                 "allowed_licenses", f, [], None, "allowed_licenses" in contract.allow_unknown,
                 "a binary alone does not state its license; the build and fetch judge the "
                 "license its recipe proved") for f in report.files)
+        if producer_rule.TOOLCHAIN in contract.producer and pin is None:
+            report.unknown.extend(Unknown(
+                PRODUCER, f, [], None, PRODUCER in contract.allow_unknown,
+                f"the contract holds producers to the platform's verified toolchain, and "
+                f"{no_pin}") for f in report.files)
         if found.labels:
             for v in report.violations:
                 v.detail = found.relabel(v.detail)

@@ -26,6 +26,7 @@ from pathlib import PurePosixPath, PureWindowsPath
 from typing import Any
 
 from prebake import abikeys
+from prebake.contract import producer_rule
 from prebake.inspect.demangle import demangle
 from prebake.inspect.facts import Facts
 
@@ -61,6 +62,8 @@ class Rule:
     # the fact whose evidence explains an unknown (defaults to the key)
     fact: str | None = None
     key: str = ""
+    # ``unknown`` that reads the contract's value too (the producer rule's allowances)
+    unknown_for: Callable[[Any, Facts], bool] | None = None
 
 
 # --- helpers -------------------------------------------------------------------------------
@@ -322,6 +325,13 @@ def _rule_forbid_exports(expected: Sequence[str], leaf: Facts) -> Finding | None
     return Finding(f"{len(hits)} forbidden export(s)", [f"exports {_names(hits)}"])
 
 
+def _rule_producer(expected: producer_rule.Requirement, leaf: Facts) -> Finding | None:
+    """Every compiler the leaf names is the platform's verified one (or a glob, or in a
+    linked image its runtime's): ``prebake.contract.producer_rule``."""
+    hit = producer_rule.judge(expected, leaf)
+    return Finding(*hit) if hit is not None else None
+
+
 def _is(v: Any) -> str:
     return str(v).lower() if isinstance(v, bool) else str(v)
 
@@ -361,6 +371,10 @@ _BOUND: Mapping[str, Rule] = {
     "threads": Rule(_rule_threads, _is,
                     unknown=lambda f: is_wasm(f) and f.abi.threads is None
                     and _features(f) is None),
+    # the value is the file's ``producer_rule.Requirement`` (``contract.check`` makes it from the
+    # contract's entries, the verified toolchain's pin and the recipe's allowances)
+    "producer": Rule(_rule_producer, lambda req: req.describe(),
+                     unknown_for=producer_rule.undecided),
     "features_required": Rule(_rule_features_required, lambda v: ", ".join(v),
                               unknown=_wasm_features_unknown, fact="wasm_features"),
     "features_forbidden": Rule(_rule_features_forbidden, lambda v: "none of " + ", ".join(v),

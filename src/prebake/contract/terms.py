@@ -18,6 +18,7 @@ from prebake import abikeys
 from prebake.abikeys import KNOWN_WASM_FEATURES, Value
 from prebake.contract.licenses import pattern_problem
 from prebake.contract.presets import PresetError, load_preset, merge
+from prebake.contract.producer_rule import TOOLCHAIN, entry_problem
 from prebake.errors import ConfigError, PrebakeError, Problem
 
 __all__ = ["KNOWN_WASM_FEATURES", "ONLY_FOR_OS", "SETTINGS", "Contract",
@@ -48,6 +49,7 @@ class Contract:
     msvc_runtime: str | None = None
     threads: bool | None = None
     exec_stack: bool | None = None
+    producer: tuple[str, ...] = ()
     features_required: tuple[str, ...] = ()
     features_forbidden: tuple[str, ...] = ()
     allowed_needed: tuple[str, ...] | None = None
@@ -121,6 +123,9 @@ def _parse_value(key: abikeys.AbiKey, value: Any, path: str) -> tuple[Any, list[
         rules = [k.name for k in abikeys.contract_keys() if not k.setting]
         problems = [Problem(path, f"{v!r} is not a contract key{_hint(v, rules)}")
                     for v in value if v not in rules]
+    elif key.name == "producer":
+        problems = [Problem(path, why + _hint(v, [TOOLCHAIN])) for v in value
+                    if (why := entry_problem(v)) is not None]
     return tuple(value), problems
 
 

@@ -208,6 +208,49 @@ static PyObject *first_type(PyObject *self, PyObject *args) {
     return PyLong_FromSsize_t(found);
 }
 
+/* named(headers, count, entsize, little, names, name) -> list[int]: the index of every
+ * section header whose sh_name (the u32 at byte 0 of every header, both classes) is an offset
+ * of ``names`` (the section name table) where ``name`` (with its NUL) begins: a header that
+ * points into the tail of a longer name matches, a longer name whose head it is does not.
+ * One pass over the headers, nothing copied: the name table of a clang object is its whole
+ * string table. The whole header table must lie inside ``headers``; ``entsize`` is a multiple
+ * of 4 (elf checks both before it asks). */
+static PyObject *named(PyObject *self, PyObject *args) {
+    Py_buffer heads, tab, want;
+    Py_ssize_t count, entsize;
+    int little;
+    if (!PyArg_ParseTuple(args, "y*nnpy*y*", &heads, &count, &entsize, &little, &tab, &want))
+        return NULL;
+    PyObject *out = NULL;
+    if (count != 0 && (count < 0 || entsize < 8 || entsize % 4 || heads.len / entsize < count)) {
+        PyErr_SetString(PyExc_ValueError, "section header table outside the data");
+        goto done;
+    }
+    if ((out = PyList_New(0)) == NULL || want.len == 0)
+        goto done;
+    const unsigned char *p = heads.buf, *base = tab.buf, *name = want.buf;
+    const Py_ssize_t n = tab.len, len = want.len;
+    for (Py_ssize_t i = 0; i < count; i++, p += entsize) {
+        const uint32_t off = rd32(p, little);
+        /* unsigned: an offset of 2**31 or more is negative in a 32-bit Py_ssize_t */
+        if ((size_t)off >= (size_t)n || (size_t)n - off < (size_t)len || base[off] != name[0] ||
+            memcmp(base + off + 1, name + 1, (size_t)(len - 1)) != 0)
+            continue;
+        PyObject *index = PyLong_FromSsize_t(i);
+        if (index == NULL || PyList_Append(out, index) < 0) {
+            Py_XDECREF(index);
+            Py_CLEAR(out);
+            goto done;
+        }
+        Py_DECREF(index);
+    }
+done:
+    PyBuffer_Release(&heads);
+    PyBuffer_Release(&tab);
+    PyBuffer_Release(&want);
+    return out;
+}
+
 /* The name at ``off`` (inside the table: the caller checks): bytes up to the next NUL or
  * the table's end, decoded as UTF-8 with replacement (binreader.names_at / cstring_at). */
 static PyObject *name_at(const char *strtab, Py_ssize_t len, uint32_t off) {
@@ -1457,6 +1500,7 @@ static PyMethodDef methods[] = {
     {"probe", probe, METH_VARARGS, "Whether a candidate name followed by a NUL is in a table."},
     {"occurs", occurs, METH_VARARGS, "A bit per needle found in a buffer."},
     {"first_type", first_type, METH_VARARGS, "The first section header of a type, or -1."},
+    {"named", named, METH_VARARGS, "Every section header whose name is a given one."},
     {"object_symbols", object_symbols, METH_VARARGS, "An object's global symbols."},
     {"count_byte", count_byte, METH_VARARGS, "How often a byte occurs from an offset on."},
     {"dangling", dangling, METH_VARARGS, "Distinct index offsets that are not member heads."},

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any
 
-from prebake.inspect import magic
+from prebake.inspect import magic, producer
 from prebake.inspect.binreader import Buffer, Reader, Truncated
 from prebake.inspect.facts import Facts, Symbols
 from prebake.inspect.reader import ParseOptions
@@ -41,6 +41,7 @@ class Block(IntEnum):
     SYMTAB = 25
 
 
+IDENTIFICATION_CODE_STRING = 1  # "LLVM14.0.6": the writer's name and release
 MODULE_CODE_TRIPLE = 2
 MODULE_CODE_SOURCE_FILENAME = 16
 BLOB_RECORD = 1  # SYMTAB_BLOB / STRTAB_BLOB
@@ -305,6 +306,7 @@ class Bitcode:
     module_subblocks: list[int] = field(default_factory=list)
     triple: str | None = None
     source_file: str | None = None
+    identification: str | None = None  # the IDENTIFICATION block's string (the writer)
     symtab: bytes | None = None
     strtab: bytes | None = None
     # the string attributes of functions ("target-features" -> its values, one per group);
@@ -404,6 +406,11 @@ def walk(r: Reader, start: int, end: int) -> Bitcode:
                     out.triple = _text(vals)
                 elif code == MODULE_CODE_SOURCE_FILENAME:
                     out.source_file = _text(vals)
+        elif bid == Block.IDENTIFICATION and out.identification is None:
+            blk = _walk_block(b, width, body_end, frozenset({IDENTIFICATION_CODE_STRING}))
+            text = next((_text(v) for c, v, _ in blk.records
+                         if c == IDENTIFICATION_CODE_STRING), None)
+            out.identification = text[: producer.MAX_TEXT] if text is not None else None
         elif bid in (Block.SYMTAB, Block.STRTAB):
             blk = _walk_block(b, width, body_end, frozenset({BLOB_RECORD}))
             blob = next((bl for _, _, bl in blk.records if bl is not None), None)
@@ -578,6 +585,10 @@ class BitcodeReader:
             f.symbols = _symbols(tab)
         _features(f, bc, f.arch in ("wasm32", "wasm64"))
         _eh(f, tab, f.arch in ("wasm32", "wasm64"))
+        text = bc.identification
+        producer.record(f, [] if text is None else [
+            ("IDENTIFICATION", text, producer.parse(text))],
+            absent="no IDENTIFICATION block (written by every LLVM since 3.8)")
         return f
 
 

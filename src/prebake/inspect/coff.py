@@ -15,6 +15,7 @@ import struct
 from dataclasses import dataclass, field
 from enum import IntEnum
 
+from prebake.inspect import producer
 from prebake.inspect.binreader import Buffer, Reader, Truncated
 from prebake.inspect.facts import Facts, Symbols
 from prebake.inspect.reader import FormatReader, ParseOptions
@@ -376,6 +377,7 @@ def parse_object(r: Reader, h: _Header, path: str, opts: ParseOptions) -> Facts:
         toolchain.append(("msvc", f"@comp.id symbol (build {comp.value & 0xFFFF})"))
     if any(s.name == ".llvm_addrsig" for s in sections):
         facts.details["compiler"] = "clang"
+    _producer(r, facts, sections, comp)
     _import_sections(r, facts, sections)
     _set_toolchain(facts, toolchain)
     _object_cxx(facts, sy)
@@ -455,6 +457,66 @@ def _gcc_ident(r: Reader, sections: list[Section]) -> str | None:
             ident = text.split(b"\0")[0].decode("utf-8", "replace").strip()
             if ident.startswith("GCC:"):
                 return ident
+    return None
+
+
+MAX_IDENT = 4096  # bytes of one .rdata$zzz / .comment section read
+MAX_CODEVIEW = 4096  # bytes of .debug$S searched for the compile record (it comes first)
+CV_SIGNATURE_C13 = 4
+DEBUG_S_SYMBOLS = 0xF1
+S_COMPILE3 = 0x113C
+
+
+def _producer(r: Reader, facts: Facts, sections: list[Section], comp: RawSymbol | None
+              ) -> None:
+    """What compiled a COFF object: MinGW GCC's ``.ident`` in ``.rdata$zzz``, a ``.comment``,
+    the CodeView compile record (``S_COMPILE3``: clang and zig with ``-gcodeview``, cl.exe in
+    every object) and cl.exe's ``@comp.id`` build. LLVM without CodeView writes none."""
+    found: list[tuple[str, str, producer.Producer | None]] = []
+    for s in sections:
+        if not (s.raw_size and s.raw_ptr):
+            continue
+        if s.name.startswith(".rdata$zzz") or s.name == ".comment":
+            raw = r.bytes(s.raw_ptr, min(s.raw_size, MAX_IDENT), s.name)
+            found += [(s.name, t, p) for t, p in producer.parsed(raw)]
+        elif s.name == ".debug$S":
+            text = _compile_record(r.bytes(s.raw_ptr, min(s.raw_size, MAX_CODEVIEW), s.name))
+            if text is not None:
+                found.append(("S_COMPILE3", text, producer.parse(text)))
+    if comp is not None and comp.value >> 16:  # cl.exe's product id and build
+        text = f"@comp.id product {comp.value >> 16} build {comp.value & 0xFFFF}"
+        found.append(("symbol", text, producer.Producer("msvc", str(comp.value & 0xFFFF))))
+    producer.record(facts, found, absent=(
+        "no .rdata$zzz, .comment or CodeView compile record (LLVM writes none into a COFF "
+        "object without -gcodeview)"))
+
+
+def _compile_record(raw: bytes) -> str | None:
+    """The version text of the first ``S_COMPILE3`` of a ``.debug$S`` (C13 CodeView):
+    ``clang version 22.1.8``; cl.exe's ``Microsoft (R) Optimizing Compiler`` gets its
+    front-end version appended (its text names none)."""
+    if len(raw) < 4 or struct.unpack_from("<I", raw)[0] != CV_SIGNATURE_C13:
+        return None
+    at = 4
+    while at + 8 <= len(raw):
+        kind, size = struct.unpack_from("<II", raw, at)
+        body, at = at + 8, at + 8 + ((size + 3) & ~3)
+        if kind != DEBUG_S_SYMBOLS:
+            continue
+        pos, end = body, min(body + size, len(raw))
+        while pos + 4 <= end:
+            reclen, rectyp = struct.unpack_from("<HH", raw, pos)
+            if reclen < 2:
+                return None
+            if rectyp == S_COMPILE3 and pos + 2 + reclen <= end and reclen >= 24:
+                fe = struct.unpack_from("<HHH", raw, pos + 10)
+                text = raw[pos + 26 : pos + 2 + reclen].split(b"\0")[0]
+                name = text.decode("utf-8", "replace").strip()[: producer.MAX_TEXT]
+                if not any(ch.isdigit() for ch in name):
+                    name = f"{name} {fe[0]}.{fe[1]}.{fe[2]}"
+                return name
+            pos += 2 + reclen
+        return None
     return None
 
 

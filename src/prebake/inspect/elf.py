@@ -23,12 +23,11 @@ from __future__ import annotations
 import functools
 import os
 import struct
-from array import array
 from dataclasses import dataclass
 from enum import IntEnum
 
 from prebake.errors import FormatError
-from prebake.inspect import glibc, hotloops, magic
+from prebake.inspect import glibc, hotloops, magic, producer
 from prebake.inspect.binreader import Buffer, Source, Truncated, names_at, part, table
 from prebake.inspect.facts import Facts, Symbols
 from prebake.inspect.hotloops_py import PROBE_BITMAP_BYTES, PROBE_TAIL, tail_hash
@@ -111,7 +110,9 @@ VERSION_FAMILIES = ("GLIBC", "GLIBCXX", "CXXABI", "GCC")
 LTO_SECTIONS = b".gnu.lto_"
 LSDA_SECTION = b".gcc_except_table"
 GNU_STACK = b".note.GNU-stack\0"
+COMMENT = b".comment\0"  # the compilers' .ident strings (and lld's "Linker:" line)
 _MARK_TEXTS = (LTO_SECTIONS, LSDA_SECTION, GNU_STACK)
+MAX_COMMENT = 1 << 16  # bytes of .comment read: a linked image's is a few lines
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,14 +213,14 @@ class ElfFile:
         if 0 < self.shstrndx < self.count:
             self._shstr = self._range(self.section(self.shstrndx))
         self._marks: frozenset[bytes] | None = None
+        self._table: Buffer | None = None  # the section name table, read once (``names``)
 
     def has_section_text(self, mark: bytes) -> bool:
         """Whether ``mark`` (one of ``_MARK_TEXTS``) occurs in the section name table, all
         of them looked for in one search: GCC's objects have one section per function, so
         their name tables are as large as their symbol string tables."""
         if self._marks is None:
-            start, end = self._shstr
-            found = hotloops.scan.occurs(self.data[start:end], _MARK_TEXTS)
+            found = hotloops.scan.occurs(self.names(), _MARK_TEXTS)
             self._marks = frozenset(t for i, t in enumerate(_MARK_TEXTS) if found >> i & 1)
         return mark in self._marks
 
@@ -316,26 +317,32 @@ class ElfFile:
                 return p[1] if self.lay.is64 else p[6]
         return None
 
+    def names(self) -> Buffer:
+        """The section name table, read once (in place in a mapped file, one read of a file
+        window): the marks are searched in it and the headers' names looked up in it."""
+        if self._table is None:
+            start, end = self._shstr
+            self._table = self.data[start:end]
+        return self._table
+
+    def named(self, name: bytes) -> list[int]:
+        """The index of every section whose name is ``name`` (NUL-terminated), in one pass
+        over the headers read already (``hotloops.scan.named``): a header may point into the
+        tail of a longer name, and nothing is copied (a clang object's name table is its whole
+        string table, and searching it for a name it lacks cost more than the headers)."""
+        if not self.count:
+            return []
+        return hotloops.scan.named(self.headers, self.count, self.shentsize, self.little,
+                                   self.names(), name)
+
     def note_flags(self, name: bytes) -> int | None:
-        """The flags of the section named ``name`` (NUL-terminated, one of ``_MARK_TEXTS``),
-        None when there is none: its name is found in the name table, then the header that
-        names it among the headers read already."""
-        if not self.has_section_text(name):
+        """The flags of the (first) section named ``name`` (NUL-terminated, one of
+        ``_MARK_TEXTS``, so that a table without it costs nothing more), None when there is
+        none."""
+        found = self.named(name) if self.has_section_text(name) else []
+        if not found:
             return None
-        start, end = self._shstr
-        found = bytes(self.data[start:end]).find(b"\0" + name)
-        if found < 0:
-            return None
-        at = found + 1
-        words = array("I", bytes(self.headers))
-        if not self.little:
-            words.byteswap()
-        per = self.shentsize // 4  # sh_name is a header's first word in both classes
-        try:
-            i = words[::per].index(at)
-        except ValueError:
-            return None
-        return int(self.lay.shdr.unpack_from(self.headers, i * self.shentsize)[2])
+        return int(self.lay.shdr.unpack_from(self.headers, found[0] * self.shentsize)[2])
 
 
 # --------------------------------------------------------------------------------------------
@@ -360,6 +367,34 @@ def _exec_stack(elf: ElfFile, facts: Facts) -> None:
         facts.abi.exec_stack = bool(flags & executable)
     facts.note("exec_stack", said[2] if flags is None else said[0] if flags & executable
                else said[1])
+
+
+_NO_COMMENT = "no .comment section (built with -fno-ident, assembled, or stripped of it)"
+_NO_SECTIONS = "no section headers (stripped): no .comment to read"
+
+
+def _producer(elf: ElfFile, facts: Facts) -> None:
+    """The compilers' ``.ident`` strings in ``.comment`` (every GCC and clang object has one;
+    a link merges its inputs' into the image's, so an image also names the runtime objects
+    it linked: docs/toolchains.md). Read bounded: the first ``MAX_TEXTS`` sections of that
+    name (a hostile file may name thousands so), ``MAX_COMMENT`` bytes of each; none when
+    there is no such section."""
+    found = elf.named(COMMENT)
+    if not found:
+        facts.note("producer", _NO_COMMENT if elf.count else _NO_SECTIONS)
+        return
+    records: dict[str, producer.Producer | None] = {}
+    for i in found[: producer.MAX_TEXTS]:
+        sec = elf.section(i)
+        start, end = elf._range(sec)
+        if end <= start:  # NOBITS or empty
+            continue
+        for text, parsed in producer.parsed(bytes(elf.data[start : min(end,
+                                                                      start + MAX_COMMENT)])):
+            records.setdefault(text, parsed)
+        if sec.size > MAX_COMMENT:
+            facts.note("producer", f".comment of {sec.size} bytes: the first {MAX_COMMENT} read")
+    producer.record(facts, [(".comment", t, p) for t, p in records.items()], absent=_NO_COMMENT)
 
 
 def _os_evidence(elf: ElfFile, needed: list[str] | None, versions: list[str]) -> str | None:
@@ -873,6 +908,7 @@ class ElfReader:
         _cxx_stdlib(facts, view, None, [], complete=True)
         _object_glibc(facts, undefined)
         _exec_stack(elf, facts)
+        _producer(elf, facts)
 
     def _image(self, elf: ElfFile, facts: Facts, opts: ParseOptions) -> None:
         loaded = _loaded(elf)
@@ -933,6 +969,7 @@ class ElfReader:
         lsda = elf.has_section_text(LSDA_SECTION)
         _cxx_stdlib(facts, allstr, needed, vnames, complete=ssec is not None or not lsda)
         _exec_stack(elf, facts)
+        _producer(elf, facts)
         if loaded is not None and DT.SYMTAB in loaded.at and opts.symbols:
             facts.symbols = _image_symbols(elf, loaded, verindex)
 

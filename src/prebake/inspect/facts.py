@@ -47,6 +47,7 @@ class Abi:
     wasm_features: list[str] | None = None
     wasm_features_complete: bool | None = None
     exec_stack: bool | None = None
+    producer: list[str] | None = None
     # ---- end of the generated fields ----
 
     def to_json(self) -> dict[str, Any]:

@@ -99,6 +99,24 @@ def first_type(data: Buffer, shoff: int, count: int, entsize: int, little: bool,
     return -1
 
 
+
+def named(headers: Buffer, count: int, entsize: int, little: bool, names: Buffer,
+          name: bytes) -> list[int]:
+    """The index of every section header whose ``sh_name`` (the u32 at byte 0 of every
+    header, both classes) is an offset of ``names`` where ``name`` (with its NUL) begins:
+    the offsets where it occurs, then the headers that point at one of them. The whole header
+    table must lie inside ``headers``, and ``entsize`` be a multiple of 4."""
+    if count == 0:
+        return []
+    if count < 0 or entsize < 8 or entsize % 4 or count * entsize > len(headers):
+        raise ValueError("section header table outside the data")
+    table, at, offsets = bytes(names), -1, set()
+    while name and (at := table.find(name, at + 1)) >= 0:
+        offsets.add(at)
+    sh_name = struct.Struct(("<" if little else ">") + f"I{entsize - 4}x")
+    return [i for i, (off,) in enumerate(sh_name.iter_unpack(headers[: count * entsize]))
+            if off in offsets] if offsets else []
+
 _SYM = {  # (is64, little) -> (st_name, st_info, st_other, st_shndx)
     (True, True): struct.Struct("<IBBH16x"),
     (True, False): struct.Struct(">IBBH16x"),

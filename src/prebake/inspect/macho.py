@@ -16,7 +16,7 @@ from enum import IntEnum
 from typing import Any
 
 from prebake.errors import FormatError
-from prebake.inspect import magic
+from prebake.inspect import magic, producer
 from prebake.inspect.archive import summarise
 from prebake.inspect.binreader import Buffer, Reader, Truncated
 from prebake.inspect.dispatch import inspect_bytes
@@ -211,6 +211,7 @@ class MachOReader:
         _apply_platform(facts, thin)
         facts.soname = thin.soname
         facts.details.update(thin.details)
+        _producer(facts, thin)
         if thin.rpaths:
             facts.details["rpaths"] = thin.rpaths
         if kind != "object":
@@ -232,6 +233,23 @@ class MachOReader:
         _eh(facts, strtab, lsda, not_stripped)
         facts.abi.lto = "none"  # native code (LTO inputs for Apple targets are bitcode files)
         return facts
+
+
+_TOOL_ROLES = {"clang": True, "swift": True, "ld": False, "lld": False}  # compiler?
+
+
+def _producer(facts: Facts, thin: _Thin) -> None:
+    """The tools ``LC_BUILD_VERSION`` names (a linker records itself, and a compiler that
+    says so: clang and swift); clang writes none into an object (ntools 0)."""
+    tools: dict[str, str] = thin.details.get("build_tools") or {}
+    found = [(f"LC_BUILD_VERSION tool {name}", f"{name} {ver}",
+              producer.Producer(name, ver, _TOOL_ROLES[name]) if name in _TOOL_ROLES
+              else None)
+             for name, ver in tools.items()]
+    producer.record(facts, found, absent=(
+        "LC_BUILD_VERSION names no tool (clang records none in an object)"
+        if thin.version_source == "LC_BUILD_VERSION"
+        else "no LC_BUILD_VERSION: no tool is recorded"))
 
 
 def _walk_commands(r: Reader, hdr: int, ncmds: int, sizeofcmds: int) -> _Thin:

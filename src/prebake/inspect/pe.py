@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from prebake.errors import FormatError
-from prebake.inspect import coff, magic
+from prebake.inspect import coff, magic, producer
 from prebake.inspect.binreader import Buffer, Reader, Truncated
 from prebake.inspect.facts import Facts, Symbols
 from prebake.inspect.reader import FormatReader, ParseOptions
@@ -145,6 +145,7 @@ class PeReader:
         if rich is not None:
             facts.details["rich"] = rich
         _toolchain(facts, img, rich is not None)
+        _producer(facts, img, rich)
         _runtime(facts, img, rich is not None)
         _cxx(facts, img, exports)
         facts.abi.lto = "none"
@@ -355,6 +356,41 @@ def _rich(r: Reader, lfanew: int) -> dict[str, Any] | None:
     entries = [(pairs[i], pairs[i + 1]) for i in range(0, len(pairs) - 1, 2)]
     builds = [comp & 0xFFFF for comp, _count in entries]
     return {"entries": len(entries), "max_build": max(builds) if builds else None}
+
+
+GCC_IDENT = b"GCC: ("
+MAX_IDENT_HITS = 1 << 16  # idents looked at in one image (one per object it linked)
+
+
+def _producer(facts: Facts, img: _Image, rich: dict[str, Any] | None) -> None:
+    """What compiled an image's code. GNU ld puts every object's ``.rdata$zzz`` (MinGW
+    GCC's ``.ident``, 16-aligned) at the end of ``.rdata``: one per object linked, the
+    mingw-w64 runtime's among them. link.exe's Rich header lists the builds of the tools
+    whose output it linked. lld keeps neither (LLVM's COFF objects carry none)."""
+    found: list[tuple[str, str, producer.Producer | None]] = []
+    counts: dict[str, int] = {}
+    for s in img.sections:
+        if s.name != ".rdata" or not s.raw_size:
+            continue
+        raw = img.r.bytes(s.raw_ptr, min(s.raw_size, max(0, img.r.size - s.raw_ptr)), ".rdata")
+        at, seen = raw.find(GCC_IDENT), 0
+        while at >= 0 and seen < MAX_IDENT_HITS:
+            seen += 1
+            if at % 16 == 0 and (at == 0 or raw[at - 1] == 0):
+                stop = raw.find(b"\0", at, at + producer.MAX_TEXT)
+                text = raw[at : stop if stop >= 0 else at + producer.MAX_TEXT]
+                ident = text.decode("utf-8", "replace")
+                counts[ident] = counts.get(ident, 0) + 1
+            at = raw.find(GCC_IDENT, at + 1)
+    for ident, n in list(counts.items())[: producer.MAX_TEXTS]:
+        found.append((f".rdata (x{n})", ident, producer.parse(ident)))
+    if rich is not None and rich.get("max_build"):
+        build = str(rich["max_build"])
+        found.append(("Rich header", f"{rich['entries']} entries, highest build {build}",
+                      producer.Producer("msvc", build)))
+    producer.record(facts, found, absent=(
+        "no GCC .ident in .rdata and no Rich header (an lld-linked image: LLVM's COFF "
+        "objects carry no producer record)"))
 
 
 def _lower_imports(img: _Image) -> list[str]:

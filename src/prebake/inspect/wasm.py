@@ -30,7 +30,7 @@ from enum import IntEnum
 from pathlib import PurePath
 from typing import Any
 
-from prebake.inspect import emscripten, hotloops, magic, wasm_code
+from prebake.inspect import emscripten, hotloops, magic, producer, wasm_code
 from prebake.inspect.binreader import Buffer, Reader, Truncated
 from prebake.inspect.dispatch import own_file
 from prebake.inspect.facts import Facts, Symbols
@@ -161,6 +161,7 @@ class Module:
     gc_types: bool = False
     features: dict[str, str] | None = None  # name -> prefix ("+", "-", "=")
     producers: dict[str, list[str]] = field(default_factory=dict)
+    producer_entries: list[tuple[str, str, str]] = field(default_factory=list)  # field, name, ver
     linking: tuple[int, int] | None = None  # payload bounds of the linking section
     code: tuple[int, int] | None = None
     # Families (``wasm_code.FAMILIES``) the module names outside its code section: value types
@@ -782,10 +783,12 @@ def _parse_producers(m: Module, c: _Cur) -> None:
         return c.name()
 
     for _ in range(c.count(2)):
-        vals = m.producers.setdefault(name(), [])
+        field = name()
+        vals = m.producers.setdefault(field, [])
         for _ in range(c.count(2)):
             tool, ver = name(), name()
             vals.append(f"{tool} {ver}".strip())
+            m.producer_entries.append((field, tool, ver))
 
 
 # --- relocatable objects: the linking section --------------------------------------------------
@@ -1070,6 +1073,24 @@ def _details(m: Module) -> dict[str, Any]:
         "memories": m.memories,
         "producers": m.producers or None,
     }
+
+
+def _producer(m: Module, f: Facts) -> None:
+    """The tools of the ``producers`` section (``processed-by`` clang, ``sdk`` Emscripten):
+    LLVM writes it into every object; Emscripten's link drops it from the module unless
+    ``-sEMIT_PRODUCERS_SECTION`` (docs/binary-formats.md, "Producers")."""
+    found = []
+    for fld, name, version in m.producer_entries[: producer.MAX_TEXTS]:
+        text = f"{fld}: {name} {version}".strip()
+        if fld == "language":
+            f.note("producer", f"producers {text!r} (a source language)")
+            continue
+        found.append(("producers", text, producer.parse_wasm(fld, name, version)))
+    absent = ("its producers section names no tool" if m.producer_entries else
+              "no producers section (Emscripten drops it from a linked module unless "
+              "-sEMIT_PRODUCERS_SECTION)" if f.kind != "object" else
+              "no producers section (LLVM writes one into every object it compiles)")
+    producer.record(f, found, absent=absent)
 
 
 # --- objects -----------------------------------------------------------------------------------
@@ -1417,6 +1438,7 @@ class WasmReader:
                 f.kind = "shared-library"
                 f.note("kind", f"custom section {dylink[0]!r} (a dynamically linked side module)")
         f.details.update(_details(m))
+        _producer(m, f)
         if not opts.symbols and f.kind != "object":
             f.symbols = None  # a module's import/export lists are large; only on request
         return f

@@ -7,4 +7,5 @@
 # 2: provenance, SBOM and the guards record in every asset.
 # 3: relocated install files (.pc, CMake, no .la), build folders mapped out of objects, the
 #    version proof in the guards record, upstream CMake packages kept beside <name>::<name>.
-ASSET_FORMAT = 3
+# 4: each binary's producer in the facts (abi.producer), the producer rule's guards record.
+ASSET_FORMAT = 4

@@ -16,6 +16,7 @@ from prebake.recipes.api import (
     LicenseString,
     LocalSource,
     MinToolchain,
+    OtherCompiler,
     Outputs,
     Recipe,
     Repackage,
@@ -37,8 +38,8 @@ from prebake.recipes.loader import (
 from prebake.recipes.validate import validate_recipe
 
 __all__ = ["ANY_PLATFORM", "PLACEHOLDERS", "Build", "Command", "Component", "GitSource",
-           "HostTool", "LicenseString", "Licensed", "LocalSource", "MinToolchain", "Outputs",
-           "Recipe", "Repackage", "Since",
+           "HostTool", "LicenseString", "Licensed", "LocalSource", "MinToolchain",
+           "OtherCompiler", "Outputs", "Recipe", "Repackage", "Since",
            "Snippet", "Source", "Strategy", "UrlSource", "VersionCheck",
            "VersionString", "builtin_names",
            "find_recipe", "load_recipe_file", "try_load_recipe", "validate_recipe",

@@ -379,6 +379,29 @@ class HostTool:
 
 
 @dataclass(frozen=True)
+class OtherCompiler:
+    """Files a recipe ships on purpose from a compiler the platform does not pin (a prebuilt
+    upstream library it repackages): ``files`` are globs relative to the prefix
+    (``lib/libonnxruntime.so*``), ``producers`` globs over what their bytes name
+    (``abi.producer``: ``gcc 14.*``; ``*`` any compiler; ``none`` also a file that names
+    none), ``why`` is said wherever the exemption is (the build's output, the manifest's
+    ``guards.producer``), ``platforms`` the legs it applies to (empty: every one). The
+    contract's ``producer`` rule holds those files to these globs instead of the platform's
+    toolchain; every other file stays held to the toolchain."""
+
+    files: tuple[str, ...]
+    producers: tuple[str, ...]
+    why: str
+    platforms: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        _freeze(self, "files", "producers", "platforms")
+
+    def applies(self, platform: str) -> bool:
+        return not self.platforms or platform in self.platforms
+
+
+@dataclass(frozen=True)
 class Since:
     """The arguments a release of the dependency takes from ``version`` on, in a recipe's
     ``releases`` table: a command's ``{release[NAME]}`` becomes the ``argv`` of the newest
@@ -424,13 +447,15 @@ class Recipe:
     # the license the configuration selected, proven from the libraries' bytes
     license_check: LicenseString | None = None
     host_tools: tuple[HostTool, ...] = ()
+    # files shipped on purpose from another compiler than the platform's (a prebuilt library)
+    other_compilers: tuple[OtherCompiler, ...] = ()
     # ``{release[NAME]}``: per-release arguments, each table newest entry first
     releases: Mapping[str, tuple[Since, ...]] = field(default_factory=dict)
     path: Path | None = None
 
     def __post_init__(self) -> None:
         _freeze(self, "pins", "sources", "files", "bundled", "deps", "toolchain_min",
-                "host_tools", "version_check")
+                "host_tools", "version_check", "other_compilers")
         object.__setattr__(self, "platforms", dict(self.platforms))
         object.__setattr__(self, "kind", dict(self.kind))
         object.__setattr__(self, "releases",

@@ -14,6 +14,7 @@ import string
 from collections.abc import Collection, Iterator, Mapping
 from pathlib import Path
 
+from prebake.contract.producer_rule import NONE, TOOLCHAIN, entry_problem
 from prebake.errors import Problem
 from prebake.recipes.api import (
     ANY_PLATFORM,
@@ -332,6 +333,7 @@ def validate_recipe(recipe: Recipe, *, platforms: Collection[str] | None = None,
             problems.append(Problem(f"{where}.bundled", f"{comp.name}: when = {comp.when!r} "
                                     "is a CMake variable no platform's Build records"))
     problems += _check_toolchain_min(recipe, where)
+    problems += _check_other_compilers(recipe, where)
     problems += _check_releases(recipe, where)
     problems += _check_host_tools(recipe, where)
     problems += _check_version_check(recipe, f"{where}.version_check")
@@ -417,6 +419,24 @@ def _check_releases(recipe: Recipe, where: str) -> list[Problem]:
                 problems.append(Problem(f"{where}.platforms[{key!r}]",
                                         f"{{{name}}} names no table of this recipe's releases "
                                         f"(known: {', '.join(recipe.releases) or 'none'})"))
+    return problems
+
+
+def _check_other_compilers(recipe: Recipe, where: str) -> list[Problem]:
+    """An exemption from the producer rule is explicit: files, what they may say, and why."""
+    problems = []
+    for i, entry in enumerate(recipe.other_compilers):
+        key = f"{where}.other_compilers[{i}]"
+        if not entry.files or not all(f and not f.startswith("/") for f in entry.files):
+            problems.append(Problem(key, "files must be globs relative to the prefix"))
+        bad = [g for g in entry.producers
+               if g == TOOLCHAIN or (g not in ("*", NONE) and entry_problem(g) is not None)]
+        if not entry.producers or bad:
+            problems.append(Problem(key, "producers must be 'TOOL RELEASE' globs ('gcc 14.*', "
+                                         f"'msvc *') or 'none'; got {list(entry.producers)}"))
+        if not entry.why.strip():
+            problems.append(Problem(key, "why must say why these files are another "
+                                         "compiler's (it is reported with them)"))
     return problems
 
 

@@ -20,6 +20,9 @@ from pathlib import Path
 from typing import Literal
 
 Provision = Literal["emsdk", "pypi", "apt", "xcode", "none"]
+# which measured release a producer record carries: the family's own, its LLVM's, or (Apple)
+# the clang build number of its version line ("Apple clang version 15.0.0 (clang-1500.3.9.4)")
+Release = Literal["version", "llvm", "build"]
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,12 @@ class Family:
     ``steady``: its compiles run through ``prebake.toolchain.steady_cc`` (in the ``launcher``
     variable, the compiler cache inside it), because its code generation follows pointer
     values (LLVM 21's wasm backend, ``prebake.toolchain.steady``).
+    ``producers``: what its compiler writes into the objects it makes, as the inspector reads
+    it (``abi.producer``): each a tool and the measured release it carries (``version``, the
+    family's own; ``llvm``, its LLVM's: Emscripten's and zig's objects name their clang).
+    ``runtime_objects``: the files of its own runtime its driver links into every image
+    (``-print-file-name=`` finds them), whose producers a linked image carries too: clang's
+    are the GCC installation's ``crtbegin*.o`` (docs/toolchains.md).
     """
 
     name: str
@@ -74,6 +83,8 @@ class Family:
     # the only build machine it runs on (``macos``: AppleClang needs Xcode's macOS SDK)
     host_os: str | None = None
     requires: str = ""  # what it needs there, for the line that refuses it elsewhere
+    producers: tuple[tuple[str, Release], ...] = ()
+    runtime_objects: tuple[str, ...] = ()
 
     def matches_argv(self, argv: Sequence[str]) -> bool:
         if self.module and "-m" in argv:
@@ -133,6 +144,8 @@ FAMILIES: tuple[Family, ...] = (
         version_args=("-v",), target_args=None,
         ar=("emar",), llvm=CLANG_VERSION,
         provision="emsdk", package="emsdk", launcher="env:EM_COMPILER_WRAPPER", steady=True,
+        # objects: processed-by its clang; its system libraries are that clang's too
+        producers=(("clang", "llvm"), ("llvm", "llvm"), ("emscripten", "version")),
     ),
     Family(
         name="zig", title="zig cc/c++ (PyPI ziglang or a zig binary)",
@@ -144,6 +157,8 @@ FAMILIES: tuple[Family, ...] = (
         march_as_mcpu=True,
         # `zig env` (ZON since 0.14: `.lib_dir = "…"`; JSON before: `"lib_dir": "…"`)
         lib_dir_args=("env",), lib_dir=r'\.?"?lib_dir"?\s*[=:]\s*"([^"]+)"',
+        # its bundled clang's .ident; its libc, libc++ and compiler_rt are built by it too
+        producers=(("clang", "llvm"), ("llvm", "llvm"), ("zig", "version")),
     ),
     Family(
         name="mingw", title="MinGW-w64 GCC (Windows cross compiler)",
@@ -151,6 +166,8 @@ FAMILIES: tuple[Family, ...] = (
         banner=r"^\S*-w64-mingw32-\S+ \(",
         version=r"^\S+ \([^)]*\) " + _REL,
         provision="apt", package="mingw-w64",
+        # "GCC: (GNU) 12-win32"; the mingw-w64 CRT's objects say "GCC: (GNU) 12 20220819"
+        producers=(("gcc", "version"),), runtime_objects=("dllcrt2.o", "crt2.o"),
     ),
     Family(
         # Xcode's clang through xcrun (the SDK it selects holds CoreML and the Apple
@@ -162,12 +179,16 @@ FAMILIES: tuple[Family, ...] = (
         version=r"Apple clang version " + _REL,
         ar=("xcrun", "ar"), provision="xcode", package="Xcode",
         host_os="macos", requires="Xcode's macOS SDK",
+        producers=(("appleclang", "build"),),
     ),
     Family(
         name="clang", title="Clang (LLVM)",
         commands=("clang", "clang++", "clang-[0-9]*", "clang++-[0-9]*", "*-clang", "*-clang++"),
         banner=r"clang version \d",
         version=CLANG_VERSION, llvm=CLANG_VERSION,
+        # on Linux it links the GCC installation's crtbegin*.o (GCC's .ident in every image)
+        producers=(("clang", "version"), ("llvm", "llvm")),
+        runtime_objects=("crtbeginS.o", "crtendS.o", "crtbegin.o", "crtend.o"),
     ),
     Family(
         name="gcc", title="GCC",
@@ -175,6 +196,7 @@ FAMILIES: tuple[Family, ...] = (
                   "*-linux-gnu-g++*"),
         banner=r"^\S*(?:gcc|g\+\+|cc|c\+\+)(?:-\d+)? \(",
         version=r"^\S+ \([^)]*\) " + _REL,
+        producers=(("gcc", "version"),),
     ),
 )
 BY_NAME = {f.name: f for f in FAMILIES}

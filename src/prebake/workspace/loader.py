@@ -689,6 +689,17 @@ def load_platforms(root: Path) -> dict[str, Platform]:
     return platforms
 
 
+def load_pins(root: Path) -> dict[str, str]:
+    """Only the ``[pins]`` of ``root/prebake.toml`` (``check --platform`` verifies the
+    platform's compiler against its pin without loading the recipes)."""
+    file, top, c = _read_top(Path(root).resolve())
+    pins = _pins(top.get("pins", {}), c)
+    problems = [p for p in c.problems if p.key.startswith("pins")]
+    if problems:
+        raise ConfigError(str(file), problems)
+    return pins
+
+
 def load_workspace(root: Path) -> Workspace:
     """Read ``root/prebake.toml`` and everything it names, or raise one ``ConfigError``."""
     root = Path(root).resolve()

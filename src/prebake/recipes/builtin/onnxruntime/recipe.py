@@ -24,6 +24,7 @@ from prebake.recipes import (
     Component,
     HostTool,
     MinToolchain,
+    OtherCompiler,
     Outputs,
     Recipe,
     Repackage,
@@ -287,4 +288,17 @@ RECIPE = Recipe(
         symbols=("OrtGetApiBase",),
     ),
     bundled=bundled_components(),
+    # The repackaged legs ship Microsoft's own builds, not the platform's toolchain's: the
+    # contract's producer rule holds each to what it is instead (the build says so, and the
+    # manifest's guards.producer records it).
+    other_compilers=(
+        OtherCompiler(("lib/libonnxruntime.so*",), ("gcc *",),
+                      "Microsoft's own manylinux build (Red Hat's gcc-toolset), repackaged",
+                      platforms=("linux-x86_64",)),
+        OtherCompiler(("lib/libonnxruntime*.dylib",), ("none", "clang *", "swift *"),
+                      "Microsoft's own universal2 build (Xcode; its LC_BUILD_VERSION names "
+                      "only ld), repackaged", platforms=("macos-x86_64",)),
+        OtherCompiler(("bin/onnxruntime.dll",), ("msvc *",),
+                      "Microsoft's own MSVC build, repackaged", platforms=("windows-x86_64",)),
+    ),
 )
