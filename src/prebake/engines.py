@@ -25,7 +25,7 @@ from __future__ import annotations
 import difflib
 import re
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -217,6 +217,8 @@ class Needs:
     certain: tuple[str, ...]
     unsure: Mapping[str, str]
     partial: str | None = None
+    # feature names the binary has that no row of the table means (fp16…): nothing is known
+    foreign: tuple[str, ...] = ()
 
 
 def is_wasm(binary: Binary) -> bool:
@@ -238,6 +240,7 @@ def needs(binary: Binary) -> Needs | None:
         names.add("atomics")
     mapped = t.by_wasm_feature()
     found = {mapped[n] for n in names if n in mapped}
+    foreign = tuple(sorted(names - set(mapped) - {"exception-handling"}))
     unsure: dict[str, str] = {}
     encoding = abi.wasm_eh_encoding
     by_encoding = {f.encoding: f.id for f in t.features.values() if f.encoding}
@@ -260,7 +263,7 @@ def needs(binary: Binary) -> Needs | None:
         partial = "its wasm features are not the whole list (some code could not be read)"
     order = list(t.features)
     return Needs(tuple(sorted(found, key=order.index)),
-                 {k: unsure[k] for k in sorted(unsure, key=order.index)}, partial)
+                 {k: unsure[k] for k in sorted(unsure, key=order.index)}, partial, foreign)
 
 
 # --------------------------------------------------------------------------------------------
@@ -276,13 +279,15 @@ class Lack:
     feature: str
     engine: str
     release: str | None  # the release judged (None: any release)
-    how: str  # lacks | unknown | unsure
+    how: str  # lacks | unknown | unsure | foreign (a feature no row means)
     since: str | None = None  # the release that has it, when one does
     why: str = ""
     absent: bool = False  # no release has it
 
     def text(self) -> str:
         t = table()
+        if self.how == "foreign":
+            return f"{self.feature}: a feature engines.toml has no row for"
         title = t.features[self.feature].title
         who = t.engines[self.engine].title + (f" {self.release}" if self.release else "")
         if self.how == "lacks":
@@ -312,6 +317,7 @@ def judge(need: Needs, floor: Floor) -> list[Lack]:
             continue
         out.append(Lack(fid, floor.engine, floor.release, "unsure", cell.since, why,
                         cell.absent))
+    out += [Lack(name, floor.engine, floor.release, "foreign") for name in need.foreign]
     return out
 
 
@@ -327,7 +333,8 @@ class Verdict:
 
     def to_json(self) -> dict[str, Any]:
         return {"needs": list(self.need.certain), "unsure": dict(self.need.unsure),
-                "partial": self.need.partial, "runs": dict(self.runs),
+                "partial": self.need.partial, "foreign": list(self.need.foreign),
+                "runs": dict(self.runs),
                 "lacks": {k: list(v) for k, v in self.lacks.items()},
                 "undecided": {k: list(v) for k, v in self.undecided.items()}}
 
@@ -343,6 +350,8 @@ class Verdict:
                 for e, fs in self.lacks.items()))
         if self.undecided:
             parts.append("undecided: " + ", ".join(self.undecided))
+        if self.need.foreign:
+            parts.append("no row for " + ", ".join(self.need.foreign))
         if self.need.partial:
             parts.append(self.need.partial)
         return "; ".join(parts)
@@ -361,13 +370,10 @@ def verdict(need: Needs) -> Verdict:
         shaky = tuple(f for f in need.unsure if cells[f].since is None)
         if absent:
             lacks[engine] = absent
-        elif unknown or shaky or need.partial:
-            undecided[engine] = unknown + shaky
+        elif unknown or shaky or need.partial or need.foreign:
+            undecided[engine] = unknown + shaky + need.foreign
         else:
             since = [c.since for c in cells.values() if c.since is not None]
             runs[engine] = max(since, key=release_key) if since else None
     return Verdict(need, runs, lacks, undecided)
 
-
-def floors_text(floors: Sequence[Floor]) -> str:
-    return ", ".join(str(f) for f in floors)

@@ -22,8 +22,13 @@ def _facts(kind: str = "module", **abi: object) -> Facts:
 
 def test_every_feature_the_reader_names_has_one_row() -> None:
     mapped = engines.table().by_wasm_feature()
-    # exception-handling is two rows, told apart by the encoding the code holds
-    assert sorted(mapped) == sorted(set(abikeys.KNOWN_WASM_FEATURES) - {"exception-handling"})
+    # exception-handling is two rows, told apart by the encoding the code holds; LLVM's
+    # bulk-memory-opt and call-indirect-overlong (an object's target_features) are parts of
+    # bulk memory and reference types
+    assert sorted(mapped) == sorted({*abikeys.KNOWN_WASM_FEATURES, "bulk-memory-opt",
+                                     "call-indirect-overlong"} - {"exception-handling"})
+    assert (mapped["bulk-memory-opt"], mapped["call-indirect-overlong"]) == (
+        "bulk-memory", "reference-types")
     assert {f.encoding for f in engines.table().features.values() if f.encoding} == {
         "legacy", "exnref"}
 
@@ -132,3 +137,13 @@ def test_a_partial_feature_list_decides_no_engine() -> None:
     v = engines.verdict(need)
     assert v.runs == {} and set(v.undecided) == set(engines.table().engines)
     assert engines.needs(Facts(path="x.o", format="elf", kind="object", arch="x86_64")) is None
+
+
+def test_a_feature_no_row_means_decides_no_engine() -> None:
+    """fp16 (LLVM's half precision) has no row: every engine is undecided, a floor refused."""
+    need = engines.needs(_facts("object", wasm_features=["fp16", "simd128"],
+                                wasm_features_complete=True))
+    assert need is not None and need.foreign == ("fp16",)
+    assert engines.verdict(need).runs == {}
+    (lack,) = engines.judge(need, engines.parse_floor("chrome>=150"))
+    assert lack.text() == "fp16: a feature engines.toml has no row for"
