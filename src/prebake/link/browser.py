@@ -68,7 +68,6 @@ PREFIX = "/__prebake/"
 MAX_EVENTS_BYTES = 256 << 20  # one POST of events (an output file rides in one, base64)
 GRACE = 2.0  # seconds an error waits for the exit or abort that usually follows it
 KILL_WAIT = 5.0
-LOG_TAIL = 40  # the browser's console lines a run that never finished shows
 TYPES = {".wasm": "application/wasm", ".js": "text/javascript", ".mjs": "text/javascript",
          ".html": "text/html; charset=utf-8", ".json": "application/json",
          ".css": "text/css", ".txt": "text/plain; charset=utf-8", ".svg": "image/svg+xml",
@@ -205,6 +204,7 @@ class PageRun:
     seconds: float = 0.0
     isolated: bool | None = None  # crossOriginIsolated, as the page saw it
     group: int | None = None  # the browser's process group (gone when the run returns)
+    started: bool = False  # the program's runtime came up: the engine compiled and ran it
     reason: str = ""  # why it stopped, when it did not exit or finish
 
     @property
@@ -507,7 +507,7 @@ def _wait(state: _State, proc: subprocess.Popen[bytes], run: PageRun, start: flo
                 elif kind == "stderr":
                     err.append(text)
                 elif kind == "started":
-                    started = True
+                    started = run.started = True
                 elif kind == "page":
                     run.isolated = bool(event.get("isolated"))
                 elif kind in ("console", "error"):
@@ -587,12 +587,13 @@ class Prediction:
 
     def agrees(self, run: PageRun) -> bool | None:
         """Whether the run's outcome is the one predicted (None: nothing was predicted). A
-        module predicted to run must start (its exit code is the program's business); one
-        predicted not to must be refused by the engine, not crash later or time out."""
+        module predicted to run must start: the engine compiles and instantiates it (what it
+        then does, its exit code or a crash, is the program's business); one predicted not
+        to must be refused by the engine, not crash later or time out."""
         if not self.decided:
             return None
         if not self.lacks:
-            return run.outcome in ("exited", "done")
+            return run.outcome in ("exited", "done") or (run.outcome == "crashed" and run.started)
         return run.outcome == "refused"
 
 

@@ -20,6 +20,10 @@
     if (value instanceof Error) {
       return `${value.name}: ${value.message}`;
     }
+    if (typeof WebAssembly.Exception === "function" && value instanceof WebAssembly.Exception) {
+      return "uncaught WebAssembly.Exception (a wasm exception no handler caught)" +
+             (value.stack ? `: ${String(value.stack).split("\n")[0]}` : "");
+    }
     try {
       return typeof value === "string" ? value : String(value);
     } catch (e) {
