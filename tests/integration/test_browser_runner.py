@@ -12,7 +12,6 @@ naming the Debian package), and the server's headers, types and confinement."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -27,7 +26,7 @@ import pytest
 from prebake import engines
 from prebake.inspect import inspect
 from prebake.link import browser
-from tests import support, toolchains
+from tests import toolchains
 
 LIB_CPP = """\
 #include <stdexcept>
@@ -88,27 +87,8 @@ NUMBERS = "3 4 5 6 10 20 30 40\n"  # lanes: 13 24 35 46 -> 118
 @pytest.fixture(scope="module")
 def built() -> Path:
     """The library and its consumer, compiled once and cached by their inputs."""
-    sid_bin = toolchains.sid_emscripten()
-    key = hashlib.sha256(json.dumps([LIB_CPP, MAIN_CPP, COMMANDS]).encode()).hexdigest()[:16]
-    out = support.CACHE / "builds" / f"sid-browser-consumer-{key}"
-    with support.cache_lock(out.name):
-        if (out / ".done").exists():
-            return out
-        env = {"PATH": f"{sid_bin}:{os.environ.get('PATH', '/usr/bin:/bin')}"}
-        with toolchains.trixie_workdir("browser", root=toolchains.SID) as work:
-            (work / "lib.cpp").write_text(LIB_CPP)
-            (work / "main.cpp").write_text(MAIN_CPP)
-            for cmd in COMMANDS:
-                support.run(cmd, work, env)
-            tmp = out.with_name(out.name + f".tmp{os.getpid()}")
-            shutil.rmtree(tmp, ignore_errors=True)
-            tmp.mkdir(parents=True)
-            for name in OUTPUTS:
-                shutil.copy2(work / name, tmp / name)
-            (tmp / ".done").write_text("ok\n")
-            shutil.rmtree(out, ignore_errors=True)
-            tmp.rename(out)
-    return out
+    return toolchains.sid_build("browser-consumer", {"lib.cpp": LIB_CPP, "main.cpp": MAIN_CPP},
+                                COMMANDS, OUTPUTS)
 
 
 @pytest.fixture
