@@ -219,3 +219,18 @@ def test_the_server_isolates_types_and_confines(tmp_path: Path) -> None:
             with pytest.raises(urllib.error.HTTPError) as err:
                 urllib.request.urlopen(f"{base}{bad}")
             assert err.value.code == 404, bad
+
+
+def test_a_program_that_keeps_running_after_main_says_why(built: Path, tmp_path: Path) -> None:
+    """Linked without -sEXIT_RUNTIME=1, main's return is no exit: the bounded wait ends the run,
+    which says the program started (the engine ran it, as predicted) and what to link with."""
+    program = toolchains.sid_build(
+        "browser-noexit", {"main.c": '#include <stdio.h>\nint main(void) { puts("hi"); }\n'},
+        [["emcc", "-O2", "-pthread", "main.c", "-o", "stays.js"]], ["stays.js", "stays.wasm"]
+    ) / "stays.js"
+    engine = browser.find("chromium")
+    run = browser.run_program(program, engine=engine, timeout=5)
+    assert run.outcome == "timeout" and run.started and run.stdout == "hi\n"
+    assert "linked without -sEXIT_RUNTIME=1 keeps running after main returns" in run.failure()
+    prediction = browser.predict(program.with_suffix(".wasm"), engine)
+    assert isinstance(prediction, browser.Prediction) and prediction.agrees(run) is True

@@ -220,7 +220,11 @@ class PageRun:
             return f"exited with status {self.returncode} {where}"
         if self.outcome == "timeout":
             last = "; ".join(self.console[-5:]) or "(the console said nothing)"
-            return f"no exit {where} after {self.seconds:.0f} s; the console's last lines: {last}"
+            hint = ("; it started: an Emscripten program linked without -sEXIT_RUNTIME=1 keeps "
+                    "running after main returns and never says its exit code"
+                    if self.started else "")
+            return (f"no exit {where} after {self.seconds:.0f} s; the console's last lines: "
+                    f"{last}{hint}")
         return f"{self.outcome} {where}: {self.reason}"
 
     def to_json(self) -> dict[str, Any]:
@@ -588,12 +592,12 @@ class Prediction:
     def agrees(self, run: PageRun) -> bool | None:
         """Whether the run's outcome is the one predicted (None: nothing was predicted). A
         module predicted to run must start: the engine compiles and instantiates it (what it
-        then does, its exit code or a crash, is the program's business); one predicted not
-        to must be refused by the engine, not crash later or time out."""
+        then does, its exit code, a crash or never exiting, is the program's business); one
+        predicted not to must be refused by the engine, not crash later or time out."""
         if not self.decided:
             return None
         if not self.lacks:
-            return run.outcome in ("exited", "done") or (run.outcome == "crashed" and run.started)
+            return run.started or run.outcome in ("exited", "done")
         return run.outcome == "refused"
 
 
