@@ -234,3 +234,43 @@ def test_a_program_that_keeps_running_after_main_says_why(built: Path, tmp_path:
     assert "linked without -sEXIT_RUNTIME=1 keeps running after main returns" in run.failure()
     prediction = browser.predict(program.with_suffix(".wasm"), engine)
     assert isinstance(prediction, browser.Prediction) and prediction.agrees(run) is True
+
+
+WIDE_C = """\
+#include <stdio.h>
+#include <stdlib.h>
+int main(int argc, char **argv) {
+  unsigned long long a = strtoull(argc > 1 ? argv[1] : "12345678901234567", 0, 10);
+  unsigned __int128 p = (unsigned __int128)a * a;  /* i64.mul_wide_u with -mwide-arithmetic */
+  printf("%llu %llu\\n", (unsigned long long)(p >> 64), (unsigned long long)p);
+  return 0;
+}
+"""
+
+
+def test_a_refusal_the_table_predicts_is_the_engines_own_error() -> None:
+    """A module with a feature no engine here ships (wide arithmetic: engines.toml says no
+    release of Chrome or Firefox has it): each browser refuses it with its own CompileError,
+    the table predicted exactly that, and --verdict exits 0 on the agreement."""
+    program = toolchains.sid_build(
+        "browser-wide", {"wide.c": WIDE_C},
+        [["emcc", "-O2", "-mwide-arithmetic", "-sEXIT_RUNTIME=1", "wide.c", "-o", "wide.js"]],
+        ["wide.js", "wide.wasm"]) / "wide.js"
+    said = {"chromium": "Invalid opcode 0xfc16", "firefox": "unrecognized opcode: fc 16"}
+    for name, words in said.items():
+        engine = browser.find(name)
+        run = browser.run_program(program, engine=engine, timeout=60)
+        assert run.outcome == "refused" and "CompileError" in run.reason, run.failure()
+        assert words in run.reason and not run.started
+        prediction = browser.predict(program.with_suffix(".wasm"), engine)
+        assert isinstance(prediction, browser.Prediction)
+        assert [lack.text() for lack in prediction.lacks] == [
+            f"wide arithmetic: {engine.browser.title.replace('Chromium', 'Chrome')} "
+            f"{engine.version} lacks it (no release has it)"]
+        assert prediction.agrees(run) is True
+    proc = subprocess.run([sys.executable, "-m", "prebake.link.browser", "--verdict",
+                           str(program)], capture_output=True, text=True, timeout=120,
+                          check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.count("engines.toml predicted it does not: wide arithmetic") == 2
+    assert proc.stderr.count("the run agrees") == 2
