@@ -221,19 +221,109 @@ def test_the_server_isolates_types_and_confines(tmp_path: Path) -> None:
             assert err.value.code == 404, bad
 
 
-def test_a_program_that_keeps_running_after_main_says_why(built: Path, tmp_path: Path) -> None:
-    """Linked without -sEXIT_RUNTIME=1, main's return is no exit: the bounded wait ends the run,
-    which says the program started (the engine ran it, as predicted) and what to link with."""
-    program = toolchains.sid_build(
-        "browser-noexit", {"main.c": '#include <stdio.h>\nint main(void) { puts("hi"); }\n'},
-        [["emcc", "-O2", "-pthread", "main.c", "-o", "stays.js"]], ["stays.js", "stays.wasm"]
-    ) / "stays.js"
+def test_main_returning_is_the_exit_without_exit_runtime(built: Path) -> None:
+    """Linked without -sEXIT_RUNTIME=1 (what most programs are), nothing calls onExit: main's
+    return is the exit, as in Emscripten's Node loader; a main loop runs on until the bounded
+    wait, which says it started (the engine ran it, as predicted)."""
+    out = toolchains.sid_build(
+        "browser-noexit", {"main.c": STAYS_C, "loop.c": LOOP_C},
+        [["emcc", "-O2", "-pthread", "main.c", "-o", "stays.js"],
+         ["emcc", "-O2", "loop.c", "-o", "loop.js"]],
+        ["stays.js", "stays.wasm", "loop.js", "loop.wasm"])
     engine = browser.find("chromium")
-    run = browser.run_program(program, engine=engine, timeout=5)
-    assert run.outcome == "timeout" and run.started and run.stdout == "hi\n"
-    assert "linked without -sEXIT_RUNTIME=1 keeps running after main returns" in run.failure()
-    prediction = browser.predict(program.with_suffix(".wasm"), engine)
+    run = browser.run_program(out / "stays.js", engine=engine, timeout=30)
+    assert (run.outcome, run.returncode, run.returned) == ("exited", 3, True), run.failure()
+    assert run.stdout == "hi\n" and run.seconds < 15
+    assert "main returned and the runtime stays (linked without -sEXIT_RUNTIME=1)" in run.said()
+    run = browser.run_program(out / "loop.js", engine=engine, timeout=5)
+    assert run.outcome == "timeout" and run.started and run.stdout == "looping\n"
+    assert "it started: is it waiting on something, or a main loop?" in run.failure()
+    prediction = browser.predict(out / "loop.wasm", engine)
     assert isinstance(prediction, browser.Prediction) and prediction.agrees(run) is True
+
+
+STAYS_C = '#include <stdio.h>\nint main(void) { puts("hi"); return 3; }\n'
+LOOP_C = """\
+#include <stdio.h>
+#include <emscripten.h>
+static void tick(void) {}
+int main(void) { puts("looping"); emscripten_set_main_loop(tick, 10, 1); return 0; }
+"""
+# a stranger's program: it fetches a file relative to its page (data/n.txt, beside js/) while
+# suspended (JSPI) and runs a thread, linked each way Emscripten offers to start it
+FETCHER_C = """\
+#include <pthread.h>
+#include <stdio.h>
+#include <emscripten.h>
+EM_ASYNC_JS(int, fetched, (void), {
+  const reply = await fetch("data/n.txt");
+  return reply.ok ? Number(await reply.text()) : -1;
+});
+static void* twice(void* p) { *(int*)p *= 2; return p; }
+int main(void) {
+  int n = fetched();
+  pthread_t t;
+  pthread_create(&t, 0, twice, &n);
+  pthread_join(t, 0);
+  printf("fetched %d\\n", n);
+  return n == 84 ? 7 : 1;
+}
+"""
+FETCHER = ["emcc", "-O2", "-pthread", "-sJSPI", "-sPTHREAD_POOL_SIZE=1", "fetcher.c"]
+LINKS = {  # the name of the output: how it is linked
+    "app": [],  # a script that starts itself, no -sEXIT_RUNTIME=1
+    "factory": ["-sMODULARIZE", "-sEXPORT_NAME=createApp", "-sEXIT_RUNTIME=1"],
+    "esm": ["-sMODULARIZE", "-sEXPORT_ES6", "-sEXIT_RUNTIME=1"],  # an ES module named .js
+    "hidden": ["-sMODULARIZE"],  # a factory's main returns: its status stays inside
+}
+
+
+@pytest.fixture(scope="module")
+def strangers() -> Path:
+    return toolchains.sid_build(
+        "browser-strangers", {"fetcher.c": FETCHER_C},
+        [[*FETCHER, *flags, "-o", f"{name}.js"] for name, flags in LINKS.items()],
+        [f"{name}.{ext}" for name in LINKS for ext in ("js", "wasm")])
+
+
+@pytest.mark.parametrize("name", list(LINKS))
+def test_a_strangers_program_runs_as_it_was_linked(strangers: Path, tmp_path: Path,
+                                                   name: str) -> None:
+    """The documented command line on an Emscripten output folder prebake did not make: the
+    page sits at the served folder's top (--root), so the program's relative fetch finds the
+    folder's file; a script, a -sMODULARIZE factory and an ES module in X.js all start, in
+    both browsers, and a factory's hidden exit status is said, not waited for."""
+    site = tmp_path / "my site"
+    (site / "js").mkdir(parents=True)
+    (site / "data").mkdir()
+    (site / "data" / "n.txt").write_text("42")
+    for ext in ("js", "wasm"):
+        shutil.copy2(strangers / f"{name}.{ext}", site / "js" / f"{name}.{ext}")
+    proc = subprocess.run([sys.executable, "-m", "prebake.link.browser", "--root", str(site),
+                           "--timeout", "60", str(site / "js" / f"{name}.js")],
+                          capture_output=True, text=True, timeout=240, check=False)
+    assert proc.stdout == "fetched 84\n" * 2, proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("prebake.link.browser: ")]
+    assert len(lines) == 2 and all("the run agrees" in ln for ln in lines), proc.stderr
+    if name == "hidden":
+        assert proc.returncode == 1
+        assert all("-sMODULARIZE program linked without -sEXIT_RUNTIME=1 keeps its exit "
+                   "status inside" in ln for ln in lines), lines
+    else:
+        assert proc.returncode == 7, proc.stderr
+        assert [ln.split(" in ")[0] for ln in lines] == [
+            "prebake.link.browser: exited with status 7"] * 2
+        assert all(("main returned" in ln) == (name == "app") for ln in lines), lines
+
+
+def test_a_page_given_as_the_program_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "app.html").write_text("<!doctype html>")
+    proc = subprocess.run([sys.executable, "-m", "prebake.link.browser", "--browser",
+                           "chromium", str(tmp_path / "app.html")], capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert proc.returncode == 2
+    assert proc.stderr == (f"prebake.link.browser: {tmp_path / 'app.html'}: a page; give the "
+                           "program's JS (app.js), or --page app.html\n")
 
 
 WIDE_C = """\

@@ -24,8 +24,13 @@ client is needed, and an event reaches the server even if the browser then hangs
 browsers' own logs cover what the page cannot hook (console lines of workers).
 
 ``python -m prebake.link.browser [--browser chromium|firefox]… [--input FILE]… [--output
-FILE]… PROGRAM.js [ARG]…`` runs a program as ``prebake.link.wine`` runs a Windows one, for
-scripts (``scripts/long-leg``, ``scripts/main-job``). A program that reads or writes files
+FILE]… [--root FOLDER] PROGRAM.js [ARG]…`` runs a program as ``prebake.link.wine`` runs a
+Windows one, for scripts (``scripts/long-leg``, ``scripts/main-job``) and for anyone's
+Emscripten output as it was linked: a script that starts itself, a ``-sMODULARIZE`` factory,
+an ES module (``-sEXPORT_ES6``), with or without ``-sEXIT_RUNTIME=1`` (without it main's
+return is the exit, as in Emscripten's Node loader). The harness page is at the served
+folder's top, so a URL the program fetches relative to its page names that folder's file
+(``--root``: a folder above the program's). A program that reads or writes files
 links with ``-sFORCE_FILESYSTEM=1 -sEXPORTED_RUNTIME_METHODS=FS`` (no ``NODERAWFS``): the page
 writes each ``--input`` into its file system at the same path before ``main`` and the run
 writes each ``--output`` back after it exits. When ``PROGRAM.wasm`` beside it can be read,
@@ -55,7 +60,7 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import quote, unquote
 
 from prebake import engines
 from prebake.errors import PrebakeError
@@ -65,6 +70,10 @@ from prebake.variables import sanitized
 
 PAGE_JS = Path(__file__).with_name("browser_page.js")
 PREFIX = "/__prebake/"
+# the harness page sits at the served folder's top, so that a URL the program fetches relative
+# to its page ("model.onnx") means the folder's file, as in the page its users load it from
+HARNESS_PAGE = "/__prebake.html"
+MAX_SNIFF = 64 << 10  # the tail of a program's JS read for how it must be started
 MAX_EVENTS_BYTES = 256 << 20  # one POST of events (an output file rides in one, base64)
 GRACE = 2.0  # seconds an error waits for the exit or abort that usually follows it
 KILL_WAIT = 5.0
@@ -77,6 +86,9 @@ HARNESS = ('<!doctype html><meta charset="utf-8"><title>prebake</title><body>'
 # Chromium's log line for a console message, and Firefox's (devtools.console.stdout.content)
 _CHROMIUM_CONSOLE = re.compile(r':CONSOLE:\d+\] "(.*)", source: (\S*) \((\d+)\)$')
 _FIREFOX_CONSOLE = re.compile(r"^console\.(log|info|warn|error|debug|trace): (.*)$")
+# Emscripten's last lines: an ES module's default export, a -sMODULARIZE factory's UMD export
+_ES_EXPORT = re.compile(rb"\bexport\s+default\s+[A-Za-z_$][\w$]*\s*;")
+_FACTORY = re.compile(rb"\bmodule\.exports\s*=\s*([A-Za-z_$][\w$]*)\s*;")
 
 
 @dataclass(frozen=True)
@@ -190,8 +202,9 @@ class PageRun:
     """What one page did in one engine. ``outcome``: ``exited`` (the program's exit code),
     ``done`` (the page's ``prebake.done(value)``), ``refused`` (the module never started: an
     engine that cannot compile or instantiate it, or lacks an API its loader calls),
-    ``crashed`` (an abort or uncaught error after it started, or the browser died), or
-    ``timeout``."""
+    ``crashed`` (an abort or uncaught error after it started, or the browser died),
+    ``returned`` (main is over but its status hidden: a factory's program linked without
+    ``-sEXIT_RUNTIME=1``) or ``timeout``."""
 
     engine: Engine
     outcome: str = "timeout"
@@ -206,6 +219,7 @@ class PageRun:
     group: int | None = None  # the browser's process group (gone when the run returns)
     started: bool = False  # the program's runtime came up: the engine compiled and ran it
     reason: str = ""  # why it stopped, when it did not exit or finish
+    returned: bool = False  # exited by main's return, the runtime kept (no -sEXIT_RUNTIME=1)
 
     @property
     def ok(self) -> bool:
@@ -217,22 +231,37 @@ class PageRun:
             return ""
         where = f"in {self.engine.label}"
         if self.outcome == "exited":
-            return f"exited with status {self.returncode} {where}"
+            return self.said()
+        if self.outcome == "returned":
+            return (f"main returned {where}, but a -sMODULARIZE program linked without "
+                    "-sEXIT_RUNTIME=1 keeps its exit status inside: link it with "
+                    "-sEXIT_RUNTIME=1")
         if self.outcome == "timeout":
             last = "; ".join(self.console[-5:]) or "(the console said nothing)"
-            hint = ("; it started: an Emscripten program linked without -sEXIT_RUNTIME=1 keeps "
-                    "running after main returns and never says its exit code"
+            hint = ("; it started: is it waiting on something, or a main loop?"
                     if self.started else "")
             return (f"no exit {where} after {self.seconds:.0f} s; the console's last lines: "
                     f"{last}{hint}")
         return f"{self.outcome} {where}: {self.reason}"
+
+    def said(self) -> str:
+        """One line for the run: how it ended (``failure()`` when it failed)."""
+        if self.outcome == "done":
+            return f"done in {self.engine.label}"
+        if self.outcome != "exited":
+            return self.failure()
+        kept = ("; main returned and the runtime stays (linked without -sEXIT_RUNTIME=1): "
+                "its status is the exit, nothing it left running was waited for"
+                if self.returned else "")
+        return f"exited with status {self.returncode} in {self.engine.label}{kept}"
 
     def to_json(self) -> dict[str, Any]:
         return {"browser": self.engine.browser.name, "version": self.engine.version,
                 "outcome": self.outcome, "returncode": self.returncode,
                 "stdout": self.stdout, "stderr": self.stderr, "errors": self.errors,
                 "console": self.console, "value": self.value, "isolated": self.isolated,
-                "reason": self.reason, "seconds": round(self.seconds, 2)}
+                "reason": self.reason, "returned": self.returned,
+                "seconds": round(self.seconds, 2)}
 
 
 @dataclass
@@ -275,6 +304,9 @@ def _handler(root: Path, state: _State) -> type[BaseHTTPRequestHandler]:
 
         def do_GET(self) -> None:
             path = self.path.split("?", 1)[0]
+            if path == HARNESS_PAGE:
+                self._send(HTTPStatus.OK, HARNESS.encode(), TYPES[".html"])
+                return
             if path.startswith(PREFIX):
                 self._ours(path[len(PREFIX):])
                 return
@@ -287,8 +319,6 @@ def _handler(root: Path, state: _State) -> type[BaseHTTPRequestHandler]:
         def _ours(self, name: str) -> None:
             if name == "page.js":
                 self._send(HTTPStatus.OK, PAGE_JS.read_bytes(), TYPES[".js"])
-            elif name == "index.html":
-                self._send(HTTPStatus.OK, HARNESS.encode(), TYPES[".html"])
             elif name == "config.json":
                 self._send(HTTPStatus.OK, json.dumps(state.config).encode(), TYPES[".json"])
             elif name.startswith("input/") and name[6:].isdigit() \
@@ -467,7 +497,7 @@ def run_page(folder: Path, engine: Engine, *, page: str | None = None,
     with tempfile.TemporaryDirectory(prefix="prebake-browser-") as tmp, \
             _serving(root, state) as base:
         home = Path(tmp)
-        url = f"{base}/{page.lstrip('/')}" if page else f"{base}{PREFIX}index.html"
+        url = f"{base}/{quote(page.lstrip('/'))}" if page else f"{base}{HARNESS_PAGE}"
         log_path = home / "browser.log"
         start = time.monotonic()
         with open(log_path, "wb") as log:
@@ -502,6 +532,7 @@ def _wait(state: _State, proc: subprocess.Popen[bytes], run: PageRun, start: flo
     err: list[str] = []
     started = False
     error_at: float | None = None
+    over_at: float | None = None  # main is over, its status hidden: an exit may still come
     with state.cond:
         while True:
             for event in state.events[seen:]:
@@ -519,9 +550,11 @@ def _wait(state: _State, proc: subprocess.Popen[bytes], run: PageRun, start: flo
                     if kind == "error" and error_at is None and run.outcome == "timeout":
                         error_at = time.monotonic()
                         run.reason = text
-                elif kind == "exit":
+                elif kind == "returned" and not isinstance(event.get("code"), int):
+                    over_at = time.monotonic() if over_at is None else over_at
+                elif kind in ("exit", "returned"):
                     code = event.get("code")
-                    run.outcome = "exited"
+                    run.outcome, run.returned = "exited", kind == "returned"
                     run.returncode = code if isinstance(code, int) else 1
                 elif kind == "abort":
                     run.outcome, run.reason = ("crashed" if started else "refused"), text
@@ -536,6 +569,9 @@ def _wait(state: _State, proc: subprocess.Popen[bytes], run: PageRun, start: flo
             if error_at is not None and now - error_at >= GRACE:
                 run.outcome = "crashed" if started else "refused"
                 return
+            if over_at is not None and now - over_at >= GRACE:
+                run.outcome = "returned"
+                return
             if proc.poll() is not None:
                 run.outcome = "crashed"
                 return
@@ -544,22 +580,51 @@ def _wait(state: _State, proc: subprocess.Popen[bytes], run: PageRun, start: flo
             state.cond.wait(timeout=0.25)
 
 
+def loader(program: Path) -> tuple[str, str | None]:
+    """How an Emscripten program's JS is started, read from its tail as Emscripten writes it:
+    ``("module", None)`` for an ES module (``-sEXPORT_ES6``: ``X.mjs``, or an ``X.js`` that
+    says ``export default NAME;``), else ``("script", FACTORY)``: FACTORY the name
+    ``-sMODULARIZE`` gave the factory its UMD tail exports (``module.exports = NAME;``), to
+    be called with the settings once the script ran; None for a program that starts itself."""
+    try:
+        with open(program, "rb") as f:
+            f.seek(max(0, f.seek(0, os.SEEK_END) - MAX_SNIFF))
+            tail = f.read(MAX_SNIFF)
+    except OSError as exc:
+        raise PrebakeError(f"{program}: cannot be read: {exc.strerror or exc}") from None
+    if program.suffix == ".mjs" or _ES_EXPORT.search(tail):
+        return "module", None
+    found = _FACTORY.search(tail)
+    return "script", found.group(1).decode() if found else None
+
+
 def run_program(program: Path, args: Sequence[str] = (), *, engine: Engine,
                 inputs: Sequence[Path] = (), outputs: Sequence[Path] = (),
-                timeout: float = 120, flags: Sequence[str] = ()) -> PageRun:
-    """Run an Emscripten program (``X.js`` or ``X.mjs`` with its ``X.wasm``, served from its
-    folder) with ``args``; each of ``inputs`` is in its file system at its own absolute path
-    before ``main``, each of ``outputs`` written back here after it exits."""
+                timeout: float = 120, flags: Sequence[str] = (),
+                root: Path | None = None) -> PageRun:
+    """Run an Emscripten program (``X.js`` or ``X.mjs`` with its ``X.wasm``, served from
+    ``root``, by default its own folder, whose top the page is at: what it fetches relative
+    to its page is that folder's) with ``args``; each of ``inputs`` is in its file system at
+    its own absolute path before ``main``, each of ``outputs`` written back here after it
+    exits."""
     program = Path(program)
+    if program.suffix.lower() in (".html", ".htm"):
+        raise PrebakeError(f"{program}: a page; give the program's JS "
+                           f"({program.with_suffix('.js').name}), or --page {program.name}")
     if not program.is_file():
         raise PrebakeError(f"{program}: no such program")
+    served = Path(root if root is not None else program.parent).resolve()
+    if not program.resolve().is_relative_to(served):
+        raise PrebakeError(f"{program}: not inside the folder served ({root})")
     for path in inputs:
         if not Path(path).is_file():
             raise PrebakeError(f"{path}: no such input file")
+    kind, factory = loader(program)
     wanted: list[str] = [str(Path(p).absolute()) for p in outputs]
-    config = {"program": f"/{program.name}", "arguments": list(args),
+    config = {"program": "/" + quote(program.resolve().relative_to(served).as_posix()),
+              "kind": kind, "factory": factory, "arguments": list(args),
               "inputs": [str(Path(p).absolute()) for p in inputs], "outputs": wanted}
-    run, written = run_page(program.parent, engine, config=config,
+    run, written = run_page(served, engine, config=config,
                             inputs=[Path(p) for p in inputs], outputs=wanted,
                             timeout=timeout, flags=flags)
     if run.outcome == "exited":
@@ -586,7 +651,8 @@ class Prediction:
         if not self.decided:
             return "engines.toml cannot say: " + "; ".join(x.text() for x in self.lacks)
         if not self.lacks:
-            return f"engines.toml predicted it runs ({self.floor} has every feature it needs)"
+            return (f"engines.toml predicted it runs ({self.floor.label} has every feature it "
+                    "needs)")
         return "engines.toml predicted it does not: " + "; ".join(x.text() for x in self.lacks)
 
     def agrees(self, run: PageRun) -> bool | None:
@@ -636,6 +702,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                    help="a file the program writes, written back here after it exits")
     p.add_argument("--page", help="load this page of PROGRAM's folder instead (it reports "
                                   "through /__prebake/page.js: prebake.done(value))")
+    p.add_argument("--root", type=Path,
+                   help="serve this folder (default: the program's); the page is at its top, "
+                        "so what the program fetches relative to its page is found there")
     p.add_argument("--timeout", type=float, default=120.0, help="seconds (default 120)")
     p.add_argument("--flag", action="append", default=[],
                    help="a Chromium flag, or a Firefox preference NAME=VALUE (repeatable)")
@@ -670,15 +739,14 @@ def _one(a: argparse.Namespace, engine: Engine) -> tuple[int, dict[str, Any]]:
         prediction: Prediction | str = "a page: no module to predict for"
     else:
         run = run_program(a.program, a.args, engine=engine, inputs=a.input, outputs=a.output,
-                          timeout=a.timeout, flags=a.flag)
+                          timeout=a.timeout, flags=a.flag, root=a.root)
         prediction = predict(a.program.with_suffix(".wasm"), engine)
     sys.stdout.write(run.stdout)
     if run.outcome == "done":
         sys.stdout.write(json.dumps(run.value) + "\n")
     sys.stdout.flush()
     sys.stderr.write(run.stderr)
-    said = run.failure() or (f"exited with status 0 in {engine.label}" if run.outcome == "exited"
-                             else f"done in {engine.label}")
+    said = run.said()
     record = run.to_json()
     if isinstance(prediction, Prediction):
         agrees = prediction.agrees(run)

@@ -9,7 +9,11 @@
 // With a `program` in /__prebake/config.json it also starts an Emscripten program: `Module`
 // takes its arguments, print/printErr/onExit/onAbort (Emscripten proxies those four from its
 // pthreads to the main thread), writes the run's input files into the program's file system
-// before main and posts the output files back after exit.
+// before main and posts the output files back after exit. The program is started as it was
+// linked: a classic script that starts itself, one whose -sMODULARIZE factory (`factory`) is
+// then called, or an ES module (-sEXPORT_ES6) whose default export is. A program linked
+// without -sEXIT_RUNTIME=1 never calls onExit: its main's return (EXITSTATUS, a global of
+// the classic script, after postRun) is its exit, as Emscripten's own Node loader makes it.
 "use strict";
 (() => {
   const queue = [];
@@ -78,6 +82,12 @@
     },
     abort: (what) => post("abort", { text: describe(what) }),
     done: (value) => post("done", { value }),
+    returned: (code) => {
+      if (!exited) {
+        exited = code !== null;  // a hidden status: an exit may still follow (onExit)
+        post("returned", { code });
+      }
+    },
     fail: (text) => post("error", { text: String(text) }),
   };
   globalThis.prebake = prebake;
@@ -131,6 +141,19 @@
         }
         prebake.exit(code);
       },
+      postRun: [() => {
+        // main returned (or called exit) and the runtime stays: linked without
+        // -sEXIT_RUNTIME=1 (noExitRuntime), nothing will call onExit. EXITSTATUS is unset
+        // when main only unwound (a main loop, emscripten_exit_with_live_runtime): it runs on.
+        // A factory's program (-sMODULARIZE, -sEXPORT_ES6) keeps both inside: main is over,
+        // with a status no one outside can read (null).
+        const code = globalThis.EXITSTATUS;
+        if (config.kind === "module" || config.factory) {
+          prebake.returned(null);
+        } else if (typeof code === "number" && globalThis.noExitRuntime !== false) {
+          prebake.returned(code);
+        }
+      }],
       preRun: [(arg) => {
         M = arg || M;
         if (!inputs.length && !config.outputs.length) {
@@ -150,7 +173,7 @@
         config.outputs.forEach(folderOf);
       }],
     };
-    if (config.program.endsWith(".mjs")) {  // -sMODULARIZE -sEXPORT_ES6: a factory
+    if (config.kind === "module") {  // -sEXPORT_ES6: the default export is the factory
       const module = await import(config.program);
       M = await module.default(settings);
       return;
@@ -160,6 +183,13 @@
     const script = document.createElement("script");
     script.src = config.program;
     script.onerror = () => prebake.fail(`${config.program} could not be loaded`);
+    script.onload = () => {  // -sMODULARIZE: the script only defined its factory
+      const factory = config.factory ? globalThis[config.factory] : null;
+      if (typeof factory === "function") {
+        Promise.resolve(factory(settings)).then((m) => { M = m; },
+                                                (e) => prebake.fail(describe(e)));
+      }
+    };
     document.body.appendChild(script);
   }
 
