@@ -115,3 +115,97 @@ def test_a_wrongly_named_engine_is_one_line(tmp_path: Path, entry: str, said: st
     err = capsys.readouterr().err
     assert said in err and str(contract) in err
     assert len(err.strip().splitlines()) == 1, err
+
+
+# programs each linked by Emscripten 6.0.5 with one feature beyond what every engine has had for
+# years, their JS loaders beside them (so JSPI is read, not unsure)
+CRAFTED = {
+    "exn.cpp": """\
+#include <cstdio>
+#include <stdexcept>
+__attribute__((noinline)) int f(int x) { if (x > 0) throw std::runtime_error("boom"); return x; }
+int main(int argc, char**) {
+  try { f(argc); } catch (const std::exception& e) { std::puts(e.what()); }
+  return 0;
+}
+""",
+    "jspi.c": """\
+#include <stdio.h>
+#include <emscripten.h>
+EM_ASYNC_JS(int, later, (int x), { await new Promise((r) => setTimeout(r, 1)); return x + 1; });
+int main(void) { printf("%d\\n", later(1)); return 0; }
+""",
+    "tail.c": """\
+#include <stdio.h>
+typedef int (*fn)(int, int);
+int step(int n, int acc);
+fn volatile next = step;  /* through a pointer: the optimiser cannot make it a loop */
+int step(int n, int acc) {
+  if (n == 0) return acc;
+  fn f = next;
+  [[clang::musttail]] return f(n - 1, acc + 1);
+}
+int main(int argc, char** argv) { printf("%d\\n", step(argc * 100000, 0)); return 0; }
+""",
+    "thr.c": """\
+#include <pthread.h>
+#include <stdio.h>
+static void* run(void* p) { return p; }
+int main(void) { pthread_t t; pthread_create(&t, 0, run, 0); pthread_join(t, 0); return 0; }
+""",
+    "relaxed.c": """\
+#include <stdio.h>
+typedef float f4 __attribute__((vector_size(16)));
+__attribute__((noinline)) f4 fma4(f4 a, f4 b, f4 c) {
+  return __builtin_wasm_relaxed_madd_f32x4(a, b, c);
+}
+int main(int argc, char** argv) { f4 a = {argc, 2, 3, 4}; printf("%g\\n", fma4(a, a, a)[0]); }
+""",
+}
+CRAFT = (
+    ["em++", "-O2", "-fwasm-exceptions", "-sWASM_LEGACY_EXCEPTIONS=0", "exn.cpp", "-o", "exn.js"],
+    ["emcc", "-O2", "-sJSPI", "jspi.c", "-o", "jspi.js"],
+    ["emcc", "-O2", "-mtail-call", "tail.c", "-o", "tail.js"],
+    ["emcc", "-O2", "-pthread", "thr.c", "-o", "thr.js"],
+    ["emcc", "-O2", "-msimd128", "-mrelaxed-simd", "relaxed.c", "-o", "relaxed.js"],
+)
+MEMORY64_WAT = """(module (memory i64 1)
+  (func (export "f") (param i64) (result i32) (i32.load (local.get 0))))"""
+
+
+@pytest.fixture(scope="module")
+def crafted() -> Path:
+    from tests import toolchains
+
+    return toolchains.sid_build("engines-crafted", CRAFTED, CRAFT,
+                                [f"{n}.{e}" for n in ("exn", "jspi", "tail", "thr", "relaxed")
+                                 for e in ("js", "wasm")])
+
+
+@pytest.mark.parametrize(("module", "refused", "found", "passes"), [
+    ("exn", "node>=20", "exnref exceptions: Node.js 20 lacks it (from 24.15)", "node>=24.15"),
+    ("jspi", "firefox>=140", "JSPI: Firefox 140 lacks it (from 153)", "firefox>=153"),
+    ("tail", "safari>=18", "tail calls: Safari 18 lacks it (from 18.2)", "safari>=18.2"),
+    ("thr", "safari>=15.1", "threads: Safari 15.1 lacks it (from 15.2)", "safari>=15.2"),
+    ("relaxed", "safari>=27", "relaxed SIMD: Safari 27 lacks it (no release has it)",
+     "chrome>=114"),
+    ("memory64", "safari>=27", "memory64: Safari 27 lacks it (no release has it)",
+     "chrome>=137"),
+])
+def test_a_crafted_module_with_one_feature_an_engine_lacks(
+        crafted: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], module: str,
+        refused: str, found: str, passes: str) -> None:
+    """``prebake check --contract`` on each: the one feature, the engine and its release named,
+    exit 1; the first release the table says has it passes."""
+    path = (_assemble(tmp_path, module, MEMORY64_WAT) if module == "memory64"
+            else crafted / f"{module}.wasm")
+    for floor, rc in ((refused, 1), (passes, 0)):
+        contract = tmp_path / "c.toml"
+        contract.write_text(f'engines = ["{floor}"]\nallow_unknown = ["os"]\n')
+        assert main(["check", str(path), "--contract", str(contract), "--json"]) == rc, floor
+        report = json.loads(capsys.readouterr().out)
+        if rc:
+            (v,) = report["violations"]
+            assert (v["rule"], v["found"]) == ("engines", found)
+        else:
+            assert report["violations"] == []
