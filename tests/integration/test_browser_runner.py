@@ -299,12 +299,15 @@ def test_a_strangers_program_runs_as_it_was_linked(strangers: Path, tmp_path: Pa
     (site / "data" / "n.txt").write_text("42")
     for ext in ("js", "wasm"):
         shutil.copy2(strangers / f"{name}.{ext}", site / "js" / f"{name}.{ext}")
-    proc = subprocess.run([sys.executable, "-m", "prebake.link.browser", "--root", str(site),
-                           "--timeout", "60", str(site / "js" / f"{name}.js")],
+    # the hidden status is the page's own doing, alike in both: one browser is enough
+    only = ["--browser", "chromium"] if name == "hidden" else []
+    proc = subprocess.run([sys.executable, "-m", "prebake.link.browser", *only, "--root",
+                           str(site), "--timeout", "60", str(site / "js" / f"{name}.js")],
                           capture_output=True, text=True, timeout=240, check=False)
-    assert proc.stdout == "fetched 84\n" * 2, proc.stderr
+    runs = 1 if only else 2
+    assert proc.stdout == "fetched 84\n" * runs, proc.stderr
     lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("prebake.link.browser: ")]
-    assert len(lines) == 2 and all("the run agrees" in ln for ln in lines), proc.stderr
+    assert len(lines) == runs and all("the run agrees" in ln for ln in lines), proc.stderr
     if name == "hidden":
         assert proc.returncode == 1
         assert all("-sMODULARIZE program linked without -sEXIT_RUNTIME=1 keeps its exit "
