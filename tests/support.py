@@ -188,6 +188,26 @@ def npm_package(which: str) -> Path:
         return pkg
 
 
+NODE24 = "node@24"  # the long leg's Node 24 too (scripts/long-leg)
+
+
+def node24() -> Path:
+    """Node 24 from the npm registry (``npm install node@24``, the long leg's way: Debian 12's
+    node is 20), installed once into the test cache; the ``node`` program's path."""
+    with cache_lock("npm-node24"):
+        base = CACHE / "npm-node24"
+        node = base / "node_modules" / ".bin" / "node"
+        if (base / ".done").exists() and node.exists():
+            return node
+        base.mkdir(parents=True, exist_ok=True)
+        proc = subprocess.run(["npm", "install", "--silent", "--no-audit", "--no-fund",
+                               "--prefix", str(base), NODE24], capture_output=True, text=True)
+        if proc.returncode != 0 or not node.exists():
+            raise AssertionError(f"npm install {NODE24} failed: {proc.stderr}")
+        (base / ".done").write_text("ok\n")
+        return node
+
+
 def debian_mirror() -> str:
     """The Debian mirror apt on this machine uses (prebake's own reading of apt's sources)."""
     from prebake.toolchain.environment import debian_mirror as apt_mirror

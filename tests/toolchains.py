@@ -15,10 +15,12 @@ no mmdebstrap, no mirror) do the tests that need it skip, saying why.
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -129,3 +131,30 @@ def trixie_workdir(name: str, root: Path = TRIXIE) -> Iterator[Path]:
         yield folder
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def sid_build(name: str, sources: Mapping[str, str], commands: Sequence[Sequence[str]],
+              outputs: Sequence[str]) -> Path:
+    """``commands`` run by Debian sid's Emscripten 6.0.5 on ``sources`` in a folder the chroot
+    sees, once: ``outputs`` are kept in the test cache, keyed by the sources and commands."""
+    bin_dir = sid_emscripten()
+    key = hashlib.sha256(json.dumps([dict(sources), [list(c) for c in commands]]).encode())
+    out = support.CACHE / "builds" / f"sid-{name}-{key.hexdigest()[:16]}"
+    with support.cache_lock(out.name):
+        if (out / ".done").exists():
+            return out
+        env = {"PATH": f"{bin_dir}:{os.environ.get('PATH', '/usr/bin:/bin')}"}
+        with trixie_workdir(name, root=SID) as work:
+            for file, text in sources.items():
+                (work / file).write_text(text)
+            for cmd in commands:
+                support.run(cmd, work, env)
+            tmp = out.with_name(out.name + f".tmp{os.getpid()}")
+            shutil.rmtree(tmp, ignore_errors=True)
+            tmp.mkdir(parents=True)
+            for file in outputs:
+                shutil.copy2(work / file, tmp / file)
+            (tmp / ".done").write_text("ok\n")
+            shutil.rmtree(out, ignore_errors=True)
+            tmp.rename(out)
+    return out

@@ -68,6 +68,7 @@ class Value(Enum):
     STRINGS = "strings"  # a list of strings (globs, library names)
     FEATURES = "features"  # a list of wasm feature names (``KNOWN_WASM_FEATURES``)
     KEYS = "keys"  # a list of contract keys (``allow_unknown``)
+    ENGINES = "engines"  # a list of ENGINE>=RELEASE (``prebake.engines``: "chrome>=137")
 
 
 @dataclass(frozen=True)
@@ -256,6 +257,15 @@ KEYS: tuple[AbiKey, ...] = (
            rule=True, reads=(_FEATS, "abi.simd128"), oses=WASM_OSES),
     AbiKey("features_forbidden", "wasm features no binary may have (e.g. relaxed-simd)",
            Value.FEATURES, rule=True, reads=(_FEATS, "abi.relaxed_simd"), oses=WASM_OSES),
+    AbiKey("engines", "wasm: the engines every wasm binary must run in, each from a release on "
+           "(`chrome>=137`, `firefox>=131`, `safari>=18.4`, `node>=24`), judged by the table of "
+           "engines (`prebake/engines.toml`, every row cited): a binary that uses a feature "
+           "one of them lacks at that release is refused, naming the member, the feature and "
+           "the engine (`relaxed SIMD: Safari 18.4 lacks it`); a feature the table does not "
+           "know for an engine, or one the facts cannot rule out (JSPI of a module without "
+           "its JS loader), refuses too (fail closed)", Value.ENGINES, rule=True,
+           reads=(_FEATS, "abi.wasm_eh_encoding", "abi.threads", "abi.async"), oses=WASM_OSES,
+           default="no engine named"),
     AbiKey("needed", "shared libraries needed at load time", Value.STRINGS, fact="top",
            diff=Diff("added", "a new library must be present at load time")),
     AbiKey("delay_needed", "PE delay-loaded DLLs", Value.STRINGS, fact="top",
@@ -300,7 +310,7 @@ def contract_keys() -> tuple[AbiKey, ...]:
 def python_type(key: AbiKey, *, contract: bool = False) -> tuple[str, str]:
     """``(annotation, default)`` of the key's field: in ``inspect.facts.Abi`` (a fact unknown
     is None) or, with ``contract``, in ``contract.terms.Contract`` (None or empty: no rule)."""
-    if key.value in (Value.STRINGS, Value.FEATURES, Value.KEYS):
+    if key.value in (Value.STRINGS, Value.FEATURES, Value.KEYS, Value.ENGINES):
         if not contract:
             return "list[str] | None", "None"
         return ("tuple[str, ...] | None", "None") if key.empty_rule else ("tuple[str, ...]", "()")

@@ -57,6 +57,9 @@ def test_the_long_leg_dry_run_runs_every_cheap_part(tmp_path: Path) -> None:
                      r"onnxruntime==1\.21\.0 --platform wasm", out), out
     assert "examples/flagship/consumer/ort_check.c" in out
     assert "== run under qemu-aarch64 (XNNPACK)" in out
+    for b in ("chromium", "firefox"):  # the consumer linked for a page, in each browser
+        assert re.search(rf"would run: \S+/python -m prebake\.link\.browser --browser {b} .*"
+                         rf"\S+/ort_check_web\.js \S+/model\.onnx \S+/reference\.txt\n", out), out
     assert _outputs(ROOT) == before
     assert not any(tmp_path.iterdir()), "a dry run downloads nothing"
 
@@ -76,6 +79,10 @@ def test_the_ffmpeg_legs_dry_run_runs_every_cheap_part(tmp_path: Path) -> None:
     # the configure lines name the platform's tools by one word each, never a folder
     assert "--cc=aarch64-linux-gnu-cc" in out and "--x86asmexe=nasm" in out
     assert "== signal (make_wav.py): " in out  # the Python the legs call, for real
+    for b in ("chromium", "firefox"):  # the wasm consumer as a page, its numbers checked too
+        assert re.search(rf"would run: \S+/python examples/flagship/consumer/ffmpeg/check\.py "
+                         rf"\S+/ffcheck-wasm-{b}\.txt \S+/ffcheck-wasm-{b}\.flac --version "
+                         rf"7\.1\.5", out), out
     assert re.search(r"would run: cmake -S examples/flagship/consumer/ffmpeg -B \S+ "
                      r"-DCMAKE_BUILD_TYPE=Release -DCMAKE_TOOLCHAIN_FILE=\S+/examples/flagship/"
                      r"consumer/mingw-w64\.cmake", out), out
@@ -96,6 +103,11 @@ def test_the_main_job_dry_run_runs_every_cheap_part(tmp_path: Path) -> None:
                      out), out
     assert re.search(r"would run: \S+/python -m prebake\.link\.wine --prefix \S+/wine "
                      r"\S+/ort_check\.exe \S+/model\.onnx \S+/reference\.txt\n", out), out
+    # the addon's web build, run as a page in both browsers
+    assert re.search(r"would run: env NODE_PATH=/usr/share/nodejs emcmake cmake -S examples/addon "
+                     r"-B \S+/wasm/build -DKILN_PLATFORM=wasm ", out), out
+    assert re.search(r"would run: \S+/python -m prebake\.link\.browser --json \S+ "
+                     r"\S+/wasm/build/denoise\.js\n", out), out
     assert _outputs(ROOT) == before
 
 

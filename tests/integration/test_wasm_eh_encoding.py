@@ -11,9 +11,7 @@ disassembler (``llvm-objdump -d`` in the sid root; Debian's wabt 1.0.32 cannot r
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -25,7 +23,7 @@ import pytest
 from prebake.cli import main
 from prebake.inspect import ParseOptions, inspect
 from prebake.store import open_store
-from tests import support, toolchains
+from tests import toolchains
 from tests.servers.assets import make_asset
 
 LIB_CPP = """\
@@ -70,10 +68,6 @@ EXNREF_OPS = {"try_table", "throw_ref"}
 NODE20 = Path("/usr/bin/node")
 
 
-def _sid_env(bin_dir: Path) -> dict[str, str]:
-    return {"PATH": f"{bin_dir}:{os.environ.get('PATH', '/usr/bin:/bin')}"}
-
-
 @pytest.fixture(scope="module")
 def sid_bin() -> Path:
     return toolchains.sid_emscripten()
@@ -82,26 +76,8 @@ def sid_bin() -> Path:
 @pytest.fixture(scope="module")
 def built(sid_bin: Path) -> Path:
     """The objects, archives and modules above, compiled once and cached by their inputs."""
-    key = hashlib.sha256(json.dumps([LIB_CPP, PLAIN_C, MAIN_CPP, COMMANDS]).encode())
-    out = support.CACHE / "builds" / f"sid-eh-encoding-{key.hexdigest()[:16]}"
-    with support.cache_lock(out.name):
-        if (out / ".done").exists():
-            return out
-        with toolchains.trixie_workdir("eh-encoding", root=toolchains.SID) as work:
-            for name, text in (("lib.cpp", LIB_CPP), ("plain.c", PLAIN_C),
-                               ("main.cpp", MAIN_CPP)):
-                (work / name).write_text(text)
-            for cmd in COMMANDS:
-                support.run(cmd, work, _sid_env(sid_bin))
-            tmp = out.with_name(out.name + f".tmp{os.getpid()}")
-            shutil.rmtree(tmp, ignore_errors=True)
-            tmp.mkdir(parents=True)
-            for name in OUTPUTS:
-                shutil.copy2(work / name, tmp / name)
-            (tmp / ".done").write_text("ok\n")
-            shutil.rmtree(out, ignore_errors=True)
-            tmp.rename(out)
-    return out
+    return toolchains.sid_build("eh-encoding", {"lib.cpp": LIB_CPP, "plain.c": PLAIN_C,
+                                                "main.cpp": MAIN_CPP}, COMMANDS, OUTPUTS)
 
 
 def _llvm_objdump_ops(sid_bin: Path, path: Path) -> Counter[str]:

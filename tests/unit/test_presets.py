@@ -137,3 +137,22 @@ def test_the_exnref_and_legacy_presets_ask_for_their_encoding() -> None:
         assert "relaxed-simd" in contract.features_forbidden
     _, problems = parse_contract({"wasm_eh_encoding": "both"})
     assert "must be one of legacy, exnref" in problems[0].message
+
+
+def test_the_wasm_presets_name_the_engines_of_their_encoding() -> None:
+    """Each preset's engines are the first releases the table says run what it asks for, and
+    the legacy one reaches Node 20, which the exnref one (JSPI) cannot."""
+    from prebake import engines
+    from prebake.contract.terms import parse_contract
+
+    lime = ("bulk-memory", "multivalue", "mutable-globals", "nontrapping-fptoint",
+            "reference-types", "sign-ext")  # LLVM's default wasm target
+    for preset, asks in (("emscripten-jspi-exnref-pthread-simd", ("jspi", "exceptions-exnref")),
+                         ("emscripten-wasm-eh-legacy-pthread-simd", ("exceptions-legacy",))):
+        contract, problems = parse_contract({"extends": preset})
+        assert problems == [] and contract.engines
+        runs = engines.verdict(engines.Needs((*asks, "threads", "simd", *lime), {})).runs
+        assert sorted(contract.engines) == sorted(f"{e}>={runs[e]}" for e in
+                                                  ("chrome", "firefox", "safari", "node")), preset
+    legacy = engines.Needs(("exceptions-legacy", "threads", "simd", *lime), {})
+    assert not engines.judge(legacy, engines.parse_floor("node>=20"))

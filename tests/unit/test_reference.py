@@ -125,6 +125,8 @@ def _at(doc: dict[str, Any], path: str) -> dict[str, Any]:
 def _valid(frag: dict[str, Any]) -> Any:
     if "enum" in frag:
         return frag["enum"][0]
+    if "examples" in frag:  # a pattern no fixed sample meets (contract.engines)
+        return frag["examples"][0]
     if "oneOf" in frag:
         return _valid(frag["oneOf"][0])
     kind = frag.get("type")
@@ -135,7 +137,8 @@ def _valid(frag: dict[str, Any]) -> Any:
     if kind == "integer":
         return frag.get("minimum", 1)
     if kind == "array":
-        return [_valid(frag["items"])] if "enum" in frag.get("items", {}) else ["x"]
+        items = frag.get("items", {})
+        return [_valid(items)] if "enum" in items or "examples" in items else ["x"]
     return {}
 
 

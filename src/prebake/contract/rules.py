@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath, PureWindowsPath
 from typing import Any
 
-from prebake import abikeys
+from prebake import abikeys, engines
 from prebake.contract import producer_rule
 from prebake.inspect.demangle import demangle
 from prebake.inspect.facts import Facts
@@ -225,6 +225,39 @@ def _rule_features_forbidden(expected: Sequence[str], leaf: Facts) -> Finding | 
     return Finding(", ".join(present), ev or [f"target_features +{f}" for f in present])
 
 
+def _rule_engines(expected: Sequence[str], leaf: Facts) -> Finding | None:
+    """Every named engine at its release must have every feature the leaf uses (the table of
+    engines, ``prebake.engines``); the finding names each feature and engine, the evidence
+    where the leaf uses it. A leaf whose feature list is partial is the rule's unknown."""
+    need = engines.needs(leaf)
+    if need is None:
+        return None
+    lacks = [lack for text in expected for lack in engines.judge(need, engines.parse_floor(text))]
+    if not lacks:
+        return None
+    evidence: list[str] = []
+    rows = engines.table().features
+    for fid in dict.fromkeys(lack.feature for lack in lacks if lack.feature in rows):
+        for reason in _engine_evidence(leaf, rows[fid]):
+            if reason not in evidence:
+                evidence.append(reason)
+    return Finding("; ".join(lack.text() for lack in lacks), evidence)
+
+
+def _engine_evidence(leaf: Facts, feature: engines.Feature) -> list[str]:
+    """Where the leaf's facts say it uses ``feature``: the feature list's line for it, the
+    exceptions' encoding, the loader's JSPI, the shared memory."""
+    out = [r for r in leaf.evidence.get("wasm_features", [])
+           if any(r.startswith(f"{name}:") for name in feature.wasm_features)]
+    if feature.encoding:
+        out += leaf.evidence.get("wasm_eh_encoding", [])[:1]
+    if feature.async_:
+        out += leaf.evidence.get("async", [])[:1]
+    if "atomics" in feature.wasm_features:
+        out += leaf.evidence.get("threads", [])[:1]
+    return out
+
+
 def _too_new_symbols(leaf: Facts, family: str, limit: str) -> list[str]:
     """``name@GLIBC_2.38`` for every versioned reference above ``limit`` (images)."""
     if leaf.symbols is None:
@@ -379,6 +412,8 @@ _BOUND: Mapping[str, Rule] = {
                               unknown=_wasm_features_unknown, fact="wasm_features"),
     "features_forbidden": Rule(_rule_features_forbidden, lambda v: "none of " + ", ".join(v),
                                unknown=_wasm_features_partial, fact="wasm_features"),
+    "engines": Rule(_rule_engines, lambda v: "runs in " + ", ".join(v),
+                    unknown=_wasm_features_partial, fact="wasm_features"),
     "allowed_needed": Rule(_rule_allowed_needed, lambda v: "only " + ", ".join(v),
                            unknown=lambda f: f.kind in IMAGE_KINDS and f.needed is None,
                            fact="needed"),

@@ -14,7 +14,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from prebake import abikeys
+from prebake import abikeys, engines
 from prebake.abikeys import KNOWN_WASM_FEATURES, Value
 from prebake.contract.licenses import pattern_problem
 from prebake.contract.presets import PresetError, load_preset, merge
@@ -52,6 +52,7 @@ class Contract:
     producer: tuple[str, ...] = ()
     features_required: tuple[str, ...] = ()
     features_forbidden: tuple[str, ...] = ()
+    engines: tuple[str, ...] = ()
     allowed_needed: tuple[str, ...] | None = None
     forbid_exports: tuple[str, ...] = ()
     allowed_licenses: tuple[str, ...] = ()
@@ -126,7 +127,28 @@ def _parse_value(key: abikeys.AbiKey, value: Any, path: str) -> tuple[Any, list[
     elif key.name == "producer":
         problems = [Problem(path, why + _hint(v, [TOOLCHAIN])) for v in value
                     if (why := entry_problem(v)) is not None]
+    elif kind is Value.ENGINES:
+        return _engines(value, path)
     return tuple(value), problems
+
+
+def _engines(value: list[str], path: str) -> tuple[tuple[str, ...], list[Problem]]:
+    """Each ``ENGINE>=RELEASE`` read by ``prebake.engines`` (one problem per bad entry, an
+    engine named twice is one too), kept in its plain spelling."""
+    problems: list[Problem] = []
+    floors: list[str] = []
+    seen: set[str] = set()
+    for i, text in enumerate(value):
+        try:
+            floor = engines.parse_floor(text)
+        except ValueError as exc:
+            problems.append(Problem(f"{path}[{i}]", str(exc)))
+            continue
+        if floor.engine in seen:
+            problems.append(Problem(f"{path}[{i}]", f"{floor.engine} is named twice"))
+        seen.add(floor.engine)
+        floors.append(str(floor))
+    return tuple(floors), problems
 
 
 def parse_contract(

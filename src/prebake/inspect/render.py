@@ -22,7 +22,7 @@ from typing import Any
 
 import orjson
 
-from prebake import abikeys
+from prebake import abikeys, engines
 from prebake.abikeys import AbiKey
 from prebake.inspect import demangle, hotloops, hotloops_py
 from prebake.inspect.facts import ABI_FIELDS, SYMBOL_LISTS, Facts, Symbols
@@ -65,12 +65,26 @@ def json_value(v: Any, ind: str) -> str:
     return text.replace("\n", "\n" + ind)
 
 
-def json_pieces(f: Facts, sink: Sink, *, symbols: bool, ind: str = "    ") -> None:
-    """The JSON object of ``f.to_json(symbols=…, demangle=…)`` at indent ``ind``."""
+def _engines(f: Facts) -> engines.Verdict | None:
+    """The engines table's prediction for a wasm result (``prebake.engines``), else None."""
+    need = engines.needs(f) if f.error is None else None
+    return engines.verdict(need) if need is not None else None
+
+
+def json_pieces(f: Facts, sink: Sink, *, symbols: bool, ind: str = "    ",
+                top: bool = True) -> None:
+    """The JSON object of ``f.to_json(symbols=…, demangle=…)`` at indent ``ind``; a wasm
+    result (``top``, not its members) with ``engines``, the table's prediction."""
+    verdict = _engines(f) if top else None
     if f.members is None and f.slices is None and not symbols:
-        sink(json_value(f.to_json(), ind))
+        d = f.to_json()
+        if verdict is not None:
+            d["engines"] = verdict.to_json()
+        sink(json_value(d, ind))
         return
     d = f.to_json(children=False)
+    if verdict is not None:
+        d["engines"] = verdict.to_json()
     children = {k: v for k, v in (("members", f.members), ("slices", f.slices)) if v is not None}
     lists = _symbol_lists(f.symbols, ind + "  ") if symbols else {}
     inner = ind + "  "
@@ -83,7 +97,7 @@ def json_pieces(f: Facts, sink: Sink, *, symbols: bool, ind: str = "    ") -> No
                 continue
             for j, kid in enumerate(kids):
                 sink(("[\n" if j == 0 else ",\n") + inner + "  ")
-                json_pieces(kid, sink, symbols=symbols, ind=inner + "  ")
+                json_pieces(kid, sink, symbols=symbols, ind=inner + "  ", top=False)
             sink("\n" + inner + "]")
         elif key in lists:
             sink(lists[key])
@@ -182,6 +196,9 @@ def text_pieces(f: Facts, sink: Sink, *, symbols: bool, color: bool = False) -> 
         rows.append(("delay_needed", _fmt(f.delay_needed), "delay-loaded on first call"))
     for key, counts in f.counts.items():
         rows.append((f"{key} (members)", ", ".join(f"{v}: {n}" for v, n in counts.items()), ""))
+    verdict = _engines(f)
+    if verdict is not None:
+        rows.append(("engines", verdict.line(), "predicted by engines.toml, not run"))
     lines.extend(_facts_table(rows, st))
     for sub, label in ((f.members, "members"), (f.slices, "slices")):
         if sub:

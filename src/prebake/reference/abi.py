@@ -95,6 +95,29 @@ _OTHER_FIELDS: dict[str, Any] = {
     "error": {"type": "string", "description": "why this path (or member) could not be read"},
     "members": _listed("facts"),
     "slices": _listed("facts"),
+    "engines": {
+        "description": "wasm results (not their members): the engines predicted to run it, "
+                       "from its facts and prebake/engines.toml (a prediction, not a run): "
+                       "the table's features it needs, those its facts cannot rule out "
+                       "(unsure: why), why its feature list may lack more (partial), feature "
+                       "names no row means (foreign); per engine the first release that runs "
+                       "it (runs; null: every release), the features no release has (lacks), "
+                       "or what the table cannot say (undecided)",
+        "type": "object",
+        "required": ["needs", "unsure", "partial", "foreign", "runs", "lacks", "undecided"],
+        "additionalProperties": False,
+        "properties": {
+            "needs": {"type": "array", "items": {"type": "string"}},
+            "unsure": {"type": "object", "additionalProperties": {"type": "string"}},
+            "partial": {"type": ["string", "null"]},
+            "foreign": {"type": "array", "items": {"type": "string"}},
+            "runs": {"type": "object", "additionalProperties": {"type": ["string", "null"]}},
+            "lacks": {"type": "object", "additionalProperties": {
+                "type": "array", "items": {"type": "string"}}},
+            "undecided": {"type": "object", "additionalProperties": {
+                "type": "array", "items": {"type": "string"}}},
+        },
+    },
 }
 
 _TRUST = {
@@ -130,6 +153,7 @@ def inspect_schema() -> dict[str, Any]:
     fields = {name: _OTHER_FIELDS.get(name) or top[name] for name in FACT_FIELDS}
     props = {**fields, "counts": _OTHER_FIELDS["counts"], "error": _OTHER_FIELDS["error"],
              "members": _OTHER_FIELDS["members"], "slices": _OTHER_FIELDS["slices"],
+             "engines": _OTHER_FIELDS["engines"],
              **dict.fromkeys(SYMBOL_LISTS, _SYMBOL)}
     abi = abikeys.abi_facts()
     return {

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import prebake.recipes as api
-from prebake import abikeys, manifest
+from prebake import abikeys, engines, manifest
 from prebake.contract.presets import load_preset, preset_names
 from prebake.recipes.api import PLACEHOLDERS
 from prebake.recipes.types import describe_type
@@ -127,7 +127,8 @@ class ContractKey:
 
 _TYPES = {"choice": "a string", "text": "a string", "version": 'a version string ("2.28")',
           "bool": "true or false", "strings": "a list of strings",
-          "features": "a list of strings", "keys": "a list of strings"}
+          "features": "a list of strings", "keys": "a list of strings",
+          "engines": "a list of ENGINE>=RELEASE strings, ENGINE one of"}
 
 
 def contract_keys() -> list[ContractKey]:
@@ -139,6 +140,7 @@ def contract_keys() -> list[ContractKey]:
         if k.value is abikeys.Value.VERSION and k.name.startswith("macos"):
             kind = 'a version string ("13.3")'
         choices = (abikeys.KNOWN_WASM_FEATURES if k.value is abikeys.Value.FEATURES
+                   else tuple(engines.table().engines) if k.value is abikeys.Value.ENGINES
                    else k.contract_choices)
         out.append(ContractKey(k.name, kind, k.oses, ", ".join(k.reads), k.text, choices,
                                k.default))
@@ -350,6 +352,11 @@ def _contract_schema() -> dict[str, Any]:
             frag: dict[str, Any] = {"type": "string", "pattern": "^[0-9]+(\\.[0-9]+){0,3}$"}
         elif k.type == "true or false":
             frag = {"type": "boolean"}
+        elif k.type.startswith("a list of ENGINE>=RELEASE"):
+            names = "|".join(k.choices)
+            frag = {"type": "array", "items": {"type": "string", "pattern": (
+                rf"^\s*({names})\s*>=\s*[0-9]+(\.[0-9]+){{0,3}}\s*$"),
+                "examples": ["chrome>=137"]}}
         elif k.type == "a list of strings":
             frag = {"type": "array", "items": {"type": "string"}}
             if k.choices:
