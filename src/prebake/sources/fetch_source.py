@@ -12,6 +12,7 @@ from pathlib import Path
 from prebake.errors import PrebakeError
 from prebake.recipes.api import GitSource, LocalSource, Source, UrlSource
 from prebake.redact import redact_text
+from prebake.registry_refs import filename
 from prebake.sources import reuse
 from prebake.sources.cache import SourceCache
 from prebake.sources.unpack import extract
@@ -113,7 +114,7 @@ def describe(src: Source, workdir: Path, recipe_dir: Path, cache: SourceCache) -
             lines.insert(3, f"check that FETCH_HEAD is {src.commit} (prebake.sources.lock)")
         return lines
     if isinstance(src, UrlSource):
-        urls = ", ".join([src.url, *src.mirrors])
+        urls = "; ".join(cache.resolver.describe(u) for u in [src.url, *src.mirrors])
         if not src.sha256:
             return [f"download {urls}: no digest in prebake.sources.lock (the build would "
                     "refuse; run `prebake pin`)"]
@@ -130,8 +131,9 @@ ARCHIVE_SUFFIXES = (".tar.gz", ".tar.xz", ".tar.bz2", ".tar.zst", ".tgz", ".txz"
 
 
 def archive_suffix(url: str) -> str:
-    """The archive kind a URL names (``.tar.xz``…): CMake's FetchContent unpacks by suffix."""
-    path = url.split("?", 1)[0].lower()
+    """The archive kind a URL or registry reference names (``.tar.xz``…): CMake's
+    FetchContent unpacks by suffix."""
+    path = filename(url).lower()
     for suffix in ARCHIVE_SUFFIXES:
         if path.endswith(suffix):
             return suffix
