@@ -198,7 +198,7 @@ def pip_config_files(environ: Mapping[str, str]) -> list[Path]:
     mac = home / "Library" / "Application Support" / "pip"
     xdg_home = Path(environ.get("XDG_CONFIG_HOME") or home / ".config")
     files.append(mac / "pip.conf" if mac.is_dir() else xdg_home / "pip" / "pip.conf")
-    files.append(Path(environ.get("VIRTUAL_ENV") or sys.prefix) / "pip.conf")
+    files.append(Path(sys.prefix) / "pip.conf")  # the site file of the pip beside prebake
     return files
 
 

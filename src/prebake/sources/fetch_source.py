@@ -209,7 +209,7 @@ def materialize(src: Source, workdir: Path, recipe_dir: Path, cache: SourceCache
             if verdict.kept:
                 return dest
             rewritten = verdict.rewritten
-        archive = cache.fetch([src.url, *src.mirrors], src.sha256, size=src.size)
+        archive = cache.fetch([src.url, *src.mirrors], src.sha256, log, size=src.size)
         if not src.unpack:  # the build unpacks it itself (FetchContent): the verified bytes,
             placed = dest.with_name(dest.name + archive_suffix(src.url))  # named by kind
             shutil.copyfile(archive, placed)
