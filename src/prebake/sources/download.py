@@ -100,6 +100,11 @@ def download_new(urls: Sequence[str], cache: SourceCache,
             say(redact_text(f"{urls[0]}: {step.why}; trying the next mirror"))
             continue
         url = step.url
+        if step.sha256 and (held := cache.lookup(step.sha256)) is not None:
+            # the index states the digest of a file the cache holds (verified by that digest)
+            say(redact_text(f"{urls[0]}: {url}: its index lists sha256 {step.sha256}, which "
+                            "the cache holds; not downloaded again"))
+            return Downloaded(url, step.sha256, held.stat().st_size, held), failures
         part = _partial(cache, url)
         try:
             _get(url, part, step.headers)
