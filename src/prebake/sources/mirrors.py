@@ -24,10 +24,10 @@ import json
 import os
 import threading
 import urllib.error
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from html.parser import HTMLParser
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 from urllib.parse import quote, unquote, urljoin, urlsplit, urlunsplit
 from urllib.request import url2pathname
 
@@ -51,6 +51,7 @@ from prebake.sources import configured
 from prebake.sources.cache import SourceCache, open_url
 from prebake.sources.candidates import AsWritten, Candidate, Step, Unserved
 
+T = TypeVar("T")
 ORIGIN = "origin"  # in a [mirrors] list: the URL itself, at that place in the order
 # an index page or a package document: onnxruntime's PyPI page is ~400 KB, a big npm package
 # document (abbreviated) a few MB; more is not an index this reads
@@ -112,7 +113,18 @@ class Resolver:
         self.project = project
         self.environ = dict(os.environ if environ is None else environ)
         self._documents: dict[str, bytes | str] = {}  # url -> body, or why it failed
+        self._origins: dict[str, Any] = {}  # registry -> what the machine's configuration says
         self._lock = threading.Lock()
+
+    def _once(self, registry: str, read: Callable[[], T]) -> T:
+        """The machine's configuration for ``registry``, read once per resolver (each read
+        may start ``apt-config`` or ``npm``); one that cannot be read raises every time."""
+        with self._lock:
+            if registry in self._origins:
+                return cast(T, self._origins[registry])
+        got = read()
+        with self._lock:
+            return cast(T, self._origins.setdefault(registry, got))
 
     # ---- what a name stands for ---------------------------------------------------------
 
@@ -143,13 +155,15 @@ class Resolver:
             return redact_text(", ".join(urls))
         ref = parse(name)
         if isinstance(ref, DebianFile):
-            roots = [f"{o.url} ({o.said})" for o in configured.debian_mirrors(self.environ)]
+            found = self._once("debian", lambda: configured.debian_mirrors(self.environ))
+            roots = [f"{o.url} ({o.said})" for o in found]
             return redact_text(f"{name} from " + (", ".join(roots) or "no Debian mirror"))
         if isinstance(ref, PypiFile):
-            indexes, links = configured.pip_indexes(self.environ)
+            indexes, links = self._once("pypi", lambda: configured.pip_indexes(self.environ))
             return redact_text(f"{name} from " + (", ".join(
                 f"{o.url} ({o.said})" for o in [*indexes, *links]) or "no PyPI index"))
-        origin = configured.npm_registry(self.environ, self.project, ref.scope)
+        origin = self._once(f"npm{ref.scope}", lambda: configured.npm_registry(
+            self.environ, self.project, ref.scope))
         return redact_text(f"{name} from " + (f"{origin.url} ({origin.said})" if origin
                                               else "no npm registry"))
 
@@ -168,7 +182,7 @@ class Resolver:
     # ---- debian -------------------------------------------------------------------------
 
     def _debian(self, ref: DebianFile) -> Iterator[Step]:
-        roots = configured.debian_mirrors(self.environ)
+        roots = self._once("debian", lambda: configured.debian_mirrors(self.environ))
         if not roots:
             files = ", ".join(map(str, configured.apt_source_files(self.environ))) or "none"
             yield Unserved(f"no Debian mirror is configured here (PREBAKE_DEBIAN_MIRROR is "
@@ -179,7 +193,7 @@ class Resolver:
     # ---- pypi ---------------------------------------------------------------------------
 
     def _pypi(self, ref: PypiFile) -> Iterator[Step]:
-        indexes, links = configured.pip_indexes(self.environ)
+        indexes, links = self._once("pypi", lambda: configured.pip_indexes(self.environ))
         if not indexes and not links:
             yield Unserved("no PyPI index is configured here (PIP_INDEX_URL, pip.conf's "
                            "index-url, or an installed pip's default)")
@@ -236,7 +250,8 @@ class Resolver:
     # ---- npm ----------------------------------------------------------------------------
 
     def _npm(self, ref: NpmTarball) -> Iterator[Step]:
-        origin = configured.npm_registry(self.environ, self.project, ref.scope)
+        origin = self._once(f"npm{ref.scope}", lambda: configured.npm_registry(
+            self.environ, self.project, ref.scope))
         if origin is None:
             yield Unserved("no npm registry is configured here (npm_config_registry, an "
                            ".npmrc's registry, or an installed npm's default)")
