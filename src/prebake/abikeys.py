@@ -252,11 +252,14 @@ KEYS: tuple[AbiKey, ...] = (
            empty_rule=True, reads=("needed",)),
     AbiKey("forbid_exports", "globs of symbols no image may export (raw, without Mach-O's `_`, "
            "or demangled)", Value.STRINGS, rule=True, reads=("symbols",)),
-    AbiKey("allowed_licenses", "globs of the only SPDX license expressions an asset's recipes "
-           "may have (`LGPL-*`), matched whole and case-insensitively against each recipe's "
-           "license as proven from its libraries' bytes (`Recipe.license_check`); the build "
-           "refuses any other before packaging, naming the library. A recipe that proves no "
-           "license fails closed unless `allow_unknown` names this key", Value.STRINGS,
+    AbiKey("allowed_licenses", "globs of the only licenses an asset's recipes may have "
+           "(`LGPL-*`, `GPL-2.0-only WITH *`: one license each), judged case-insensitively "
+           "operand by operand of each recipe's SPDX expression as proven from its libraries' "
+           "bytes (`Recipe.license_check`): every operand of an `AND`, one whole choice of an "
+           "`OR`, `L WITH E` by itself or by `L`; what is no SPDX expression fails. The build "
+           "refuses any other before packaging, naming the library and the operand. A recipe "
+           "that proves no license fails closed unless `allow_unknown` names this key",
+           Value.STRINGS,
            recipe=True, reads=("recipes[].license",)),
     AbiKey("allow_unknown", "contract keys whose fact may be unreadable: such a binary passes "
            "that rule, and the report says so (without it, an unreadable fact fails)",

@@ -13,6 +13,7 @@ from types import ModuleType
 from typing import Any, NoReturn
 
 from prebake import __version__
+from prebake.printable import printable
 from prebake.redact import env_secrets, redact_text
 
 
@@ -85,4 +86,6 @@ def build(mods: Sequence[ModuleType]) -> tuple[argparse.ArgumentParser, dict[str
 def print_error(message: str) -> None:
     """``prebake: error: …`` on stderr, for usage errors and every error ``main`` catches."""
     # an error may quote a URL or a value from the environment: never its credentials
-    print(f"prebake: error: {redact_text(message, *env_secrets(os.environ))}", file=sys.stderr)
+    # and may quote what a remote or a file wrote: printed as text, never as escapes
+    print(f"prebake: error: {printable(redact_text(message, *env_secrets(os.environ)))}",
+          file=sys.stderr)

@@ -10,7 +10,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -197,20 +196,6 @@ def test_a_configure_logs_last_error_in_one_line() -> None:
         "C compiler test failed. (gcc: error: unrecognized command-line option "
         "'-fno-such-flag-xyz')")
     assert configure.last_error("") == "its log is empty"
-
-
-def test_only_a_log_the_failing_command_wrote_speaks_for_it(tmp_path: Path) -> None:
-    log = tmp_path / "build" / "config.log"
-    log.parent.mkdir()
-    log.write_text(FFMPEG_LOG)
-    keep = tmp_path / "logs" / "unit.config.log"
-    # written before the command started: a later command (make) failed, not configure
-    assert configure.config_log_failure(log, time.time() + 60, keep) is None
-    assert not keep.exists()
-    said = configure.config_log_failure(log, time.time() - 60, keep)
-    assert said is not None and said.startswith("C compiler test failed.")
-    assert keep.read_text() == FFMPEG_LOG
-    assert configure.config_log_failure(tmp_path / "none.log", 0, keep) is None
 
 
 def test_a_recipe_names_only_tools_that_exist() -> None:

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from prebake.contract.check import check_paths
-from prebake.contract.terms import Contract, license_refused, parse_contract
+from prebake.contract.licenses import judge
+from prebake.contract.terms import Contract, parse_contract
 from prebake.package.license_proof import MAX_DISTINCT, prove_license, switch_on
 from prebake.recipes import LicenseString, validate_recipe
 from prebake.recipes.builtin.ffmpeg.recipe import LICENSE_TEXT, LICENSES, RECIPE, license_check
@@ -188,11 +189,65 @@ def test_the_recipe_validates_its_license_table() -> None:
 def test_allowed_licenses_is_a_contract_key_matched_like_spdx() -> None:
     contract, problems = parse_contract({"allowed_licenses": ["LGPL-*", "MIT"]})
     assert problems == [] and contract.allowed_licenses == ("LGPL-*", "MIT")
-    assert not license_refused("LGPL-2.1-or-later", contract.allowed_licenses)
-    assert not license_refused("lgpl-3.0-or-later", contract.allowed_licenses)
-    assert license_refused("GPL-2.0-or-later", contract.allowed_licenses)
-    assert license_refused("LicenseRef-FFmpeg-nonfree", contract.allowed_licenses)
+    assert judge("LGPL-2.1-or-later", contract.allowed_licenses).ok
+    assert judge("lgpl-3.0-or-later", contract.allowed_licenses).ok
+    assert not judge("GPL-2.0-or-later", contract.allowed_licenses).ok
+    assert not judge("LicenseRef-FFmpeg-nonfree", contract.allowed_licenses).ok
     assert parse_contract({"allowed_licenses": "LGPL-*"})[1]  # a list, not a string
+
+
+LGPL = ("LGPL-*",)
+
+
+def test_an_and_is_allowed_only_when_every_operand_is() -> None:
+    """The issue's: a glob over the whole text let LGPL-* take the GPL half too."""
+    judged = judge("LGPL-2.1-or-later AND GPL-3.0-or-later", LGPL)
+    assert judged.refused == ("GPL-3.0-or-later",)
+    assert judged.refusal(LGPL) == ("the contract's allowed_licenses (LGPL-*) refuses it "
+                                    "(GPL-3.0-or-later not allowed)")
+    assert judge("LGPL-2.1-or-later AND LGPL-3.0-only", LGPL).ok
+    assert judge("(LGPL-2.1-only AND MIT) AND (GPL-2.0-only OR LGPL-3.0-only)",
+                 ("LGPL-*", "MIT")).ok
+    assert judge("LGPL-2.1-only AND (MIT OR GPL-2.0-only)", LGPL).refused == (
+        "MIT", "GPL-2.0-only")
+    assert not judge("lgpl-2.1-or-later and gpl-3.0-or-later", LGPL).ok  # any spelling
+
+
+def test_an_or_is_allowed_when_one_choice_is_wholly_allowed() -> None:
+    assert judge("GPL-3.0-or-later OR MIT", ("MIT",)).ok
+    assert judge("GPL-3.0-only OR (MIT AND BSD-3-Clause)", ("MIT", "BSD-*")).ok
+    assert judge("GPL-3.0-only OR (MIT AND BSD-3-Clause)", ("MIT",)).refused == (
+        "GPL-3.0-only", "BSD-3-Clause")
+
+
+def test_an_exception_is_named_and_judged_with_its_license() -> None:
+    classpath = "GPL-2.0-only WITH Classpath-exception-2.0"
+    assert judge(classpath, ("GPL-2.0-only",)).ok  # an exception only adds permissions
+    assert judge(classpath, ("GPL-2.0-only WITH Classpath-exception-2.0",)).ok
+    assert judge(classpath, ("GPL-2.0-only WITH *",)).ok
+    assert judge(classpath, LGPL).refused == (classpath,)
+    assert not judge("GPL-2.0-only", ("GPL-2.0-only WITH Classpath-exception-2.0",)).ok
+    # an exception that is not one (a license after WITH) is no SPDX expression
+    assert judge("GPL-2.0-only WITH MIT", ("*",)).problem
+
+
+def test_what_is_no_spdx_expression_fails_closed() -> None:
+    for text in ("", "LGPL-2.1-or-later AND", "(LGPL-2.1-only", "Totally-Free-1.0",
+                 "LGPL-2.1-only AND some words", "x" * 5000):
+        judged = judge(text, ("*",))
+        assert not judged.ok and judged.problem, text
+        assert "cannot judge it" in judged.refusal(("*",))
+    assert judge("LicenseRef-Acme-1.0", ("LicenseRef-Acme-*",)).ok
+    assert judge("GPL-2.0+", ("GPL-2.0-or-later",)).ok  # the deprecated spelling
+
+
+def test_a_pattern_is_one_license_not_an_expression() -> None:
+    _contract, problems = parse_contract({"allowed_licenses": ["MIT OR Apache-2.0", "LGPL-*",
+                                                               "GPL-2.0-only WITH *"]})
+    assert [p.message for p in problems] == [
+        "'MIT OR Apache-2.0': one license per entry (a glob like LGPL-*, optionally 'WITH "
+        "exception'); an expression is judged operand by operand, so list each license it "
+        "may hold"]
 
 
 def test_prebake_check_cannot_judge_a_license_from_a_binary_and_fails_closed() -> None:

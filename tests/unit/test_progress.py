@@ -18,11 +18,11 @@ from prebake.bake.progress import (
     Status,
     Timing,
     Tracker,
-    printable,
     read_timing,
     tool_count,
     write_timing,
 )
+from prebake.printable import printable
 
 needs_cmake = pytest.mark.skipif(shutil.which("cmake") is None or shutil.which("ninja") is None
                                  or shutil.which("make") is None, reason="needs cmake, ninja, make")
@@ -191,7 +191,8 @@ def test_a_fifo_is_not_read(tmp_path: Path) -> None:
 
 
 def test_plain_text_has_no_control_characters() -> None:
-    assert printable("\x1b[1m\x1b[31merror:\x1b[0m bad\tthing\r\x07\x9b") == "error: badthing"
+    # tab and newline stay; a bare CR becomes a newline (it would overwrite the line)
+    assert printable("\x1b[1m\x1b[31merror:\x1b[0m bad\tthing\r\x07\x9b") == "error: bad\tthing\n"
     line = "[ 12%] \x1b[32mBuilding CXX object a.o\x1b[0m"
     assert tool_count(line) == Count(12, 100, percent_only=True)
     status = Status(0.0, Count(3, 4), 0.75, 400.0)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from prebake.bake.stamp import prefix_files
-from prebake.package import relocate, upstream_cmake, version_proof
+from prebake.package import pcjudge, relocate, upstream_cmake, version_proof
 from prebake.package.archive import Entry, collect_tree
 from prebake.recipes import Component, Recipe, VersionCheck, VersionString, validate_recipe
 from prebake.recipes.api import Outputs
@@ -263,10 +263,16 @@ def test_a_dll_name_is_evidence_only_for_a_library_with_its_own_version(tmp_path
 
 
 def test_a_pc_that_names_a_folder_outside_the_asset_is_found() -> None:
-    text = ("prefix=${pcfiledir}/../..\nlibdir=${prefix}/lib\nDescription: A / B codec\n"
+    text = ("prefix=${pcfiledir}/../..\nlibdir=${prefix}/lib\nName: foo\nVersion: 1\n"
+            "Description: A / B codec\n"
             "Libs: -L${libdir} -lfoo\nLibs.private: -lm -L/usr/lib/x86_64-linux-gnu -lz\n"
             "Cflags: -I${prefix}/include -I/opt/x/include\n")
-    assert relocate.pc_outside(text) == [("Libs.private", "/usr/lib/x86_64-linux-gnu"),
-                                         ("Cflags", "/opt/x/include")]
-    assert relocate.pc_outside("prefix=/usr/local\nlibdir=${prefix}/lib\n") == [
-        ("prefix", "/usr/local")]
+    said = [x.render() for x in pcjudge.judge_files({"lib/pkgconfig/foo.pc": text.encode()})]
+    assert said == [
+        "lib/pkgconfig/foo.pc: pkg-config --cflags --libs --static gives -I/opt/x/include",
+        "lib/pkgconfig/foo.pc: pkg-config --cflags --libs --static gives "
+        "-L/usr/lib/x86_64-linux-gnu"]
+    local = b"prefix=/usr/local\nlibdir=${prefix}/lib\nName: l\nVersion: 1\nDescription: l\n"
+    assert [x.render() for x in pcjudge.judge_files({"lib/pkgconfig/l.pc": local})] == [
+        "lib/pkgconfig/l.pc: pkg-config --variable=libdir gives /usr/local/lib",
+        "lib/pkgconfig/l.pc: pkg-config --variable=prefix gives /usr/local"]

@@ -153,3 +153,25 @@ def test_ccache_runs_the_compile_the_wrapper_meant(tmp_path: Path) -> None:
     counts = dict(line.split("\t", 1) for line in stats.splitlines() if "\t" in line)
     assert int(counts["direct_cache_hit"]) >= 1  # the second compile came from the cache
     assert not (wrapper.parent / "steady-cc.noted").exists()  # nothing to say
+
+
+def test_a_folder_make_must_read_is_escaped_as_the_compiler_would(tmp_path: Path) -> None:
+    """The compiler escaped what it saw (``/mnt/w/…``); the folder put back in its place is
+    escaped the same way (GCC's and clang's rules), and a ``-MQ`` target is quoted, a
+    ``-MT`` one written as given."""
+    (tmp_path / "a b$c#d").mkdir()
+    root = str(tmp_path / "a b$c#d")
+    args = ["-c", f"{root}/x.c", "-o", f"{root}/x y.o", "-MD", "-MF", f"{root}/x.d",
+            "-MQ", f"{root}/x y.o", "-MT", "plain target"]
+    p = plan(args, root, root)
+    assert p is not None
+    quoted = root.replace(" ", "\\ ").replace("$", "$$").replace("#", "\\#")
+    assert p.targets == [f"{quoted}/x\\ y.o", "plain target"]
+    inner_dep = tmp_path / "dep.d"
+    inner_dep.write_text(f"{TARGET} {TARGET}: {INNER}/x.c {INNER}/sub\\ dir/h.h\n")
+    p.depfile = (str(inner_dep), str(tmp_path / "real.d"))
+    p.copies = []
+    steady_cc.finish(p, root)
+    assert (tmp_path / "real.d").read_text() == (
+        f"{quoted}/x\\ y.o plain target: {quoted}/x.c {quoted}/sub\\ dir/h.h\n")
+    assert steady_cc.make_quoted("a\\ b") == "a\\\\\\ b"  # N backslashes before a space: 2N+1

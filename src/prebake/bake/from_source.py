@@ -4,8 +4,8 @@ it."""
 
 from __future__ import annotations
 
+import os
 import shlex
-import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
@@ -54,31 +54,51 @@ def build_from_source(run: UnitRun, recipe: Recipe, strategy: Build, work: Path,
     run.log.env(env, how.dropped)
     _warm_zig(run, env)
     (work / "build").mkdir(exist_ok=True)
+    config_log = Path(ctx.fill(strategy.config_log, "config_log")) if strategy.config_log \
+        else None
     for i, command in enumerate(strategy.commands, 1):
         argv = expand(command, ctx, f"recipe {recipe.name} command {i}")
         run.say(f"{recipe.name}: [{i}/{len(strategy.commands)}] {shlex.join(argv)[:120]}")
-        started = time.time()
+        before = _written(config_log)
         rc = run_logged(argv, cwd=work / "build", env=env, log=run.log, cancel=run.cancel,
                         on_line=run.progress.line)
         if rc != 0:
             what = "cancelled" if rc == -1 else f"exit status {rc}"
-            if strategy.config_log and rc != -1:
-                _configure_failed(run, recipe, ctx.fill(strategy.config_log, "config_log"),
-                                  started)
+            if config_log is not None and rc != -1 and _written(config_log) not in (None,
+                                                                                    before):
+                _configure_failed(run, recipe, config_log)
             raise UnitFailed(f"{recipe.name}: command {i} failed ({what}): "
                              f"{shlex.join(argv)}\n--- last lines of {run.log.path} ---\n"
                              + run.log.tail())
     write_import_libs(run, strategy.import_libs)
 
 
-def _configure_failed(run: UnitRun, recipe: Recipe, log: str, started: float) -> None:
-    """A failing command that wrote the recipe's configure log: its last error in one line,
-    the whole log kept beside the build log."""
+def _written(path: Path | None) -> tuple[int, ...] | None:
+    """What says a file was written: its inode, size and change times (``None``: absent).
+    Taken before and after each command, it tells whether the failing command wrote the
+    configure log, whatever the clock says (a ``make`` failing within a second of the
+    ``configure`` before it wrote nothing there)."""
+    try:
+        st = path.stat() if path is not None else None
+    except OSError:
+        return None
+    return None if st is None else (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns,
+                                    st.st_ctime_ns)
+
+
+def _configure_failed(run: UnitRun, recipe: Recipe, log: Path) -> None:
+    """The failing command wrote the recipe's configure log: the unit fails with the log's
+    last error in one line, the whole log kept beside the build log (masked like it)."""
     keep = run.log.path.with_name(run.log.path.stem + ".config.log")
-    said = configure.config_log_failure(Path(log), started - 1, keep)
-    if said is not None:
-        raise UnitFailed(f"{recipe.name} on {run.unit.platform.name}: configure failed: "
-                         f"{said} (its log: {keep})")
+    try:
+        run.log.keep_copy(log, keep)
+        with open(keep, "rb") as fh:
+            fh.seek(max(0, fh.seek(0, os.SEEK_END) - configure.CONFIG_LOG_TAIL))
+            tail = fh.read().decode("utf-8", errors="replace")
+    except OSError:
+        return  # gone or unreadable: the command's own failure says what happened
+    raise UnitFailed(f"{recipe.name} on {run.unit.platform.name}: configure failed: "
+                     f"{configure.last_error(tail)} (its log: {keep})")
 
 
 def write_tools_folder(run: UnitRun, ctx: Context, env: Mapping[str, str],

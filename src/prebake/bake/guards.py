@@ -35,7 +35,7 @@ from prebake.bake.stamp import prefix_files
 from prebake.bake.unitrun import UnitFailed
 from prebake.contract.check import check_paths, wants_deep
 from prebake.contract.findings import CheckReport, Violation
-from prebake.contract.terms import license_refused
+from prebake.contract.licenses import judge
 from prebake.errors import PrebakeError
 from prebake.inspect import ParseOptions, inspect
 from prebake.inspect.resolve import resolve
@@ -311,13 +311,13 @@ def license_proven(g: GuardInput, shipped: Shipped, failed: Sequence[str]
         g.log.write(f"# license: {lib.path} says {lib.text!r}, configured with "
                     f"{', '.join(lib.switches) or 'none of the switches that change it'}: "
                     f"{lib.spdx}")
-    if allowed and license_refused(proof.spdx, allowed):
+    judged = judge(proof.spdx, allowed) if allowed else None
+    if judged is not None and not judged.ok:
         first = proof.libraries[0]
         raise UnitFailed("\n".join([*failed, (
             f"{where}: {first.path} is {proof.spdx} (its bytes say {first.text!r}"
             + (f", configured {' '.join(first.switches)}" if first.switches else "")
-            + f"); the contract's allowed_licenses ({', '.join(allowed)}) refuses it, "
-            "nothing was packaged")]))
+            + f"); {judged.refusal(allowed)}, nothing was packaged")]))
     return proof, ()
 
 

@@ -15,7 +15,7 @@ from prebake.bake.stamp import prefix_files
 from prebake.bake.unitrun import UnitFailed, UnitRun
 from prebake.link.order import relative_order
 from prebake.manifest import Manifest
-from prebake.package import cmake, pcdeps, pkgconfig, relocate
+from prebake.package import cmake, pcdeps, pcjudge, pkgconfig, relocate
 from prebake.package.archive import Entry, collect_tree, with_generated
 from prebake.package.cmakecache import CacheError, recorded
 from prebake.package.libs import Library, ordered
@@ -134,14 +134,19 @@ def relocate_files(run: UnitRun, entries: list[Entry], generated: Mapping[str, b
         run.log.write(f"# dropped {rel}: a libtool archive names the build machine's libdir")
     gone = set(done.dropped)
     kept = [e for e in entries if e.path not in gone]
-    outside = [f"  {e.path}: {field} names {path}" for e in kept
-               if e.kind == "file" and e.path.endswith(".pc") and e.source is not None
-               for field, path in relocate.pc_outside(
-                   e.source.read_text(encoding="utf-8", errors="replace"))]
+    pcs = {**{e.path: e.source.read_bytes() for e in kept
+              if e.kind == "file" and e.path.endswith(".pc") and e.source is not None},
+           **{rel: data for rel, data in generated.items() if rel.endswith(".pc")}}
+    try:
+        outside = pcjudge.judge_files(pcs)
+    except pcjudge.PkgConfigMissing as exc:
+        raise UnitFailed(f"{run.unit.id}: {exc} (the asset ships {len(pcs)} .pc file(s), "
+                         "judged by pkg-config's own expansion)") from None
     if outside:
         raise UnitFailed(f"{run.unit.id}: {len(outside)} pkg-config setting(s) name a folder "
                          "outside the asset (the build machine's; a consumer's compiler "
-                         "would be sent there):\n" + "\n".join(outside))
+                         "would be sent there):\n" + "\n".join(f"  {x.render()}"
+                                                              for x in outside))
     manifest_json = jsonio.dumps(manifest.to_json()).encode()
     shipped = with_generated(kept, {**generated, "share/prebake/manifest.json": manifest_json})
     leaks = relocate.scan(shipped, paths)

@@ -75,6 +75,9 @@ def expand(command: Sequence[str] | str, ctx: Context, where: str) -> list[str]:
 
 
 TAIL_LINES = 30
+#: how much of the log's end a failure's message reads: 30 lines of a compiler's errors fit
+#: many times over, and a command that printed 200 MB costs no more than one that printed 2
+TAIL_BYTES = 64 << 10
 # after the command exits, how long its output may still drain (a daemon it started may hold
 # the pipe open for ever: its later output is not the command's)
 DRAIN_SECONDS = 5.0
@@ -121,11 +124,30 @@ class BuildLog:
         with self._lock:
             self._fh.close()
 
-    def tail(self, n: int = TAIL_LINES) -> str:
-        with contextlib.suppress(OSError):
-            lines = self.path.read_text(encoding="utf-8", errors="replace").splitlines()
-            return "\n".join(lines[-n:])
-        return ""
+    def keep_copy(self, source: Path, dest: Path) -> None:
+        """Copy a log a command wrote (a configure script's ``config.log``) to ``dest``
+        beside this one, masked as this log masks its lines: a script's log records its
+        environment (proxy credentials, tokens) as the commands' output would."""
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        with open(source, "rb") as src, open(dest, "w", encoding="utf-8",
+                                              errors="replace") as out:
+            for raw in iter(lambda: src.readline(MAX_LINE), b""):
+                out.write(redact_text(raw.decode("utf-8", "replace"), *self._secrets))
+
+    def tail(self, n: int = TAIL_LINES, limit: int = TAIL_BYTES) -> str:
+        """The log's last ``n`` lines, read from its last ``limit`` bytes only (a line cut
+        there starts with ``…``)."""
+        try:
+            with open(self.path, "rb") as fh:
+                start = max(0, fh.seek(0, os.SEEK_END) - limit)
+                fh.seek(start)
+                data = fh.read(limit)
+        except OSError:
+            return ""
+        lines = data.decode("utf-8", "replace").splitlines()
+        if start and lines:
+            lines[0] = "…" + lines[0]
+        return "\n".join(lines[-n:])
 
 
 def run_logged(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], log: BuildLog,

@@ -16,6 +16,7 @@ only what step it was in. Every line its commands print passes through :meth:`Tr
 
 :class:`Status` is what a display shows; its :meth:`Status.text` is the plain line
 (``[1234/2051] 60 % ~6 min left``) that also goes to a CI log, free of control characters.
+What a command wrote is shown only through ``prebake.printable``.
 """
 
 from __future__ import annotations
@@ -41,14 +42,7 @@ MARK_EVERY = 1.0  # seconds between two points while the build runs
 MIN_BASE = 5.0  # seconds of the last build before its speed is compared with this one's
 MIN_FRACTION = 0.02  # of a count, before its rate says anything
 _MAX_RECORD = 1 << 20
-# C0 and C1 controls and DEL: what a terminal acts on, and a CI log shows as garbage
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
-
-
-def printable(text: str) -> str:
-    """``text`` without terminal escapes (a compiler's colours) or other control characters."""
-    return _CONTROL.sub("", _ANSI.sub("", text))
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")  # a compiler's colours before a count
 
 
 @dataclass(frozen=True)

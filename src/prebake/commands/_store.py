@@ -70,7 +70,7 @@ def byte_progress(enabled: bool, label: str) -> Iterator[ProgressFn | None]:
         TransferSpeedColumn,
     )
 
-    with Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
+    with Progress(TextColumn("{task.description}", markup=False), BarColumn(), DownloadColumn(),
                   TransferSpeedColumn(), console=err_console(), transient=True) as bar:
         task = bar.add_task(label, total=None)
 

@@ -79,19 +79,17 @@ def _render_dry_run(results: list[Any]) -> None:
 
 
 def _table(results: Sequence[UnitResult]) -> Any:
-    from rich.markup import escape
     from rich.table import Table
+    from rich.text import Text
 
-    from prebake.redact import env_secrets, redact_text
-
-    secrets = env_secrets(os.environ)
     t = Table(title="prebake build")
     for col in ("unit", "state", "asset", "seconds", "detail"):
         t.add_column(col)
     colour = {"built": "green", "skipped": "cyan", "failed": "red", "blocked": "yellow"}
     for r in results:
-        t.add_row(r.unit, f"[{colour.get(r.state, 'white')}]{r.state}[/]", r.asset or "",
-                  f"{r.seconds:.2f}", escape(redact_text(r.detail, *secrets)[:100]))
+        # a failure's detail quotes what a command wrote: plain text, never markup
+        t.add_row(Text(r.unit), Text(r.state, style=colour.get(r.state, "white")),
+                  Text(r.asset or ""), f"{r.seconds:.2f}", Text(_line(r.detail, "")[:100]))
     return t
 
 
@@ -148,10 +146,12 @@ def run(args: argparse.Namespace) -> int:
         _render_dry_run(results)
     else:
         console().print(_table(results))
+        from rich.markup import escape
+
         err = err_console()
         for r in failed:
-            if r.state == "failed":
-                err.print(f"[red]✗ {r.unit} failed[/red] (log: {r.log})")
+            if r.state == "failed":  # (the console makes every string printable)
+                err.print(f"[red]✗ {escape(r.unit)} failed[/red] (log: {escape(str(r.log))})")
                 err.print(r.message, markup=False, highlight=False)
     return 1 if failed else 0
 
@@ -177,7 +177,10 @@ def _write_summary(parts: list[str]) -> None:
 
     if not parts:
         return
-    text = redact_text("\n".join(parts), *env_secrets(os.environ))  # a CI page: published
+    from prebake.printable import printable
+
+    # a CI page, published: no secret, and what an asset's files say is text there
+    text = printable(redact_text("\n".join(parts), *env_secrets(os.environ)))
     path = os.environ.get("GITHUB_STEP_SUMMARY")
     if path:
         with open(path, "a", encoding="utf-8") as fh:
@@ -200,12 +203,11 @@ def with_progress(ws: Any, units: Sequence[Unit], opts: Any) -> list[Any]:
 
 def _line(message: str, state: str) -> str:
     """One line of what a unit says, redacted whole (a cut URL would no longer look like
-    one), without control characters."""
-    from prebake.bake.progress import printable
+    one), through ``prebake.printable`` (a command's words are shown, never obeyed)."""
+    from prebake.printable import printable_line
     from prebake.redact import env_secrets, redact_text
 
-    text = redact_text(message, *env_secrets(os.environ)) if message else state
-    return printable(text.splitlines()[0] if text.strip() else state)
+    return printable_line(redact_text(message, *env_secrets(os.environ)), state)
 
 
 def _live(ws: Any, units: Sequence[Unit], opts: Any) -> list[Any]:
@@ -233,9 +235,10 @@ def _live(ws: Any, units: Sequence[Unit], opts: Any) -> list[Any]:
             text = status.text(time.monotonic()) if isinstance(status, Status) else ""
             return Text(f"{text:<34}", style="cyan")
 
-    with Progress(SpinnerColumn(), TextColumn("{task.fields[unit]:<24}"),
+    # the description quotes a command line or a command's output: text, never markup
+    with Progress(SpinnerColumn(), TextColumn("{task.fields[unit]:<24}", markup=False),
                   BarColumn(bar_width=20), StatusColumn(), TimeElapsedColumn(),
-                  TextColumn("{task.description}"), console=err_console(),
+                  TextColumn("{task.description}", markup=False), console=err_console(),
                   transient=False) as progress:
         tasks = {u.id: progress.add_task("waiting", unit=u.id, total=None, status=None)
                  for u in units}

@@ -53,10 +53,12 @@ def _github_output(values: dict[str, str]) -> None:
 
 
 def _step_summary(text: str) -> None:
+    from prebake.printable import printable
+
     target = os.environ.get("GITHUB_STEP_SUMMARY")
     if target:
         with open(target, "a", encoding="utf-8") as fh:
-            fh.write(text)
+            fh.write(printable(text))
 
 
 def _default_out(ws: Any) -> Path:

@@ -86,6 +86,7 @@ def _list(ws: Workspace, platforms: list[Platform], as_json: bool) -> int:
 
     from prebake.commands._common import console, print_json
     from prebake.jsonio import SCHEMA_VERSION
+    from prebake.printable import printable
     from prebake.toolchain.verify import verify_platforms
 
     verdicts = verify_platforms(platforms, ws.pins)
@@ -103,8 +104,9 @@ def _list(ws: Workspace, platforms: list[Platform], as_json: bool) -> int:
         if len(v.cc.argv) > 2 and v.cc.argv[1] == "-m":  # python -m ziglang
             command = f"{command} -m {v.cc.argv[2]}"
         colour = STATUS_COLOUR[v.status.value]
+        # the version is what the compiler printed: text, made printable
         t.add_row(v.platform, v.family or "?", escape(pin), escape(command),
-                  escape(v.cc.version or "-"), f"[{colour}]{v.status.value}[/]")
+                  escape(printable(v.cc.version or "-")), f"[{colour}]{v.status.value}[/]")
     out = console()
     out.print(t)
     for v in verdicts.values():

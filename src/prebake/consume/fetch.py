@@ -26,7 +26,8 @@ if sys.platform != "win32":  # Windows has no advisory locks (``_exclusive`` is 
 
 from prebake.consume.consumer_lock import LOCK_NAME, LockEntry, read_lock
 from prebake.contract.check import check_paths, wants_deep
-from prebake.contract.terms import Contract, license_refused
+from prebake.contract.licenses import judge
+from prebake.contract.terms import Contract
 from prebake.digest import ProgressFn, file_sha256
 from prebake.errors import CheckFailed, PrebakeError
 from prebake.extract import DEFAULT_MAX_BYTES, UnsafeArchive, safe_extract
@@ -39,6 +40,7 @@ from prebake.manifest import (
     read_manifest_file,
 )
 from prebake.names import check_name, name_problem
+from prebake.package import pcjudge
 from prebake.package.naming import (
     MANIFEST_SUFFIX,
     SHA256_SUFFIX,
@@ -52,6 +54,7 @@ from prebake.store.base import DEFAULT_RELEASE, Store
 from prebake.toolchain.compat import compare
 from prebake.trust.consumer import verify_in_store
 from prebake.trust.sign import check_allowed_signers
+from prebake.walk import scandir_tree
 
 MANIFEST_IN_PREFIX = "share/prebake/manifest.json"
 MAX_MANIFEST = MAX_MANIFEST_BYTES
@@ -235,6 +238,7 @@ def _checker(aid: AssetId, contract: Contract | None,
                                  f"{typed.named}; "
                                  "an asset published under another name, nothing was "
                                  "installed")
+        _check_pc_files(aid, tree, notes if notes is not None else [])
         if contract is not None:
             refusal = license_refusal(aid.filename, typed, contract)
             if refusal is not None:
@@ -253,10 +257,30 @@ def _checker(aid: AssetId, contract: Contract | None,
     return check
 
 
+def _check_pc_files(aid: AssetId, tree: Path, notes: list[str]) -> None:
+    """Every ``.pc`` the asset ships, through this machine's pkg-config as a consumer's would
+    read it (``prebake.package.pcjudge``): one that sends the consumer's compiler outside the
+    asset is refused. Without a pkg-config here nothing would read them either: a note."""
+    pcs = sorted(rel for rel, entry in scandir_tree(str(tree))
+                 if rel.endswith(".pc") and entry.is_file(follow_symlinks=False))
+    try:
+        leaks = pcjudge.judge_tree(tree, pcs)
+    except pcjudge.PkgConfigMissing as exc:
+        if pcs:
+            notes.append(f"{exc}: the asset's {len(pcs)} .pc file(s) were not judged here")
+        return
+    if leaks:
+        raise CheckFailed(f"{aid.filename}: {len(leaks)} pkg-config setting(s) name a folder "
+                          "outside the asset (a consumer's compiler would be sent there); "
+                          "nothing was installed\n"
+                          + "\n".join(f"  {x.render()}" for x in leaks))
+
+
 def license_refusal(shown: str, manifest: Manifest, contract: Contract) -> str | None:
     """The contract's ``allowed_licenses`` on an asset: each recipe's license as its build
-    proved it from the libraries' bytes (the manifest's ``recipes[].license``). A recipe
-    with none cannot be judged and fails closed unless ``allow_unknown`` names the key."""
+    proved it from the libraries' bytes (the manifest's ``recipes[].license``), operand by
+    operand (``prebake.contract.licenses``). A recipe with none cannot be judged and fails
+    closed unless ``allow_unknown`` names the key."""
     allowed = contract.allowed_licenses
     if not allowed:
         return None
@@ -266,9 +290,10 @@ def license_refusal(shown: str, manifest: Manifest, contract: Contract) -> str |
             return (f"{shown}: its manifest states no proven license for {r.name}, so this "
                     f"contract's allowed_licenses ({shown_allowed}) cannot judge it (fails "
                     "closed; allow_unknown = [\"allowed_licenses\"] accepts it unchecked)")
-        if r.license is not None and license_refused(r.license, allowed):
-            return (f"{shown}: {r.name} is {r.license}; this contract's allowed_licenses "
-                    f"({shown_allowed}) refuses it")
+        judged = judge(r.license, allowed) if r.license is not None else None
+        if judged is not None and not judged.ok:
+            return (f"{shown}: {r.name} is {r.license}; this "
+                    + judged.refusal(allowed).removeprefix("the "))
     if not manifest.recipes and "allowed_licenses" not in contract.allow_unknown:
         return f"{shown}: its manifest names no recipe, so no license was proven (fails closed)"
     return None

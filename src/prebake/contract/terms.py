@@ -8,19 +8,19 @@ with its key path instead of stopping at the first.
 from __future__ import annotations
 
 import difflib
-import fnmatch
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
 from prebake import abikeys
 from prebake.abikeys import KNOWN_WASM_FEATURES, Value
+from prebake.contract.licenses import pattern_problem
 from prebake.contract.presets import PresetError, load_preset, merge
 from prebake.errors import ConfigError, PrebakeError, Problem
 
-__all__ = ["KNOWN_WASM_FEATURES", "ONLY_FOR_OS", "SETTINGS", "Contract", "license_refused",
+__all__ = ["KNOWN_WASM_FEATURES", "ONLY_FOR_OS", "SETTINGS", "Contract",
            "load_contract_file", "os_problems", "parse_contract"]
 
 
@@ -85,12 +85,6 @@ def os_problems(contract: Contract, os: str, platform: str | None, where: str
     return out
 
 
-def license_refused(spdx: str, allowed: Sequence[str]) -> bool:
-    """Whether ``allowed_licenses`` (globs over the whole SPDX expression) refuses ``spdx``;
-    case-insensitive, as the SPDX specification matches license identifiers."""
-    return not any(fnmatch.fnmatchcase(spdx.lower(), pattern.lower()) for pattern in allowed)
-
-
 def _is_version(s: str) -> bool:
     parts = s.split(".")
     return 1 <= len(parts) <= 4 and all(p.isdigit() for p in parts)
@@ -151,6 +145,9 @@ def parse_contract(
         problems += bad
         if parsed is not None:
             kwargs[key] = parsed
+    problems += [Problem(f"{where}.allowed_licenses", why)
+                 for pattern in kwargs.get("allowed_licenses", ())
+                 if (why := pattern_problem(pattern)) is not None]
     both = set(kwargs.get("features_required", ())) & set(kwargs.get("features_forbidden", ()))
     if both:
         problems.append(

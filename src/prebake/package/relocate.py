@@ -132,33 +132,8 @@ def rewrite_install(prefix: Path, files: Iterable[str], paths: BuildPaths) -> Re
     return done
 
 
-# ---- 2b. a .pc file names nothing outside the asset ------------------------------------------
-
-# flags that take a folder glued to them: -L/x, -I/x, -F/x, -Wl,-rpath,/x
-_PC_FLAG = re.compile(r"^(?:-[LIF]|-isystem|-Wl,-rpath,|-Wl,-rpath-link,|-Wl,-L)")
-_PC_FLAG_FIELDS = frozenset({"Libs", "Libs.private", "Cflags", "Cflags.private"})
-
-
-def pc_outside(text: str) -> list[tuple[str, str]]:
-    """``(field, path)`` for every absolute path a relocated ``.pc`` still names: a variable
-    (``libdir=/usr/lib``) or a flag (``-L/usr/lib/x86_64-linux-gnu`` in ``Libs.private``).
-    After relocation every folder of the asset reads ``${prefix}``/``${pcfiledir}``; one
-    that does not is the build machine's (a dependency pkg-config found there), and a
-    consumer's compiler would be sent to a folder its machine does not have."""
-    out: list[tuple[str, str]] = []
-    for line in text.splitlines():
-        m = re.match(r"^\s*([A-Za-z_][\w.]*)\s*([=:])(.*)$", line)
-        if m is None:
-            continue
-        name, value = m.group(1), m.group(3)
-        if m.group(2) == ":" and name not in _PC_FLAG_FIELDS:
-            continue  # Name:, Description:, Requires: hold no folder
-        for token in value.split() if m.group(2) == ":" else [value.strip()]:
-            path = _PC_FLAG.sub("", token.strip("'\""))
-            if path.startswith("/") and len(path) > 1:
-                out.append((name, path))
-    return out
-
+# ---- 2b. a .pc file names nothing outside the asset: judged by pkg-config itself, after
+# relocation (``prebake.package.pcjudge``)
 
 # ---- 3. nothing of the build folders is left ----------------------------------------------
 

@@ -11,25 +11,21 @@ the name into the URLs this machine's mirrors serve it from, only when the cache
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import os
 import re
 import tempfile
 import urllib.error
-import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
-from urllib.parse import unquote, urlsplit, urlunsplit
 
 from prebake.digest import file_sha256
 from prebake.errors import PrebakeError
 from prebake.redact import redact_text
 from prebake.sources.candidates import AsWritten, Candidate, Resolves
+from prebake.web import open_url
 
 CHUNK = 1 << 20
-TIMEOUT = 60.0
 
 
 def default_cache_dir() -> Path:
@@ -43,21 +39,6 @@ def default_cache_dir() -> Path:
 # With no locked size (a digest written in a recipe), the bound ``prebake pin`` downloads under
 # (onnxruntime's biggest release archive is ~300 MB).
 MAX_DOWNLOAD_BYTES = 8 << 30
-
-
-def open_url(url: str, headers: dict[str, str] | None = None) -> Any:
-    """``urlopen`` for a source URL that may carry credentials (``https://user:token@host/…``,
-    what a private GitHub or GitLab archive takes): urllib would read the userinfo as part of
-    the host name, so it goes in a Basic ``Authorization`` header, as curl and git send it."""
-    parts = urlsplit(url)
-    head = {"User-Agent": "prebake", **(headers or {})}
-    if "@" in parts.netloc:
-        userinfo, _, host = parts.netloc.rpartition("@")
-        user, _, password = userinfo.partition(":")
-        token = base64.b64encode(f"{unquote(user)}:{unquote(password)}".encode()).decode()
-        head["Authorization"] = f"Basic {token}"
-        url = urlunsplit(parts._replace(netloc=host))
-    return urllib.request.urlopen(urllib.request.Request(url, headers=head), timeout=TIMEOUT)
 
 
 class TooBig(Exception):

@@ -27,8 +27,9 @@ from urllib.parse import urlsplit
 from prebake.digest import file_sha256
 from prebake.errors import PrebakeError
 from prebake.redact import redact_text
-from prebake.sources.cache import CHUNK, MAX_DOWNLOAD_BYTES, SourceCache, open_url
+from prebake.sources.cache import CHUNK, MAX_DOWNLOAD_BYTES, SourceCache
 from prebake.sources.candidates import Candidate
+from prebake.web import open_url
 
 
 @dataclass(frozen=True)

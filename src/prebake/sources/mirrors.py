@@ -11,10 +11,11 @@ asked as it is.
 
 Resolution is lazy and runs only when the content-addressed cache lacks the file: a machine
 with the file cached never asks an index. Index documents are fetched once per process
-(parallel units share a resolver) with the one HTTP function sources and stores use
-(``prebake.sources.cache.open_url``), read under a bound. Nothing here decides whether bytes are
-right: the lock's sha256 does (``SourceCache.fetch``); an index's own digest only lets a
-mirror that lists other bytes be passed over without downloading them.
+(parallel units share a resolver) with the one opener sources download with
+(``prebake.web.open_url``: credentials only to their origin), read under a bound. Nothing
+here decides whether bytes are right: the lock's sha256 does (``SourceCache.fetch``); an
+index's own digest only lets a mirror that lists other bytes be passed over without
+downloading them.
 """
 
 from __future__ import annotations
@@ -48,8 +49,9 @@ from prebake.registry_refs import (
     parse,
 )
 from prebake.sources import configured
-from prebake.sources.cache import SourceCache, open_url
+from prebake.sources.cache import SourceCache
 from prebake.sources.candidates import AsWritten, Candidate, Step, Unserved
+from prebake.web import open_url
 
 T = TypeVar("T")
 ORIGIN = "origin"  # in a [mirrors] list: the URL itself, at that place in the order

@@ -17,7 +17,6 @@ import os
 import re
 import subprocess
 import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +42,7 @@ from prebake.sources.lock import (
     url_refs,
 )
 from prebake.sources.mirrors import with_mirrors
+from prebake.web import open_url
 from prebake.workspace.model import Workspace
 
 GITHUB_RELEASE = re.compile(
@@ -162,11 +162,9 @@ def github_digest(url: str) -> tuple[str | None, str]:
         return None, ""
     owner, repo, tag, asset = m.groups()
     api = (os.environ.get("PREBAKE_GITHUB_API") or API_DEFAULT).rstrip("/")
-    req = urllib.request.Request(f"{api}/repos/{owner}/{repo}/releases/tags/{tag}",
-                                 headers={"Accept": "application/vnd.github+json",
-                                          "User-Agent": "prebake"})
     try:
-        with urllib.request.urlopen(req, timeout=API_TIMEOUT) as resp:
+        with open_url(f"{api}/repos/{owner}/{repo}/releases/tags/{tag}",
+                      {"Accept": "application/vnd.github+json"}, timeout=API_TIMEOUT) as resp:
             data = json.loads(resp.read(MAX_API_BYTES))
     except (urllib.error.URLError, OSError, ValueError) as exc:
         return None, f"{url}: GitHub's API was not reachable ({getattr(exc, 'reason', exc)}); " \

@@ -11,8 +11,8 @@
   place last: it is the commit marker. Readers list only ``state == "uploaded"`` assets whose two
   sidecars are present.
 * The token comes from ``GH_TOKEN`` or ``GITHUB_TOKEN``; it is sent only in the Authorization
-  header (httpx drops it on cross-origin redirects to the storage host), never printed, and
-  redacted from every error message.
+  header (dropped on a redirect to another origin, the storage host: ``prebake.web``), never
+  printed, and redacted from every error message.
 * ``PREBAKE_GITHUB_API`` (default ``https://api.github.com``) and ``PREBAKE_GITHUB_UPLOADS``
   (default: the release's own ``upload_url``) point it at another server, e.g. the tests' local
   release-API server on 127.0.0.1 or a GitHub Enterprise host.
@@ -116,7 +116,7 @@ class GitHubStore:
     def _call(self, method: str, url: str, what: str, **kw: Any) -> httpx.Response:
         """One request; transport failures become ``TransientError`` (retried by callers)."""
         try:
-            resp = self.client.request(method, url, **kw)
+            resp = transport.send(self.client, method, url, **kw)
         except httpx.TransportError as exc:
             raise transport.transport_error(exc, f"{self.url}: {what}", self._token) from None
         if resp.status_code == 422:

@@ -1,13 +1,17 @@
 """The HTTP transport under the GitHub (``store/github.py``) and mirror (``store/http.py``)
-backends: one client that never logs or echoes credentials, statuses mapped to prebake's error
+backends: one client that never logs or echoes credentials (and follows redirects under
+``prebake.web``'s rule: credentials only to their origin), statuses mapped to prebake's error
 classes, resumable downloads (``Range``) with retries and bounded small GETs. Not a store itself."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from http.cookiejar import CookieJar, DefaultCookiePolicy
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -21,6 +25,7 @@ from prebake.store.base import (
     redact,
     with_retries,
 )
+from prebake.web import RedirectRefused, redirect_headers
 
 TIMEOUT = httpx.Timeout(60.0, connect=10.0)
 #: sidecars and API answers: a manifest of 100 000 files fits; an endless body does not
@@ -33,9 +38,56 @@ class NotFound(StoreError):
     """The URL answered 404 (a mirror may lack what another has)."""
 
 
+MAX_REDIRECTS = 10
+
+
 def make_client() -> httpx.Client:
-    return httpx.Client(timeout=TIMEOUT, follow_redirects=True,
-                        headers={"User-Agent": USER_AGENT})
+    """The stores' client. It follows no redirect itself (:func:`send` does, under
+    ``prebake.web``'s rule) and keeps no cookie: no store needs one, and a cookie has no port,
+    so one mirror's would reach another on the same host."""
+    return httpx.Client(timeout=TIMEOUT, follow_redirects=False,
+                        headers={"User-Agent": USER_AGENT},
+                        cookies=CookieJar(DefaultCookiePolicy(allowed_domains=[])))
+
+
+def send(client: httpx.Client, method: str, url: str, *, stream: bool = False,
+         **kw: Any) -> httpx.Response:
+    """``client.request`` with redirects followed by ``prebake.web.redirect_headers``:
+    credentials only to the origin they were given for. With ``stream`` the body is left
+    unread (close the response); a redirect to a scheme other than http(s) is a
+    ``StoreError``."""
+    request = client.build_request(method, url, **kw)
+    for _ in range(MAX_REDIRECTS + 1):
+        resp = client.send(request, stream=True)
+        following = resp.next_request
+        if following is None:
+            if not stream:
+                try:
+                    resp.read()
+                finally:
+                    resp.close()
+            return resp
+        resp.close()
+        try:
+            kept = redirect_headers(str(request.url), str(following.url),
+                                    {k.decode("latin-1"): v.decode("latin-1")  # as spelt
+                                     for k, v in following.headers.raw})
+        except RedirectRefused as exc:
+            raise StoreError(redact(str(exc))) from None
+        following.headers = httpx.Headers(kept)
+        request = following
+    raise StoreError(redact(f"{url}: more than {MAX_REDIRECTS} redirects"))
+
+
+@contextlib.contextmanager
+def streamed(client: httpx.Client, method: str, url: str, **kw: Any
+             ) -> Iterator[httpx.Response]:
+    """:func:`send` as a context manager: the response's body read as it arrives."""
+    resp = send(client, method, url, stream=True, **kw)
+    try:
+        yield resp
+    finally:
+        resp.close()
 
 
 def _message(resp: httpx.Response) -> str:
@@ -108,7 +160,7 @@ def download(client: httpx.Client, url: str, dest: Path, *, what: str,
         if have:
             h["Range"] = f"bytes={have}-"
         try:
-            with client.stream("GET", url, headers=h) as resp:
+            with streamed(client, "GET", url, headers=h) as resp:
                 if resp.status_code == 416:  # the partial file is stale or already whole
                     part.unlink(missing_ok=True)
                     raise TransientError(f"{what}: stale partial download, starting over")
@@ -165,7 +217,7 @@ def get_bytes(client: httpx.Client, url: str, *, what: str,
     def attempt() -> bytes:
         start = time.monotonic()
         try:
-            with client.stream("GET", url, headers=dict(headers or {})) as resp:
+            with streamed(client, "GET", url, headers=dict(headers or {})) as resp:
                 check(resp, what, secret)
                 length = resp.headers.get("content-length", "")
                 if length.isdigit() and int(length) > limit:

@@ -398,19 +398,3 @@ def last_error(text: str) -> str:
     return f"{verdict} ({cause})" if cause and cause != verdict else verdict
 
 
-def config_log_failure(log: Path, since: float, keep: Path) -> str | None:
-    """When the failing command wrote the configure log ``log`` (modified at ``since`` or
-    later): its last error, the whole log copied to ``keep`` (beside the build log). None
-    when the failure was not configure's (the log is older, or there is none)."""
-    try:
-        st = log.stat()
-    except OSError:
-        return None
-    if st.st_mtime < since:
-        return None
-    keep.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(log, keep)
-    with open(log, "rb") as fh:
-        fh.seek(max(0, st.st_size - CONFIG_LOG_TAIL))
-        tail = fh.read().decode("utf-8", errors="replace")
-    return last_error(tail)

@@ -123,12 +123,16 @@ class Plan:
     def __init__(self, argv: list[str], cwd: str,
                  copies: list[tuple[str, str]] | None = None,
                  depfile: tuple[str, str] | None = None,
-                 targets: list[str] | None = None) -> None:
+                 targets: list[str] | None = None,
+                 given: dict[str, str] | None = None) -> None:
         self.argv = argv
         self.cwd = cwd
         self.copies = copies or []  # (under OUT, real path through INNER)
         self.depfile = depfile
-        self.targets = targets or []  # the real -MT/-MQ values, in order
+        # the real targets as the compiler writes them, in order: -MT's verbatim, -MQ's
+        # quoted for make
+        self.targets = targets or []
+        self.given = given or {}  # an output under OUT -> its name as the compile gave it
 
 
 def compiles(args: list[str]) -> bool:
@@ -162,7 +166,7 @@ def plan(args: list[str], cwd: str, root: str) -> Plan | None:
             return None
         i += 1 if a != opt else 2
         if opt in TARGET_OPTIONS:
-            out.targets.append(value)
+            out.targets.append(make_quoted(value) if opt == "-MQ" else value)
             out.argv += [opt, TARGET]
             continue
         real = os.path.join(inner_cwd, tr(value))
@@ -174,6 +178,7 @@ def plan(args: list[str], cwd: str, root: str) -> Plan | None:
             out.depfile = (mine, real)
         else:
             out.copies.append((mine, real))
+            out.given[mine] = value
     if out.depfile is None and ("-MD" in args or "-MMD" in args):
         return None  # the default name beside -o: rare, and not worth guessing
     return out
@@ -188,18 +193,54 @@ def hides_something(args: list[str], root: str) -> bool:
     return any(under.search(tr(a).replace(INNER, "")) for a in names)
 
 
+def make_private(libc: ctypes.CDLL) -> bool:
+    """Every mount of this (new) namespace private: nothing mounted here reaches the caller's
+    namespace or another compile's, whatever the propagation it was made with (systemd makes
+    every mount shared, and an unshared namespace's copies stay peers of the caller's).
+
+    In a chroot (a toolchain environment's root, or anyone's) ``/`` is no mount point and
+    cannot be changed (EINVAL), while the mount the root lies on stays shared: the
+    namespace's own root is reached by stepping out of the chroot (root may: a chroot into a
+    folder below the current one, then ``..`` up from outside it), made private there, and
+    the chroot entered again through a descriptor of it."""
+    if libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) == 0:
+        return True
+    if ctypes.get_errno() != errno.EINVAL:
+        return False
+    here = os.getcwd()
+    chroot = os.open("/", os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.chdir("/")
+        os.chroot(FIXED)  # the working folder (the chroot's root) is now outside the root
+        for _ in range(4096):
+            here_st, up = os.stat("."), os.stat("..")
+            if (here_st.st_dev, here_st.st_ino) == (up.st_dev, up.st_ino):
+                break  # the namespace's root: its .. is itself
+            os.chdir("..")
+        os.chroot(".")
+        made = bool(libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) == 0)
+        os.fchdir(chroot)
+        os.chroot(".")
+    except OSError:
+        made = False
+        os.fchdir(chroot)
+        os.chroot(".")  # back where the compile was started, whatever failed
+    finally:
+        os.close(chroot)
+    os.chdir(here)
+    return made
+
+
 def enter_namespace(libc: ctypes.CDLL | None, root: str) -> bool:
     """A private mount namespace: a tmpfs at :data:`FIXED`, ``root`` bound at :data:`INNER`
-    (needs the privilege the toolchain environment's own ``unshare --mount`` has)."""
+    (needs the privilege the toolchain environment's own ``unshare --mount`` has). A
+    namespace whose mounts cannot all be made private is not used (``False``): then two
+    overlapping compiles would mount over each other's :data:`FIXED`."""
     if libc is None or not os.path.isdir(FIXED) or not os.path.isdir(root):
         return False
     if libc.unshare(CLONE_NEWNS) != 0:
         return False
-    # nothing of this namespace may reach the caller's. Inside a toolchain environment ``/``
-    # is a chroot, not a mount point (EINVAL), and the environment's wrapper (``unshare
-    # --mount --propagation private``) has already made every mount private.
-    if libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) != 0 \
-            and ctypes.get_errno() != errno.EINVAL:
+    if not make_private(libc):
         return False
     # opened before the tmpfs hides FIXED (the folder may lie under it) and after the unshare
     # (a bind's source must be a mount of the namespace it is made in)
@@ -215,23 +256,47 @@ def enter_namespace(libc: ctypes.CDLL | None, root: str) -> bool:
         os.close(fd)
 
 
-def finish(p: Plan, root: str) -> None:
+def finish(p: Plan, root: str) -> str:
     """Copy the outputs to where the build asked for them; the dependency file with the real
-    targets and folder again."""
+    targets and folder again, spelt as the compiler would have written them there: the
+    folder escaped for make and ninja (``\\ `` for a space, ``$$``, ``\\#``), which the
+    compiler could not do for a folder it never saw. Returns what went wrong (an output
+    the compile that succeeded did not leave where it wrote it): never an exit status 0
+    without the object."""
     for mine, real in p.copies:
-        if os.path.exists(mine):
-            _copy(mine, real)
+        if not os.path.exists(mine):
+            return f"steady_cc: the compile succeeded but left no {back(real, root)}"
+        _copy(mine, real)
     if p.depfile is None or not os.path.exists(p.depfile[0]):
-        return
+        return ""
     with open(p.depfile[0], encoding="utf-8", errors="surrogateescape") as fh:
         text = fh.read()
     for t in p.targets:
         text = text.replace(TARGET, t, 1)
-    for mine, real in p.copies:  # a depfile without -MT names the output
-        text = text.replace(mine, os.path.relpath(real, p.cwd))
-    text = back(text, root)
+    for mine, real in p.copies:  # a depfile without -MT names the output, quoted
+        text = text.replace(mine, make_quoted(p.given.get(mine, os.path.relpath(real, p.cwd))))
+    text = back(text, make_quoted(root))
     with open(p.depfile[1], "w", encoding="utf-8", errors="surrogateescape") as fh:
         fh.write(text)
+    return ""
+
+
+def make_quoted(path: str) -> str:
+    """``path`` as GCC and clang write it into a dependency file (``-MQ``, every prerequisite):
+    a space or tab after its backslashes doubled and one more, ``$`` doubled, ``#`` after a
+    backslash; make and ninja read it back as the path."""
+    out: list[str] = []
+    slashes = 0
+    for ch in path:
+        if ch in " \t":
+            out.append("\\" * (slashes + 1))
+        elif ch == "$":
+            out.append("$")
+        elif ch == "#":
+            out.append("\\")
+        out.append(ch)
+        slashes = slashes + 1 if ch == "\\" else 0
+    return "".join(out)
 
 
 def _copy(src: str, dest: str) -> None:
@@ -277,7 +342,7 @@ def _status(pid: int) -> int:
 
 
 def back(text: str, root: str) -> str:
-    """``text`` with :data:`INNER` spelled as the real folder again."""
+    """``text`` with :data:`INNER` spelled as ``root`` (the real folder) again."""
     return re.sub(re.escape(INNER) + r"(?=/|\b|$)", lambda _: root, text)
 
 
@@ -330,8 +395,9 @@ def main(argv: list[str]) -> int:
     p = plan(args, os.getcwd(), root) if root else None
     if p is not None and (hides_something(args, root) or not enter_namespace(libc, root)):
         note_once(argv[0], f"no private mount namespace for {FIXED} (needs the privilege of "
-                           "`unshare --mount`, and nothing the compile needs there): objects "
-                           "of LLVM's wasm backend may differ in another folder")
+                           "`unshare --mount`, mounts that can all be made private, and "
+                           "nothing the compile needs there): objects of LLVM's wasm backend "
+                           "may differ in another folder")
         p = None
     me = ""  # this wrapper as ccache's prefix_command sees it, in the namespace
     if p is not None:
@@ -350,8 +416,9 @@ def main(argv: list[str]) -> int:
     if p is None:
         return rc
     sys.stderr.write(back(err.decode("utf-8", "surrogateescape"), root))
-    if rc == 0:
-        finish(p, root)
+    if rc == 0 and (lost := finish(p, root)):
+        sys.stderr.write(lost + "\n")
+        return 1
     return rc
 
 
