@@ -407,3 +407,40 @@ def test_a_malformed_reference_in_a_recipe_is_one_line_exit_2(
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "recipes/zstd.py:3: RECIPE.sources[0].url" in err[0], err
     assert "is not npm:<package>@<exact version>" in err[0]
+
+
+@pytest.mark.parametrize("body", [
+    b"[" * 200_000,  # nesting past the JSON parser's recursion
+    b'{"files": [{"url": 5}], "meta"',  # truncated
+    b'{"versions": {"1.0.0": {"dist": {"tarball": ["not", "a", "url"]}}}}',
+    b'{"versions": {"1.0.0": "dist"}, "dist-tags": []}',
+    b"\xff\xfe<a href='http://[bad/x.whl'>demo_pkg-1.0-py3-none-any.whl</a>",
+    b"<a href='demo_pkg-1.0-py3-none-any.whl#sha256=../../victim'>demo_pkg-1.0-py3-none-any"
+    b".whl</a>",
+])
+def test_a_hostile_index_or_registry_document_is_a_mirror_that_cannot_serve(
+        tmp_path: Path, body: bytes) -> None:
+    """Each document a mirror sends is read as data: no exception escapes, nothing outside
+    the cache is touched (an index "digest" that is a path is no digest)."""
+    from prebake.sources.download import download_new
+
+    victim = tmp_path / "victim"
+    victim.write_text("kept")
+    (tmp_path / "idx" / "demo-pkg").mkdir(parents=True)
+    (tmp_path / "idx" / "demo-pkg" / "index.html").write_bytes(body)
+    (tmp_path / "npm").mkdir()
+    (tmp_path / "npm" / "demo-pkg").write_bytes(body)
+    (tmp_path / "home").mkdir()
+    (tmp_path / "home" / ".npmrc").write_text(f"registry={(tmp_path / 'npm').as_uri()}/\n")
+    r = Resolver(environ={"PIP_INDEX_URL": (tmp_path / "idx").as_uri(),
+                          "PIP_CONFIG_FILE": os.devnull, "HOME": str(tmp_path / "home"),
+                          "PATH": os.environ["PATH"]})
+    cache = SourceCache(tmp_path / "cache" / "a" / "b", r)
+    for name in ("pypi:demo-pkg==1.0#py3-none-any", "npm:demo-pkg@1.0.0"):
+        steps = list(r.expand(name))
+        assert steps and all(isinstance(s, Candidate | Unserved) for s in steps)
+        for step in steps:
+            assert not isinstance(step, Candidate) or step.sha256 == ""
+        got, _failures = download_new([name], cache)
+        assert got is None or got.path.parent == cache.root
+    assert victim.read_text() == "kept"

@@ -17,6 +17,7 @@ import base64
 import hashlib
 import http.client
 import os
+import re
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
@@ -30,6 +31,8 @@ from prebake.redact import redact_text
 from prebake.sources.cache import CHUNK, MAX_DOWNLOAD_BYTES, SourceCache
 from prebake.sources.candidates import Candidate
 from prebake.web import open_url
+
+_HEX64 = re.compile(r"[0-9a-f]{64}")
 
 
 @dataclass(frozen=True)
@@ -101,7 +104,7 @@ def download_new(urls: Sequence[str], cache: SourceCache,
             say(redact_text(f"{urls[0]}: {step.why}; trying the next mirror"))
             continue
         url = step.url
-        if step.sha256 and (held := cache.lookup(step.sha256)) is not None:
+        if _HEX64.fullmatch(step.sha256) and (held := cache.lookup(step.sha256)) is not None:
             # the index states the digest of a file the cache holds (verified by that digest)
             say(redact_text(f"{urls[0]}: {url}: its index lists sha256 {step.sha256}, which "
                             "the cache holds; not downloaded again"))

@@ -20,9 +20,9 @@ downloading them.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
+import re
 import threading
 import urllib.error
 from collections.abc import Callable, Iterator, Mapping
@@ -54,6 +54,7 @@ from prebake.sources.candidates import AsWritten, Candidate, Step, Unserved
 from prebake.web import open_url
 
 T = TypeVar("T")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 ORIGIN = "origin"  # in a [mirrors] list: the URL itself, at that place in the order
 # an index page or a package document: onnxruntime's PyPI page is ~400 KB, a big npm package
 # document (abbreviated) a few MB; more is not an index this reads
@@ -205,14 +206,18 @@ class Resolver:
             if isinstance(body, str):
                 yield Unserved(f"index {page} ({origin.said}): {body}")
                 continue
-            yield self._pick(ref, _index_files(body, page, origin.url), f"index {page}",
-                             origin.said)
-        for origin in links:
-            files = self._links(origin.url)
-            if isinstance(files, str):
-                yield Unserved(f"find-links {origin.url} ({origin.said}): {files}")
+            try:
+                files = _index_files(body, page, origin.url)
+            except ValueError as exc:  # a link no URL parser takes: not an index page
+                yield Unserved(f"index {page} ({origin.said}): not a simple index page ({exc})")
                 continue
-            yield self._pick(ref, files, f"find-links {origin.url}", origin.said)
+            yield self._pick(ref, files, f"index {page}", origin.said)
+        for origin in links:
+            listed = self._links(origin.url)
+            if isinstance(listed, str):
+                yield Unserved(f"find-links {origin.url} ({origin.said}): {listed}")
+                continue
+            yield self._pick(ref, listed, f"find-links {origin.url}", origin.said)
 
     def _pick(self, ref: PypiFile, files: list[tuple[str, str, str]], where: str, said: str
               ) -> Step:
@@ -247,7 +252,12 @@ class Resolver:
                 return "not a folder"
             return [(p.name, p.as_uri(), "") for p in sorted(path.iterdir()) if p.is_file()]
         body = self._document(location, {"Accept": "text/html"})
-        return body if isinstance(body, str) else _index_files(body, location, location)
+        if isinstance(body, str):
+            return body
+        try:
+            return _index_files(body, location, location)
+        except ValueError as exc:
+            return f"not a page of links ({exc})"
 
     # ---- npm ----------------------------------------------------------------------------
 
@@ -263,18 +273,16 @@ class Resolver:
         if isinstance(body, str):
             yield Unserved(f"registry {doc_url} ({origin.said}): {body}")
             return
-        try:
-            doc = json.loads(body)
-            dist = doc["versions"][ref.version]["dist"]
-            tarball = urljoin(doc_url, str(dist["tarball"]))
-            integrity = str(dist.get("integrity") or "")
-        except (ValueError, KeyError, TypeError):
-            listed = ""
-            with contextlib.suppress(ValueError, KeyError, TypeError):
-                listed = f" (latest: {json.loads(body)['dist-tags']['latest']})"
+        doc = _json(body)
+        dist = _at(doc, "versions", ref.version, "dist")
+        if not isinstance(dist, dict) or not isinstance(dist.get("tarball"), str):
+            latest = _at(doc, "dist-tags", "latest")
+            listed = f" (latest: {latest})" if isinstance(latest, str) else ""
             yield Unserved(f"registry {doc_url} ({origin.said}): no version {ref.version} "
                            f"with a dist.tarball{listed}")
             return
+        tarball = urljoin(doc_url, dist["tarball"])
+        integrity = dist["integrity"] if isinstance(dist.get("integrity"), str) else ""
         same_host = urlsplit(tarball).netloc.rpartition("@")[2] == \
             urlsplit(origin.url).netloc.rpartition("@")[2]
         yield Candidate(tarball, f"registry {doc_url} ({origin.said})", "", integrity,
@@ -341,10 +349,7 @@ def _index_files(body: bytes, page: str, index: str) -> list[tuple[str, str, str
     """(file name, absolute URL, sha256 or "") of each file a simple page lists (PEP 691 JSON
     or PEP 503 HTML), the index's credentials carried to files on its own host (as pip)."""
     out: list[tuple[str, str, str]] = []
-    try:
-        data = json.loads(body)
-    except ValueError:
-        data = None
+    data = _json(body)
     if isinstance(data, dict) and isinstance(data.get("files"), list):
         for f in data["files"]:
             if isinstance(f, dict) and isinstance(f.get("url"), str):
@@ -360,7 +365,27 @@ def _index_files(body: bytes, page: str, index: str) -> list[tuple[str, str, str
             url, _, fragment = urljoin(base, href).partition("#")
             sha = fragment[len("sha256="):] if fragment.startswith("sha256=") else ""
             out.append((text or _basename(url), url, sha))
-    return [(n, _with_credentials(u, index), s) for n, u, s in out]
+    # a digest is 64 hex digits or nothing: the cache is addressed by it
+    return [(n, _with_credentials(u, index), s.lower() if _SHA256.fullmatch(s.lower()) else "")
+            for n, u, s in out]
+
+
+def _json(body: bytes) -> Any:
+    """A document's JSON, or None for what is not JSON (an HTML page, a truncated or hostile
+    body: nesting deeper than the parser's recursion is not a document either)."""
+    try:
+        return json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+
+
+def _at(doc: Any, *keys: str) -> Any:
+    """``doc[k1][k2]…`` through dicts only, None where a level is missing or not a dict."""
+    for key in keys:
+        if not isinstance(doc, dict):
+            return None
+        doc = doc.get(key)
+    return doc
 
 
 def _basename(url: str) -> str:
