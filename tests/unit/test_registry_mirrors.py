@@ -319,6 +319,34 @@ def test_an_npm_registry_token_reaches_the_registry_and_nothing_else(tmp_path: P
         assert "/npm/@acme%2Fpkg" in m.requests  # the scoped name as npm escapes it
 
 
+def test_a_registry_served_over_http_names_no_local_file(tmp_path: Path) -> None:
+    """A package document or simple page from an http(s) mirror that points at file:// is
+    not followed: the mirror cannot make prebake read (or lock) a file of this machine."""
+    from tests.servers.static_http import StaticServer
+
+    root = tmp_path / "www"
+    (root / "simple").mkdir(parents=True)
+    secret = tmp_path / "demo_pkg-1.0-py3-none-any.whl"
+    secret.write_text("a file of this machine")
+    # the page itself, which the static server answers for /simple/demo-pkg/
+    (root / "simple" / "demo-pkg").write_text(
+        f'<a href="{secret.as_uri()}">{secret.name}</a>')
+    (root / "npm").mkdir()
+    (root / "npm" / "demo-pkg").write_text(json.dumps(
+        {"versions": {"1.0.0": {"dist": {"tarball": secret.as_uri()}}}}))
+    (tmp_path / "home").mkdir()
+    with StaticServer(root) as srv:
+        (tmp_path / "home" / ".npmrc").write_text(f"registry={srv.url}/npm/\n")
+        r = Resolver(environ={"PIP_INDEX_URL": f"{srv.url}/simple",
+                              "PIP_CONFIG_FILE": os.devnull, "HOME": str(tmp_path / "home"),
+                              "PATH": os.environ["PATH"]})
+        srv_pages = {"pypi:demo-pkg==1.0#py3-none-any": "no demo-pkg 1.0 wheel",
+                     "npm:demo-pkg@1.0.0": "is not an http(s) URL"}
+        for name, says in srv_pages.items():
+            (step,) = list(r.expand(name))
+            assert isinstance(step, Unserved) and says in step.why, step
+
+
 # ---- what a mirror must not change, and what is refused at load ------------------------------
 
 

@@ -282,6 +282,10 @@ class Resolver:
                            f"with a dist.tarball{listed}")
             return
         tarball = urljoin(doc_url, dist["tarball"])
+        if not _may_link(doc_url, tarball):
+            yield Unserved(f"registry {doc_url} ({origin.said}): its tarball {tarball!r} is "
+                           "not an http(s) URL")
+            return
         integrity = dist["integrity"] if isinstance(dist.get("integrity"), str) else ""
         same_host = urlsplit(tarball).netloc.rpartition("@")[2] == \
             urlsplit(origin.url).netloc.rpartition("@")[2]
@@ -365,9 +369,18 @@ def _index_files(body: bytes, page: str, index: str) -> list[tuple[str, str, str
             url, _, fragment = urljoin(base, href).partition("#")
             sha = fragment[len("sha256="):] if fragment.startswith("sha256=") else ""
             out.append((text or _basename(url), url, sha))
-    # a digest is 64 hex digits or nothing: the cache is addressed by it
+    # a digest is 64 hex digits or nothing: the cache is addressed by it; a page served over
+    # http(s) links only to http(s) files (never to a file of this machine)
     return [(n, _with_credentials(u, index), s.lower() if _SHA256.fullmatch(s.lower()) else "")
-            for n, u, s in out]
+            for n, u, s in out if _may_link(page, u)]
+
+
+def _may_link(page: str, url: str) -> bool:
+    """Whether a document at ``page`` may name ``url`` as a file: an http(s) one names http(s)
+    URLs only, a local (``file:``) index or registry names files too."""
+    scheme = urlsplit(url).scheme.lower()
+    return scheme in ("http", "https") or (scheme == "file"
+                                           and urlsplit(page).scheme.lower() == "file")
 
 
 def _json(body: bytes) -> Any:
