@@ -13,7 +13,11 @@ cache exist; P is ``wasm`` by default, or ``linux-aarch64``):
   release engineer's script would run it;
 - prebake's own steps in its run (from its log's step times and the unit's timing record):
   before the recipe's first command (sources), and from the guards to the end (guards,
-  version proof, packaging, publishing), as a share of the unit (target <= 5 % warm);
+  version proof, packaging, publishing), as a share of the unit (target <= 5 % warm); inside
+  them, the proofs that let a warm rebuild skip work, on their own line: each kept source
+  tree compared with its archive (``prebake.sources.treeproof``, its log line's seconds) and
+  the block-cache entries held to the cold path's bytes (``prebake.package.blocks``, seconds
+  summed over the compressing threads);
 - a second ``prebake build --unit onnxruntime/P``: skipped by input hash.
 
 and prints the ratio prebake / by hand (target <= 1.05). By default the compiler cache is warm
@@ -119,6 +123,19 @@ def step_times(log: str) -> dict[str, float]:
     return out
 
 
+PROOF_LINE = re.compile(r"^# [^:\n]+: (?:kept from the earlier build: proven against its "
+                        r"archive in ([\d.]+) s|unpacked again: .*\(proof ([\d.]+) s\)$)", re.M)
+BLOCK_PROOFS = re.compile(r"^# packaging: .* proven in ([\d.]+) s", re.M)
+
+
+def proof_times(log: str) -> tuple[float, int, float]:
+    """(seconds, trees) of the source-tree proofs and the seconds of the block-cache proofs
+    a unit's log records."""
+    trees = [float(m.group(1) or m.group(2)) for m in PROOF_LINE.finditer(log)]
+    blocks = sum(float(m) for m in BLOCK_PROOFS.findall(log))
+    return sum(trees), len(trees), blocks
+
+
 @dataclass(frozen=True)
 class Run:
     through: float  # prebake build --force, the whole command
@@ -129,6 +146,8 @@ class Run:
     unit: float  # the unit, from its timing record (or the command)
     load_start: float
     load_max: float
+    tree_proofs: float = 0.0  # inside ``sources``: the kept trees compared with their archives
+    block_proofs: float = 0.0  # inside ``after``: cache entries held to the cold bytes
 
     @property
     def own(self) -> float | None:
@@ -204,8 +223,9 @@ def one_run(plat: str, env: dict[str, str], cold: bool) -> Run:
     by_hand = timed(argv, hand_env, cwd=Path(cwd), output=hand_log)
     skip = timed([*PREBAKE, "build", "--unit", f"onnxruntime/{plat}"], env)
     first = next((t for s, t in steps.items() if re.search(r": \[1/\d+\] ", s)), None)
+    tree_s, trees, block_s = proof_times(log)
     run = Run(through, by_hand, skip, first, None if guards is None else unit - guards, unit,
-              watch.start, watch.high)
+              watch.start, watch.high, tree_s, block_s)
     print(f"{f'prebake build --unit onnxruntime/{plat} --force':40s}{through:8.1f} s")
     print(f"the same build.py by hand               {by_hand:8.1f} s")
     print(f"ratio prebake / by hand                 {through / by_hand:8.2f}x (target <= 1.05)")
@@ -214,6 +234,8 @@ def one_run(plat: str, env: dict[str, str], cold: bool) -> Run:
         print(f"guards + packaging + publish            {run.after:8.1f} s")
         print(f"prebake's own steps                     {run.own:8.1f} s "
               f"({run.share:.1%} of the unit's {unit:.0f} s; target <= 5 %)")
+    print(f"  of which proofs: source trees          {tree_s:8.2f} s ({trees} trees), "
+          f"block-cache entries {block_s:.2f} s (summed over threads)")
     print(f"second run (skip by input hash)         {skip:8.2f} s (target < 1 s)")
     # where the time goes inside build.py, for both runs (configure = CMake, compile = make)
     for who, text in (("prebake", log), ("by hand", hand_log.read_text())):
@@ -260,13 +282,13 @@ def main() -> None:
 
 def summary(runs: list[Run]) -> None:
     print("--- summary")
-    print("run  prebake  by hand  sources  after  own    share   load start/max")
+    print("run  prebake  by hand  sources  after  own    share   proofs  load start/max")
     for i, r in enumerate(runs, 1):
         own = f"{r.own:5.1f}" if r.own is not None else "  -  "
         share = f"{r.share:6.1%}" if r.share is not None else "   -  "
         print(f"{i:3d}  {r.through:7.1f}  {r.by_hand:7.1f}  {r.sources or 0:7.1f}  "
-              f"{r.after or 0:5.1f}  {own}  {share}  {r.load_start:4.1f}/{r.load_max:4.1f}"
-              f"{'' if r.quiet else '  (not quiet)'}")
+              f"{r.after or 0:5.1f}  {own}  {share}  {r.tree_proofs + r.block_proofs:6.2f}  "
+              f"{r.load_start:4.1f}/{r.load_max:4.1f}{'' if r.quiet else '  (not quiet)'}")
     for label, chosen in (("all runs", runs), ("quiet runs", [r for r in runs if r.quiet])):
         shares = [r.share for r in chosen if r.share is not None]
         if not shares:

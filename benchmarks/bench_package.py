@@ -16,12 +16,15 @@ of ``--mb`` MiB, 68 by default, made by ``ar -M`` from LLVM 14's archives, and i
 packaging as a whole process, alternating rounds: a cold write (no cache), and a warm write after
 a recipe-only change (another input hash in the manifest; the library's blocks in the unit's
 cache from the build before), whose bytes must be the cold write's of the same manifest.
-Run: ``.venv/bin/python benchmarks/bench_package.py [--mb 100] [--rounds 3] [--warm]``.
+``--proof`` times what a warm write pays per cached block instead: one block of that library,
+as the writer cuts it, compressed once, then its entry proven (``prebake.package.blocks``).
+Run: ``.venv/bin/python benchmarks/bench_package.py [--mb 100] [--rounds 3] [--warm | --proof]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import lzma
 import os
 import shutil
 import statistics
@@ -108,15 +111,17 @@ def baseline(tree: Path, out: Path) -> float:
 
 
 def prebake(tree: Path, out_dir: Path, input_hash: str = "0" * 64,
-            cache: Path | None = None) -> tuple[float, Path]:
-    """The packaging step as a whole process; (seconds, the asset)."""
+            cache: Path | None = None) -> tuple[float, Path, str]:
+    """The packaging step as a whole process; (seconds, the asset, the block cache's line:
+    how many blocks came from it and the seconds their proofs took)."""
     shutil.rmtree(out_dir, ignore_errors=True)
     argv = [sys.executable, "-c", PACKAGE, str(tree), str(out_dir), input_hash]
     t = time.perf_counter()
     proc = subprocess.run([*argv, str(cache)] if cache else argv, capture_output=True,
                           text=True, check=True)
     elapsed = time.perf_counter() - t
-    return elapsed, Path(proc.stdout.splitlines()[0])
+    lines = proc.stdout.splitlines()
+    return elapsed, Path(lines[0]), lines[1] if len(lines) > 1 else ""
 
 
 def warm(args: argparse.Namespace, d: Path) -> None:
@@ -128,16 +133,45 @@ def warm(args: argparse.Namespace, d: Path) -> None:
     cold_t, warm_t = [], []
     for i in range(args.rounds):
         changed = f"{i + 2:x}" * 64  # a recipe-only change: another input hash
-        t, cold = prebake(d / "tree", d / "cold", changed)
+        t, cold, _ = prebake(d / "tree", d / "cold", changed)
         cold_t.append(t)
-        t, hot = prebake(d / "tree", d / "warm", changed, d / "blocks")
+        t, hot, said = prebake(d / "tree", d / "warm", changed, d / "blocks")
         warm_t.append(t)
         assert hot.read_bytes() == cold.read_bytes(), "the warm write's bytes are the cold one's"
-        print(f"  round: cold {cold_t[-1]:.1f} s, warm {warm_t[-1]:.1f} s (same bytes)",
+        print(f"  round: cold {cold_t[-1]:.1f} s, warm {warm_t[-1]:.1f} s (same bytes; {said})",
               flush=True)
     ct, wt = statistics.median(cold_t), statistics.median(warm_t)
     print(f"{'cold (no block cache)':36} {ct:7.1f} s")
     print(f"{'warm (a recipe-only change)':36} {wt:7.1f} s  ({wt / ct:.2f}x)")
+
+
+def proof(args: argparse.Namespace, d: Path) -> None:
+    """One block of the flagship-shaped library, as the writer cuts it: compressed once, then
+    its entry's proof timed (``blocks.proven``: framing, the first chunk again, decompressing),
+    best of ``--rounds``, beside the one compression the proof lets a warm write skip."""
+    from prebake.package.archive import ENCODING
+    from prebake.package.blocks import proven
+
+    make_flagship_tree(d / "tree", args.mb)
+    data = (d / "tree" / "lib" / "libbig.a").read_bytes()
+    block = data[:block_size_for(len(data))]
+    t0 = time.perf_counter()
+    entry = ENCODING.compress(block)
+    cold = time.perf_counter() - t0
+    times = []
+    for _ in range(args.rounds):
+        t0 = time.perf_counter()
+        assert proven(entry, block, ENCODING) is None
+        times.append(time.perf_counter() - t0)
+    print(f"one block of {len(block) / 2**20:.1f} MiB (dictionary "
+          f"{ENCODING.dict_size(len(block)) / 2**20:.0f} MiB), load {os.getloadavg()[0]:.1f}")
+    print(f"{'compress it (the cold path, one core)':40} {cold:7.2f} s")
+    t0 = time.perf_counter()
+    assert lzma.decompress(entry) == block
+    alone = time.perf_counter() - t0
+    print(f"{'prove its entry (best of ' + str(args.rounds) + ')':40} {min(times):7.2f} s  "
+          f"(rounds {', '.join(f'{t:.2f}' for t in times)})")
+    print(f"{'  of which decompressing it':40} {alone:7.2f} s  (the whole of the check before)")
 
 
 def main() -> None:
@@ -147,9 +181,16 @@ def main() -> None:
                     help="alternate baseline and prebake this many times; the median counts")
     ap.add_argument("--warm", action="store_true",
                     help="the block cache: cold against warm on one big library")
+    ap.add_argument("--proof", action="store_true",
+                    help="the proof of one block-cache entry against compressing its block")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-package-") as tmp:
         d = Path(tmp)
+        if args.proof:
+            if args.mb == 100:
+                args.mb = 68
+            proof(args, d)
+            return
         if args.warm:
             if args.mb == 100:
                 args.mb = 68
@@ -165,7 +206,7 @@ def main() -> None:
         for _ in range(args.rounds):
             base_t.append(baseline(d / "tree", d / "base.tar.xz"))
             base_s = (d / "base.tar.xz").stat().st_size
-            t, asset = prebake(d / "tree", d / "out")
+            t, asset, _ = prebake(d / "tree", d / "out")
             ours_s = asset.stat().st_size
             ours_t.append(t)
             print(f"  round: tar|xz {base_t[-1]:.1f} s, prebake {t:.1f} s", flush=True)

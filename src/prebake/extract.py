@@ -109,6 +109,12 @@ class _Member:
     open: Callable[[], IO[bytes]] | None = None
 
 
+def written_mode(kind: str, mode: int) -> int:
+    """The permission bits an unpack gives a folder or file member (the archive's own are not
+    kept: a tree is the same whoever packed it): 0755 for folders and executables, else 0644."""
+    return 0o755 if kind == "dir" or mode & 0o111 else 0o644
+
+
 def _normalise(archive: Path, raw: str, strip: int) -> str | None:
     """The safe relative name of a member, ``None`` if ``strip`` removes it entirely."""
     if not raw or "\0" in raw:
@@ -376,6 +382,55 @@ class _ReadAhead(io.RawIOBase):
         super().close()
 
 
+@dataclass(frozen=True)
+class Written:
+    """One entry as :func:`safe_extract` writes it: the name in the stripped tree, the kind
+    (``hardlink``: a copy of the file ``target``), the permission bits of a file or folder
+    (``written_mode``), the modification time set on it (``None``: none is, as for a zip's
+    members), the size, a symlink's target as written, and the member's bytes (``open``,
+    files only; read once, in archive order)."""
+
+    name: str
+    kind: str
+    mode: int
+    mtime: float | None
+    size: int
+    target: str = ""
+    open: Callable[[], IO[bytes]] | None = None
+
+
+@contextlib.contextmanager
+def written_entries(archive: Path, *, strip_components: int = 0,
+                    members: Sequence[str] | None = None, skip: Sequence[str] = ()
+                    ) -> Iterator[Iterator[Written]]:
+    """The entries an unpack of ``archive`` with these options writes, in archive order,
+    without writing anything: what a tree kept from an earlier unpack is compared with
+    (``prebake.sources.treeproof``). For an archive :func:`safe_extract` accepted before
+    (the caller holds its verified digest): its rules are not judged again, and folders that
+    only hold members (no member of their own) are not listed."""
+    wanted = None if members is None else _listed(archive, members, "to take")
+    skipped = _listed(archive, skip, "to leave out")
+    seen: set[str] = set()
+
+    def taken(m: _Member) -> bool:
+        if m.name in seen:  # a folder listed twice: written once
+            return False
+        seen.add(m.name)
+        take = wanted is None or _mark(wanted, m.name)
+        return not _mark(skipped, m.name) and take
+
+    def entries(listing: Iterator[_Member]) -> Iterator[Written]:
+        for m in listing:
+            if not taken(m):
+                continue
+            mode = written_mode(m.kind, m.mode) if m.kind in ("file", "dir") else 0
+            mtime = m.mtime if m.kind in ("file", "dir") else None
+            yield Written(m.name, m.kind, mode, mtime, m.size, m.target, m.open)
+
+    with _open_members(archive, strip_components) as listing:
+        yield entries(listing)
+
+
 @contextlib.contextmanager
 def _open_members(archive: Path, strip: int) -> Iterator[Iterator[_Member]]:
     try:
@@ -527,7 +582,7 @@ class _Extractor:
         if m.kind == "dir":
             with _writing():
                 path.mkdir(parents=True, exist_ok=True)
-                path.chmod(0o755)
+                path.chmod(written_mode(m.kind, m.mode))
             self.folders.add(path)
         elif m.kind == "file":
             self._write_file(m, path)
@@ -575,7 +630,7 @@ class _Extractor:
                 with _writing():
                     out.close()  # flushes: ENOSPC may show only here
         with _writing():
-            path.chmod(0o755 if m.mode & 0o111 else 0o644)
+            path.chmod(written_mode(m.kind, m.mode))
 
     def finish(self) -> None:
         """Hardlinks (as copies) and symlinks last, so no write ever goes through a link."""

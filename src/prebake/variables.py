@@ -22,6 +22,8 @@ ALLOWLIST = (
     "SSL_CERT_FILE", "SSL_CERT_DIR", "GIT_SSL_CAINFO",
     # a compiler cache changes how fast objects are made, never what they are
     "CCACHE_DIR", "CCACHE_MAXSIZE", "CCACHE_BASEDIR",
+    # a toolchain environment's own Emscripten cache (prebake.toolchain.enter: EM_CACHE inside)
+    "PREBAKE_ENV_EM_CACHE",
     # an emsdk install: where its emcc finds its own config and node
     "EMSDK", "EMSDK_NODE",
     # platform-specific, each set only where it means something:

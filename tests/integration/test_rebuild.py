@@ -101,8 +101,8 @@ def test_the_rebuild_keeps_the_source_and_gives_the_same_bytes(
     log = (ws / ".prebake" / "logs" / "zcommon--linux-x86_64.log").read_text()
     kept = [line for line in log.splitlines() if "kept from the earlier build" in line]
     assert len(kept) == 1 and re.fullmatch(
-        r"# src: kept from the earlier build: unchanged since it was unpacked \(\d+ entries\); "
-        r"removed what the build added: cmake", kept[0]), log[-3000:]
+        r"# src: kept from the earlier build: proven against its archive in [\d.]+ s \(\d+ "
+        r"entries, [\d.]+ MB compared\); removed what the build added: cmake", kept[0]), log[-3000:]
     assert "# packaging: 0 of 1 xz blocks from the cache" in log
 
 

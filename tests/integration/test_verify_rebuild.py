@@ -19,7 +19,9 @@ import hashlib
 import io
 import json
 import lzma
+import os
 import shutil
+import subprocess
 import tarfile
 from pathlib import Path
 from typing import Any
@@ -89,8 +91,9 @@ def _asset(ws: Path) -> Path:
     return next((ws / "releases").rglob(ASSET))
 
 
-def _verify(ws: Path, asset: Path, *args: str) -> tuple[int, dict[str, Any], str]:
-    proc = support.prebake("-C", ws, "verify-rebuild", asset, *args, "--json")
+def _verify(ws: Path, asset: Path, *args: str, env: dict[str, str] | None = None
+            ) -> tuple[int, dict[str, Any], str]:
+    proc = support.prebake("-C", ws, "verify-rebuild", asset, *args, "--json", env=env)
     data = json.loads(proc.stdout) if proc.stdout.strip() else {}
     if data:
         jsonschema.validate(data, SCHEMA)
@@ -218,3 +221,138 @@ def test_into_must_be_an_empty_folder(ws: Path, tmp_path: Path) -> None:
     proc = support.prebake("-C", ws, "verify-rebuild", _asset(ws), "--into", full)
     assert proc.returncode == 2 and "empty or new folder" in proc.stderr
     assert (full / "keep.txt").read_text() == "mine\n"
+
+
+# ---- independence: nothing shared with the build it checks ----------------------------------
+
+def _tampered(asset: Path, dest: Path) -> Path:
+    """``asset`` with one byte of ``two.o`` changed, repacked at ``dest`` with its sidecar."""
+    with tarfile.open(asset, "r:xz") as tf:
+        lib = tf.extractfile("lib/libduo.a").read()  # type: ignore[union-attr]
+    at = next(m for m in read_archive(lib).members if m.name == "two.o").data_off + 100
+
+    def change(name: str, data: bytes) -> bytes:
+        if name != "lib/libduo.a":
+            return data
+        return data[:at] + bytes([data[at] ^ 0xFF]) + data[at + 1:]
+
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(asset.with_name(ASSET + ".json"), dest.with_name(ASSET + ".json"))
+    _repack(asset, dest, change)
+    return dest
+
+
+def test_an_asset_inside_the_rebuild_folder_is_refused_and_kept(ws: Path) -> None:
+    """A tampered asset where the rebuild writes its own: the check must not delete it,
+    rebuild it at the same path and say ``same bytes``."""
+    inside = (ws / ".prebake" / "rebuild" / "workspace" / ".prebake" / "dist" / "linux-x86_64"
+              / ASSET)
+    _tampered(_asset(ws), inside)
+    data = inside.read_bytes()
+    proc = support.prebake("-C", ws, "verify-rebuild", inside)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr.strip().count("\n") == 0 and "Traceback" not in proc.stderr
+    assert str(inside) in proc.stderr and "rebuild" in proc.stderr
+    assert inside.read_bytes() == data, "the given asset is only read"
+    # so is a manifest given from there
+    outside = ws / "given" / ASSET
+    outside.parent.mkdir()
+    shutil.copy(inside, outside)
+    proc = support.prebake("-C", ws, "verify-rebuild", outside, "--manifest",
+                           inside.with_name(ASSET + ".json"))
+    assert proc.returncode == 2 and "rebuild" in proc.stderr, proc.stderr
+    assert proc.stderr.strip().count("\n") == 0
+
+
+@pytest.mark.parametrize("into", ["sub/rb", ".", "recipes"])
+def test_into_inside_the_workspace_is_refused_in_one_line(ws: Path, into: str) -> None:
+    before = _files(ws)
+    target = ws / into
+    proc = support.prebake("-C", ws, "verify-rebuild", _asset(ws), "--into", target,
+                           timeout=120)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr.strip().count("\n") == 0 and "Traceback" not in proc.stderr
+    assert "--into" in proc.stderr and "inside the workspace" in proc.stderr
+    assert _files(ws) == before and not (ws / "sub").exists()
+    assert not (ws / ".prebake" / "rebuild").exists()
+
+
+def test_the_rebuild_shares_no_cache_and_says_so(ws: Path, tmp_path: Path) -> None:
+    """The caller's launcher and cache variables never reach the rebuild; zig's caches are
+    its own, empty; the report lists it all."""
+    env = {"PREBAKE_COMPILER_LAUNCHER": "ccache", "CCACHE_DIR": str(tmp_path / "ccache"),
+           "CCACHE_BASEDIR": str(ws), "SCCACHE_DIR": str(tmp_path / "sccache"),
+           "ZIG_GLOBAL_CACHE_DIR": str(tmp_path / "zig-global"),
+           "ZIG_LOCAL_CACHE_DIR": str(tmp_path / "zig-local")}
+    proc = support.prebake("-C", ws, "verify-rebuild", _asset(ws), "--json", env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    data = json.loads(proc.stdout)
+    jsonschema.validate(data, SCHEMA)
+    iso = data["isolation"]
+    assert iso["launcher"] is None
+    assert {"PREBAKE_COMPILER_LAUNCHER", "CCACHE_DIR", "CCACHE_BASEDIR", "SCCACHE_DIR",
+            "ZIG_GLOBAL_CACHE_DIR", "ZIG_LOCAL_CACHE_DIR"} <= set(iso["dropped"])
+    folder = Path(data["folder"])
+    caches = {c["name"]: c for c in iso["caches"]}
+    for name in ("ZIG_GLOBAL_CACHE_DIR", "ZIG_LOCAL_CACHE_DIR"):
+        assert Path(caches[name]["path"]).is_relative_to(folder), caches
+    log = Path(data["log"]).read_text()
+    block = log.split("# environment (allowlist + platform + recipe):", 1)[1]
+    assert "CCACHE_DIR" not in block and "ccache" not in log
+    assert f"ZIG_GLOBAL_CACHE_DIR={caches['ZIG_GLOBAL_CACHE_DIR']['path']}" in block
+    assert not (tmp_path / "ccache").exists()
+    human = support.prebake("-C", ws, "verify-rebuild", _asset(ws), env=env)
+    assert human.returncode == 0, human.stderr
+    assert "no compiler launcher" in human.stdout and "CCACHE_DIR" in human.stdout
+
+
+POISON_PREFIX = """\
+#!/bin/sh
+# ccache's prefix_command: run in front of the real compile, not part of ccache's key
+exec "$@" -O0
+"""
+
+
+def _ccache_stats(env: dict[str, str]) -> dict[str, int]:
+    out = subprocess.run(["ccache", "--print-stats"], env={**os.environ, **env},
+                         capture_output=True, text=True, check=True).stdout
+    return {k: int(v) for k, v in (ln.split("\t") for ln in out.splitlines())}
+
+
+@pytest.mark.skipif(shutil.which("ccache") is None, reason="needs ccache")
+def test_a_compiler_cache_entry_remade_under_a_prefix_does_not_serve_the_check(
+        ws: Path, tmp_path: Path) -> None:
+    """The issue's attack with real ccache: the caller's cache (what CI restores) is filled by
+    a build whose ccache.conf names a prefix command (``CCACHE_PREFIX``, not in ccache's key)
+    and ``recache``; the asset built through it holds the prefix's objects. The check, given
+    the same environment, must rebuild without that cache and say the bytes differ."""
+    ccache = tmp_path / "ccache"
+    ccache.mkdir()
+    prefix = tmp_path / "poison.sh"
+    prefix.write_text(POISON_PREFIX)
+    prefix.chmod(0o755)
+    (ccache / "ccache.conf").write_text(f"prefix_command = {prefix}\nrecache = true\n")
+    # CCACHE_BASEDIR: paths under the workspace hashed relative to the folder compiled in, so
+    # that a build in another folder (the rebuild's) finds the same entries
+    env = {"PREBAKE_COMPILER_LAUNCHER": "ccache", "CCACHE_DIR": str(ccache),
+           "CCACHE_BASEDIR": str(ws)}
+    shutil.rmtree(ws / "releases")
+    built = support.prebake("-C", ws, "build", "--platform", "linux-x86_64", env=env)
+    assert built.returncode == 0, built.stdout + built.stderr
+    (ccache / "ccache.conf").write_text("")  # the attacker's lines gone; the entries stay
+    assert _ccache_stats(env)["recache"] == 2  # both objects made again, through the prefix
+    # the cache now serves the prefix's objects to a build through it
+    again = support.prebake("-C", ws, "build", "--platform", "linux-x86_64", "--force",
+                            env=env)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert _ccache_stats(env)["direct_cache_hit"] == 2
+    with tarfile.open(_asset(ws), "r:xz") as tf:
+        lib = tf.extractfile("lib/libduo.a").read()  # type: ignore[union-attr]
+    one = next(m for m in read_archive(lib).members if m.name == "one.o")
+    assert b"\x55\x48\x89\xe5" in lib[one.data_off:one.data_off + one.size]  # -O0's frame
+    rc, data, err = _verify(ws, _asset(ws), env=env)
+    assert rc == 1, err
+    assert data["isolation"]["launcher"] is None
+    assert data["first_difference"]["member"] == "lib/libduo.a"
+    assert set(data["differing"]) >= {"lib/libduo.a", "lib/libduo.a(one.o)",
+                                      "lib/libduo.a(two.o)"}

@@ -92,7 +92,7 @@ def test_a_warm_write_gives_the_cold_writes_bytes(tmp_path: Path,
     again = block_cache(tmp_path / "blocks")
     assert write_asset(prefix, AID, manifest(), tmp_path / "b", cache=again).read_bytes() \
         == reference
-    assert (again.hits, again.misses, again.discarded) == (2, 0, 0)
+    assert (again.hits, again.misses, again.discarded) == (2, 0, [])
     # a recipe-only change: another input hash in the manifest, the same libraries
     changed = block_cache(tmp_path / "blocks")
     warm = write_asset(prefix, AID, manifest("cd" * 32), tmp_path / "c", cache=changed)
@@ -132,8 +132,8 @@ def test_an_entry_that_does_not_hold_its_bytes_is_discarded_never_used(
     cache = block_cache(tmp_path / "blocks")
     out = write_asset(prefix, AID, manifest(), tmp_path / "b", cache=cache).read_bytes()
     assert out == reference
-    assert (cache.hits, cache.misses, cache.discarded) == (1, 1, 1)
-    assert "discarded" in cache.summary()
+    assert (cache.hits, cache.misses, len(cache.discarded)) == (1, 1, 1)
+    assert "discarded and compressed again: " + str(victim) in cache.summary()
     assert victim.read_bytes() == good, "the entry is made again, right this time"
 
 
@@ -170,13 +170,11 @@ def test_entries_of_another_compressor_are_never_used_and_pruned(
         tmp_path: Path, warmed: tuple[Path, bytes, Path]) -> None:
     shutil.copytree(warmed[2], tmp_path / "blocks")
 
-    def preset6(block: bytes) -> bytes:
-        return lzma.compress(block, format=lzma.FORMAT_XZ, preset=6)
-
-    other = blocks.BlockCache(tmp_path / "blocks", preset6, 6)
+    preset6 = blocks.XzEncoding(6, 8 << 20)
+    other = blocks.BlockCache(tmp_path / "blocks", preset6)
     assert other.folder != block_cache(tmp_path / "blocks").folder
     data = (LLVM / BIG[0]).read_bytes()
-    assert other.compressed(data) == preset6(data)
+    assert other.compressed(data) == preset6.compress(data)
     assert other.misses == 1 and other.hits == 0
     other.prune()
     assert sorted(p.name for p in (tmp_path / "blocks").iterdir()) == [other.folder.name]
@@ -192,3 +190,54 @@ def test_pruning_keeps_what_the_last_asset_used(tmp_path: Path,
     left = list(cache.folder.iterdir())
     assert len(left) == 1 and cache.hits == 1
     assert lzma.decompress(left[0].read_bytes()).startswith((LLVM / BIG[0]).read_bytes())
+
+
+# what an entry re-encoded by another hand holds: the same bytes when decompressed, another
+# encoding; each must be discarded and the block compressed again
+REENCODED = {
+    "preset 0, no check": {"preset": 0, "check": lzma.CHECK_NONE, "same_dict": False},
+    "preset 0, the same filter and dictionary": {"preset": 0, "check": lzma.CHECK_CRC64},
+    "preset 5, the same filter and dictionary": {"preset": 5, "check": lzma.CHECK_CRC64},
+    "preset 9 extreme, the same filter and dictionary": {"preset": 9 | lzma.PRESET_EXTREME,
+                                                         "check": lzma.CHECK_CRC64},
+    "CRC32 instead of CRC64": {"preset": 9, "check": lzma.CHECK_CRC32},
+    "SHA-256 instead of CRC64": {"preset": 9, "check": lzma.CHECK_SHA256},
+    "a larger dictionary": {"preset": 9, "check": lzma.CHECK_CRC64, "dict_factor": 2},
+    "a smaller dictionary": {"preset": 9, "check": lzma.CHECK_CRC64, "dict_factor": 0.5},
+    "lc=4 instead of 3": {"preset": 9, "check": lzma.CHECK_CRC64, "lc": 4},
+    "a delta filter before LZMA2": {"preset": 9, "check": lzma.CHECK_CRC64, "delta": True},
+}
+
+
+def reencode(block: bytes, preset: int, check: int, same_dict: bool = True,
+             dict_factor: float = 1, lc: int | None = None, delta: bool = False) -> bytes:
+    lzma2: dict[str, int] = {"id": lzma.FILTER_LZMA2, "preset": preset}
+    if same_dict:
+        lzma2["dict_size"] = int(archive.ENCODING.dict_size(len(block)) * dict_factor)
+    if lc is not None:
+        lzma2["lc"] = lc
+    filters = [{"id": lzma.FILTER_DELTA, "dist": 1}] if delta else []
+    return lzma.compress(block, format=lzma.FORMAT_XZ, check=check, filters=[*filters, lzma2])
+
+
+@pytest.mark.parametrize("how", sorted(REENCODED))
+def test_an_entry_encoded_otherwise_is_discarded_and_made_again(
+        tmp_path: Path, how: str, warmed: tuple[Path, bytes, Path]) -> None:
+    """The entry decompresses to exactly its block, but is not the bytes the cold path writes
+    (another preset, check, dictionary or filter chain): used, it would ship an asset that is
+    not the cold build's (with no integrity check, for CHECK_NONE)."""
+    prefix, reference, filled = warmed
+    shutil.copytree(filled, tmp_path / "blocks")
+    folder = block_cache(tmp_path / "blocks").folder
+    victim = sorted(folder.iterdir())[0]
+    good = victim.read_bytes()
+    block = lzma.decompress(good)
+    bad = reencode(block, **REENCODED[how])  # type: ignore[arg-type]
+    assert bad != good and lzma.decompress(bad) == block
+    victim.write_bytes(bad)
+    cache = block_cache(tmp_path / "blocks")
+    out = write_asset(prefix, AID, manifest(), tmp_path / "b", cache=cache).read_bytes()
+    assert out == reference
+    assert (cache.hits, cache.misses, len(cache.discarded)) == (1, 1, 1), cache.summary()
+    assert cache.discarded[0].startswith(f"{victim}: "), cache.discarded
+    assert victim.read_bytes() == good

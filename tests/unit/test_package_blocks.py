@@ -123,3 +123,27 @@ def test_default_blocks_follow_the_input(tmp_path: Path) -> None:
     buf = io.BytesIO()
     write_tar_xz(collect_tree(tree), buf, threads=2)
     assert buf.getvalue().count(b"\xfd7zXZ\0") == 1
+
+
+@pytest.mark.parametrize("check", [lzma.CHECK_CRC64, lzma.CHECK_CRC32, lzma.CHECK_NONE,
+                                   lzma.CHECK_SHA256])
+@pytest.mark.parametrize("length", [7, 5_000, 70_000, MIB + 3, 3 * MIB])
+def test_the_framing_written_by_hand_is_liblzmas(check: int, length: int) -> None:
+    """``xzframe.frame`` of a stream's own parts is the stream liblzma wrote, byte for byte
+    (what the block cache holds an entry to), for every check and a dictionary per size."""
+    from prebake.package import xzframe
+
+    rng = random.Random(length)
+    data = rng.randbytes(length // 2) + b"abc" * (length - length // 2 // 3)
+    data = data[:length]
+    encoding = archive.XzEncoding(9, archive.DICT_SIZE, check)
+    stream = encoding.compress(data)
+    parts = xzframe.parts(stream)
+    assert parts.dict_size == encoding.dict_size(length)
+    assert xzframe.frame(parts.check_id, parts.dict_size, parts.lzma2, parts.check,
+                         length) == stream
+    assert xzframe.first_chunk(stream) == parts.first
+    # a stream cut short or with a chunk header no encoder writes is named, not misread
+    for bad in (stream[:30], stream[:24] + b"\x7f" + stream[25:]):
+        with pytest.raises(xzframe.NotFramed):
+            xzframe.parts(bad)

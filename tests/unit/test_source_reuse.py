@@ -1,6 +1,8 @@
-"""An unpacked source tree kept from the earlier build only when it provably is what unpacking
-again would write: the same archive and options, and no recorded entry changed since (its
-change time, which no process can set back, included); paths a command added are removed.
+"""An unpacked source tree kept from the earlier build only when it is proven to be what
+unpacking again would write: the record beside it names the same archive and options (a fast
+path), and every entry is compared with the verified archive, byte for byte, the patches
+applied on the side; paths a command added are removed, files a build is known to rewrite are
+put back from the archive's bytes, never through a link.
 
 The archives are made by GNU tar (``tar -cJf``) from a small tree with a patch, as a recipe's
 ``UrlSource`` gets them from its cache.
@@ -10,12 +12,14 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
+from prebake.errors import PrebakeError
 from prebake.recipes.api import UrlSource
 from prebake.sources import SourceCache, materialize, reuse
 
@@ -96,13 +100,39 @@ def test_an_untouched_tree_is_kept_and_is_what_a_fresh_unpack_writes(build: Buil
     first = build.fetch()
     assert (first / "lib" / "a.c").read_text() == "int a(void) { return 2; }\n"  # patched
     fresh = snapshot(first)
-    (build.cache.root / build.sha).unlink()  # a kept tree does not read the archive
     second = build.fetch()
     assert build.kept(), build.said
+    assert re.fullmatch(r"src: kept from the earlier build: proven against its archive in "
+                        r"[\d.]+ s \(7 entries, 0\.0 MB compared\)", build.said[0]), build.said
     assert not (build.tmp / "work0" / "src").exists(), "moved, not copied"
     assert snapshot(second) == fresh
     third = build.fetch()  # and again: the record moved with it
     assert build.kept() and snapshot(third) == fresh
+
+
+def test_a_tree_is_proven_against_the_archive_each_time(build: Build) -> None:
+    """Without its archive a kept tree is not kept: the proof reads it (and the source cache
+    verifies its sha256 first), so a lost archive is a failed fetch, as a fresh unpack's."""
+    build.fetch()
+    (build.cache.root / build.sha).unlink()
+    with pytest.raises(PrebakeError, match="could not fetch"):
+        build.fetch()
+
+
+def test_a_file_replaced_by_the_same_bytes_is_still_the_unpack(build: Build) -> None:
+    """The proof is of content, not of identities: a copy with the same bytes, bits and time
+    (another inode) is what a fresh unpack writes."""
+    first = build.fetch()
+    fresh = snapshot(first)
+    a = first / "lib" / "b.c"
+    st = a.stat()
+    copy = a.with_name("b.tmp")
+    copy.write_bytes(a.read_bytes())
+    os.utime(copy, ns=(st.st_atime_ns, st.st_mtime_ns))
+    copy.replace(a)
+    second = build.fetch()
+    assert build.kept(), build.said
+    assert snapshot(second) == fresh
 
 
 def test_paths_a_command_added_are_removed_before_the_tree_is_kept(build: Build) -> None:
@@ -130,8 +160,10 @@ def rewrite_same_size_same_mtime(path: Path) -> None:
 
 
 @pytest.mark.parametrize("change", ["content", "content behind its old time", "mode",
-                                    "removed", "replaced by a copy", "link retargeted",
-                                    "folder mode"])
+                                    "removed", "touched", "link retargeted",
+                                    "folder mode", "patched file", "patched file behind its time",
+                                    "a link for a file", "a file for a link",
+                                    "a hard link to the same bytes outside"])
 def test_a_tree_changed_since_its_unpack_is_unpacked_again(build: Build, change: str) -> None:
     first = build.fetch()
     fresh = snapshot(first)
@@ -144,20 +176,35 @@ def test_a_tree_changed_since_its_unpack_is_unpacked_again(build: Build, change:
         a.chmod(0o600)
     elif change == "removed":
         (first / "lib" / "b.c").unlink()
-    elif change == "replaced by a copy":  # same bytes, same times, another inode
-        st = a.stat()
-        copy = a.with_name("a.tmp")
-        copy.write_bytes(a.read_bytes())
-        os.utime(copy, ns=(st.st_atime_ns, st.st_mtime_ns))
-        copy.replace(a)
+    elif change == "touched":
+        os.utime(first / "lib" / "b.c", ns=(0, 0))
     elif change == "link retargeted":
         (first / "include" / "alias.h").unlink()
         (first / "include" / "alias.h").symlink_to("../lib/a.c")
+    elif change == "patched file":  # lib/a.c is the patch's
+        a.write_text("int a(void) { return 3; }\n")
+    elif change == "patched file behind its time":
+        rewrite_same_size_same_mtime(a)
+    elif change == "a link for a file":
+        (first / "lib" / "b.c").unlink()
+        (first / "lib" / "b.c").symlink_to("a.c")
+    elif change == "a hard link to the same bytes outside":  # a write into it goes out
+        os.link(first / "lib" / "b.c", build.tmp / "outside-b.c")
+    elif change == "a file for a link":
+        (first / "include" / "alias.h").unlink()
+        (first / "include" / "alias.h").write_text("int a(void);\n")
     else:
         (first / "lib").chmod(0o700)
     second = build.fetch()
     assert not build.kept()
-    assert any("unpacked again" in s for s in build.said), build.said
+    assert len(build.said) == 1 and "unpacked again" in build.said[0], build.said
+    named = {"content": "lib/a.c", "content behind its old time": "lib/a.c", "mode": "lib/a.c",
+             "removed": "lib/b.c", "touched": "lib/b.c", "link retargeted": "include/alias.h",
+             "folder mode": "lib:", "patched file": "lib/a.c",
+             "patched file behind its time": "lib/a.c", "a link for a file": "lib/b.c",
+             "a file for a link": "include/alias.h",
+             "a hard link to the same bytes outside": "lib/b.c: a hard link"}[change]
+    assert named in build.said[0], build.said
     assert snapshot(second) == fresh
 
 
@@ -219,41 +266,189 @@ def test_a_tree_that_is_the_work_folder_itself_is_unpacked_each_time(build: Buil
     assert not (second / reuse.RECORDS).exists()
 
 
-def test_a_file_the_build_rewrites_is_learned_and_put_back(build: Build) -> None:
+@pytest.mark.parametrize("rewritten", ["lib/b.c", "lib/a.c"])  # a.c is the patch's
+def test_a_file_the_build_rewrites_is_learned_and_put_back(build: Build, rewritten: str
+                                                           ) -> None:
     """onnxruntime's FetchContent step rewrites ``cmake/deps.txt`` in every build: the first
-    rebuild unpacks again and keeps a copy of the file as unpacked; later ones put it back."""
+    rebuild unpacks again and learns the file; later ones put it back from the archive's bytes
+    (the patched ones for a file the patches touch)."""
     first = build.fetch()
     fresh = snapshot(first)
-    (first / "lib" / "a.c").write_text("int a(void) { return 42; } /* rewritten */\n")
+    (first / rewritten).write_text("int a(void) { return 42; } /* rewritten */\n")
     second = build.fetch()
-    assert not build.kept() and "lib/a.c changed since it was unpacked" in build.said[0]
-    unpacked_mtime = (second / "lib" / "a.c").stat().st_mtime_ns  # as the patch left it
-    (second / "lib" / "a.c").write_text("int a(void) { return 42; } /* rewritten */\n")
-    (build.cache.root / build.sha).unlink()  # put back from the copy, not from the archive
+    assert not build.kept() and f"{rewritten}: " in build.said[0], build.said
+    unpacked_mtime = (second / "lib" / "b.c").stat().st_mtime_ns  # as the archive has it
+    (second / rewritten).write_text("int a(void) { return 42; } /* rewritten */\n")
     third = build.fetch()
     assert build.kept(), build.said
-    assert "once lib/a.c was put back" in build.said[0]
+    assert build.said[0].endswith(f"; put back from the archive: {rewritten}"), build.said
     assert snapshot(third) == fresh
-    assert (third / "lib" / "a.c").stat().st_mtime_ns == unpacked_mtime
-    fourth = build.fetch()  # untouched: kept, and the copy moved with the record
+    assert (third / "lib" / "b.c").stat().st_mtime_ns == unpacked_mtime
+    fourth = build.fetch()  # untouched: kept, and what was learned moved with the record
     assert build.kept() and snapshot(fourth) == fresh
-    (fourth / "lib" / "a.c").write_text("rewritten again\n")
-    (fourth / "lib" / "b.c").write_text("and a file never rewritten before\n")
-    (build.cache.root / build.sha).write_bytes(build.archive.read_bytes())
+    (fourth / rewritten).write_text("rewritten again\n")
+    (fourth / "include" / "lib.h").write_text("and a file never rewritten before\n")
     fifth = build.fetch()
-    assert not build.kept() and "lib/b.c changed" in build.said[0]
+    assert not build.kept() and "include/lib.h: " in build.said[0]
     assert snapshot(fifth) == fresh
 
 
-def test_a_copy_that_does_not_match_its_record_means_a_fresh_unpack(build: Build) -> None:
+def test_a_record_that_learns_more_only_puts_back_the_archives_bytes(build: Build) -> None:
+    """The record is the build's to write: one naming every file as learned makes the proof
+    put them back from the archive, so the tree is still the fresh unpack."""
+    import json
+
     first = build.fetch()
     fresh = snapshot(first)
-    (first / "lib" / "a.c").write_text("rewritten\n")
+    rec = build.work() / reuse.RECORDS / "src.json"
+    data = json.loads(rec.read_text())
+    data["learned"] = ["lib/a.c", "lib/b.c", "include/lib.h", "tool.sh"]
+    rec.write_text(json.dumps(data))
+    (first / "lib" / "b.c").write_text("int b(void) { return 666; }\n")
+    (first / "tool.sh").chmod(0o777)
     second = build.fetch()
-    (copy,) = (build.work() / reuse.RECORDS).glob("*.pristine/*")
-    copy.write_bytes(copy.read_bytes().replace(b"2", b"7"))  # same size, other bytes
-    (second / "lib" / "a.c").write_text("rewritten\n")
+    assert build.kept(), build.said
+    assert "put back from the archive: lib/b.c, tool.sh" in build.said[0]
+    assert snapshot(second) == fresh
+
+
+# ---- attacks: a record, a put-back or a member name the build could have written --
+
+def refresh_record(work: Path) -> None:
+    """What a recipe command that knows prebake's layout does after editing its tree: every
+    record beside the trees rewritten to the tree as it is now (the identities a record of
+    entries holds: kind, mode, size, device, inode, times, link target)."""
+    import json
+    import stat as st_
+
+    for rec in (work / reuse.RECORDS).glob("*.json"):
+        data = json.loads(rec.read_text())
+        tree = work / rec.name.removesuffix(".json").replace("--", "/")
+        for rel in data.get("entries", {}):
+            s = (tree / rel).lstat()
+            kind = ("link" if st_.S_ISLNK(s.st_mode) else "dir" if st_.S_ISDIR(s.st_mode)
+                    else "file")
+            target = str((tree / rel).readlink()) if kind == "link" else ""
+            data["entries"][rel] = ([kind, st_.S_IMODE(s.st_mode), 0, s.st_dev, s.st_ino, 0, 0,
+                                     ""] if kind == "dir" else
+                                    [kind, st_.S_IMODE(s.st_mode), s.st_size, s.st_dev,
+                                     s.st_ino, s.st_mtime_ns, s.st_ctime_ns, target])
+        rec.write_text(json.dumps(data))
+
+
+def test_a_tree_edited_with_its_record_rewritten_is_proven_and_unpacked_again(
+        build: Build) -> None:
+    """The issue's attack: a command edits a file of the tree (same size, its time put back)
+    and rewrites the record beside it; the next build must not keep the edited bytes."""
+    first = build.fetch()
+    fresh = snapshot(first)
+    b = first / "lib" / "b.c"
+    st = b.stat()
+    b.write_text("int b(void) { return 6; }\n")
+    os.utime(b, ns=(st.st_atime_ns, st.st_mtime_ns))
+    refresh_record(build.work())
+    second = build.fetch()
+    assert not build.kept(), build.said
+    assert "lib/b.c" in build.said[0] and "unpacked again" in build.said[0], build.said
+    assert snapshot(second) == fresh
+
+
+def learn_a_c(build: Build) -> Path:
+    """Two builds: the first rewrites lib/a.c (a file onnxruntime-like commands rewrite), the
+    second unpacks again and learns it; returns the second tree (lib/a.c as unpacked)."""
+    first = build.fetch()
+    (first / "lib" / "a.c").write_text("rewritten by the build\n")
+    second = build.fetch()
+    assert not build.kept() and "lib/a.c" in build.said[0]
+    return second
+
+
+@pytest.mark.parametrize("left", [
+    "the file a symlink to a file outside", "the file a hard link to a file outside",
+    "the file a symlink to a folder outside", "the file a folder",
+    "the put-back name a symlink to a file outside",
+    "the put-back name a hard link to a file outside",
+    "the put-back name a symlink to a folder outside"])
+def test_a_put_back_never_follows_a_link_the_build_left(build: Build, left: str) -> None:
+    """A learned file is put back from the archive's bytes, written beside it under a name of
+    prebake's own and renamed over whatever is in its place: nothing outside the tree is
+    written, chmod-ed or touched, and the tree is then the fresh unpack."""
+    tree = learn_a_c(build)
+    fresh_tree = snapshot(tree)
+    outside = build.tmp / "outside"
+    outside.mkdir()
+    victim = outside / "victim.txt"
+    victim.write_text("not the build's\n")
+    victim.chmod(0o600)
+    os.utime(victim, ns=(1_000_000_000, 1_000_000_000))
+    before = (victim.read_bytes(), victim.stat().st_mode, victim.stat().st_mtime_ns)
+    a = tree / "lib" / "a.c"
+    where = a if left.startswith("the file") else a.with_name("a.c.prebake-put-back")
+    if where == a:
+        a.unlink()
+    if left.endswith("a symlink to a file outside"):
+        where.symlink_to(victim)
+    elif left.endswith("a hard link to a file outside"):
+        os.link(victim, where)
+    elif left.endswith("a symlink to a folder outside"):
+        where.symlink_to(outside)
+    else:
+        where.mkdir()
+        (where / "x").write_text("inside\n")
+    if where != a:
+        a.write_text("rewritten by the build\n")
     third = build.fetch()
-    assert not build.kept()
-    assert "its copy as unpacked does not match its record" in build.said[0]
-    assert snapshot(third) == fresh
+    assert (victim.read_bytes(), victim.stat().st_mode, victim.stat().st_mtime_ns) == before
+    assert sorted(p.name for p in outside.iterdir()) == ["victim.txt"]
+    assert snapshot(third) == fresh_tree, build.said
+    assert build.kept(), build.said
+
+
+def test_a_member_named_like_prebakes_own_files_is_refused_by_name(tmp_path: Path) -> None:
+    """``lib/a.c.prebake-put-back`` in the archive is refused by name, at the first unpack:
+    a put-back's own file never stands in for (or removes) a member."""
+    top = tmp_path / "made" / "lib-1.0"
+    (top / "lib").mkdir(parents=True)
+    (top / "lib" / "a.c").write_text("int a(void) { return 1; }\n")
+    (top / "lib" / "a.c.prebake-put-back").write_text("a member of its own\n")
+    archive = tmp_path / "odd.tar.xz"
+    subprocess.run(["tar", "-C", str(tmp_path / "made"), "-cJf", str(archive), "lib-1.0"],
+                   check=True)
+    sha = hashlib.sha256(archive.read_bytes()).hexdigest()
+    cache = SourceCache(tmp_path / "cache")
+    cache.root.mkdir(parents=True)
+    (cache.root / sha).write_bytes(archive.read_bytes())
+    src = UrlSource(url="http://127.0.0.1:9/odd.tar.xz", sha256=sha)
+    (tmp_path / "recipe").mkdir()
+    with pytest.raises(PrebakeError) as err:
+        materialize(src, tmp_path / "work", tmp_path / "recipe", cache)
+    assert "lib/a.c.prebake-put-back" in str(err.value)
+    assert "\n" not in str(err.value)
+    assert not (tmp_path / "work" / "src").exists()
+
+
+def test_a_recipes_trees_are_proven_side_by_side_and_nested_ones_in_order(
+        build: Build) -> None:
+    """``materialize_all``: two trees in folders of their own are proven at once (each log
+    line its own); a tree inside another's folder is fetched after it, in the recipe's order,
+    so the outer tree's unpack or proof never removes it afterwards."""
+    from prebake.sources import materialize_all
+
+    srcs = [build.source(dest="a"), build.source(dest="b"), build.source(dest="b/inner"),
+            build.source(dest="deps/c")]
+    first = materialize_all(srcs, build.tmp / "m0", build.tmp / "recipe", build.cache)
+    fresh = [snapshot(t) for t in first]
+    assert (build.tmp / "m0" / "b" / "inner" / "lib" / "a.c").is_file()
+    said: list[str] = []
+    second = materialize_all(srcs, build.tmp / "m1", build.tmp / "recipe", build.cache,
+                             earlier=build.tmp / "m0", log=said.append)
+    assert [t.relative_to(build.tmp / "m1").as_posix() for t in second] == [
+        "a", "b", "b/inner", "deps/c"]
+    # a and b kept; b/inner, which b's unpack does not write, removed from b with what the
+    # build added, then unpacked afresh into it (an inner tree has no earlier place of its own)
+    assert sorted(s.split(":", 1)[0] for s in said) == ["a", "b", "deps/c"], said
+    assert all(": kept from the earlier build" in s for s in said), said
+    assert next(s for s in said if s.startswith("b:")).endswith(
+        "removed what the build added: inner")
+    assert [snapshot(t) for t in second] == fresh
+    assert (build.tmp / "m1" / "b" / "inner" / "lib" / "a.c").is_file()

@@ -15,7 +15,7 @@ from prebake.bake.unitrun import UnitFailed, UnitRun
 from prebake.errors import PrebakeError
 from prebake.package.implib import import_libraries
 from prebake.recipes.api import Build, Recipe, strategy_templates, template_fields
-from prebake.sources import materialize, render_source
+from prebake.sources import materialize_all, render_source
 from prebake.toolchain import configure
 from prebake.toolchain.cmakefile import ToolchainFileError, for_unit, toolchain_folder
 from prebake.toolchain.steady import install as install_steady
@@ -28,10 +28,11 @@ def fetch_sources(run: UnitRun, recipe: Recipe, work: Path, earlier: Path | None
     unpacked tree of ``earlier`` (the earlier build's work folder) is kept where it provably
     is what unpacking again would write."""
     ver = run.version(recipe)
-    for src in recipe.fetched_sources(run.unit.platform.name, ver):
-        s = render_source(src, ver, run.ws.pins)
+    srcs = [render_source(s, ver, run.ws.pins)
+            for s in recipe.fetched_sources(run.unit.platform.name, ver)]
+    for s in srcs:
         run.say(f"{recipe.name}: fetching {getattr(s, 'url', getattr(s, 'path', ''))}")
-        materialize(s, work, recipe.folder, run.cache, earlier=earlier,
+    materialize_all(srcs, work, recipe.folder, run.cache, earlier=earlier,
                     log=lambda m: run.log.write(f"# {m}"))
 
 

@@ -2,9 +2,12 @@
 
 The asset's manifest (its ``.json`` sidecar, ``--manifest``, or the one inside it) names the
 unit and its input hash; the workspace (``-C``) with its ``prebake.sources.lock`` must plan
-that unit with the same inputs. Exit 0 when the rebuilt asset has the same sha256, 1 when it
-differs (the first file and archive member that differ are named) or the rebuild failed, 2
-when the check cannot be made (an unreadable asset, manifest or lock; another workspace).
+that unit with the same inputs. The rebuild shares no compiler launcher or cache with the
+caller (``prebake.rebuild.isolation``); the report's ``isolated`` line says what it had. Exit
+0 when the rebuilt asset has the same sha256, 1 when it differs (the first file and archive
+member that differ are named) or the rebuild failed, 2 when the check cannot be made (an
+unreadable asset, manifest or lock; another workspace; an asset inside the rebuild's folder or
+an ``--into`` inside the workspace).
 """
 
 from __future__ import annotations
@@ -23,8 +26,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--manifest", metavar="FILE",
                    help="the asset's manifest (default: its .json sidecar, else the one inside)")
     p.add_argument("--into", metavar="DIR",
-                   help="an empty or new folder to rebuild in (default: .prebake/rebuild/ in "
-                        "the workspace, emptied first); kept afterwards")
+                   help="an empty or new folder outside the workspace to rebuild in (default: "
+                        ".prebake/rebuild/ in the workspace, emptied first); kept afterwards")
     p.add_argument("--json", action="store_true", help="machine-readable report")
 
 
@@ -53,6 +56,7 @@ def run(args: argparse.Namespace) -> int:
     say(f"unit     {report.unit}  input hash {report.input_hash[:16]}…  (manifest: "
         f"{report.manifest})")
     say(f"rebuilt  in {report.folder} in {report.seconds:.1f} s (log: {report.log})")
+    say(f"isolated {report.isolation.line()}")
     if report.rebuilt is None:
         say(f"not rebuilt: {report.message}", err=True)
         return 1

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import lzma
 import os
 import stat
 import tarfile
@@ -48,7 +47,7 @@ from prebake.cores import usable_cores
 from prebake.digest import file_sha256
 from prebake.errors import PrebakeError
 from prebake.manifest import Manifest
-from prebake.package.blocks import BlockCache
+from prebake.package.blocks import BlockCache, XzEncoding
 from prebake.package.naming import MAX_ASSET_BYTES, AssetId, sha256_line
 
 FIXED_MTIME = 315532800  # 1980-01-01T00:00:00Z: the earliest time every archive format can store
@@ -288,23 +287,19 @@ def _stream(segment: _Segment) -> Iterator[bytes]:
             yield tarfile.NUL * (tarfile.BLOCKSIZE - piece.size % tarfile.BLOCKSIZE)
 
 
-def _compress_block(block: bytes) -> bytes:
-    """One block as one ``.xz`` stream at preset 9, the dictionary capped at the block's size.
+#: one block as one ``.xz`` stream at preset 9, CRC64, the dictionary capped at the block's
+#: size (``blocks.XzEncoding``): what every asset's blocks are, and what the block cache's
+#: entries are held to
+ENCODING = XzEncoding(PRESET, DICT_SIZE)
 
-    A dictionary larger than the data cannot find more matches, but costs its full allocation
-    (-9 sets up ~670 MiB of match finder); xz itself shrinks it the same way for small files.
-    The cap is a function of the block's length only, so the output stays deterministic.
-    """
-    dict_size = 4096
-    while dict_size < min(len(block), DICT_SIZE):
-        dict_size *= 2
-    filters = [{"id": lzma.FILTER_LZMA2, "preset": PRESET, "dict_size": dict_size}]
-    return lzma.compress(block, format=lzma.FORMAT_XZ, check=lzma.CHECK_CRC64, filters=filters)
+
+def _compress_block(block: bytes) -> bytes:
+    return ENCODING.compress(block)
 
 
 def block_cache(folder: Path) -> BlockCache:
     """A cache of this writer's compressed blocks in ``folder`` (one per unit)."""
-    return BlockCache(folder, _compress_block, PRESET)
+    return BlockCache(folder, ENCODING)
 
 
 class ParallelXzWriter:

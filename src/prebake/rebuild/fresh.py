@@ -9,6 +9,14 @@ differ are named. The workspace is then copied into a fresh folder (by default
 nothing into a store of its own, and the two assets compared: the same sha256, or the first
 file (and archive member) that differs and every one that does (``prebake.rebuild.compare``).
 
+The check shares nothing with the build it checks that could have made both alike: the given
+asset and its manifest are read and hashed first, before any folder is touched (an asset or
+manifest inside the rebuild's own folder, which is emptied and rebuilt into, is refused, and
+so is an ``--into`` inside the workspace, which the copy would copy into itself); the rebuild
+gets no compiler launcher, none of the caller's cache variables and empty toolchain caches of
+its own (``prebake.rebuild.isolation``), no block cache and no kept source tree (a fresh
+folder has none), and the report says what it was given.
+
 Nothing is written outside the workspace's ``.prebake``, the ``--into`` folder and the
 caches; the given asset and the workspace's stores are only read.
 """
@@ -16,6 +24,7 @@ caches; the given asset and the workspace's stores are only read.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import re
 import shutil
 import tarfile
@@ -27,14 +36,16 @@ from typing import Any
 
 from prebake.bake import Options, UnitResult, build, plan_units
 from prebake.bake.layout import Layout
+from prebake.bounded import read_bounded
 from prebake.digest import file_sha256
 from prebake.errors import PrebakeError
-from prebake.manifest import MAX_MANIFEST_BYTES, Manifest, parse_manifest, read_manifest_file
+from prebake.manifest import MAX_MANIFEST_BYTES, Manifest, parse_manifest
 from prebake.package.naming import MANIFEST_SUFFIX, asset_id, parse_asset_name
 from prebake.plan.planner import refuse_unlocked
 from prebake.plan.status import changed_inputs
 from prebake.plan.units import Unit
 from prebake.rebuild.compare import Difference, differing, first_difference, stream_size
+from prebake.rebuild.isolation import Isolation, isolated
 from prebake.sources.lock import read_source_lock
 from prebake.workspace import Workspace, load_workspace, resolve_store_url
 
@@ -60,6 +71,8 @@ class RebuildReport:
     unit: str
     input_hash: str
     manifest: str  # where the manifest was read
+    manifest_sha256: str  # of its bytes, read before anything else
+    isolation: Isolation
     folder: Path
     rebuilt: Path | None
     rebuilt_sha256: str | None
@@ -78,6 +91,7 @@ class RebuildReport:
         return {
             "asset": str(self.asset), "sha256": self.sha256, "size": self.size,
             "unit": self.unit, "input_hash": self.input_hash, "manifest": self.manifest,
+            "manifest_sha256": self.manifest_sha256, "isolation": self.isolation.to_json(),
             "folder": str(self.folder), "log": self.log, "seconds": round(self.seconds, 3),
             "rebuilt": None if self.rebuilt is None else {
                 "path": str(self.rebuilt), "sha256": self.rebuilt_sha256,
@@ -88,15 +102,19 @@ class RebuildReport:
         }
 
 
-def read_asset_manifest(asset: Path, manifest: Path | None = None) -> tuple[Manifest, str]:
-    """The asset's manifest and where it was read: ``manifest`` if given, else the ``.json``
-    sidecar beside the asset (what a store publishes with it), else the one inside it. One
-    line naming the file when it cannot be read or is not a manifest."""
+def read_asset_manifest(asset: Path, manifest: Path | None = None
+                        ) -> tuple[Manifest, str, str]:
+    """The asset's manifest, where it was read and the sha256 of its bytes: ``manifest`` if
+    given, else the ``.json`` sidecar beside the asset (what a store publishes with it), else
+    the one inside it. One line naming the file when it cannot be read or is not a
+    manifest."""
     if manifest is None:
         sidecar = asset.with_name(asset.name + MANIFEST_SUFFIX)
         manifest = sidecar if sidecar.is_file() else None
     if manifest is not None:
-        return read_manifest_file(manifest), str(manifest)
+        raw = read_bounded(manifest, MAX_MANIFEST_BYTES, "manifest")
+        return (parse_manifest(raw, str(manifest)), str(manifest),
+                hashlib.sha256(raw).hexdigest())
     where = f"{asset}: {MANIFEST_MEMBER}"
     try:
         with tarfile.open(asset, "r:xz") as tf:
@@ -111,7 +129,27 @@ def read_asset_manifest(asset: Path, manifest: Path | None = None) -> tuple[Mani
     except (tarfile.TarError, EOFError, OSError) as exc:  # lzma.LZMAError is an OSError
         raise PrebakeError(f"{asset}: cannot read its manifest ({exc}); give the manifest "
                            f"with --manifest (the {MANIFEST_SUFFIX} sidecar)") from None
-    return parse_manifest(raw, where), where
+    return parse_manifest(raw, where), where, hashlib.sha256(raw).hexdigest()
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    resolved = path.resolve()
+    return resolved == folder or folder in resolved.parents
+
+
+def _refuse_shared(asset: Path, manifest: Path | None, folder: Path, root: Path,
+                   into: Path | None) -> None:
+    """One line for a rebuild that would read or write what it checks: the given asset or
+    manifest inside the rebuild's own folder (emptied first, then rebuilt into), or an
+    ``--into`` inside the workspace (which it copies)."""
+    if into is not None and _inside(into, root):
+        raise PrebakeError(f"--into {into}: inside the workspace {root}, which the rebuild "
+                           "copies into it; name a folder outside the workspace")
+    for what, path in (("the asset", asset), ("the manifest", manifest)):
+        if path is not None and _inside(path, folder):
+            raise PrebakeError(f"{path}: {what} to check lies inside the rebuild's own folder "
+                               f"{folder}, which is emptied and rebuilt into; give a copy from "
+                               "outside it")
 
 
 def _copy_workspace(ws: Workspace, dest: Path) -> Path:
@@ -188,15 +226,20 @@ def verify_rebuild(asset: Path, workspace: Path, *, into: Path | None = None,
     """Rebuild ``asset`` from ``workspace`` in a fresh folder and compare (see the module).
 
     Raises ``PrebakeError`` (exit 2) for what makes the check impossible: the asset, its
-    manifest or the workspace's source lock unreadable, or a workspace that does not plan the
+    manifest or the workspace's source lock unreadable, an asset, manifest or ``--into``
+    where the rebuild would touch what it checks, or a workspace that does not plan the
     asset's unit with the same input hash. A build that fails is a report without a rebuilt
     asset."""
     asset = Path(asset)
     if not asset.is_file():
         raise PrebakeError(f"{asset}: no such asset")
-    man, where = read_asset_manifest(asset, manifest)
+    digest, size = file_sha256(asset), asset.stat().st_size  # before anything else
+    man, where, man_digest = read_asset_manifest(asset, manifest)
     if parse_asset_name(asset.name) not in (None, asset_id(*man.named)):
         raise PrebakeError(f"{asset}: its manifest ({where}) is of {asset_id(*man.named)}")
+    root = Path(workspace).resolve()
+    folder = (Path(into) if into is not None else root / DEFAULT_FOLDER).resolve()
+    _refuse_shared(asset, manifest, folder, root, into)
     ws = load_workspace(workspace)
     lock = read_source_lock(ws.root)
     target = _unit_for(ws, man, asset)
@@ -204,8 +247,8 @@ def verify_rebuild(asset: Path, workspace: Path, *, into: Path | None = None,
         raise _inputs_differ(target, man, asset)
     refuse_unlocked(ws, (target,), lock)
 
-    folder = (into or ws.root / DEFAULT_FOLDER).resolve()
     _fresh(folder, into is None)
+    env, isolation = isolated(caller_env, folder, target.platform, ws.pins)
     copy = load_workspace(_copy_workspace(ws, folder / "workspace"))
     store = folder / "store"
     store.mkdir()
@@ -216,14 +259,17 @@ def verify_rebuild(asset: Path, workspace: Path, *, into: Path | None = None,
         raise _inputs_differ(mine, man, asset)
     t0 = time.monotonic()
     results = (builder or build)(copy, _upstream(units, mine),
-                                 Options(force=True, caller_env=dict(caller_env)))
+                                 Options(force=True, caller_env=env))
     result = next(r for r in results if r.unit == mine.id)
     seconds = time.monotonic() - t0
-    digest, size = file_sha256(asset), asset.stat().st_size
+    if file_sha256(asset) != digest:
+        raise PrebakeError(f"{asset}: changed while it was rebuilt (sha256 {digest[:16]}… "
+                           "when the check began); nothing compared")
     base = RebuildReport(asset=asset, sha256=digest, size=size, unit=mine.id,
-                         input_hash=man.input_hash, manifest=where, folder=folder,
-                         rebuilt=None, rebuilt_sha256=None, rebuilt_size=None,
-                         seconds=seconds, log=result.log)
+                         input_hash=man.input_hash, manifest=where, manifest_sha256=man_digest,
+                         isolation=isolation, folder=folder, rebuilt=None,
+                         rebuilt_sha256=None, rebuilt_size=None, seconds=seconds,
+                         log=result.log)
     if result.state != "built":
         failed = next((r for r in results if r.state.bad), result)
         return dataclasses.replace(base, message=f"{failed.unit} {failed.state}: "

@@ -23,6 +23,9 @@ SYSTEM = frozenset({"bin", "boot", "dev", "etc", "lib", "lib32", "lib64", "libx3
                     "run", "sbin", "sys", "usr", "var", "lost+found"})
 # The host's settings for its own Emscripten (Debian 12's) must not reach the root's.
 DROPPED = ("EM_CACHE", "EM_CONFIG", "NODE_PATH", "EMSDK", "EM_PY")
+# The root's own Emscripten cache, when the caller names one for it (a rebuild's empty cache,
+# prebake.rebuild.isolation): EM_CACHE inside.
+ENV_EM_CACHE = "PREBAKE_ENV_EM_CACHE"
 INSIDE_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 
@@ -53,7 +56,9 @@ def enter(root: Path, tool: str, args: list[str]) -> None:
         _mount("--rbind", f"/{sysdir}", str(root / sysdir))
     os.chroot(root)
     os.chdir(cwd)
-    env = {k: v for k, v in os.environ.items() if k not in DROPPED}
+    env = {k: v for k, v in os.environ.items() if k not in DROPPED and k != ENV_EM_CACHE}
+    if os.environ.get(ENV_EM_CACHE):
+        env["EM_CACHE"] = os.environ[ENV_EM_CACHE]
     env["PATH"] = INSIDE_PATH
     # the tool's own file, not the symlink PATH finds: a shell entry point that finds its
     # program from $0's folder (Debian sid's emnm: "$(dirname $0)/tools/emnm.py") fails
