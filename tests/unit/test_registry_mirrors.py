@@ -266,6 +266,37 @@ def test_a_debian_reference_without_a_configured_mirror_says_so(tmp_path: Path) 
                                "unset; apt's sources, ")
 
 
+@pytest.mark.parametrize(("value", "shown"), [
+    ("deb.example/debian", "'deb.example/debian'"),
+    ("ftp://deb.example/debian", "'ftp://deb.example/debian'"),
+    ("http://[::1/debian", "'http://[::1/debian'"),
+    ("https:///debian", "'https:///debian'"),
+    ("ci:s3cret-pw@deb.example/debian", "'***@deb.example/debian'"),
+])
+def test_a_debian_mirror_variable_that_is_no_url_is_one_line_exit_2(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+        value: str, shown: str) -> None:
+    """Refused before any download (the first root is a good one), never tried as a
+    relative path; the lock is not written."""
+    ws = tmp_path / "ws"
+    (ws / "recipes").mkdir(parents=True)
+    (ws / "prebake.toml").write_text(support.gcc_workspace(
+        "refs", 'zz = "1.0"', "deps", '["zz"]', more="", tail=""))
+    (ws / "recipes" / "zz.py").write_text(
+        "from prebake.recipes import Build, Outputs, Recipe, UrlSource\n"
+        "RECIPE = Recipe(name='zz', pin='zz',\n"
+        "    sources=(UrlSource('debian:pool/main/z/zz/zz_{version}.orig.tar.xz'),),\n"
+        "    platforms={'*': Build(commands=('true',))},\n"
+        "    outputs=Outputs(libs={'*': ('lib/libzz.a',)}))\n")
+    monkeypatch.setenv("PREBAKE_DEBIAN_MIRROR", f"http://127.0.0.1:9/debian {value}")
+    monkeypatch.setenv("PREBAKE_CACHE", str(tmp_path / "cache"))
+    assert main(["-C", str(ws), "pin", "zz", "1.0"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"prebake: error: PREBAKE_DEBIAN_MIRROR: {shown} is not an http(s) or file "
+                   "URL (a Debian archive's root, e.g. https://mirror.example/debian)"], err
+    assert not (ws / "prebake.sources.lock").exists()
+
+
 def test_pypi_files_come_from_the_index_json_or_html_by_tag(tmp_path: Path) -> None:
     """PEP 691 and PEP 503 pages give the same file and digest; a tag two files carry is
     refused as ambiguous; the index's credentials go to files on its own host only."""

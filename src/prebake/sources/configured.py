@@ -41,6 +41,7 @@ from urllib.parse import urlsplit
 
 from prebake.bounded import read_bounded
 from prebake.errors import PrebakeError
+from prebake.redact import redact_text
 
 MAX_CONFIG_BYTES = 1 << 20  # a configuration file; a bigger one is not one
 TOOL_TIMEOUT = 30.0
@@ -161,9 +162,23 @@ def _apt_uris(uri: str) -> list[str]:
     return []  # tor+, cdrom:, ssh: …: not something prebake downloads through
 
 
+def _is_root(word: str) -> bool:
+    """Whether ``word`` can be a mirror's root: an http(s) URL with a host, or a file URL."""
+    try:
+        parts = urlsplit(word)
+    except ValueError:  # an unclosed IPv6 bracket
+        return False
+    return (parts.scheme in ("http", "https") and bool(parts.hostname)) or parts.scheme == "file"
+
+
 def debian_mirrors(environ: Mapping[str, str]) -> list[Origin]:
     """The Debian archive roots to download pool files from (see the module doc)."""
     given = environ.get("PREBAKE_DEBIAN_MIRROR", "").split()
+    for word in given:
+        if not _is_root(word):
+            raise PrebakeError(f"PREBAKE_DEBIAN_MIRROR: {redact_text(word)!r} is not an http(s) "
+                               "or file URL (a Debian archive's root, e.g. "
+                               "https://mirror.example/debian)")
     if given:
         return [Origin(u.rstrip("/"), "PREBAKE_DEBIAN_MIRROR") for u in given]
     out: list[Origin] = []
