@@ -12,20 +12,27 @@ second mirror with other names, other paths and PEP 691 JSON, the same workspace
 plan the same input hashes, build the same asset bytes, and a consumer's ``prebake fetch``
 with the lock it wrote from the first build takes the second build's asset; a third mirror
 that serves other bytes under the same names is refused, naming the reference, the lock's
-digest and what came.
+digest and what came. Mirrors that take credentials (a Debian root and a PyPI index with
+``user:password@``, an npm registry with an ``.npmrc`` token) get them, and no output, log,
+lock or asset shows them. The flagship example's committed lock is made again, byte for byte,
+by ``prebake pin`` on a machine whose mirrors have other names than the public registries'.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import shutil
+import tarfile
 import tomllib
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests import support
+from tests.mirror_build import mirror_of_lock
 from tests.servers.registries import Paths, RegistryMirror, machine_config
 
 ZSTD = "1.5.7+dfsg"
@@ -229,3 +236,98 @@ def test_a_reference_no_mirror_serves_names_the_mirrors_tried(
             "dist.tarball (latest: 1.29.0)") in said, said
     lock = (ws / "prebake.sources.lock").read_text()
     assert "127.0.0.1" not in lock and lock.count("[[pending]]") == 3
+
+
+PASSWORD = "Mirr0r-pa55-Zq81"
+NPM_TOKEN = "registry-T0ken-77xq-Wv3"
+
+
+def _every_text(folder: Path) -> Iterator[tuple[str, bytes]]:
+    """(where, bytes) of every file under ``folder``, each member of a ``.tar.xz`` too."""
+    for path in sorted(folder.rglob("*")):
+        if not path.is_file() or path.is_symlink():
+            continue
+        yield str(path), path.read_bytes()
+        if path.name.endswith(".tar.xz"):
+            with tarfile.open(path) as tf:
+                for member in tf.getmembers():
+                    fh = tf.extractfile(member)
+                    if fh is not None:
+                        yield f"{path}:{member.name}", fh.read()
+
+
+def test_mirror_credentials_reach_their_mirror_and_nothing_shows_them(
+        files: tuple[Path, Path, Path], tmp_path: Path) -> None:
+    """A Debian root and a PyPI index behind Basic credentials (``PREBAKE_DEBIAN_MIRROR`` and
+    ``PIP_INDEX_URL`` with ``ci:PASSWORD@``), an npm registry behind an ``.npmrc`` token:
+    ``pin``, ``build --dry-run`` and ``build`` get every file (each server refuses a request
+    without its credentials), each credential goes to its own server only, and neither
+    shows in any output, the lock, the logs, the work folder or the asset and its sidecars."""
+    wheel, web, zstd = files
+    ws = _workspace(tmp_path / "ws")
+    private = RegistryMirror(tmp_path / "private", auth=f"ci:{PASSWORD}")
+    private.add_debian(f"pool/{POOL}", zstd)
+    private.add_wheel(wheel)
+    registry = RegistryMirror(tmp_path / "npm", token=NPM_TOKEN)
+    registry.add_npm("onnxruntime-web", "1.30.0", web)
+    with private, registry:
+        host = registry.url.removeprefix("http://")
+        with_password = private.url.replace("http://", f"http://ci:{PASSWORD}@")
+        env = {**machine_config(tmp_path / "home", registry,
+                                npmrc=f"//{host}/npm/:_authToken={NPM_TOKEN}\n"),
+               "PREBAKE_DEBIAN_MIRROR": with_password + private.state.paths.debian,
+               "PIP_INDEX_URL": with_password + private.state.paths.pypi,
+               "PREBAKE_CACHE": str(tmp_path / "cache-pin")}
+        runs = [support.prebake("-C", ws, "pin", "zstd", ZSTD, env=env)]
+        assert runs[-1].returncode == 0, runs[-1].stdout + runs[-1].stderr
+        env["PREBAKE_CACHE"] = str(tmp_path / "cache-build")  # empty: the build downloads
+        runs.append(support.prebake("-C", ws, "build", "--dry-run", env=env))
+        assert runs[-1].returncode == 0, runs[-1].stdout + runs[-1].stderr
+        runs.append(support.prebake("-C", ws, "build", "--json", env=env))
+        assert runs[-1].returncode == 0, runs[-1].stdout + runs[-1].stderr
+    basic = "Basic " + base64.b64encode(f"ci:{PASSWORD}".encode()).decode()
+    assert set(private.authorizations) == {basic}
+    assert set(registry.authorizations) == {f"Bearer {NPM_TOKEN}"}
+    assert len(registry.requests) == 4  # pin and build: the document, then the tarball
+    (log,) = (ws / ".prebake" / "logs").glob("zstd*.log")
+    # the URL used is named, its credentials masked
+    assert f"downloaded http://***@{private.url[7:]}/debian/pool/{POOL} " in log.read_text()
+    secrets = [PASSWORD, NPM_TOKEN, basic.split()[1],
+               base64.b64encode(PASSWORD.encode()).decode().rstrip("=")]
+    shown = [("output", (r.stdout + r.stderr).encode()) for r in runs]
+    shown += [("prebake.sources.lock", (ws / "prebake.sources.lock").read_bytes())]
+    shown += [*_every_text(ws / ".prebake"), *_every_text(ws / "releases")]
+    assert any(where.endswith(".json") for where, _ in shown)  # the manifest sidecar
+    leaks = [(where, secret) for where, data in shown for secret in secrets
+             if secret.encode() in data]
+    assert leaks == []
+
+
+def test_the_flagship_lock_is_made_again_on_a_machine_with_other_mirror_names(
+        tmp_path: Path) -> None:
+    """The example as committed: its lock removed, ``prebake pin onnxruntime 1.21.0`` and
+    ``prebake pin ffmpeg 7.1.5`` with an empty download cache, apt and pip pointed at a mirror
+    on 127.0.0.1 with other paths (``tests.mirror_build``), write the committed lock again,
+    byte for byte, every file downloaded from that mirror; the units plan the same input
+    hashes as the committed workspace."""
+    flagship = support.ROOT / "examples" / "flagship"
+    ws = tmp_path / "ws"
+    shutil.copytree(flagship, ws, ignore=shutil.ignore_patterns("releases", ".prebake",
+                                                                "prebake_deps"))
+    committed = (ws / "prebake.sources.lock").read_text()
+    entries = tomllib.loads(committed)["source"]
+    assert entries and all(e["url"].startswith(("debian:", "pypi:")) for e in entries)
+    mirror = mirror_of_lock(ws, tmp_path / "mirror")
+    (ws / "prebake.sources.lock").unlink()
+    with mirror:
+        env = {**machine_config(tmp_path / "home", mirror, suite="trixie"),
+               "PREBAKE_CACHE": str(tmp_path / "cache")}
+        for name, version in (("onnxruntime", "1.21.0"), ("ffmpeg", "7.1.5")):
+            pin = support.prebake("-C", ws, "pin", name, version, env=env, timeout=900)
+            assert pin.returncode == 0, pin.stdout + pin.stderr
+        assert _hashes(ws, env) == _hashes(flagship, env)
+    assert (ws / "prebake.sources.lock").read_text() == committed
+    assert (ws / "prebake.toml").read_text() == (flagship / "prebake.toml").read_text()
+    asked = [r for r in mirror.requests if not r.endswith("/")]  # files, not index pages
+    assert len(asked) == len(entries), mirror.requests
+    assert all(r.startswith(("/srv/debian-archive/pool/", "/pkgs/files/")) for r in asked)

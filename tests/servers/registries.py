@@ -12,7 +12,7 @@ registry reference (``debian:``, ``pypi:``, ``npm:``):
 Each mirror chooses its own prefixes (``paths``), so two mirrors of the same files have other
 URLs; ``token`` makes the npm registry answer only requests with that bearer token, ``auth``
 (``user:password``) makes the whole server answer only that Basic authorization. ``requests``
-records every path asked for.
+records every path asked for, ``authorizations`` the ``Authorization`` header each carried.
 """
 
 from __future__ import annotations
@@ -49,6 +49,7 @@ class _State:
     token: str = ""
     auth: str = ""
     requests: list[str] = field(default_factory=list)
+    authorizations: list[str] = field(default_factory=list)  # per request, "" for none
     wheels: dict[str, list[Path]] = field(default_factory=dict)  # project -> files
     npm: dict[str, dict[str, Path]] = field(default_factory=dict)  # name -> version -> tgz
 
@@ -63,6 +64,7 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         st = self.server.state
         st.requests.append(self.path)
+        st.authorizations.append(self.headers.get("Authorization", ""))
         path = urlsplit(self.path).path
         if st.auth and self.headers.get("Authorization") != (
                 "Basic " + base64.b64encode(st.auth.encode()).decode()):
@@ -174,6 +176,10 @@ class RegistryMirror(Running):
     @property
     def requests(self) -> list[str]:
         return self.state.requests
+
+    @property
+    def authorizations(self) -> list[str]:
+        return self.state.authorizations
 
     @property
     def debian(self) -> str:
