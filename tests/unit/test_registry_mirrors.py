@@ -266,6 +266,22 @@ def test_a_debian_reference_without_a_configured_mirror_says_so(tmp_path: Path) 
                                "unset; apt's sources, ")
 
 
+def _one_source(tmp_path: Path, name: str, version: str, source: str) -> Path:
+    """A workspace whose one recipe, ``name`` at ``version``, takes the one source ``source``
+    (its third line is the source's)."""
+    ws = tmp_path / "ws"
+    (ws / "recipes").mkdir(parents=True)
+    (ws / "prebake.toml").write_text(support.gcc_workspace(
+        "refs", f'{name} = "{version}"', "deps", f'["{name}"]', more="", tail=""))
+    (ws / "recipes" / f"{name}.py").write_text(
+        "from prebake.recipes import Build, Outputs, Recipe, UrlSource\n"
+        f"RECIPE = Recipe(name={name!r}, pin={name!r},\n"
+        f"    sources=(UrlSource({source!r}),),\n"
+        "    platforms={'*': Build(commands=('true',))},\n"
+        f"    outputs=Outputs(libs={{'*': ('lib/lib{name}.a',)}}))\n")
+    return ws
+
+
 @pytest.mark.parametrize(("value", "shown"), [
     ("deb.example/debian", "'deb.example/debian'"),
     ("ftp://deb.example/debian", "'ftp://deb.example/debian'"),
@@ -278,16 +294,7 @@ def test_a_debian_mirror_variable_that_is_no_url_is_one_line_exit_2(
         value: str, shown: str) -> None:
     """Refused before any download (the first root is a good one), never tried as a
     relative path; the lock is not written."""
-    ws = tmp_path / "ws"
-    (ws / "recipes").mkdir(parents=True)
-    (ws / "prebake.toml").write_text(support.gcc_workspace(
-        "refs", 'zz = "1.0"', "deps", '["zz"]', more="", tail=""))
-    (ws / "recipes" / "zz.py").write_text(
-        "from prebake.recipes import Build, Outputs, Recipe, UrlSource\n"
-        "RECIPE = Recipe(name='zz', pin='zz',\n"
-        "    sources=(UrlSource('debian:pool/main/z/zz/zz_{version}.orig.tar.xz'),),\n"
-        "    platforms={'*': Build(commands=('true',))},\n"
-        "    outputs=Outputs(libs={'*': ('lib/libzz.a',)}))\n")
+    ws = _one_source(tmp_path, "zz", "1.0", "debian:pool/main/z/zz/zz_{version}.orig.tar.xz")
     monkeypatch.setenv("PREBAKE_DEBIAN_MIRROR", f"http://127.0.0.1:9/debian {value}")
     monkeypatch.setenv("PREBAKE_CACHE", str(tmp_path / "cache"))
     assert main(["-C", str(ws), "pin", "zz", "1.0"]) == 2
@@ -452,16 +459,7 @@ def test_a_malformed_reference_in_the_workspace_is_one_line_exit_2(
 
 def test_a_malformed_reference_in_a_recipe_is_one_line_exit_2(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    ws = tmp_path / "ws"
-    (ws / "recipes").mkdir(parents=True)
-    (ws / "prebake.toml").write_text(support.gcc_workspace(
-        "refs", 'zstd = "1.5.7"', "deps", '["zstd"]', more="", tail=""))
-    (ws / "recipes" / "zstd.py").write_text(
-        "from prebake.recipes import Build, Outputs, Recipe, UrlSource\n"
-        "RECIPE = Recipe(name='zstd', pin='zstd',\n"
-        "    sources=(UrlSource('npm:zstd@~{version}'),),\n"
-        "    platforms={'*': Build(commands=('true',))},\n"
-        "    outputs=Outputs(libs={'*': ('lib/libzstd.a',)}))\n")
+    ws = _one_source(tmp_path, "zstd", "1.5.7", "npm:zstd@~{version}")
     assert main(["-C", str(ws), "plan"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "recipes/zstd.py:3: RECIPE.sources[0].url" in err[0], err
