@@ -22,7 +22,7 @@ from pathlib import Path
 from prebake.digest import file_sha256
 from prebake.errors import PrebakeError
 from prebake.redact import redact_text
-from prebake.sources.candidates import AsWritten, Candidate, Resolves
+from prebake.sources.candidates import AsWritten, Resolves, served
 from prebake.web import open_url
 
 CHUNK = 1 << 20
@@ -130,11 +130,7 @@ class SourceCache:
         limit = size if size >= 0 else MAX_DOWNLOAD_BYTES
         what = (f"the {size} bytes prebake.sources.lock records" if size >= 0
                 else f"the {MAX_DOWNLOAD_BYTES}-byte download bound")
-        for step in (s for u in urls for s in self.resolver.expand(u)):
-            if not isinstance(step, Candidate):
-                failures.append(step.why)
-                log(redact_text(f"{name}: {step.why}; trying the next mirror"))
-                continue
+        for step in served(self.resolver, urls, failures, log):
             url = step.url
             if step.sha256 and step.sha256 != sha256:  # the index itself lists other bytes
                 failures.append(f"{url}: its index ({step.said}) lists sha256 {step.sha256}, "

@@ -7,10 +7,11 @@ method a resolver has; here so that the cache needs nothing of the resolver's mo
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from prebake.redact import redact_text
 from prebake.registry_refs import is_reference
 
 
@@ -52,3 +53,16 @@ class AsWritten:
 
     def describe(self, name: str) -> str:
         return name
+
+
+def served(resolver: Resolves, urls: Sequence[str], failures: list[str],
+           log: Callable[[str], None]) -> Iterator[Candidate]:
+    """Each URL that may serve the file ``urls[0]`` names (then the recipe's own mirrors), in
+    order; a mirror that cannot serve it goes to ``failures`` and the log instead."""
+    name = urls[0] if urls else "?"
+    for step in (s for u in urls for s in resolver.expand(u)):
+        if isinstance(step, Candidate):
+            yield step
+        else:
+            failures.append(step.why)
+            log(redact_text(f"{name}: {step.why}; trying the next mirror"))

@@ -29,7 +29,7 @@ from prebake.digest import file_sha256
 from prebake.errors import PrebakeError
 from prebake.redact import redact_text
 from prebake.sources.cache import CHUNK, MAX_DOWNLOAD_BYTES, SourceCache
-from prebake.sources.candidates import Candidate
+from prebake.sources.candidates import Candidate, served
 from prebake.web import open_url
 
 _HEX64 = re.compile(r"[0-9a-f]{64}")
@@ -98,11 +98,7 @@ def download_new(urls: Sequence[str], cache: SourceCache,
     why each mirror failed (``urls``: the name and the recipe's mirrors, each resolved)."""
     say = log or (lambda _m: None)
     failures: list[str] = []
-    for step in (s for u in urls for s in cache.resolver.expand(u)):
-        if not isinstance(step, Candidate):
-            failures.append(step.why)
-            say(redact_text(f"{urls[0]}: {step.why}; trying the next mirror"))
-            continue
+    for step in served(cache.resolver, urls, failures, say):
         url = step.url
         if _HEX64.fullmatch(step.sha256) and (held := cache.lookup(step.sha256)) is not None:
             # the index states the digest of a file the cache holds (verified by that digest)
