@@ -419,6 +419,13 @@ def test_no_mirror_setting_changes_an_input_hash(tmp_path: Path,
     ('"debian:" = ["http://m.example/"]', "not a registry reference: its mirrors come from "
                                           "apt, pip or npm"),
     ('"https://github.com/" = ["origin", "origin"]', "names a mirror twice"),
+    # what urlsplit raises on, and what it would silently drop
+    ('"http://[bad/" = ["http://m.example/"]', "a [mirrors] key is the start of a URL "
+                                               "(https://host/path/), not 'http://[bad/'"),
+    ('"https://github.com/" = ["http://[::1/x/"]', "'http://[::1/x/' is not an http(s) or "
+                                                   "file URL"),
+    ('"https://github.com/\\n" = "http://m.example/"', "not 'https://github.com/\\n'"),
+    ('"https://github.com/" = "http://m .example/"', "'http://m .example/' is not an http(s)"),
 ])
 def test_a_malformed_mirrors_table_is_one_line_exit_2(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], table: str, says: str) -> None:
@@ -440,6 +447,7 @@ def test_a_malformed_mirrors_table_is_one_line_exit_2(
     ("pypi:ffmpeg>={pins[ffmpeg]}", "is not pypi:<project>==<version>"),
     ("deb.example/ffmpeg_{pins[ffmpeg]}.tar.xz", "not a http(s) or file URL, nor a registry "
                                                  "reference (debian:, pypi:, npm:)"),
+    ("http://[deb.example/ffmpeg_{pins[ffmpeg]}.tar.xz", "not a http(s) or file URL"),
 ])
 def test_a_malformed_reference_in_the_workspace_is_one_line_exit_2(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], provider: str, says: str) -> None:

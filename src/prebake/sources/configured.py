@@ -162,10 +162,13 @@ def _apt_uris(uri: str) -> list[str]:
     return []  # tor+, cdrom:, ssh: …: not something prebake downloads through
 
 
-def _is_root(word: str) -> bool:
-    """Whether ``word`` can be a mirror's root: an http(s) URL with a host, or a file URL."""
+def is_root_url(text: str) -> bool:
+    """Whether ``text`` can be a mirror's root or a URL prefix: an http(s) URL with a host, or
+    a file URL, with no white space or control character (which ``urlsplit`` would drop)."""
+    if re.search(r"[\s\x00-\x1f\x7f]", text):
+        return False
     try:
-        parts = urlsplit(word)
+        parts = urlsplit(text)
     except ValueError:  # an unclosed IPv6 bracket
         return False
     return (parts.scheme in ("http", "https") and bool(parts.hostname)) or parts.scheme == "file"
@@ -175,7 +178,7 @@ def debian_mirrors(environ: Mapping[str, str]) -> list[Origin]:
     """The Debian archive roots to download pool files from (see the module doc)."""
     given = environ.get("PREBAKE_DEBIAN_MIRROR", "").split()
     for word in given:
-        if not _is_root(word):
+        if not is_root_url(word):
             raise PrebakeError(f"PREBAKE_DEBIAN_MIRROR: {redact_text(word)!r} is not an http(s) "
                                "or file URL (a Debian archive's root, e.g. "
                                "https://mirror.example/debian)")

@@ -73,7 +73,7 @@ def parse_table(raw: Mapping[str, Any]
     problems: list[tuple[str, str]] = []
     for prefix, value in raw.items():
         values = [value] if isinstance(value, str) else value
-        if not _is_url(prefix):
+        if not configured.is_root_url(prefix):
             problems.append((prefix, "a [mirrors] key is the start of a URL "
                              "(https://host/path/), not " + (
                                  "a registry reference: its mirrors come from apt, pip or npm"
@@ -82,7 +82,7 @@ def parse_table(raw: Mapping[str, Any]
                 isinstance(v, str) for v in values):
             problems.append((prefix, "must be a mirror URL or a non-empty list of them "
                              f"(\"origin\" for the URL itself); got {value!r}"))
-        elif bad := [v for v in values if v != ORIGIN and not _is_url(v)]:
+        elif bad := [v for v in values if v != ORIGIN and not configured.is_root_url(v)]:
             problems.append((prefix, f"{bad[0]!r} is not an http(s) or file URL (nor "
                              "\"origin\")"))
         elif len(set(values)) != len(values):
@@ -98,12 +98,6 @@ def with_mirrors(cache: SourceCache, ws: Any) -> SourceCache:
     if not isinstance(cache.resolver, AsWritten):
         return cache
     return cache.resolving(Resolver(ws.mirrors, ws.root))
-
-
-def _is_url(text: str) -> bool:
-    parts = urlsplit(text)
-    return parts.scheme in ("http", "https", "file") and (bool(parts.netloc)
-                                                         or parts.scheme == "file")
 
 
 class Resolver:

@@ -28,6 +28,7 @@ from prebake.recipes import builtin_names, find_recipe, try_load_recipe, validat
 from prebake.recipes.api import Recipe
 from prebake.recipes.loader import BUILTIN_DIR, FOLDER_RECIPE, workspace_names
 from prebake.registry_refs import ReferenceError, is_reference, parse, sample
+from prebake.sources.configured import is_root_url
 from prebake.sources.lock import provided_pins
 from prebake.sources.mirrors import parse_table
 from prebake.toolchain.environment import environment_named
@@ -498,7 +499,7 @@ def source_name_problem(value: str) -> str | None:
         except ReferenceError as exc:
             return str(exc)
         return None
-    if not re.match(r"(https?|file)://", value):
+    if not re.match(r"(https?|file)://", value) or not is_root_url(sample(value)):
         return (f"not a http(s) or file URL, nor a registry reference (debian:, pypi:, "
                 f"npm:): {value!r}")
     return None
