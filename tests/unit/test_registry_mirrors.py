@@ -240,6 +240,34 @@ def test_the_npm_registry_is_the_one_npm_itself_uses(tmp_path: Path) -> None:
     assert default is not None and default.said == "npm config get registry"
 
 
+@pytest.mark.parametrize(("npmrc", "says"), [
+    ("registry=http://[npm.example/\n", "registry 'http://[npm.example/' is not an http(s) or "
+                                        "file URL"),
+    ("registry=http://ci:hunter2pw@npm .example/\n",
+     "registry 'http://***@npm .example/' is not an http(s) or file URL"),
+    ("registry=http://127.0.0.1:9/npm/\n//127.0.0.1:9/npm/:username=ci\n"
+     "//127.0.0.1:9/npm/:_password=hunter2pw!\n",
+     "//127.0.0.1:9/npm/:_password is not base64 (npm keeps a registry's password "
+     "base64-encoded)"),
+])
+def test_an_npm_setting_that_cannot_be_read_is_one_line_exit_2(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+        npmrc: str, says: str) -> None:
+    """What npm would fail on is an error naming the file, never an internal error or another
+    registry, and the secret in it is not shown."""
+    ws = _one_source(tmp_path, "zz", "1.0.0", "npm:zz@{version}")
+    (tmp_path / "home").mkdir()
+    (tmp_path / "home" / ".npmrc").write_text(npmrc)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("PREBAKE_CACHE", str(tmp_path / "cache"))
+    for var in [v for v in os.environ if v.lower().startswith("npm_config_")]:
+        monkeypatch.delenv(var)  # the user's .npmrc is the one that says
+    assert main(["-C", str(ws), "pin", "zz", "1.0.0"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"prebake: error: npm: {tmp_path / 'home' / '.npmrc'}: {says}"], err
+    assert "hunter2pw" not in err[0] and not (ws / "prebake.sources.lock").exists()
+
+
 # ---- resolving a name -------------------------------------------------------------------------
 
 

@@ -332,7 +332,7 @@ def _nerf(url: str) -> str:
 def _auth_headers(registry: str, layers: Iterable[tuple[str, dict[str, str]]]
                   ) -> dict[str, str]:
     nerf = _nerf(registry)
-    for _who, settings in layers:
+    for who, settings in layers:
         for key in sorted((k for k in settings if k.startswith("//")), key=len, reverse=True):
             where, _, what = key.rpartition(":")
             if not nerf.startswith(where.rstrip("/") + "/"):
@@ -343,7 +343,12 @@ def _auth_headers(registry: str, layers: Iterable[tuple[str, dict[str, str]]]
                 return {"Authorization": f"Basic {settings[key]}"}
             if what == "_password" and f"{where}:username" in settings:
                 user = settings[f"{where}:username"]
-                password = base64.b64decode(settings[key]).decode("utf-8", "replace")
+                try:
+                    password = base64.b64decode(settings[key], validate=True).decode(
+                        "utf-8", "replace")
+                except ValueError:  # binascii.Error; the value itself is a secret: not shown
+                    raise PrebakeError(f"{who}: {key} is not base64 (npm keeps a registry's "
+                                       "password base64-encoded)") from None
                 token = base64.b64encode(f"{user}:{password}".encode()).decode()
                 return {"Authorization": f"Basic {token}"}
     return {}
@@ -358,6 +363,9 @@ def npm_registry(environ: Mapping[str, str], project: Path | None, scope: str = 
         for who, settings in layers:
             if settings.get(key):
                 url = settings[key]
+                if not is_root_url(url):
+                    raise PrebakeError(f"{who}: {key} {redact_text(url)!r} is not an http(s) "
+                                       "or file URL")
                 return Origin(url, f"{who} ({key})", _auth_headers(url, layers))
     npm = shutil.which("npm", path=environ.get("PATH"))
     if npm is None:
@@ -369,6 +377,7 @@ def npm_registry(environ: Mapping[str, str], project: Path | None, scope: str = 
     except (OSError, subprocess.TimeoutExpired):
         return None
     url = proc.stdout.strip()
-    if proc.returncode != 0 or not url.startswith(("http://", "https://")):
+    if proc.returncode != 0 or not url.startswith(("http://", "https://")) \
+            or not is_root_url(url):
         return None
     return Origin(url, "npm config get registry", _auth_headers(url, layers))
