@@ -17,7 +17,7 @@ import pytest
 
 from prebake.cli import main
 from prebake.digest import file_sha256
-from prebake.errors import ConfigError
+from prebake.errors import ConfigError, PrebakeError
 from prebake.redact import redact_text
 from prebake.registry_refs import (
     DebianFile,
@@ -510,6 +510,10 @@ def test_a_malformed_reference_in_a_recipe_is_one_line_exit_2(
     b"\xff\xfe<a href='http://[bad/x.whl'>demo_pkg-1.0-py3-none-any.whl</a>",
     b"<a href='demo_pkg-1.0-py3-none-any.whl#sha256=../../victim'>demo_pkg-1.0-py3-none-any"
     b".whl</a>",
+    # a file URL http.client refuses to send (white space in its path)
+    b"<a href='http://127.0.0.1:9/a b/demo_pkg-1.0-py3-none-any.whl'>demo_pkg-1.0-py3-none-any"
+    b".whl</a>",
+    b'{"versions": {"1.0.0": {"dist": {"tarball": "http://127.0.0.1:9/a b.tgz"}}}}',
 ])
 def test_a_hostile_index_or_registry_document_is_a_mirror_that_cannot_serve(
         tmp_path: Path, body: bytes) -> None:
@@ -536,4 +540,6 @@ def test_a_hostile_index_or_registry_document_is_a_mirror_that_cannot_serve(
             assert not isinstance(step, Candidate) or step.sha256 == ""
         got, _failures = download_new([name], cache)
         assert got is None or got.path.parent == cache.root
+        with pytest.raises(PrebakeError, match="no mirror served the file"):  # nothing else
+            cache.fetch([name], "0" * 64)
     assert victim.read_text() == "kept"

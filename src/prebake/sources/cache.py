@@ -12,6 +12,7 @@ the name into the URLs this machine's mirrors serve it from, only when the cache
 from __future__ import annotations
 
 import hashlib
+import http.client
 import os
 import re
 import tempfile
@@ -145,7 +146,7 @@ class SourceCache:
                 failures.append(f"{url}: longer than {what} ({exc})")
                 log(redact_text(f"{url}: longer than {what} ({exc}); trying the next mirror"))
                 continue
-            except (urllib.error.URLError, OSError, ValueError) as exc:
+            except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException) as exc:
                 tmp.unlink(missing_ok=True)
                 reason = (f"HTTP {exc.code} {exc.reason}" if isinstance(exc, urllib.error.HTTPError)
                           else getattr(exc, "reason", None) or exc)

@@ -20,6 +20,7 @@ downloading them.
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import re
@@ -298,7 +299,7 @@ class Resolver:
             got = _fetch_document(url, dict(headers))
         except urllib.error.HTTPError as exc:
             got = f"HTTP {exc.code} {exc.reason}"
-        except (urllib.error.URLError, OSError, ValueError) as exc:
+        except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException) as exc:
             got = str(getattr(exc, "reason", None) or exc)
         with self._lock:
             self._documents.setdefault(url, got)
@@ -372,6 +373,8 @@ def _index_files(body: bytes, page: str, index: str) -> list[tuple[str, str, str
 def _may_link(page: str, url: str) -> bool:
     """Whether a document at ``page`` may name ``url`` as a file: an http(s) one names http(s)
     URLs only, a local (``file:``) index or registry names files too."""
+    if not configured.is_root_url(url):  # white space, a bracket no parser takes
+        return False
     scheme = urlsplit(url).scheme.lower()
     return scheme in ("http", "https") or (scheme == "file"
                                            and urlsplit(page).scheme.lower() == "file")
