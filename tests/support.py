@@ -190,18 +190,6 @@ def npm_package(which: str) -> Path:
         return pkg
 
 
-def debian_mirror() -> str:
-    """The Debian mirror this machine's apt (or ``$PREBAKE_DEBIAN_MIRROR``) names, as prebake
-    reads it; none configured fails the test that needs one."""
-    from prebake.toolchain.environment import debian_mirror as apt_mirror
-
-    found = apt_mirror()
-    if found is None:
-        pytest.fail("no Debian mirror configured here: set PREBAKE_DEBIAN_MIRROR or list one "
-                    "in apt's sources")
-    return found.rstrip("/")
-
-
 def debian_orig(source: str, version: str, suffix: str = "tar.xz") -> Path:
     """Debian's ``<source>_<version>.orig.<suffix>`` from the pool (real upstream source),
     downloaded once into the test cache through the machine's Debian mirror."""
