@@ -6,6 +6,8 @@ change may touch (the input hash). Downloads through them: tests/integration/tes
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import os
 import shutil
@@ -383,6 +385,49 @@ def test_an_npm_registry_token_reaches_the_registry_and_nothing_else(tmp_path: P
                                                        file_sha256(tgz))
         assert got.read_bytes() == b"tarball"
         assert "/npm/@acme%2Fpkg" in m.requests  # the scoped name as npm escapes it
+
+
+def test_an_index_credential_goes_to_its_own_origin_only(tmp_path: Path) -> None:
+    """A PyPI index reached with ``ci:PASSWORD@`` and an npm registry with an ``.npmrc`` token,
+    on one server, name files on another port of the same host (another origin), directly or
+    through a 302 from their own server: every file downloads, and the other origin is sent
+    neither the index's Basic credentials nor the registry's token (``prebake.web``'s rule)."""
+    from tests.servers.redirects import Recorder
+
+    password, token = "idx-Pa55-q81", "reg-T0k-77x"
+    wheel, two, tgz = (b"the wheel", b"the other wheel", b"the tarball")
+    (tmp_path / "a" / "simple").mkdir(parents=True)
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "demo_pkg-1.0-py3-none-any.whl").write_bytes(wheel)
+    (tmp_path / "b" / "demo_two-1.0-py3-none-any.whl").write_bytes(two)
+    (tmp_path / "b" / "demo-1.0.0.tgz").write_bytes(tgz)
+    (tmp_path / "home").mkdir()
+    with Recorder(tmp_path / "a") as a, Recorder(tmp_path / "b") as b:
+        (tmp_path / "a" / "simple" / "demo-pkg").write_text(  # the page names the other port
+            f"<a href='{b.url}/demo_pkg-1.0-py3-none-any.whl'>demo_pkg-1.0-py3-none-any.whl</a>")
+        (tmp_path / "a" / "simple" / "demo-two").write_text(  # its own path, then a 302
+            "<a href='/files/demo_two-1.0-py3-none-any.whl'>demo_two-1.0-py3-none-any.whl</a>")
+        a.redirect("/files/demo_two-1.0-py3-none-any.whl",
+                   f"{b.url}/demo_two-1.0-py3-none-any.whl")
+        (tmp_path / "a" / "npm").mkdir()
+        (tmp_path / "a" / "npm" / "demo").write_text(json.dumps(
+            {"versions": {"1.0.0": {"dist": {"tarball": f"{b.url}/demo-1.0.0.tgz"}}}}))
+        (tmp_path / "home" / ".npmrc").write_text(
+            f"registry={a.url}/npm/\n//127.0.0.1:{a.port}/npm/:_authToken={token}\n")
+        r = Resolver(environ={"PIP_INDEX_URL": a.url.replace("//", f"//ci:{password}@")
+                              + "/simple", "PIP_CONFIG_FILE": os.devnull,
+                              "HOME": str(tmp_path / "home"), "PATH": os.environ["PATH"]})
+        cache = SourceCache(tmp_path / "cache", r)
+        for name, data in (("pypi:demo-pkg==1.0#py3-none-any", wheel),
+                           ("pypi:demo-two==1.0#py3-none-any", two), ("npm:demo@1.0.0", tgz)):
+            got = cache.fetch([name], hashlib.sha256(data).hexdigest())
+            assert got.read_bytes() == data
+    basic = "Basic " + base64.b64encode(f"ci:{password}".encode()).decode()
+    given = {p: h.get("authorization") for _host, p, h in a.seen}
+    assert given == {"/simple/demo-pkg/": basic, "/simple/demo-two/": basic,
+                     "/files/demo_two-1.0-py3-none-any.whl": basic,
+                     "/npm/demo": f"Bearer {token}"}, given
+    assert len(b.seen) == 3 and all("authorization" not in h for _host, _p, h in b.seen)
 
 
 def test_a_registry_served_over_http_names_no_local_file(tmp_path: Path) -> None:
