@@ -164,23 +164,38 @@ def build(name: str, sources: Mapping[str, str], commands: Sequence[Sequence[str
     return out
 
 
-def npm_package(which: str) -> Path:
-    """The unpacked ``package/`` folder of an onnxruntime npm prebuilt ("web" or "node").
+def registry_file(ref: str, dest: Path) -> Path:
+    """The file a registry reference (``debian:``, ``pypi:``, ``npm:``) names, downloaded into
+    the folder ``dest`` under its own name through prebake's resolver: this machine's apt,
+    pip and npm configuration, as a build would fetch it (no host written here)."""
+    from prebake.sources.cache import SourceCache
+    from prebake.sources.download import download_new
+    from prebake.sources.mirrors import Resolver
 
-    ``npm pack`` fetches from the npm registry once; later runs use the cache.
-    """
+    cache = SourceCache(CACHE / "registry-downloads", Resolver())
+    got, failures = download_new([ref], cache)
+    if got is None:
+        raise AssertionError(f"{ref}: no configured mirror served it: {'; '.join(failures)}")
+    dest.mkdir(parents=True, exist_ok=True)
+    name = got.url.split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1]
+    final = dest / name
+    tmp = final.with_name(f"{name}.tmp{os.getpid()}")
+    got.path.replace(tmp)
+    tmp.replace(final)
+    return final
+
+
+def npm_package(which: str) -> Path:
+    """The unpacked ``package/`` folder of an onnxruntime npm prebuilt ("web" or "node"),
+    fetched once through the machine's npm registry (``registry_file``); later runs use the
+    cache."""
     with cache_lock(f"npm-{which}"):
         spec = NPM_PACKAGES[which]
         base = CACHE / "npm" / spec.replace("@", "-")
         pkg = base / "package"
         if (base / ".done").exists():
             return pkg
-        base.mkdir(parents=True, exist_ok=True)
-        proc = subprocess.run(["npm", "pack", spec, "--silent"], cwd=base, capture_output=True,
-                              text=True)
-        if proc.returncode != 0:
-            raise AssertionError(f"npm pack {spec} failed: {proc.stderr}")
-        tgz = base / proc.stdout.strip().splitlines()[-1]
+        tgz = registry_file(f"npm:{spec}", base)
         with tarfile.open(tgz) as tf:
             tf.extractall(base, filter="data")
         tgz.unlink()
@@ -208,71 +223,44 @@ def node24() -> Path:
         return node
 
 
-def debian_mirror() -> str:
-    """The Debian mirror apt on this machine uses (prebake's own reading of apt's sources)."""
-    from prebake.toolchain.environment import debian_mirror as apt_mirror
-
-    return (apt_mirror() or "http://deb.debian.org/debian").rstrip("/")
-
-
 def debian_orig(source: str, version: str, suffix: str = "tar.xz") -> Path:
     """Debian's ``<source>_<version>.orig.<suffix>`` from the pool (real upstream source),
-    downloaded once into the test cache."""
-    import urllib.request
-
+    downloaded once into the test cache through the machine's Debian mirror."""
     name = f"{source}_{version}.orig.{suffix}"
     dest = CACHE / "debian" / name
     if dest.is_file():
         return dest
     folder = source[:4] if source.startswith("lib") else source[0]
-    url = f"{debian_mirror()}/pool/main/{folder}/{source}/{name}"
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.with_name(f"{name}.tmp{os.getpid()}")
-    with urllib.request.urlopen(url, timeout=120) as resp, open(tmp, "wb") as out:
-        shutil.copyfileobj(resp, out)
-    tmp.replace(dest)
-    return dest
+    return registry_file(f"debian:pool/main/{folder}/{source}/{name}", dest.parent)
 
 
 def npm_tarball(which: str) -> Path:
-    """The ``.tgz`` itself of an onnxruntime npm prebuilt, as ``npm pack`` downloads it (cached)."""
+    """The ``.tgz`` itself of an onnxruntime npm prebuilt, as the registry serves it (cached)."""
     with cache_lock(f"npm-tgz-{which}"):
         spec = NPM_PACKAGES[which]
         base = CACHE / "npm-tgz" / spec.replace("@", "-")
         done = base / ".done"
         if done.exists():
             return base / done.read_text().strip()
-        base.mkdir(parents=True, exist_ok=True)
-        proc = subprocess.run(["npm", "pack", spec, "--silent"], cwd=base, capture_output=True,
-                              text=True)
-        if proc.returncode != 0:
-            raise AssertionError(f"npm pack {spec} failed: {proc.stderr}")
-        name = proc.stdout.strip().splitlines()[-1]
-        done.write_text(name + "\n")
-        return base / name
+        got = registry_file(f"npm:{spec}", base)
+        done.write_text(got.name + "\n")
+        return got
 
 
-PYPI_WHEEL = ("onnxruntime==1.27.0", "manylinux_2_28_x86_64", "3.11")
+PYPI_WHEEL = "pypi:onnxruntime==1.27.0#cp311-cp311-manylinux_2_28_x86_64"
 
 
 def pypi_wheel() -> Path:
-    """The onnxruntime 1.27.0 manylinux x86_64 wheel from PyPI (``pip download``, cached)."""
+    """The onnxruntime 1.27.0 manylinux x86_64 wheel, through the machine's PyPI index
+    (``registry_file``, cached)."""
     with cache_lock("pypi-wheel"):
-        spec, platform, python = PYPI_WHEEL
-        base = CACHE / "pypi" / spec.replace("==", "-")
+        base = CACHE / "pypi" / "onnxruntime-1.27.0"
         done = base / ".done"
         if done.exists():
             return base / done.read_text().strip()
-        base.mkdir(parents=True, exist_ok=True)
-        proc = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", spec,
-                               "--platform", platform, "--python-version", python,
-                               "--only-binary=:all:", "-d", str(base)],
-                              capture_output=True, text=True)
-        wheels = sorted(base.glob("*.whl"))
-        if proc.returncode != 0 or not wheels:
-            raise AssertionError(f"pip download {spec} failed: {proc.stderr}")
-        done.write_text(wheels[0].name + "\n")
-        return wheels[0]
+        got = registry_file(PYPI_WHEEL, base)
+        done.write_text(got.name + "\n")
+        return got
 
 
 def valid_manifest(name: str = "demo", version: str = "1.0.0", platform: str = "linux-x86_64",
@@ -300,33 +288,28 @@ DEBIAN_ORIG = {
     "a/abseil/abseil_20240722.0.orig.tar.gz":
         "df6d1f5ef540725f3851201176a60486aab332410788465c9877910bb471c34a",
 }
-def debian_orig_url(pool: str) -> str:
-    return f"{debian_mirror()}/pool/main/{pool}"
+def debian_ref(pool: str) -> str:
+    """The registry reference of a Debian pool file (a key of ``DEBIAN_ORIG``), for a recipe."""
+    return f"debian:pool/main/{pool}"
 
 
 def debian_pool(pool: str) -> Path:
     """A Debian ``.orig`` tarball (a key of ``DEBIAN_ORIG``), downloaded once and verified."""
-    import urllib.request
-
     sha = DEBIAN_ORIG[pool]
     dest = CACHE / "debian" / pool.rsplit("/", 1)[-1]
     if dest.is_file() and hashlib.sha256(dest.read_bytes()).hexdigest() == sha:
         return dest
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.with_name(f"{dest.name}.tmp{os.getpid()}")
-    with urllib.request.urlopen(debian_orig_url(pool), timeout=120) as resp:
-        tmp.write_bytes(resp.read())
-    got = hashlib.sha256(tmp.read_bytes()).hexdigest()
-    if got != sha:
-        tmp.unlink()
-        raise AssertionError(f"{debian_orig_url(pool)}: sha256 {got}, expected {sha}")
-    tmp.rename(dest)
-    return dest
+    got = registry_file(debian_ref(pool), dest.parent)
+    if hashlib.sha256(got.read_bytes()).hexdigest() != sha:
+        got.unlink()
+        raise AssertionError(f"{debian_ref(pool)}: the mirror's bytes are not sha256 {sha}")
+    return got
 
 
 def seed_source_cache(cache: Path, pool: str) -> None:
     """Put a Debian tarball into a prebake source cache (``<cache>/sources/<sha256>``), so a
-    recipe naming the mirror URL with that sha256 builds without downloading again."""
+    recipe naming its reference (``debian_ref``) with that sha256 builds without downloading
+    again."""
     entry = cache / "sources" / DEBIAN_ORIG[pool]
     if not entry.is_file():
         entry.parent.mkdir(parents=True, exist_ok=True)

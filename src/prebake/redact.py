@@ -37,12 +37,17 @@ MASK = "***"
 # scheme://userinfo@ — userinfo runs to the last '@' before the path, query or fragment (what
 # urlsplit calls the netloc), never across white space
 _USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<info>[^/\s?#]*@)")
+# an npm registry reference (``npm:onnxruntime-web@1.30.0``, ``npm:@scope/name@2.0.1``: a package
+# and its exact version, prebake.registry_refs) reads like user:password@host; it is none
+_NPM_REFERENCE = (r"npm:(?:@[a-z0-9~-][a-z0-9._~-]*/)?[a-z0-9~-][a-z0-9._~-]*@[0-9]+\.[0-9]+"
+                  r"\.[0-9]+(?:[-+][0-9A-Za-z.+-]*)?(?:$|[\s\"',;)\]>])")
 # user:password@host without a scheme, as a word of its own (after a space, '=', a quote, a
 # bracket or a comma): a colon before the last '@', and after it a host name (or an IPv6
 # address) with an optional port, then the end of the word — so a C++ name (``ns::f@plt``,
 # ``std::terminate()@GLIBCXX_3.4``) is not taken for one. (A proxy variable's value is masked
 # whole by its name, whatever its host looks like.)
-_BARE_USERINFO = re.compile(r"(?:^|(?<=[\s=\"'(\[,<;]))(?P<info>[^\s/?#@:\"'=]+:(?!:)[^\s/?#]*@)"
+_BARE_USERINFO = re.compile(r"(?:^|(?<=[\s=\"'(\[,<;]))(?!" + _NPM_REFERENCE + r")"
+                            r"(?P<info>[^\s/?#@:\"'=]+:(?!:)[^\s/?#]*@)"
                             r"(?=(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]+)?"
                             r"(?:$|[\s/?#\"',;)\]>]))", re.MULTILINE)
 # a URL parameter: ?name=value, &name=value, #name=value, ;name=value

@@ -15,6 +15,9 @@ it has the platform, else the publishing workspace's.
                                          # repackaged, FFmpeg built), publish
     python -m tests.act.whole wasm-toolchain  # the flagship's addons / wasm job up to its
                                               # toolchain step, then `prebake toolchain list`
+    python -m tests.act.whole sdk --platforms linux-x86_64 --held core/linux-x86_64
+                                         # the store holds core's leg: the run starts no
+                                         # runner for it, builds media's, publishes media
 
 Run it under ``nice -n 10`` from the repository root; the log and the fetches go into
 ``--folders`` (default: a new temporary folder).
@@ -64,7 +67,33 @@ def _say(text: str) -> None:
     print(f"== {text}", flush=True)
 
 
-def run_whole(run: Run, folders: Path) -> int:
+def _hold(run: Run, legs: list[str], store: str, env: dict[str, str], folders: Path) -> None:
+    """Put each leg's assets into the store before the run, as an earlier run would have:
+    built here from a copy of the example and published into the run's release."""
+    ws = folders / "held" / run.example
+    shutil.copytree(ROOT / "examples" / run.example, ws,
+                    ignore=shutil.ignore_patterns("releases", ".prebake", "prebake_deps"))
+    for leg in legs:
+        stage, platform = leg.split("/")
+        start = time.monotonic()
+        proc = subprocess.run([str(BIN / "prebake"), "-C", str(ws), "build", "--stage", stage,
+                               "--platform", platform], env={**os.environ, **env},
+                              capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            raise SystemExit(f"building the held leg {leg} failed:\n{proc.stdout}{proc.stderr}")
+        assets = sorted(str(p) for p in (ws / "releases").rglob(f"*-{platform}.tar.xz"))
+        pub = subprocess.run([str(BIN / "prebake"), "-C", str(ws), "publish", *assets,
+                              "--store", store, "--release", "continuous"],
+                             env={**os.environ, **env}, capture_output=True, text=True,
+                             check=False)
+        if pub.returncode != 0:
+            raise SystemExit(f"publishing the held leg {leg} failed:\n{pub.stdout}{pub.stderr}")
+        _say(f"held {leg}: built and published {len(assets)} asset(s) into {store} "
+             f"({time.monotonic() - start:.0f} s)")
+        shutil.rmtree(ws / "releases")
+
+
+def run_whole(run: Run, folders: Path, held: list[str] | None = None) -> int:
     workflow = ROOT / ".github" / "workflows" / run.workflow
     store = yaml.safe_load(workflow.read_text())["env"]["PREBAKE_CI_STORE"]
     env = {"PREBAKE_CACHE": str(SUITE_CACHE / "prebake-cache")}
@@ -76,6 +105,8 @@ def run_whole(run: Run, folders: Path) -> int:
     log = folders / "act.log"
     with GitHubServer(repo=store.removeprefix("github://"), token=token) as gh:
         env["PREBAKE_GITHUB_API"] = gh.api
+        if held:
+            _hold(run, held, store, {**env, "GITHUB_TOKEN": token}, folders)
         argv = [*act_argv(workflow, folders, env=env, inputs=run.inputs), "-s", "GITHUB_TOKEN"]
         _say("$ " + " ".join(argv))
         proc_env = {**os.environ, "GITHUB_TOKEN": token,
@@ -196,12 +227,20 @@ def main(argv: list[str] | None = None) -> int:
                              "steps at (default: a fresh one in the runner's temp folder)")
     parser.add_argument("--folders", type=Path, default=None,
                         help="act's caches, artifacts, log and the fetches (default: new)")
+    parser.add_argument("--platforms", default=None,
+                        help="the manual run's platforms input instead of the example's")
+    parser.add_argument("--held", action="append", default=[], metavar="STAGE/PLATFORM",
+                        help="build and publish this leg into the store first (repeatable): "
+                             "the run must start no runner for it")
     args = parser.parse_args(argv)
     folders = args.folders or Path(tempfile.mkdtemp(prefix=f"prebake-act-{args.example}-"))
     folders.mkdir(parents=True, exist_ok=True)
     if args.example == "wasm-toolchain":
         return run_wasm_toolchain(folders, args.toolchains)
-    return run_whole(RUNS[args.example], folders)
+    run = RUNS[args.example]
+    if args.platforms is not None:
+        run = Run(run.example, run.workflow, {**run.inputs, "platforms": args.platforms})
+    return run_whole(run, folders, args.held)
 
 
 if __name__ == "__main__":

@@ -91,7 +91,7 @@ SOURCE_CACHE = support.CACHE / "prebake-sources"
 def _build(name: str, subdir: str) -> Path:
     support.seed_source_cache(SOURCE_CACHE, POOL)
     files = {"prebake.toml": WORKSPACE,
-             "recipes/abseil.py": RECIPE.replace("URL", support.debian_orig_url(POOL))
+             "recipes/abseil.py": RECIPE.replace("URL", support.debian_ref(POOL))
              .replace("SHA256", support.DEBIAN_ORIG[POOL])}
     ws, rc, data = support.cached_prebake_build(
         name, files, ["build", "--stage", "deps", "--platform", "linux-x86_64"],

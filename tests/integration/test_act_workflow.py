@@ -7,7 +7,9 @@ checkout (``python -m build``, as ``[ci] install`` names it), and publishing to 
 hash-skip, the build with its guards, the artifact hand-over) and the publish job, on this
 machine with stand-ins for the pinned actions. A consumer then fetches what was published.
 A manual run (``workflow_dispatch``) with a ``platforms`` input builds and publishes only those
-legs; one naming a platform the workspace lacks stops in the plan job. (The examples' workflows
+legs; one naming a platform the workspace lacks stops in the plan job. With a store that
+already holds one of two legs, a push starts no runner for it; a store holding both, no build
+job at all. (The examples' workflows
 whole: ``python -m tests.act.whole``, recorded in docs/ci.md.)
 (That a second run skips every unit is held by test_ci_workflow_run's step-by-step runner: one
 act run here already takes minutes, each job installing prebake into a new venv.)
@@ -16,6 +18,7 @@ act run here already takes minutes, each job installing prebake into a new venv.
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -134,6 +137,53 @@ def test_a_manual_run_builds_and_publishes_only_its_selection(tmp_path: Path) ->
     published = sorted(p.name for p in (store / "continuous").iterdir())
     assert published == sorted([asset, f"{asset}.intoto.json", f"{asset}.json",
                                 f"{asset}.sha256"]), published
+
+
+def test_a_run_builds_only_the_legs_the_store_lacks(tmp_path: Path) -> None:
+    """The store already holds the linux-x86_64 leg's asset (built and published here, with
+    the input hash the plan job computes): a push starts no runner for that leg, builds and
+    publishes the windows one only, and leaves the held asset as it was. A second push finds
+    both: the plan job outputs an empty matrix, no build or publish job starts, nothing
+    fails."""
+    repo, workflow, store = _two_platform_repo(tmp_path)
+    seed = tmp_path / "seed"
+    shutil.copytree(repo / "sdk", seed, ignore=shutil.ignore_patterns(".git"))
+    built = support.prebake("-C", seed, "build", "--platform", "linux-x86_64")
+    assert built.returncode == 0, built.stdout + built.stderr
+    linux = "hello-1.0.0-linux-x86_64.tar.xz"
+    (asset,) = (seed / "releases").rglob(linux)
+    pub = support.prebake("-C", seed, "publish", asset, "--store", f"file://{store}",
+                          "--release", "continuous")
+    assert pub.returncode == 0, pub.stdout + pub.stderr
+    held = (store / "continuous" / linux).read_bytes()
+
+    env = {"PIP_CACHE_DIR": _env()["PIP_CACHE_DIR"], "PIP_DISABLE_PIP_VERSION_CHECK": "1"}
+    first = run_act(repo, workflow, tmp_path / "act", extra_env=env)
+    log = first.stdout + first.stderr
+    (tmp_path / "act-1.log").write_text(log)
+    assert first.returncode == 0, log[-6000:]
+    for job in ("plan", "core / windows-x86_64", "publish core"):
+        assert re.search(rf"\[prebake demo-sdk/{job} *\] 🏁  Job succeeded", log), job
+    assert "demo-sdk/core / linux-x86_64" not in log  # never started
+    assert "Job failed" not in log
+    assert ("- legs to build: `core/windows-x86_64` (the store holds every asset of "
+            "`core/linux-x86_64`: those start no runner)") in log
+    windows = "hello-1.0.0-windows-x86_64.tar.xz"
+    published = sorted(p.name for p in (store / "continuous").iterdir())
+    assert published == sorted(f"{a}{s}" for a in (linux, windows)
+                               for s in ("", ".intoto.json", ".json", ".sha256")), published
+    assert (store / "continuous" / linux).read_bytes() == held
+
+    again = run_act(repo, workflow, tmp_path / "act-2", extra_env=env)
+    log = again.stdout + again.stderr
+    (tmp_path / "act-2.log").write_text(log)
+    assert again.returncode == 0, log[-6000:]
+    assert re.search(r"\[prebake demo-sdk/plan *\] 🏁  Job succeeded", log)
+    assert "- legs to build: none (the store holds every asset of `core/linux-x86_64`, " \
+           "`core/windows-x86_64`: those start no runner)" in log
+    for job in ("core / linux-x86_64", "core / windows-x86_64", "publish core"):
+        assert f"demo-sdk/{job}" not in log, job
+    assert "Job failed" not in log
 
 
 def test_a_manual_run_naming_an_unknown_platform_stops_in_the_plan_job(tmp_path: Path) -> None:

@@ -32,7 +32,7 @@ BUILTIN = support.ROOT / "src" / "prebake" / "recipes" / "builtin" / "ffmpeg"
 CONSUMER = support.ROOT / "examples" / "flagship" / "consumer" / "ffmpeg"
 MINGW_TOOLCHAIN = support.ROOT / "examples" / "flagship" / "consumer" / "mingw-w64.cmake"
 VERSION = "7.1.5"
-ORIG = "http://deb.debian.org/debian/pool/main/f/ffmpeg/ffmpeg_{}.orig.tar.xz"
+ORIG = "debian:pool/main/f/ffmpeg/ffmpeg_{}.orig.tar.xz"
 # Debian's archive of each release the suite builds: sha256 and size, read by hand (what
 # `prebake pin ffmpeg VERSION` locks: tests/integration/test_pin.py)
 ARCHIVES = {

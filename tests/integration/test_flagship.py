@@ -32,7 +32,10 @@ from prebake.recipes.builtin.onnxruntime import emsdk_standin, fetchcontent
 from prebake.recipes.builtin.onnxruntime import recipe as ort_recipe
 from prebake.sources import SourceCache, materialize
 from prebake.sources.lock import Locked, read_source_lock
+from prebake.sources.mirrors import Resolver
 from tests import support
+from tests.mirror_build import mirror_of_lock
+from tests.servers.registries import machine_config
 
 FLAGSHIP = support.ROOT / "examples" / "flagship"
 DEPS_TABLE = support.ROOT / "src" / "prebake" / "recipes" / "builtin" / "onnxruntime" / "deps.toml"
@@ -68,12 +71,21 @@ def _copy(dest: Path) -> Path:
 @pytest.fixture(scope="module")
 def desktop(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
     """The three x86_64 repackage legs, built, guarded and published once (onnxruntime's
-    units alone: FFmpeg's, in the same stage, build from source in scripts/long-leg)."""
-    ws = _copy(tmp_path_factory.mktemp("flagship") / "ws")
-    proc = _prebake(ws, "build", *(f"--unit=onnxruntime/{p}" for p in (
-        "linux-x86_64", "windows-x86_64", "macos-x86_64")), "--json")
+    units alone: FFmpeg's, in the same stage, build from source in scripts/long-leg), on a
+    machine whose mirrors have other names: apt and pip point at a mirror on 127.0.0.1 with
+    its own paths (``tests.mirror_build``) serving the locked files, and the download cache
+    starts empty, so every wheel and the source archive come through the references."""
+    top = tmp_path_factory.mktemp("flagship")
+    ws = _copy(top / "ws")
+    with mirror_of_lock(ws, top / "mirror") as mirror:
+        env = {**machine_config(top / "home", mirror, suite="trixie"),
+               "PREBAKE_CACHE": str(top / "cache")}
+        proc = support.prebake("-C", ws, "build", *(f"--unit=onnxruntime/{p}" for p in (
+            "linux-x86_64", "windows-x86_64", "macos-x86_64")), "--json", env=env,
+            timeout=1800)
     data = json.loads(proc.stdout)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert len([r for r in mirror.requests if r.startswith("/pkgs/files/")]) == 3
     return ws, {u["unit"]: u for u in data["units"]}
 
 
@@ -202,9 +214,7 @@ def test_the_fetched_linux_asset_runs_a_real_model(
 def test_a_wheel_of_another_release_is_refused_and_nothing_published(tmp_path: Path) -> None:
     ws = _copy(tmp_path / "ws")
     toml = ws / "prebake.toml"
-    other = ("https://files.pythonhosted.org/packages/e0/cd/74bb804170ceb622fda9111df31a07b3024"
-             "f7491472256d3a90b5391a4d2/onnxruntime-1.27.0-cp311-cp311-manylinux_2_27_x86_64."
-             "manylinux_2_28_x86_64.whl")
+    other = "pypi:onnxruntime==1.27.0#cp311-cp311-manylinux_2_28_x86_64"
     text = re.sub(r'("https://github.com/microsoft/onnxruntime/releases/download/v1\.21\.0/'
                   r'onnxruntime-linux-x64-1\.21\.0\.tgz" = )"[^"]+"', rf'\1"{other}"',
                   toml.read_text())
@@ -232,14 +242,13 @@ def test_a_header_of_another_release_is_refused(tmp_path: Path) -> None:
 
 
 def _locked(fragment: str) -> tuple[Locked, Path]:
-    """The flagship's one locked archive whose URL holds ``fragment``, fetched into the suite's
-    prebake cache (from the tests' Debian mirror when one is set): its lock entry and file.
-    Fixtures call it, so the download happens before the tests' network guard."""
+    """The flagship's one locked archive whose reference holds ``fragment``, fetched into the
+    suite's prebake cache through this machine's mirrors: its lock entry and file. Fixtures
+    call it, so the download happens before the tests' network guard."""
     lock = read_source_lock(FLAGSHIP)
     (entry,) = [e for e in lock.entries.values() if fragment in e.url]
-    mirror = entry.url.replace("http://deb.debian.org/debian", support.debian_mirror())
-    path = SourceCache(PREBAKE_CACHE).fetch(list(dict.fromkeys([mirror, entry.url])),
-                                            entry.sha256, size=entry.size)
+    path = SourceCache(PREBAKE_CACHE, Resolver()).fetch([entry.url], entry.sha256,
+                                                        size=entry.size)
     return entry, path
 
 

@@ -285,7 +285,7 @@ def test_pin_for_one_platform_leaves_the_others_pending(upstream: tuple[str, Pat
 
 
 FLAGSHIP = support.ROOT / "examples" / "flagship"
-FFMPEG_ORIG = "http://deb.debian.org/debian/pool/main/f/ffmpeg/ffmpeg_{}.orig.tar.xz"
+FFMPEG_ORIG = "debian:pool/main/f/ffmpeg/ffmpeg_{}.orig.tar.xz"
 # sha256 and size of Debian's archives, read by hand before prebake ever saw them
 FFMPEG_812 = ("464beb5e7bf0c311e68b45ae2f04e9cc2af88851abb4082231742a74d97b524c", 11710924)
 

@@ -80,7 +80,7 @@ def twice(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str], li
     (ws / "recipes" / "zcommon").mkdir(parents=True)
     (ws / "prebake.toml").write_text(WORKSPACE)
     (ws / "recipes" / "zcommon" / "recipe.py").write_text(
-        RECIPE.replace("URL", support.debian_orig_url(POOL))
+        RECIPE.replace("URL", support.debian_ref(POOL))
         .replace("SHA256", support.DEBIAN_ORIG[POOL]))
     (ws / "recipes" / "zcommon" / "CMakeLists.txt").write_text(CMAKELISTS)
     env = {"PREBAKE_CACHE": str(SOURCE_CACHE), "PREBAKE_PROGRESS_INTERVAL": "0.2"}

@@ -124,7 +124,7 @@ SOURCE_CACHE = support.CACHE / "prebake-sources"
 def _files(pin: str, source: str) -> dict[str, str]:
     pool = ZSTD[source]
     support.seed_source_cache(SOURCE_CACHE, pool)
-    recipe = (RECIPE.replace("URL", support.debian_orig_url(pool))
+    recipe = (RECIPE.replace("URL", support.debian_ref(pool))
               .replace("SHA256", support.DEBIAN_ORIG[pool]))
     return {"recipes/zstd.py": recipe, "prebake.toml": WORKSPACE.replace("PIN", pin)}
 

@@ -277,7 +277,7 @@ class _Handler(BaseHTTPRequestHandler):
         if a is None:
             self._send(404, {"message": "Not Found"})
         elif self.headers.get("Accept") == "application/octet-stream":
-            # like GitHub, redirect to another host (objects.githubusercontent.com there):
+            # like GitHub, redirect to another host (its asset CDN there):
             # "localhost" is another origin than "127.0.0.1", so clients must drop the token
             storage = self.server.base_url.replace("127.0.0.1", "localhost")
             self._send(302, headers={"Location": f"{storage}/download/{a.id}"}, raw=b"")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
 import json
@@ -111,8 +112,7 @@ def test_publish_conditions_and_permissions(repo: Path) -> None:
         else:
             assert job["permissions"] == {"contents": "read"}, f"{name} must not write"
     assert wf["jobs"]["plan"]["outputs"] == {
-        key: f"${{{{ steps.decide.outputs.{key} }}}}" for key in ("release", "stages",
-                                                                   "platforms")}
+        key: f"${{{{ steps.decide.outputs.{key} }}}}" for key in ("release", "legs")}
 
 
 def test_a_manual_run_chooses_its_stages_and_platforms(repo: Path) -> None:
@@ -135,8 +135,7 @@ def test_a_manual_run_chooses_its_stages_and_platforms(repo: Path) -> None:
         for p in PLATFORMS:
             assert wf["jobs"][f"build-{stage}-{p}"]["if"] == (
                 "!cancelled() && !failure() && "
-                f"contains(fromJSON(needs.plan.outputs.stages), '{stage}') && "
-                f"contains(fromJSON(needs.plan.outputs.platforms), '{p}')")
+                f"contains(fromJSON(needs.plan.outputs.legs), '{stage}/{p}')")
     assert "if" not in wf["jobs"]["plan"]
 
 
@@ -153,9 +152,7 @@ def test_selection_of_stages_and_platforms(repo: Path) -> None:
     assert not some.everything
     assert some.stages == ("core", "media")  # build order, not the input's
     assert some.platforms == ("linux-x86_64", "linux-aarch64", "windows-x86_64")
-    assert some.outputs() == {
-        "stages": '["core","media"]',
-        "platforms": '["linux-x86_64","linux-aarch64","windows-x86_64"]'}
+
     assert select(ws, "full").stages == ("core", "media")  # an alias
     assert select(ws, "", "wasm").stages == ("core", "media", "extra")
     with pytest.raises(PrebakeError, match=r"^input stages: unknown stage or alias 'corr' "
@@ -182,14 +179,14 @@ def test_decide_outputs_the_selection_and_refuses_an_unknown_name(
     assert main([*ws, "--stages", "core,media", "--platforms", "linux-x86_64"]) == 0
     printed = capsys.readouterr().out
     assert out.read_text().splitlines() == [
-        "release=continuous", 'stages=["core","media"]', 'platforms=["linux-x86_64"]']
+        "release=continuous", 'legs=["core/linux-x86_64","media/linux-x86_64"]']
     assert ("- builds: stages `core`, `media` on platforms `linux-x86_64` (the run's inputs; "
             "the other legs are skipped)") in printed
     assert main([*ws, "--stages", "", "--platforms", ""]) == 0  # a push: every leg
     assert "- builds: every stage on every platform" in capsys.readouterr().out
-    assert out.read_text().splitlines()[-2:] == [
-        'stages=["core","media","extra"]', "platforms=" + json.dumps(list(PLATFORMS),
-                                                                      separators=(",", ":"))]
+    assert out.read_text().splitlines()[-1] == "legs=" + json.dumps(
+        [f"{s}/{p}" for s in ("core", "media", "extra") for p in PLATFORMS],
+        separators=(",", ":"))
     before = out.read_text()
     assert main([*ws, "--stages", "core", "--platforms", "linux-x86_64,macos-arm65"]) == 2
     captured = capsys.readouterr()
@@ -378,7 +375,7 @@ def test_decide_command_writes_outputs_and_summary(repo: Path, tmp_path: Path,
     assert "| `onnxruntime/windows-x86_64` | extra | windows-x86_64 |" in printed
     monkeypatch.setenv("GITHUB_EVENT_NAME", "pull_request")
     main(["-C", str(repo / "examples" / "sdk"), "ci", "decide", "--store", store])
-    assert out.read_text().splitlines()[-3] == "release="
+    assert out.read_text().splitlines()[-2] == "release="
     assert "publishes: nothing (pull requests never publish)" in capsys.readouterr().out
 
 
@@ -422,6 +419,52 @@ def test_leg_hash_skip_and_upstream_hand_over(repo: Path, tmp_path: Path) -> Non
     assert prepare_leg(ws, "media", "wasm", remote).skip
     # a tag release is looked up in that release, not in continuous
     assert not prepare_leg(ws, "media", "wasm", remote, release="v9.9.9").skip
+
+
+def test_the_plan_job_leaves_out_the_legs_the_store_holds(
+        repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """`ci decide` looks every unit up by its input hash: a leg whose assets the store holds
+    is not in the `legs` output (its job starts no runner), a stale one (another input hash)
+    is, and a store holding every selected leg outputs an empty list."""
+    ws = load_workspace(repo / "examples" / "sdk")
+    plan = make_plan(ws, platform="linux-x86_64")
+    remote = f"file://{tmp_path / 'remote'}"
+    staging = tmp_path / "staging"
+    staging.mkdir()
+    out = tmp_path / "out"
+    monkeypatch.setenv("GITHUB_EVENT_NAME", "workflow_dispatch")
+    monkeypatch.setenv("GITHUB_REF", "refs/heads/main")
+    monkeypatch.setenv("GITHUB_OUTPUT", str(out))
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    argv = ["-C", str(repo / "examples" / "sdk"), "ci", "decide", "--store", remote,
+            "--stages", "core,media", "--platforms", "linux-x86_64,windows-x86_64"]
+
+    def legs() -> list[str]:
+        assert main(argv) == 0
+        (line,) = [x for x in out.read_text().splitlines() if x.startswith("legs=")][-1:]
+        return list(json.loads(line.removeprefix("legs=")))
+
+    everything = ["core/linux-x86_64", "core/windows-x86_64", "media/linux-x86_64",
+                  "media/windows-x86_64"]
+    assert legs() == everything
+    capsys.readouterr()
+    _publish_fake_asset(remote, ws.root, plan.unit("core/linux-x86_64"), staging)
+    assert legs() == [leg for leg in everything if leg != "core/linux-x86_64"]
+    said = capsys.readouterr().out
+    assert ("- legs to build: `core/windows-x86_64`, `media/linux-x86_64`, "
+            "`media/windows-x86_64` (the store holds every asset of `core/linux-x86_64`: "
+            "those start no runner)") in said
+    # an asset of the same name built from other inputs does not count
+    stale = dataclasses.replace(plan.unit("media/linux-x86_64"), input_hash="f" * 64)
+    _publish_fake_asset(remote, ws.root, stale, staging)
+    assert "media/linux-x86_64" in legs()
+    for p in ("linux-x86_64", "windows-x86_64"):
+        units = make_plan(ws, platform=p)
+        for stage in ("core", "media"):
+            _publish_fake_asset(remote, ws.root, units.unit(f"{stage}/{p}"), staging)
+    assert legs() == []
+    assert "- legs to build: none (the store holds every asset of" in capsys.readouterr().out
 
 
 def test_the_macos_from_source_leg_carries_its_build_py_flags_and_appleclang(repo: Path
@@ -536,14 +579,18 @@ def test_an_environment_platform_is_provisioned_by_prebake_on_the_runner(repo: P
 
     name = sorted(environments())[0]
     _toolchain_table(repo, "wasm", f'environment = "{name}"\n')
-    jobs = load(repo)["jobs"]
+    wf = load(repo)
+    # every job sees the repository's Debian mirror (a hosted runner's apt names none); no
+    # host is written into the workflow
+    assert wf["env"]["PREBAKE_DEBIAN_MIRROR"] == "${{ vars.PREBAKE_DEBIAN_MIRROR }}"
+    jobs = wf["jobs"]
     for stage in ("core", "media", "extra"):
         steps = jobs[f"build-{stage}-wasm"]["steps"]
         (prov,) = [s for s in steps if s["name"] == f"Provision toolchain environment {name}"]
         run = prov["run"]
         assert "apt-get install -y --no-install-recommends mmdebstrap" in run
         assert run.rstrip().endswith('"${as_root[@]}" prebake toolchain install --platform wasm')
-        assert prov["env"]["PREBAKE_DEBIAN_MIRROR"].startswith("http")
+        assert "PREBAKE_DEBIAN_MIRROR" not in prov.get("env", {})  # the workflow's, below
         names = [s["name"] for s in steps]
         assert names.index(prov["name"]) < names.index("Hash-skip: input hashes vs the store")
         assert not any("emsdk" in s.get("uses", "") + s["name"] for s in steps)

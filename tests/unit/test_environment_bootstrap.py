@@ -12,11 +12,24 @@ from prebake.toolchain import environment
 from prebake.toolchain.environment import environment_named, environments, mmdebstrap_argv
 
 
-def test_the_mirror_a_runner_names_wins(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_mirror_a_runner_names_wins(monkeypatch: pytest.MonkeyPatch,
+                                        tmp_path: Path) -> None:
+    """The variable first; set but empty (a workflow's unset Actions variable) it says
+    nothing and apt's sources decide, as APT_CONFIG places them; none: no mirror, never a
+    guess."""
+    parts = tmp_path / "sources.list.d"
+    parts.mkdir()
+    (tmp_path / "apt.conf").write_text(
+        f'Dir::Etc::sourcelist "{tmp_path / "sources.list"}";\n'
+        f'Dir::Etc::sourceparts "{parts}";\n')
+    monkeypatch.setenv("APT_CONFIG", str(tmp_path / "apt.conf"))
     monkeypatch.setenv("PREBAKE_DEBIAN_MIRROR", "http://mirror.example/debian")
     assert environment.debian_mirror() == "http://mirror.example/debian"
     monkeypatch.setenv("PREBAKE_DEBIAN_MIRROR", " ")
-    assert environment.debian_mirror() is None  # set but empty: no mirror, never a guess
+    assert environment.debian_mirror() is None
+    (parts / "local.sources").write_text(
+        "Types: deb\nURIs: http://apt.example/debian\nSuites: trixie\nComponents: main\n")
+    assert environment.debian_mirror() == "http://apt.example/debian"
 
 
 def test_the_sources_line_names_debian_keyring(monkeypatch: pytest.MonkeyPatch,

@@ -38,6 +38,8 @@ LAZY = {
     ("prebake/workspace/skeleton/scaffold.py", "jinja2"): "40 ms, only when files are written",
     ("prebake/sources/pinning.py", "tomlkit"): "9 ms; `plan` loads the module, never writes",
     ("prebake/sources/pinning.py", "tomlkit.exceptions"): "with tomlkit",
+    ("prebake/sources/configured.py", "pip._internal.models.index"):
+        "20 ms, and pip may be absent: read only when no configuration names a PyPI index",
     # the standard library's two entries, each measured on a command's start-up: link-order
     # is judged against one g++ link (benchmarks/bench_link_order.py) and needs only
     # SCHEMA_VERSION from jsonio; `prebake inspect FILE` never starts the process pool

@@ -21,7 +21,7 @@ from prebake.recipes import Build, Outputs, Recipe, UrlSource
 RECIPE = Recipe(
     name="zstd",
     pin="zstd",
-    sources=(UrlSource("https://deb.debian.org/debian/pool/main/libz/libzstd/"
+    sources=(UrlSource("debian:pool/main/libz/libzstd/"
                        "libzstd_{version}+dfsg.orig.tar.xz", sha256="0" * 64),),
     platforms={"*": Build(commands=("make -C {src}/lib -j{jobs} libzstd.a CC={cc}",
                                     "make -C {src}/lib install-static PREFIX={prefix}"))},
@@ -147,7 +147,7 @@ from prebake.recipes import Build, Outputs, Recipe, UrlSource
 RECIPE = Recipe(
     name="zstd",
     pin="zstd",
-    sources=(UrlSource("https://deb.debian.org/debian/pool/main/libz/libzstd/"
+    sources=(UrlSource("debian:pool/main/libz/libzstd/"
                        "libzstd_{version}+dfsg.orig.tar.xz"),),
     platforms={"*": Build(commands=(
         "cmake -S {src}/build/cmake -B {build} -DCMAKE_C_COMPILER={cc} -DCMAKE_CXX_COMPILER={cxx}",

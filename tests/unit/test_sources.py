@@ -46,7 +46,8 @@ def test_download_tries_mirrors_in_order_and_caches_by_content(
     assert got == tmp_path / "cache" / "sources" / sha
     assert hashlib.sha256(got.read_bytes()).hexdigest() == sha
     assert any("trying the next mirror" in m for m in logs)
-    assert any("sha256 mismatch" in m for m in logs)
+    assert any(f"{base}/bad.tar.gz sent sha256" in m and f"prebake.sources.lock has {sha}" in m
+               for m in logs)
     # a second fetch never touches the network: every URL is dead now
     (root / "lib-1.0.tar.gz").unlink()
     assert cache.fetch([_closed_url()], sha) == got
@@ -58,10 +59,14 @@ def test_all_mirrors_failing_names_each_and_leaves_no_entry(
     base, root = www
     (root / "x.tar.gz").write_bytes(b"not it")
     cache = SourceCache(tmp_path / "cache")
+    gone = _closed_url()
     with pytest.raises(PrebakeError) as err:
-        cache.fetch([_closed_url(), f"{base}/x.tar.gz", f"{base}/missing.tar.gz"], "a" * 64)
+        cache.fetch([gone, f"{base}/x.tar.gz", f"{base}/missing.tar.gz"], "a" * 64)
     text = str(err.value)
-    assert "gone.tar.gz" in text and "does not match the pin" in text and "404" in text
+    assert "gone.tar.gz" in text and "404" in text
+    assert f"{base}/x.tar.gz sent sha256 " in text and "not the lock's" in text
+    assert text.startswith(f"{gone}: no mirror served the file prebake.sources.lock "
+                           f"pins (sha256 {'a' * 64}); tried: ")
     assert list((tmp_path / "cache" / "sources").iterdir()) == []
 
 
@@ -83,8 +88,8 @@ def test_interrupted_download_leaves_no_entry(www: tuple[str, Path], tmp_path: P
     sha = make_tgz(root / "lib-1.0.tar.gz")
     real = cache_mod._download
 
-    def interrupted(url: str, tmp: Path, limit: int) -> str:
-        real(url, tmp, limit)
+    def interrupted(url: str, tmp: Path, limit: int, headers: Any = None) -> str:
+        real(url, tmp, limit, headers)
         raise KeyboardInterrupt
 
     monkeypatch.setattr(cache_mod, "_download", interrupted)
@@ -233,7 +238,7 @@ def test_two_units_fetching_at_once_each_log_only_their_own_lines(
         log.close()
         text = log.path.read_text()
         other = "two" if name == "one" else "one"
-        assert f"{base}/{name}-bad.tar.gz: sha256 mismatch" in text
+        assert f"{base}/{name}-bad.tar.gz sent sha256" in text
         assert f"downloaded {base}/{name}.tar.gz" in text
         assert f"/{other}" not in text, text
 
@@ -295,7 +300,7 @@ def test_a_download_stops_at_the_locked_size(tmp_path: Path, announce: int | Non
     message = str(err.value)
     assert "\n" not in message
     # announced honestly as 294: the client reads those (no byte more) and the digest decides
-    assert ("does not match the pin" if announce == 294
+    assert ("not the lock's" if announce == 294
             else "294 bytes prebake.sources.lock records") in message, message
     assert took < 10 and endless.sent < 64 << 20, (took, endless.sent)
     assert list((tmp_path / "cache" / "sources").iterdir()) == []

@@ -30,6 +30,7 @@ from prebake.errors import PrebakeError
 from prebake.plan import planner
 from prebake.plan.units import Unit
 from prebake.sources import SourceCache
+from prebake.sources.mirrors import with_mirrors
 from prebake.store import open_store
 from prebake.store.base import Store, read_manifest
 from prebake.toolchain.verify import (
@@ -123,6 +124,8 @@ def _verified(ws: Workspace, units: Sequence[Unit], opts: Options
 def _build(ws: Workspace, units: Sequence[Unit], opts: Options,
            emit: Emit | None = None) -> list[UnitResult]:
     emit = emit or (lambda _u, _s, _m: None)
+    # one resolver for the run: parallel units share its index documents
+    opts = dataclasses.replace(opts, cache=with_mirrors(opts.cache or SourceCache(), ws))
     store = open_store(ws.default_store, root=ws.root)  # a dry run reads it: what would skip
     if not opts.dry_run and opts.publish and not store.writable:
         raise PrebakeError(f"{ws.default_store}: the default store is read-only")

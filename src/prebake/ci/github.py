@@ -203,8 +203,7 @@ def _toolchain_steps(ws: Workspace, platform: Platform) -> list[dict[str, Any]]:
         return [{"name": f"Provision toolchain environment {tc.environment}",
                  "run": _apt_install("mmdebstrap", "debian-archive-keyring")
                         + '"${as_root[@]}" prebake toolchain install '
-                          f"--platform {platform.name}\n",
-                 "env": {"PREBAKE_DEBIAN_MIRROR": ci_defaults().debian_mirror}}]
+                          f"--platform {platform.name}\n"}]
     if fam is not None and fam.host_os and fam.host_os != os_kind:
         raise PrebakeError(
             f"{where}: its {fam.title} toolchain needs {fam.requires or fam.host_os}, which "
@@ -323,12 +322,11 @@ def _leg_job(ws: Workspace, leg: Leg, workdir: str, install: str) -> dict[str, A
     return {
         "name": f"{leg.stage} / {leg.platform}",
         "needs": needs,
-        # only in the stages and platforms the plan job selected (all, unless a manual run's
-        # inputs name some); a later stage's leg runs when its earlier leg was left out (the
-        # hash-skip then takes that stage's assets from the store)
+        # only a leg the plan job selected (a manual run's inputs) whose assets the store lacks
+        # (prebake.ci.selection); a later stage's leg runs when its earlier leg was left out
+        # (the hash-skip then takes that stage's assets from the store)
         "if": f"{RAN_CLEANLY} && "
-              f"contains(fromJSON(needs.plan.outputs.stages), '{leg.stage}') && "
-              f"contains(fromJSON(needs.plan.outputs.platforms), '{leg.platform}')",
+              f"contains(fromJSON(needs.plan.outputs.legs), '{leg.stage}/{leg.platform}')",
         "runs-on": platform.runner or DEFAULT_RUNNER,
         "timeout-minutes": ws.ci.timeout_minutes,
         # the hash-skip reads the store (a github:// store: its releases); nothing is written
@@ -358,7 +356,7 @@ def _plan_job(ws: Workspace, out_rel: str, install: str) -> dict[str, Any]:
         "timeout-minutes": PLAN_TIMEOUT,
         "permissions": READ,
         "outputs": {key: f"${{{{ steps.decide.outputs.{key} }}}}"
-                    for key in ("release", "stages", "platforms")},
+                    for key in ("release", "legs")},
         "steps": steps,
     }
 
@@ -441,7 +439,11 @@ def generate(ws: Workspace, out_dir: Path) -> dict[str, Any]:
             "group": "prebake-${{ github.workflow }}-${{ github.ref }}",
             "cancel-in-progress": "${{ github.event_name == 'pull_request' }}",
         },
-        "env": {"PREBAKE_CI_STORE": store, "PYTHONUNBUFFERED": "1"},
+        # the Debian mirror (a toolchain environment's root, debian: sources) is the
+        # repository's variable: a hosted runner's apt names no Debian archive, and a
+        # self-hosted one's apt is read when the variable is unset (prebake.sources.configured)
+        "env": {"PREBAKE_CI_STORE": store, "PYTHONUNBUFFERED": "1",
+                "PREBAKE_DEBIAN_MIRROR": ci_defaults().debian_mirror},
         "defaults": {"run": {"shell": "bash", "working-directory": workdir}},
         "jobs": jobs,
     }

@@ -95,7 +95,7 @@ def _github(args: argparse.Namespace, ws: Any) -> int:
 def _decide(args: argparse.Namespace, ws: Any) -> int:
     from prebake.ci.decide import decide_from_env
     from prebake.ci.github import publish_store
-    from prebake.ci.selection import select
+    from prebake.ci.selection import outputs, select
     from prebake.commands._common import print_json
     from prebake.jsonio import SCHEMA_VERSION
     from prebake.plan import make_plan, plan_statuses
@@ -108,13 +108,14 @@ def _decide(args: argparse.Namespace, ws: Any) -> int:
     decision = decide_from_env(os.environ, ws.ci.default_branch)
     plan = make_plan(ws)
     statuses = plan_statuses(plan, store, ws.root, decision.release)
-    _github_output({"release": decision.release or "", **selection.outputs()})
+    todo = selection.legs(plan, statuses)
+    _github_output(outputs(decision.release, todo))
     if args.json:
         print_json({"schema_version": SCHEMA_VERSION, "event": decision.event,
                     "ref": decision.ref, "release": decision.release,
                     "reason": decision.reason, "store": store,
                     "stages": list(selection.stages), "platforms": list(selection.platforms),
-                    "statuses": statuses})
+                    "legs": list(todo), "statuses": statuses})
         return 0
     target = f"release `{decision.release}` of `{store}`" if decision.release else "nothing"
     built = sum(1 for s in statuses.values() if s == "built")
@@ -122,12 +123,19 @@ def _decide(args: argparse.Namespace, ws: Any) -> int:
             "stages " + ", ".join(f"`{s}`" for s in selection.stages) + " on platforms "
             + ", ".join(f"`{p}`" for p in selection.platforms) + " (the run's inputs; the "
             "other legs are skipped)")
+    held = [f"{s}/{p}" for s in selection.stages for p in selection.platforms
+            if f"{s}/{p}" not in todo and any(u.stage.name == s and u.platform.name == p
+                                              for u in plan.units)]
+    matrix = (", ".join(f"`{leg}`" for leg in todo) or "none") + (
+        " (the store holds every asset of " + ", ".join(f"`{leg}`" for leg in held)
+        + ": those start no runner)" if held else "")
     text = (
         "## prebake plan\n\n"
         f"- event: `{decision.event or '?'}`, ref: `{decision.ref or '?'}`\n"
         f"- publishes: {target} ({decision.reason})\n"
         f"- builds: {legs}\n"
-        f"- already built: {built} of {len(statuses)} units\n\n"
+        f"- already built: {built} of {len(statuses)} units\n"
+        f"- legs to build: {matrix}\n\n"
         + markdown_table(plan, statuses)
     )
     text = redact_text(text, *env_secrets(os.environ))  # the store URL may carry credentials

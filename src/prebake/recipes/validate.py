@@ -39,6 +39,7 @@ from prebake.recipes.api import (
 )
 from prebake.recipes.locate import field_line
 from prebake.recipes.types import type_problems
+from prebake.registry_refs import ReferenceError, is_reference, parse, sample
 from prebake.toolchain.families import BY_NAME, release_tuple
 
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
@@ -74,6 +75,18 @@ def _check_template(template: str, allowed: Collection[str], where: str) -> list
     return problems
 
 
+def _reference_problem(url: object, where: str) -> list[Problem]:
+    """A URL field written as a registry reference (``debian:pool/…``, ``pypi:…``, ``npm:…``)
+    must be one, its placeholders aside."""
+    if not isinstance(url, str) or not is_reference(url):
+        return []
+    try:
+        parse(sample(url))
+    except ReferenceError as exc:
+        return [Problem(where, str(exc))]
+    return []
+
+
 def _sha_problem(sha: object, url: object, where: str) -> list[Problem]:
     """A templated URL names a new file whenever a pin moves, so its digest lives in
     ``prebake.sources.lock`` (``prebake pin`` writes it) and never next to the template."""
@@ -95,6 +108,7 @@ def _check_source(src: object, i: int, folder: Path | None, where: str) -> list[
     if isinstance(src, UrlSource):
         out = _sha_problem(src.sha256, src.url, f"{w}.sha256")
         out += _check_template(src.url, _URL_FIELDS, f"{w}.url")
+        out += _reference_problem(src.url, f"{w}.url")
         if src.provides:
             out.append(Problem(f"{w}.provides", "is set by the source lock, never by a recipe "
                                "(a workspace provides a URL in [sources.provided])"))
@@ -179,6 +193,7 @@ def _check_strategy(key: str, strat: object, deps: tuple[str, ...], where: str) 
         out = _sha_problem(strat.sha256, strat.url, f"{w}.sha256")
         for j, url in enumerate((strat.url, *strat.mirrors)):
             out += _check_template(url, _URL_FIELDS, f"{w}.url" if j == 0 else f"{w}.mirrors")
+            out += _reference_problem(url, f"{w}.url" if j == 0 else f"{w}.mirrors")
         if not strat.layout:
             out.append(Problem(f"{w}.layout", "a Repackage needs a layout (glob -> prefix folder)"))
         out += _check_import_libs(strat.import_libs, f"{w}.import_libs")

@@ -100,14 +100,16 @@ def toml_keys() -> list[TomlKey]:
     for path, kind in loader.FREE_TABLES.items():
         if kind == "contract":
             continue  # its keys are listed with the contract
-        what = {"version": "a string", "stage-list": "a list of strings"}[kind]
+        what = {"version": "a string", "stage-list": "a list of strings",
+                "mirror-list": "a string or a list of strings"}[kind]
         out.append(TomlKey(path, what, False, "", _entry("toml", path)["text"]))
     out.sort(key=lambda k: _order(k.path))
     return out
 
 
 def _order(path: str) -> tuple[int, str]:
-    tops = ["project", "pins", "platforms", "stages", "aliases", "stores", "ci", "trust"]
+    tops = ["project", "pins", "platforms", "stages", "aliases", "stores", "ci", "trust",
+            "sources", "mirrors"]
     head = path.split(".", 1)[0]
     return (tops.index(head) if head in tops else len(tops), path)
 
@@ -384,8 +386,11 @@ def _section_schema(name: str) -> dict[str, Any]:
                     "additionalProperties": _section_schema(by_path[f"{full}.NAME"])}
         elif f"{full}.NAME" in loader.FREE_TABLES:
             kind = loader.FREE_TABLES[f"{full}.NAME"]
-            inner = ({"type": "string", "pattern": loader._VERSION.pattern}
-                     if kind == "version" else {"type": "array", "items": {"type": "string"}})
+            inner: dict[str, Any] = (
+                {"type": "string", "pattern": loader._VERSION.pattern} if kind == "version"
+                else {"oneOf": [{"type": "string"}, {"type": "array", "minItems": 1,
+                                                     "items": {"type": "string"}}]}
+                if kind == "mirror-list" else {"type": "array", "items": {"type": "string"}})
             frag = {"type": "object", "additionalProperties": inner}
         elif loader.FREE_TABLES.get(full) == "contract":
             frag = _contract_schema()

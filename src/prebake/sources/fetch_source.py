@@ -13,6 +13,7 @@ from pathlib import Path, PurePosixPath
 from prebake.errors import PrebakeError
 from prebake.recipes.api import GitSource, LocalSource, Source, UrlSource
 from prebake.redact import redact_text
+from prebake.registry_refs import filename
 from prebake.sources import reuse
 from prebake.sources.cache import SourceCache
 from prebake.sources.treeproof import Origin
@@ -115,7 +116,7 @@ def describe(src: Source, workdir: Path, recipe_dir: Path, cache: SourceCache) -
             lines.insert(3, f"check that FETCH_HEAD is {src.commit} (prebake.sources.lock)")
         return lines
     if isinstance(src, UrlSource):
-        urls = ", ".join([src.url, *src.mirrors])
+        urls = "; ".join(cache.resolver.describe(u) for u in [src.url, *src.mirrors])
         if not src.sha256:
             return [f"download {urls}: no digest in prebake.sources.lock (the build would "
                     "refuse; run `prebake pin`)"]
@@ -132,8 +133,9 @@ ARCHIVE_SUFFIXES = (".tar.gz", ".tar.xz", ".tar.bz2", ".tar.zst", ".tgz", ".txz"
 
 
 def archive_suffix(url: str) -> str:
-    """The archive kind a URL names (``.tar.xz``…): CMake's FetchContent unpacks by suffix."""
-    path = url.split("?", 1)[0].lower()
+    """The archive kind a URL or registry reference names (``.tar.xz``…): CMake's
+    FetchContent unpacks by suffix."""
+    path = filename(url).lower()
     for suffix in ARCHIVE_SUFFIXES:
         if path.endswith(suffix):
             return suffix
@@ -204,7 +206,7 @@ def materialize(src: Source, workdir: Path, recipe_dir: Path, cache: SourceCache
         # a tree that is the work folder itself has no earlier place of its own to be kept from
         key = tree_key(src, recipe_dir) if src.unpack and rel != "." else ""
         rewritten: tuple[str, ...] = ()
-        archive = cache.fetch([src.url, *src.mirrors], src.sha256, size=src.size)
+        archive = cache.fetch([src.url, *src.mirrors], src.sha256, log, size=src.size)
         if not src.unpack:  # the build unpacks it itself (FetchContent): the verified bytes,
             placed = dest.with_name(dest.name + archive_suffix(src.url))  # named by kind
             shutil.copyfile(archive, placed)

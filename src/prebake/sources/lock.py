@@ -1,4 +1,10 @@
-"""``prebake.sources.lock``: the sha256 and size of every fully resolved source URL.
+"""``prebake.sources.lock``: the sha256 and size of every fully resolved source.
+
+Each file is keyed by its name: a registry reference (``debian:pool/…``, ``pypi:…``,
+``npm:…``, see ``prebake.registry_refs``) or, for a source named by its upstream URL, that
+URL — never by the mirror that served it, so one lock holds on every network (the machine's
+mirrors and the workspace's ``[mirrors]`` decide where the bytes come from, the lock what they
+are).
 
 A recipe URL with a placeholder (``…/zstd-{version}.tar.gz``) names another file whenever a pin
 moves, so a digest written next to it in the recipe cannot follow the pin: bumping the pin alone
@@ -36,6 +42,7 @@ from prebake.errors import PrebakeError
 from prebake.jsonio import atomic_write_text
 from prebake.recipes.api import GitSource, Recipe, Repackage, UrlSource, template_pins
 from prebake.redact import redact_text
+from prebake.registry_refs import is_reference
 
 LOCK_NAME = "prebake.sources.lock"
 LOCK_VERSION = 1
@@ -110,8 +117,9 @@ class SourceLock:
 
 
 def lock_key(url: str) -> str:
-    """The key of ``url`` in the lock: the URL with any credential masked."""
-    return redact_text(url)
+    """The key of ``url`` in the lock: a registry reference as it is (it names no host and
+    carries no credential), a URL with any credential masked."""
+    return url if is_reference(url) else redact_text(url)
 
 
 def _q(text: str) -> str:

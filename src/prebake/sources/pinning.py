@@ -24,6 +24,7 @@ from pathlib import Path
 from prebake.errors import PrebakeError
 from prebake.jsonio import atomic_write_text
 from prebake.redact import redact_text
+from prebake.registry_refs import is_reference
 from prebake.sources.cache import SourceCache
 from prebake.sources.download import download_new
 from prebake.sources.lock import (
@@ -40,6 +41,7 @@ from prebake.sources.lock import (
     status_of,
     url_refs,
 )
+from prebake.sources.mirrors import with_mirrors
 from prebake.web import open_url
 from prebake.workspace.model import Workspace
 
@@ -207,7 +209,7 @@ def pin(ws: Workspace, name: str, version: str, *, platforms: Sequence[str] = ()
     for p in platforms:
         if p not in ws.platforms:
             raise PrebakeError(f"--platform {p}: no such platform{_hint(p, ws.platforms)}")
-    cache = cache or SourceCache()
+    cache = with_mirrors(cache or SourceCache(), ws)
     new_pins = {**ws.pins, name: version}
     lock = read_source_lock(ws.root)
     result = PinResult(name, ws.pins.get(name), version, lock)
@@ -232,7 +234,7 @@ def pin(ws: Workspace, name: str, version: str, *, platforms: Sequence[str] = ()
         if key in lock.entries:
             fetched.setdefault(key, lock.entries[key])
         if key not in fetched:
-            fetched[key] = _fetch(ref, cache, say, result)
+            fetched[key] = _fetch(ref, cache, say, result, ws.mirrors)
         got = fetched[key]
         if isinstance(got, Locked):
             lock.entries[key] = got
@@ -288,18 +290,27 @@ def _unprovided(ws: Workspace, name: str, reads: Sequence[UrlRef]) -> list[str]:
 
 
 def _fetch(ref: UrlRef, cache: SourceCache, say: Callable[[str], None],
-           result: PinResult) -> Locked | str:
+           result: PinResult, mirrored: Iterable[str] = ()) -> Locked | str:
+    """Download and lock one file; ``mirrored``: the ``[mirrors]`` prefixes (a failure
+    through them names this machine's mirrors, which the committed lock does not)."""
     got, failures = download_new([ref.url, *ref.mirrors], cache, say)
     if got is None:
+        if is_reference(ref.url) or any(ref.url.startswith(p) for p in mirrored):
+            # the mirrors tried are this machine's: said on the console, kept out of the lock
+            say(redact_text(f"{ref.url}: not downloadable here: " + "; ".join(failures)))
+            return (f"not downloadable here: no configured mirror served it ({len(failures)} "
+                    "tried; `prebake pin` names them)")
         return "not downloadable here: " + "; ".join(failures)
     expected, note = github_digest(ref.url)
     if note:
         result.notes.append(note)
     if expected is not None and expected != got.sha256:
         got.path.unlink(missing_ok=True)
-        raise PrebakeError(f"{ref.url}: downloaded sha256 {got.sha256} (from {got.url}) but "
-                           f"GitHub publishes {expected}; nothing written")
+        raise PrebakeError(redact_text(f"{ref.url}: downloaded sha256 {got.sha256} (from "
+                                       f"{got.url}) but GitHub publishes {expected}; nothing "
+                                       "written"))
     return Locked(lock_key(ref.url), got.sha256, got.size)
+
 
 
 def check(ws: Workspace) -> list[tuple[str, UrlRef | GitRef, str]]:

@@ -30,9 +30,9 @@ from prebake.errors import PrebakeError
 from prebake.names import did_you_mean
 from prebake.redact import redact_text
 from prebake.sources.cache import default_cache_dir
+from prebake.sources.configured import apt_source_files, debian_mirrors
 
 DATA = "environments.toml"
-SOURCES = (Path("/etc/apt/sources.list.d/debian.sources"), Path("/etc/apt/sources.list"))
 MMDEBSTRAP_TIMEOUT = 1800
 # dpkg's status file of a root holds a few thousand packages; bounded like every other read.
 MAX_STATUS_BYTES = 64 << 20
@@ -177,22 +177,13 @@ _UNVERIFIED = re.compile(r"^E: .*(?:is not signed|NO_PUBKEY|BADSIG|signatures? (
 
 
 def debian_mirror() -> str | None:
-    """The Debian mirror to bootstrap from: ``$PREBAKE_DEBIAN_MIRROR`` (a company mirror, or a
-    runner whose own apt is not Debian's, as CI sets it), else the one apt uses here (its main
-    archive, not the security one). Either way the archive's signatures are verified against
-    Debian's keyring."""
-    if (given := os.environ.get("PREBAKE_DEBIAN_MIRROR")) is not None:
-        return given.strip() or None
-    for src in SOURCES:
-        try:
-            text = src.read_text()
-        except OSError:
-            continue
-        for m in re.finditer(r"^URIs:\s*(\S+)|^deb\s+(?:\[[^]]*\]\s+)?(\S+)", text, re.M):
-            uri = m.group(1) or m.group(2)
-            if "security" not in uri:
-                return uri
-    return None
+    """The Debian mirror to bootstrap from: the first of ``prebake.sources.configured``'s
+    (``$PREBAKE_DEBIAN_MIRROR``, as CI sets it for a runner whose own apt is not Debian's, else
+    the first Debian archive among apt's sources, never a security one), the mirror source
+    downloads of ``debian:`` references use too. Either way the archive's signatures are
+    verified against Debian's keyring."""
+    found = debian_mirrors(os.environ)
+    return found[0].url if found else None
 
 
 def _why_not() -> str | None:
@@ -202,8 +193,8 @@ def _why_not() -> str | None:
         if shutil.which(tool) is None:
             return f"{tool} is not installed (apt-get install mmdebstrap util-linux mount)"
     if debian_mirror() is None:
-        return (f"no Debian mirror in {' or '.join(map(str, SOURCES))} "
-                "(or set PREBAKE_DEBIAN_MIRROR)")
+        files = " or ".join(map(str, apt_source_files(os.environ))) or "apt's sources"
+        return f"no Debian mirror in {files} (or set PREBAKE_DEBIAN_MIRROR)"
     return None
 
 

@@ -27,7 +27,10 @@ from prebake.names import name_problem
 from prebake.recipes import builtin_names, find_recipe, try_load_recipe, validate_recipe
 from prebake.recipes.api import Recipe
 from prebake.recipes.loader import BUILTIN_DIR, FOLDER_RECIPE, workspace_names
+from prebake.registry_refs import ReferenceError, is_reference, parse, sample
+from prebake.sources.configured import is_root_url
 from prebake.sources.lock import provided_pins
+from prebake.sources.mirrors import parse_table
 from prebake.toolchain.environment import environment_named
 from prebake.toolchain.families import family_of_argv
 from prebake.workspace.ci_defaults import ci_defaults
@@ -118,6 +121,7 @@ SCHEMA: Mapping[str, Mapping[str, Spec]] = {
         "ci": TABLE,
         "trust": TABLE,
         "sources": TABLE,
+        "mirrors": TABLE,
     },
     "sources": {"provided": Spec(_is_str_table, "a table of strings")},
     "project": {
@@ -185,6 +189,7 @@ SECTIONS: Mapping[str, str] = {
 # Tables whose keys the workspace names, and what each value is (checked by code, not SCHEMA).
 FREE_TABLES: Mapping[str, str] = {
     "pins.NAME": "version", "aliases.NAME": "stage-list", "platforms.NAME.contract": "contract",
+    "mirrors.NAME": "mirror-list",
 }
 
 
@@ -457,8 +462,9 @@ def _trust(data: Mapping[str, Any], root: Path, c: _Collector) -> TrustSettings:
 
 def _sources(data: Mapping[str, Any], pins: Mapping[str, str], c: _Collector
              ) -> dict[str, str]:
-    """``[sources.provided]``: upstream URL → the archive that provides it here. Both sides
-    must be downloadable URLs. A line may follow a pin (``{pins[ffmpeg]}`` on both sides: the
+    """``[sources.provided]``: upstream URL → the archive that provides it here. Each side is
+    a downloadable URL or a registry reference (``debian:pool/…``, ``pypi:…``, ``npm:…``; the
+    provider usually is one). A line may follow a pin (``{pins[ffmpeg]}`` on both sides: the
     bump is then one ``prebake pin``, no line to edit); it must read the same pins on both
     sides — a provider that stays while its upstream URL moves would stand for every release
     with one archive — and no other placeholder (a line names one file per release)."""
@@ -467,8 +473,8 @@ def _sources(data: Mapping[str, Any], pins: Mapping[str, str], c: _Collector
     for url, provider in provided.items():
         where = f"sources.provided.{_key(url)}"
         for value in (url, provider):
-            if not re.match(r"(https?|file)://", value):
-                c.add(where, f"not a http(s) or file URL: {value!r}")
+            if problem := source_name_problem(value):
+                c.add(where, problem)
         try:
             read = [provided_pins(url), provided_pins(provider)]
         except ValueError as exc:
@@ -482,6 +488,29 @@ def _sources(data: Mapping[str, Any], pins: Mapping[str, str], c: _Collector
                 c.add(where, f"reads pin {name!r}, which [pins] does not set"
                       f"{_hint(name, pins)}")
     return provided
+
+
+def source_name_problem(value: str) -> str | None:
+    """What is wrong with a source's name (a registry reference or an http(s)/file URL, its
+    placeholders not yet filled), or None."""
+    if is_reference(value):
+        try:
+            parse(sample(value))
+        except ReferenceError as exc:
+            return str(exc)
+        return None
+    if not re.match(r"(https?|file)://", value) or not is_root_url(sample(value)):
+        return (f"not a http(s) or file URL, nor a registry reference (debian:, pypi:, "
+                f"npm:): {value!r}")
+    return None
+
+
+def _mirrors(data: Mapping[str, Any], c: _Collector) -> dict[str, tuple[str, ...]]:
+    """``[mirrors]``: URL prefix → the mirrors that serve what is under it, in order."""
+    table, problems = parse_table(data)
+    for prefix, problem in problems:
+        c.add(f"mirrors.{_key(prefix)}", problem)
+    return table
 
 
 # ---- cross-field rules --------------------------------------------------------------------
@@ -718,13 +747,14 @@ def load_workspace(root: Path) -> Workspace:
     ci = _ci(top.get("ci", {}), stores, c)
     trust = _trust(top.get("trust", {}), root, c)
     provided = _sources(top.get("sources", {}), pins, c)
+    mirrors = _mirrors(top.get("mirrors", {}), c)
     recipes = _load_recipes(root, stages, platforms, c)
     _check_pins(pins, platforms, recipes, stages, c)
     _check_cmake_toolchain(platforms, root, c)
     if not c.problems:
         ws = replace(_assemble(root, file, proj, pins, platforms, stages, aliases, stores,
                                default_store, recipes), ci=ci, trust=trust,
-                     provided=provided)
+                     provided=provided, mirrors=mirrors)
         _check_deps(stages, recipes, ws.upstream_stages, c)
         _check_from_stage(platforms, stages, ws.upstream_stages, c)
     if c.problems:

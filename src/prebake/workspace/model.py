@@ -150,6 +150,9 @@ class Workspace:
     trust: TrustSettings = field(default_factory=TrustSettings)
     # [sources.provided]: the archive that provides an upstream source URL here
     provided: Mapping[str, str] = field(default_factory=dict)
+    # [mirrors]: URL prefix -> the mirrors tried for what is under it, in order ("origin": the
+    # URL itself); no part of an input hash (the lock pins the bytes)
+    mirrors: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     def stage_names(self, selector: str | None = None) -> tuple[str, ...]:
         """Stages named by ``selector`` (a stage or an alias), in build order; all if ``None``."""
