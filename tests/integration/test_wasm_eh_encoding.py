@@ -238,5 +238,7 @@ def test_check_judges_upstream_onnxruntime_web(ort_web: Path, sid_bin: Path, tmp
         for preset, rc in (("emscripten-jspi-exnref-pthread-simd", 0),
                            ("emscripten-wasm-eh-legacy-pthread-simd", 1)):
             c = tmp_path / f"{preset}.toml"
-            c.write_text(f'extends = "{preset}"\n')
+            # the presets hold producers to a platform's verified compiler, which a bare
+            # --contract cannot name: Microsoft's compiler is outside this test's question
+            c.write_text(f'extends = "{preset}"\nallow_unknown = ["producer"]\n')
             assert main(["check", "--deep", str(path), "--contract", str(c)]) == rc, preset
