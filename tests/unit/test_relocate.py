@@ -276,3 +276,18 @@ def test_a_pc_that_names_a_folder_outside_the_asset_is_found() -> None:
     assert [x.render() for x in pcjudge.judge_files({"lib/pkgconfig/l.pc": local})] == [
         "lib/pkgconfig/l.pc: pkg-config --variable=libdir gives /usr/local/lib",
         "lib/pkgconfig/l.pc: pkg-config --variable=prefix gives /usr/local"]
+
+
+def test_a_tree_given_by_a_relative_path_is_judged_where_it_is(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``prebake fetch --into build/x`` (the main job's way) unpacks to a relative folder: its
+    relocated ``.pc`` files point inside the asset and are not refused as relative paths."""
+    pc = tmp_path / "asset" / "lib" / "pkgconfig" / "foo.pc"
+    pc.parent.mkdir(parents=True)
+    pc.write_text("prefix=${pcfiledir}/../..\nName: foo\nDescription: d\nVersion: 1\n"
+                  "Cflags: -I${prefix}/include\nLibs: -L${prefix}/lib -lfoo\n")
+    monkeypatch.chdir(tmp_path)
+    assert pcjudge.judge_tree(Path("asset"), ["lib/pkgconfig/foo.pc"]) == []
+    pc.write_text(pc.read_text().replace("-I${prefix}/include", "-I/usr/include/foo"))
+    (leak,) = pcjudge.judge_tree(Path("asset"), ["lib/pkgconfig/foo.pc"])
+    assert "/usr/include/foo" in leak.render()

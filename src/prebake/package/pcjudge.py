@@ -158,6 +158,9 @@ def judge_tree(tree: Path, pcs: Sequence[str]) -> list[PcLeak]:
     cost a few calls each, run side by side (191 files: 3.0 s on 2 loaded cores, 2026-12-07)."""
     if not pcs:
         return []
+    # pkg-config prints ${pcfiledir} as it was given the file: a relative tree (fetch --into
+    # a relative folder) would make every path in the asset look relative, i.e. outside it
+    tree = tree.absolute()
     tool = pkg_config()
     with tempfile.TemporaryDirectory(prefix="prebake-pc-") as tmp:
 
