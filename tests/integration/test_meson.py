@@ -77,7 +77,7 @@ WORKSPACE = support.gcc_workspace(
     "meson-ws", 'mtiny = "1.2.0"', "lib", '["mtiny"]', more="\n" + support.MINGW_PLATFORM)
 
 
-def _workspace(tmp: Path, *, subproject: bool = False) -> Path:
+def _workspace(tmp: Path, *, subproject: bool = False, native_c: bool = False) -> Path:
     ws = tmp / "ws"
     src = ws / "recipes" / "mtiny" / "src"
     src.mkdir(parents=True)
@@ -86,6 +86,8 @@ def _workspace(tmp: Path, *, subproject: bool = False) -> Path:
         build += "zfoo = subproject('zfoo')\n"
         (src / "subprojects").mkdir()
         (src / "subprojects" / "zfoo.wrap").write_text(WRAP)
+    if native_c:  # a compiler of the build machine, which no platform pins
+        build += "add_languages('c', native: true, required: true)\n"
     (src / "meson.build").write_text(build)
     (src / "mtiny.c").write_text(MTINY_C)
     (src / "mtiny.h").write_text(MTINY_H)
@@ -174,3 +176,21 @@ def test_the_machine_file_is_part_of_the_input_hash(tmp_path: Path) -> None:
                                              'ar = "x86_64-w64-mingw32-ar"\nnm = "llvm-nm"'))
     again, printed_again = inputs()
     assert again == printed_again != hashed
+
+
+def test_a_probe_for_an_unpinned_compiler_fails_naming_it(built: Path, tmp_path: Path) -> None:
+    """A cross build's Meson also looks for the build machine's C compiler: it meets the
+    tools folder's refusers (the pinned build above found none: "not found", never
+    /usr/bin/cc), and a project that requires one fails in one line naming what it asked."""
+    win = (built / ".prebake" / "logs" / "mtiny--windows-x86_64.log").read_text()
+    assert "Compiler for language c for the build machine not found." in win
+    ws = _workspace(tmp_path, native_c=True)
+    proc = support.prebake("-C", ws, "build", "--platform", "windows-x86_64", "--json",
+                           timeout=600)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    (unit,) = json.loads(proc.stdout)["units"]
+    assert unit["message"] == (
+        "mtiny on windows-x86_64: meson looked for a compiler platform windows-x86_64 does not "
+        "pin (cc, gcc, clang, nvc…: a compiler of the build machine, which a cross build has "
+        "none of); turn off the project's parts built for the build machine (its native: true "
+        "targets)")
