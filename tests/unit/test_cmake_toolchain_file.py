@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from prebake.intake import load_workspace
 from prebake.toolchain.cmakefile import (
     ToolchainFileError,
     for_unit,
     portable,
     ranlib_for,
 )
-from prebake.workspace import load_workspace
 from tests import support
 
 EXAMPLE = support.ROOT / "examples" / "sdk"

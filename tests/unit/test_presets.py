@@ -11,9 +11,9 @@ from prebake.cli import main
 from prebake.contract import Contract, parse_contract
 from prebake.contract.presets import PRESETS_DIR, load_preset, preset_names
 from prebake.errors import ConfigError
-from prebake.workspace import load_workspace
-from prebake.workspace.ci_defaults import ci_defaults
-from prebake.workspace.model import CiConfig
+from prebake.intake import load_workspace
+from prebake.model.ci_defaults import ci_defaults
+from prebake.model.workspace import CiConfig
 from tests import support
 
 EXAMPLES = support.ROOT / "examples"
@@ -120,7 +120,7 @@ def test_ci_defaults_are_one_data_file() -> None:
     ws = load_workspace(EXAMPLES / "sdk")
     assert ws.ci.timeout_minutes == d.timeout_minutes and ws.ci.python == d.python
     src = support.ROOT / "src" / "prebake"
-    for py in ("ci/github.py", "workspace/model.py", "workspace/loader.py"):
+    for py in ("ci/github.py", "model/workspace.py", "intake/loader.py"):
         text = (src / py).read_text()
         assert '"3.12"' not in text and "240" not in text, py
 

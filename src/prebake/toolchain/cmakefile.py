@@ -43,10 +43,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from prebake.errors import PrebakeError
-from prebake.toolchain.families import family_of_argv
+from prebake.model.families import family_of_argv
+from prebake.model.workspace import PYTHON_TOKEN, Platform
 from prebake.toolchain.launcher import with_launcher
 from prebake.toolchain.prefix_map import compiler_argv, own_folder_mapped, prefix_map_flags
-from prebake.workspace.model import PYTHON_TOKEN, Platform
 
 # CMake's names for the os values of prebake.toml (CMAKE_SYSTEM_NAME); "none" has none.
 SYSTEM_NAMES: Mapping[str, str] = {"linux": "Linux", "macos": "Darwin", "windows": "Windows",

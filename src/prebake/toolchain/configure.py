@@ -51,7 +51,8 @@ from pathlib import Path
 
 from prebake.errors import PrebakeError
 from prebake.inspect import ParseOptions, inspect
-from prebake.recipes.api import TOOL_ROLES
+from prebake.model.recipe import TOOL_ROLES
+from prebake.model.workspace import PYTHON_TOKEN, Platform
 from prebake.toolchain.cmakefile import (
     FIXED_MTIME,
     PORTABLE_WORK,
@@ -62,7 +63,6 @@ from prebake.toolchain.cmakefile import (
 from prebake.toolchain.environment import resolve as environment_tool
 from prebake.toolchain.launcher import with_launcher
 from prebake.toolchain.prefix_map import compiler_argv
-from prebake.workspace.model import PYTHON_TOKEN, Platform
 
 # The GNU triple of each (os, arch) prebake knows: what autotools' --host/--build take and
 # what the tools' names start with.
