@@ -78,8 +78,8 @@ from pathlib import Path
 
 from bench_flagship import QUIET, LoadWatch, logged_env, step_times, timed
 
+from prebake.intake.loader import load_platforms
 from prebake.toolchain.zigwarm import warm
-from prebake.workspace.loader import load_platforms
 
 ROOT = Path(__file__).resolve().parent.parent
 WS = ROOT / "examples" / "flagship"

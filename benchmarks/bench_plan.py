@@ -53,8 +53,8 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args()
 
+    from prebake.intake import load_workspace
     from prebake.plan import make_plan
-    from prebake.workspace import load_workspace
 
     ws_dir = make_workspace(args.files, args.size)
     src = ws_dir / "src" / "vecmath"

@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 from prebake.errors import PrebakeError
-from prebake.workspace import load_workspace
+from prebake.intake import load_workspace
 
 
 class StepError(Exception):

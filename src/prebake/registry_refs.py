@@ -4,7 +4,7 @@
 any Debian mirror at that path; ``pypi:onnxruntime==1.21.0#cp311-cp311-win_amd64`` is the one
 file of that PyPI release whose wheel tags include the one after ``#`` (no ``#``: the release's
 sdist); ``npm:onnxruntime-web@1.30.0`` (or ``npm:@scope/name@1.0.0``) is the tarball of that npm
-release. Which host serves it is the machine's configuration (``prebake.sources.configured``:
+release. Which host serves it is the machine's configuration (``prebake.machine_mirrors``:
 apt's sources, pip's index, npm's registry), resolved at download time
 (``prebake.sources.mirrors``); the lock, the input hash and every record name the reference.
 

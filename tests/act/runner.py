@@ -2,7 +2,7 @@
 
 Jobs run on the host (``-P ubuntu-24.04=-self-hosted``: no Docker), each action the workflow
 pins is replaced by the stand-in beside this file (``--local-repository OWNER/REPO@COMMIT=DIR``
-for every entry of ``prebake/workspace/ci_defaults.toml``'s action table): setup-python makes
+for every entry of ``prebake/model/ci_defaults.toml``'s action table): setup-python makes
 a fresh venv, caches and artifacts are folders under ``PREBAKE_ACT_FOLDERS``. act itself copies the
 repository for ``actions/checkout``. Nothing reaches GitHub (``--action-offline-mode``, no cache
 server).
@@ -27,7 +27,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from prebake.workspace.ci_defaults import ci_defaults
+from prebake.model.ci_defaults import ci_defaults
 
 HERE = Path(__file__).resolve().parent
 ACT = Path(sys.executable).parent / "act"

@@ -80,7 +80,7 @@ def test_hostile_stage_name_is_refused_before_any_delete(tmp_path: Path) -> None
 
 @pytest.mark.parametrize("where", ["stage", "recipe", "project", "platform"])
 def test_loader_refuses_hostile_names_of_each_kind(tmp_path: Path, where: str) -> None:
-    from prebake.workspace import load_workspace
+    from prebake.intake import load_workspace
 
     bad = "../../up"
     body = {

@@ -151,7 +151,7 @@ def test_good_trust_table_still_refuses_unsigned_and_installs_signed(
 
 
 def test_workspace_trust_is_one_typed_setting(tmp_path: Path) -> None:
-    from prebake.workspace import load_workspace
+    from prebake.intake import load_workspace
 
     (tmp_path / "prebake.toml").write_text(PROJECT + GOOD_TRUST)
     ws = load_workspace(tmp_path)

@@ -104,7 +104,7 @@ def test_one_build_per_workspace_at_a_time(tmp_path: Path) -> None:
     import shutil
 
     from prebake.bake import Options, build
-    from prebake.workspace import load_workspace
+    from prebake.intake import load_workspace
     from tests import support
 
     ws_dir = tmp_path / "sdk"

@@ -167,7 +167,7 @@ def test_wrong_arch() -> None:
 def test_platform_os_and_arch_are_part_of_its_contract(tmp_path: Path) -> None:
     """A platform's os/arch bind even when its contract table leaves them out: a Linux x86_64
     archive must not pass for windows-x86_64 (same arch), nor for linux-aarch64."""
-    from prebake.workspace import load_workspace
+    from prebake.intake import load_workspace
 
     ws = load_workspace(support.ROOT / "examples" / "sdk")
     d = support.build("chk-os", {"plain.c": PLAIN_C},

@@ -26,8 +26,8 @@ from typing import Any
 
 import pytest
 
+from prebake.model.recipe import Recipe, UrlSource, VersionCheck
 from prebake.package import version_proof
-from prebake.recipes.api import Recipe, UrlSource, VersionCheck
 from prebake.recipes.builtin.onnxruntime import emsdk_standin, fetchcontent
 from prebake.recipes.builtin.onnxruntime import recipe as ort_recipe
 from prebake.sources import SourceCache, materialize

@@ -166,7 +166,7 @@ def test_pin_check_fails_when_the_remote_cannot_be_asked(world: tuple[Path, Path
 
 
 def test_a_recipe_cannot_set_the_locked_commit(tmp_path: Path) -> None:
-    from prebake.recipes.api import GitSource, Recipe
+    from prebake.model.recipe import GitSource, Recipe
     from prebake.recipes.validate import validate_recipe
 
     recipe = Recipe(name="x", pin="x", sources=(GitSource("file:///r", "v1", commit="a" * 40),))

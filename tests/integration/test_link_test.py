@@ -17,7 +17,7 @@ import pytest
 from prebake.cli import main
 from prebake.contract import Contract
 from prebake.link.test import error_lines, link_test, symbols_consumer
-from prebake.workspace.model import LinkTest, Platform, Toolchain
+from prebake.model.workspace import LinkTest, Platform, Toolchain
 from tests import support
 
 SCHEMA = json.loads((support.ROOT / "schemas" / "link-test.schema.json").read_text())

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from prebake.recipes.api import MESON_VERSION
+from prebake.model.recipe import MESON_VERSION
 from tests import support
 
 pytestmark = pytest.mark.skipif(

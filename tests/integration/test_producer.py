@@ -21,7 +21,7 @@ from prebake.contract.check import check_paths
 from prebake.contract.producer_rule import ProducerPin
 from prebake.contract.terms import parse_contract
 from prebake.inspect import ParseOptions, inspect
-from prebake.workspace.loader import load_platforms
+from prebake.intake.loader import load_platforms
 from tests import support
 
 C = "int tiny(int x) { return x * 3 + 1; }\n"

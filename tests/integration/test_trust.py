@@ -350,7 +350,7 @@ def test_missing_allowed_signers_file_is_a_usage_error(world: World, store: Path
 
 def test_trust_table_rejects_unknown_keys(tmp_path: Path) -> None:
     from prebake.errors import PrebakeError
-    from prebake.workspace import load_workspace
+    from prebake.intake import load_workspace
 
     (tmp_path / "prebake.toml").write_text(
         '[project]\nname = "addon"\nversion = "0.1.0"\n\n[trust]\nallowed_signer = "x"\n')

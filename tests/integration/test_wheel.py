@@ -105,7 +105,7 @@ def test_prebake_runs_from_the_wheel(installed: tuple[Path, Path], tmp_path: Pat
                    "from prebake.recipes import load_recipe_file\n"
                    "from prebake.contract.presets import preset_names, load_preset\n"
                    "from prebake.toolchain.environment import environments\n"
-                   "from prebake.workspace.ci_defaults import ci_defaults\n"
+                   "from prebake.model.ci_defaults import ci_defaults\n"
                    "names = builtin_names()\n"
                    "for n in names: load_recipe_file(find_recipe(n))\n"
                    "for n in preset_names(): load_preset(n)\n"

@@ -14,13 +14,13 @@ import pytest
 from prebake.bake import Options, plan_units
 from prebake.bake.buildenv import BuildEnv, prepare
 from prebake.bake.layout import Layout, WorkDirs, work_dirs
+from prebake.intake import load_workspace
 from prebake.link.test import consumer_env
+from prebake.model.workspace import Workspace
 from prebake.plan.units import Unit
 from prebake.toolchain import steady
 from prebake.toolchain.cmakefile import for_unit
 from prebake.variables import ALLOWLIST, FLAG_VARIABLES, sanitized
-from prebake.workspace import load_workspace
-from prebake.workspace.model import Workspace
 from tests import support
 
 CALLER = {**{k: os.environ[k] for k in ("PATH", "HOME") if k in os.environ},

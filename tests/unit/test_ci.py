@@ -21,9 +21,9 @@ import yaml
 from prebake.ci.decide import decide
 from prebake.ci.leg import prepare_leg
 from prebake.cli import main
+from prebake.intake import load_workspace
 from prebake.plan import asset_for, make_plan
 from prebake.store import open_store
-from prebake.workspace import load_workspace
 from tests import support
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -500,7 +500,7 @@ def test_every_action_is_pinned_to_a_commit_and_no_run_expands_an_expression(rep
     for ref in uses:
         commit = ref.rpartition("@")[2]
         assert len(commit) == 40 and int(commit, 16) >= 0, ref
-        # the release beside the commit, from the one table in workspace/ci_defaults.toml
+        # the release beside the commit, from the one table in model/ci_defaults.toml
         assert f"uses: {ref} # v" in text
     for node in walk(wf):
         if "run" in node:

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from prebake.intake import load_workspace
 from prebake.toolchain.cmakefile import ToolchainFileError, for_unit, portable
 from prebake.toolchain.platformtools import beside_ar
-from prebake.workspace import load_workspace
 from tests import support
 
 EXAMPLE = support.ROOT / "examples" / "sdk"

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from prebake.contract import Contract
+from prebake.model.workspace import Platform, Toolchain
 from prebake.toolchain import configure
 from prebake.toolchain.platformtools import beside_ar
-from prebake.workspace.model import Platform, Toolchain
 
 ZIG = (sys.executable, "-m", "ziglang")
 

@@ -20,9 +20,9 @@ from prebake.bake.guards import (
 from prebake.bake.process import BuildLog
 from prebake.bake.unitrun import UnitFailed
 from prebake.errors import PrebakeError
+from prebake.intake import load_workspace
+from prebake.model.workspace import Workspace
 from prebake.variables import sanitized
-from prebake.workspace import load_workspace
-from prebake.workspace.model import Workspace
 from tests import support
 
 

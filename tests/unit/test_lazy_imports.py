@@ -35,10 +35,10 @@ LAZY = {
     ("prebake/report/chart.py", "pygal.style"): "with pygal",
     ("prebake/report/html.py", "jinja2"): "48 ms, only when a page is rendered",
     ("prebake/report/html.py", "markupsafe"): "jinja2's dependency, with it",
-    ("prebake/workspace/skeleton/scaffold.py", "jinja2"): "40 ms, only when files are written",
+    ("prebake/skeleton/scaffold.py", "jinja2"): "40 ms, only when files are written",
     ("prebake/sources/pinning.py", "tomlkit"): "9 ms; `plan` loads the module, never writes",
     ("prebake/sources/pinning.py", "tomlkit.exceptions"): "with tomlkit",
-    ("prebake/sources/configured.py", "pip._internal.models.index"):
+    ("prebake/machine_mirrors.py", "pip._internal.models.index"):
         "20 ms, and pip may be absent: read only when no configuration names a PyPI index",
     # the standard library's two entries, each measured on a command's start-up: link-order
     # is judged against one g++ link (benchmarks/bench_link_order.py) and needs only

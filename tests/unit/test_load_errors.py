@@ -9,8 +9,8 @@ import pytest
 
 from prebake.cli import main
 from prebake.errors import ConfigError
-from prebake.workspace import load_workspace
-from prebake.workspace.lines import LineIndex
+from prebake.intake import load_workspace
+from prebake.intake.lines import LineIndex
 from tests import support
 
 EXAMPLES = support.ROOT / "examples"

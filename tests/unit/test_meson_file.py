@@ -13,8 +13,8 @@ import pytest
 from mesonbuild import mparser
 
 from prebake.meson.quoting import meson_array, meson_string
+from prebake.model.recipe import MESON_TOOLS, host_tools_used
 from prebake.recipes import Build, HostTool, Recipe, validate_recipe
-from prebake.recipes.api import MESON_TOOLS, host_tools_used
 from prebake.toolchain.hosttools import measure
 from tests import support
 

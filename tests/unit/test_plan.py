@@ -14,10 +14,11 @@ import pytest
 
 from prebake.cli import main
 from prebake.errors import PrebakeError
+from prebake.intake import load_workspace
+from prebake.model.workspace import Toolchain
 from prebake.package.naming import asset_id
 from prebake.plan import ToolchainIdentity, asset_for, make_plan, platform_profile
 from prebake.plan.units import Unit
-from prebake.workspace import Toolchain, load_workspace
 from tests import support
 
 ROOT = Path(__file__).resolve().parent.parent.parent

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
+from prebake.intake import load_workspace
 from prebake.meson.quoting import meson_array
+from prebake.model.workspace import Platform, Workspace
 from prebake.toolchain import cmakefile, configure, mesonfile, platformtools, shellscript
 from prebake.toolchain.platformtools import PlatformTools
-from prebake.workspace import load_workspace
-from prebake.workspace.model import Platform, Workspace
 from tests import support
 
 TEMPLATES = ("host-tools", "cmake-cross", "windows-dll", "guarded")

@@ -11,9 +11,9 @@ from prebake.cli import main
 from prebake.contract import Contract, parse_contract
 from prebake.contract.presets import PRESETS_DIR, load_preset, preset_names
 from prebake.errors import ConfigError
-from prebake.workspace import load_workspace
-from prebake.workspace.ci_defaults import ci_defaults
-from prebake.workspace.model import CiConfig
+from prebake.intake import load_workspace
+from prebake.model.ci_defaults import ci_defaults
+from prebake.model.workspace import CiConfig
 from tests import support
 
 EXAMPLES = support.ROOT / "examples"
@@ -109,7 +109,7 @@ def test_stage_rules_are_stated_in_the_workspace(tmp_path: Path) -> None:
     [problem] = info.value.problems
     assert problem.key == "aliases.nightly"
     assert problem.message == "'extra' must never be part of 'nightly' (stages.extra.never_in)"
-    loader = (support.ROOT / "src" / "prebake" / "workspace" / "loader.py").read_text()
+    loader = (support.ROOT / "src" / "prebake" / "intake" / "loader.py").read_text()
     assert '"full"' not in loader and '"extra"' not in loader
 
 
@@ -120,7 +120,7 @@ def test_ci_defaults_are_one_data_file() -> None:
     ws = load_workspace(EXAMPLES / "sdk")
     assert ws.ci.timeout_minutes == d.timeout_minutes and ws.ci.python == d.python
     src = support.ROOT / "src" / "prebake"
-    for py in ("ci/github.py", "workspace/model.py", "workspace/loader.py"):
+    for py in ("ci/github.py", "model/workspace.py", "intake/loader.py"):
         text = (src / py).read_text()
         assert '"3.12"' not in text and "240" not in text, py
 
@@ -156,3 +156,22 @@ def test_the_wasm_presets_name_the_engines_of_their_encoding() -> None:
                                                   ("chrome", "firefox", "safari", "node")), preset
     legacy = engines.Needs(("exceptions-legacy", "threads", "simd", *lime), {})
     assert not engines.judge(legacy, engines.parse_floor("node>=20"))
+
+
+def test_a_platforms_contract_is_made_by_the_contract_package() -> None:
+    """contract.platform, not the workspace loader, holds a platform's contract to its os and
+    arch: a preset for another arch is one problem at ``extends``; an unstated os and arch are
+    filled in from the platform and listed in allow_unknown (visible), a stated one stays strict."""
+    from prebake.contract.platform import platform_contract
+
+    where = "platforms.p.contract"
+    _, problems = platform_contract({"extends": "manylinux_2_28_aarch64"}, "p", "linux",
+                                    "x86_64", where)
+    assert [(p.key, p.message) for p in problems] == [
+        (f"{where}.extends", "preset 'manylinux_2_28_aarch64' is for arch 'aarch64'; "
+                             "platform 'p' has arch 'x86_64'")]
+    contract, problems = platform_contract({}, "p", "linux", "x86_64", where)
+    assert problems == [] and (contract.os, contract.arch) == ("linux", "x86_64")
+    assert set(contract.allow_unknown) == {"os", "arch"}
+    strict, _ = platform_contract({"os": "linux"}, "p", "linux", "x86_64", where)
+    assert strict.allow_unknown == ("arch",)

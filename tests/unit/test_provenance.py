@@ -14,9 +14,9 @@ import jsonschema
 import pytest
 
 from prebake.errors import PrebakeError
+from prebake.intake import load_workspace
 from prebake.trust.provenance import build_definition, builder_id, run_details
 from prebake.trust.statement import check_statement, schema_path, statement, summary
-from prebake.workspace import load_workspace
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 TARBALL_SHA = "ab" * 32
@@ -126,7 +126,7 @@ def test_a_non_commit_ref_without_a_checkout_has_no_invented_digest(ws: Any, tmp
                                                                     ) -> None:
     from dataclasses import replace
 
-    from prebake.recipes.api import GitSource
+    from prebake.model.recipe import GitSource
 
     r = ws.recipes["lib"]
     src = replace(r.sources[0], ref="v{version}")

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from prebake.contract.terms import Contract
+from prebake.model.workspace import Platform, Toolchain
 from prebake.rebuild.isolation import ENV_EM_CACHE, frozen_cache, isolated
 from prebake.toolchain import environment
-from prebake.workspace.model import Platform, Toolchain
 from tests import support
 
 DEBIAN_CONFIG = Path("/usr/share/emscripten/.emscripten")

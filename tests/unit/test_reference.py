@@ -20,9 +20,9 @@ import prebake.recipes as api
 from prebake.cli import main
 from prebake.contract.terms import ONLY_FOR_OS
 from prebake.errors import ConfigError
+from prebake.intake import load_workspace
+from prebake.intake.loader import SCHEMA, SECTIONS
 from prebake.reference import REGENERATE, contract_keys, generated, render, toml_schema_text
-from prebake.workspace import load_workspace
-from prebake.workspace.loader import SCHEMA, SECTIONS
 from tests import support
 
 ROOT = support.ROOT
@@ -63,8 +63,8 @@ def test_every_placeholder_field_and_key_is_in_the_reference() -> None:
 
 def test_a_key_without_a_description_fails_with_what_to_add(
         monkeypatch: pytest.MonkeyPatch) -> None:
+    from prebake.intake import loader
     from prebake.reference import generate as reference
-    from prebake.workspace import loader
 
     reference._descriptions.cache_clear()
     grown = {**SCHEMA, "toolchain": {**SCHEMA["toolchain"], "sysroot": loader.STR}}

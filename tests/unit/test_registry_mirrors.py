@@ -17,9 +17,11 @@ from pathlib import Path
 
 import pytest
 
+from prebake import machine_mirrors as configured
 from prebake.cli import main
 from prebake.digest import file_sha256
 from prebake.errors import ConfigError, PrebakeError
+from prebake.intake import load_workspace
 from prebake.redact import redact_text
 from prebake.registry_refs import (
     DebianFile,
@@ -30,11 +32,9 @@ from prebake.registry_refs import (
     is_reference,
     parse,
 )
-from prebake.sources import configured
 from prebake.sources.cache import SourceCache
 from prebake.sources.candidates import Candidate, Unserved
 from prebake.sources.mirrors import Resolver
-from prebake.workspace import load_workspace
 from tests import support
 from tests.servers.registries import RegistryMirror
 

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from prebake.bake.stamp import prefix_files
+from prebake.model.recipe import Outputs
 from prebake.package import pcjudge, relocate, upstream_cmake, version_proof
 from prebake.package.archive import Entry, collect_tree
 from prebake.recipes import Component, Recipe, VersionCheck, VersionString, validate_recipe
-from prebake.recipes.api import Outputs
 from prebake.toolchain import prefix_map
 
 ZSTD_PC = """\

@@ -11,8 +11,8 @@ import pytest
 from cyclonedx.schema import SchemaVersion
 from cyclonedx.validation.json import JsonStrictValidator
 
+from prebake.model.recipe import Build, Component, Recipe, UrlSource
 from prebake.package.naming import asset_id
-from prebake.recipes.api import Build, Component, Recipe, UrlSource
 from prebake.recipes.loader import find_recipe, load_recipe_file
 from prebake.trust.sbom import make_sbom
 
@@ -65,8 +65,8 @@ def _flagship(platform: str, pins: dict[str, str] | None = None,
     """The SBOM of the flagship workspace's onnxruntime unit on ``platform``, its recipe
     locked as a build locks it (the workspace's lock and [sources.provided]), with the
     CMake cache entries its build recorded (``settings``)."""
+    from prebake.intake.loader import load_workspace
     from prebake.sources.lock import locked_recipe, read_source_lock
-    from prebake.workspace.loader import load_workspace
 
     ws = load_workspace(Path(__file__).parents[2] / "examples" / "flagship")
     pins = {**ws.pins, **(pins or {})}

@@ -190,7 +190,7 @@ def test_a_provided_line_with_a_pin_follows_the_pin() -> None:
 def test_a_provided_line_that_cannot_follow_a_pin_is_refused(tmp_path: Path, line: str,
                                                              message: str) -> None:
     from prebake.errors import ConfigError
-    from prebake.workspace import load_workspace
+    from prebake.intake import load_workspace
 
     (tmp_path / "prebake.toml").write_text(
         '[project]\nname = "p"\nversion = "1.0.0"\n\n[pins]\nffmpeg = "7.1.5"\n\n'

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from prebake.errors import PrebakeError
-from prebake.recipes.api import UrlSource
+from prebake.model.recipe import UrlSource
 from prebake.sources import SourceCache, materialize, reuse
 
 PATCH = """\

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from prebake.errors import PrebakeError
-from prebake.recipes.api import GitSource, LocalSource, UrlSource
+from prebake.model.recipe import GitSource, LocalSource, UrlSource
 from prebake.sources import SourceCache, describe, git_commands, materialize, render_source
 from prebake.sources import cache as cache_mod
 from tests.servers.static_http import closed_port_url
@@ -307,7 +307,7 @@ def test_a_download_stops_at_the_locked_size(tmp_path: Path, announce: int | Non
 
 
 def test_the_locked_size_reaches_the_source(tmp_path: Path) -> None:
-    from prebake.recipes.api import Build, Recipe
+    from prebake.model.recipe import Build, Recipe
     from prebake.sources.lock import Locked, SourceLock, locked_recipe
 
     url = "http://127.0.0.1:1/lib-1.0.tar.gz"

@@ -6,13 +6,13 @@ from typing import Any
 
 import pytest
 
-from prebake.toolchain.compat import RULES, compare
-from prebake.toolchain.families import (
+from prebake.model.families import (
     BY_NAME,
     family_of_argv,
     family_of_banner,
     pin_matches,
 )
+from prebake.toolchain.compat import RULES, compare
 
 
 @pytest.mark.parametrize(("argv", "family"), [

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from prebake.errors import ConfigError, PrebakeError
+from prebake.intake import load_workspace
+from prebake.intake.lines import LineIndex
 from prebake.recipes import Build, LocalSource, Repackage, load_recipe_file
 from prebake.recipes.loader import BUILTIN_DIR
-from prebake.workspace import load_workspace
-from prebake.workspace.lines import LineIndex
 
 SDK = Path(__file__).resolve().parent.parent.parent / "examples" / "sdk"
 

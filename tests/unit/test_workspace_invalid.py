@@ -9,7 +9,7 @@ import pytest
 
 from prebake.cli import main
 from prebake.errors import ConfigError
-from prebake.workspace import load_workspace
+from prebake.intake import load_workspace
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "workspaces"
 

@@ -31,24 +31,24 @@ from prebake.bake.core_budget import LiveValues
 from prebake.bake.layout import WorkDirs
 from prebake.bake.options import Options
 from prebake.bake.process import Context
-from prebake.plan.units import Unit
-from prebake.recipes.api import (
+from prebake.model.families import family_of_argv
+from prebake.model.recipe import (
     Build,
     Recipe,
     host_tools_used,
     strategy_templates,
     template_fields,
 )
+from prebake.model.workspace import Workspace
+from prebake.plan.units import Unit
 from prebake.toolchain import configure, mesonfile, prefix_map, steady
 from prebake.toolchain.cmakefile import file_path
 from prebake.toolchain.environment import path_with
-from prebake.toolchain.families import family_of_argv
 from prebake.toolchain.hosttools import HOST_TOOLS, Found
 from prebake.toolchain.launcher import compiler_launcher, with_launcher
 from prebake.toolchain.platformtools import PlatformTools, is_cross
 from prebake.toolchain.platformtools import for_unit as platform_tools_for
 from prebake.variables import DEFAULT_PATH, dropped, sanitized
-from prebake.workspace.model import Workspace
 
 
 @dataclass(frozen=True)

@@ -9,12 +9,12 @@ from prebake.bake.layout import Layout, work_dirs
 from prebake.bake.options import Options
 from prebake.bake.process import expand
 from prebake.errors import PrebakeError
+from prebake.model.recipe import Build, Repackage
+from prebake.model.workspace import Workspace
 from prebake.plan.units import Unit
-from prebake.recipes.api import Build, Repackage
 from prebake.redact import env_secrets, redact_env, redact_json
 from prebake.sources import SourceCache, describe, render_source
 from prebake.store.base import Store, read_manifest
-from prebake.workspace.model import Workspace
 
 
 def dry_run_verdict(store: Store | None, unit: Unit, force: bool) -> str:

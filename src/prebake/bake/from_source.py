@@ -13,8 +13,8 @@ from prebake.bake.guards import expand as expand_globs
 from prebake.bake.process import Context, expand, run_logged
 from prebake.bake.unitrun import UnitFailed, UnitRun
 from prebake.errors import PrebakeError
+from prebake.model.recipe import Build, Recipe, strategy_templates, template_fields
 from prebake.package.implib import import_libraries
-from prebake.recipes.api import Build, Recipe, strategy_templates, template_fields
 from prebake.sources import materialize_all, render_source
 from prebake.toolchain import cmakefile, configure, mesonfile
 from prebake.toolchain.cmakefile import ToolchainFileError, toolchain_folder

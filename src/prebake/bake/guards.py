@@ -43,12 +43,12 @@ from prebake.inspect.resolve import resolve
 from prebake.link.order import relative_order
 from prebake.link.test import LinkTestResult, link_test
 from prebake.link.whole import prove_whole_archive
+from prebake.model.recipe import Recipe
+from prebake.model.workspace import Platform
 from prebake.package.libs import Library, libraries
 from prebake.package.license_proof import LicenseProof, prove_license
-from prebake.recipes.api import Recipe
 from prebake.toolchain.producer_pin import pin_for
 from prebake.toolchain.verify import verify_platform
-from prebake.workspace.model import Platform
 
 
 @dataclass(frozen=True)

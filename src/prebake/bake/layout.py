@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from prebake.model.recipe import Recipe
 from prebake.plan.units import Unit
-from prebake.recipes.api import Recipe
 
 
 def slug(unit_id: str) -> str:

@@ -15,6 +15,8 @@ from prebake.bake.stamp import prefix_files
 from prebake.bake.unitrun import UnitFailed, UnitRun
 from prebake.link.order import relative_order
 from prebake.manifest import Manifest
+from prebake.model.recipe import Build, Recipe, Strategy
+from prebake.model.workspace import Platform
 from prebake.package import cmake, pcdeps, pcjudge, pkgconfig, relocate
 from prebake.package.archive import Entry, collect_tree, with_generated
 from prebake.package.cmakecache import CacheError, recorded
@@ -22,9 +24,7 @@ from prebake.package.libs import Library, ordered
 from prebake.package.manifest_builder import make_manifest
 from prebake.package.version_proof import Proof, summary
 from prebake.plan.units import Unit
-from prebake.recipes.api import Build, Recipe, Strategy
 from prebake.toolchain.verify import record
-from prebake.workspace.model import Platform
 
 Outcomes = Sequence[tuple[Recipe, GuardReport]]  # each recipe of the unit, as its guards found it
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from prebake.bake.from_source import fetch_sources, write_import_libs
 from prebake.bake.unitrun import UnitFailed, UnitRun
-from prebake.recipes.api import Recipe, Repackage
+from prebake.model.recipe import Recipe, Repackage
 from prebake.sources.unpack import extract
 
 

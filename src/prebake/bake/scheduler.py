@@ -27,6 +27,7 @@ from prebake.bake.result import UnitResult, UnitState
 from prebake.bake.unit import BreakingDiff, build_unit
 from prebake.bake.unitrun import Event, UnitFailed, UnitRun
 from prebake.errors import PrebakeError
+from prebake.model.workspace import Workspace
 from prebake.plan import planner
 from prebake.plan.units import Unit
 from prebake.sources import SourceCache
@@ -40,7 +41,6 @@ from prebake.toolchain.verify import (
     verify_platforms,
     with_toolchain_prefix,
 )
-from prebake.workspace.model import Workspace
 
 Emit = Callable[[str, str, str], None]
 

@@ -36,9 +36,9 @@ from prebake.bake.layout import WorkDirs, stage_marker
 from prebake.bake.unitrun import UnitFailed, UnitRun
 from prebake.digest import file_sha256
 from prebake.errors import PrebakeError
+from prebake.model.recipe import Recipe
 from prebake.package.naming import SHA256_SUFFIX, parse_sha256_line
 from prebake.plan.units import Unit
-from prebake.recipes.api import Recipe
 from prebake.sources.unpack import extract
 from prebake.store.base import read_manifest
 

@@ -41,9 +41,9 @@ from prebake.bake.values import (
 )
 from prebake.diff import build_summary
 from prebake.manifest import Provenance
+from prebake.model.recipe import Recipe, Repackage, Strategy
 from prebake.package.adopt import AdoptFailed, adopt_install
 from prebake.package.archive import block_cache, write_asset
-from prebake.recipes.api import Recipe, Repackage, Strategy
 from prebake.trust.hooks import unit_trust
 
 

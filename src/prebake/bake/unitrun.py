@@ -14,11 +14,11 @@ from prebake.bake.layout import Layout, WorkDirs
 from prebake.bake.options import Options
 from prebake.bake.process import BuildLog
 from prebake.bake.progress import Tracker
+from prebake.model.recipe import Recipe
+from prebake.model.workspace import Workspace
 from prebake.plan.units import Unit
-from prebake.recipes.api import Recipe
 from prebake.sources import SourceCache
 from prebake.store.base import Store
-from prebake.workspace.model import Workspace
 
 if TYPE_CHECKING:
     from prebake.contract.findings import Violation

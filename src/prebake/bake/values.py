@@ -12,8 +12,8 @@ from typing import Any
 from prebake.bake.guards import GuardReport
 from prebake.bake.stamp import Snapshot
 from prebake.manifest import Manifest
+from prebake.model.recipe import Recipe, Strategy
 from prebake.package.adopt import Adopted
-from prebake.recipes.api import Recipe, Strategy
 from prebake.trust.hooks import UnitTrust
 
 

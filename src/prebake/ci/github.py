@@ -4,7 +4,7 @@ One workflow per workspace (``prebake-<project>.yml``). One job per stage × pla
 (``needs:`` the same platform's legs of the stages it comes after), a ``plan`` job that decides
 what the run publishes, and one publish job per stage that alone gets ``contents: write`` (the
 workflow grants nothing by default; every other job reads). Every action is pinned to a commit
-from ``workspace/ci_defaults.toml``, checkout keeps no token, and values reach scripts only
+from ``model/ci_defaults.toml``, checkout keeps no token, and values reach scripts only
 through ``env:``.
 Each leg provisions its platform's toolchain exactly as pinned (``prebake toolchain install``
 for environments and emsdk) or the generator refuses the workspace. Each leg's ccache key
@@ -30,13 +30,13 @@ import yaml
 
 from prebake.ci.install import install_line
 from prebake.errors import PrebakeError
+from prebake.model.ci_defaults import ci_defaults
+from prebake.model.families import family_of_argv
+from prebake.model.recipe import Build
+from prebake.model.workspace import DEFAULT_STORE_URL, Platform, Workspace
 from prebake.package.naming import MANIFEST_SUFFIX, SHA256_SUFFIX, TRUST_SIDECAR_SUFFIXES
 from prebake.plan import asset_for, make_plan
 from prebake.plan.units import Plan, Unit
-from prebake.recipes.api import Build
-from prebake.toolchain.families import family_of_argv
-from prebake.workspace.ci_defaults import ci_defaults
-from prebake.workspace.model import DEFAULT_STORE_URL, Platform, Workspace
 
 DEFAULT_RUNNER = ci_defaults().runner
 HEADER = (
@@ -44,7 +44,7 @@ HEADER = (
     "# Regenerate after changing the workspace; CI fails while this file is stale.\n"
 )
 # The actions the workflow uses, each pinned to a commit (one place to bump them:
-# prebake/workspace/ci_defaults.toml).
+# prebake/model/ci_defaults.toml).
 ACTIONS = ci_defaults().actions
 PLAN_TIMEOUT = 15
 PUBLISH_TIMEOUT = 30
@@ -185,7 +185,7 @@ def _toolchain_steps(ws: Workspace, platform: Platform) -> list[dict[str, Any]]:
 
     A toolchain environment is made by ``prebake toolchain install`` (mmdebstrap from Debian's
     archive first), so the runner's compiler is the one a local build pins and measures. The
-    family table (``prebake.toolchain.families``) says how any other family is provisioned: a
+    family table (``prebake.model.families``) says how any other family is provisioned: a
     family provisioned at a chosen version (emsdk, zig) goes in at its pin and is refused
     without one, so two runs of one commit never build with two compilers; a family that needs
     another kind of machine (AppleClang: Xcode's macOS SDK) is refused on a runner of another
@@ -441,7 +441,7 @@ def generate(ws: Workspace, out_dir: Path) -> dict[str, Any]:
         },
         # the Debian mirror (a toolchain environment's root, debian: sources) is the
         # repository's variable: a hosted runner's apt names no Debian archive, and a
-        # self-hosted one's apt is read when the variable is unset (prebake.sources.configured)
+        # self-hosted one's apt is read when the variable is unset (prebake.machine_mirrors)
         "env": {"PREBAKE_CI_STORE": store, "PYTHONUNBUFFERED": "1",
                 "PREBAKE_DEBIAN_MIRROR": ci_defaults().debian_mirror},
         "defaults": {"run": {"shell": "bash", "working-directory": workdir}},

@@ -17,7 +17,7 @@ import tomllib
 from pathlib import Path
 
 from prebake.errors import PrebakeError
-from prebake.workspace.model import Workspace
+from prebake.model.workspace import Workspace
 
 KEY = "ci.install"
 _COMMIT = re.compile(r"@[0-9a-f]{40}(?:#.*)?$")

@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from prebake.errors import PrebakeError
+from prebake.model.workspace import Workspace
 from prebake.package.naming import AssetId
 from prebake.plan import asset_for, make_plan, unit_status
 from prebake.store import open_store
 from prebake.store.base import Store
-from prebake.workspace.model import Workspace
 
 
 @dataclass

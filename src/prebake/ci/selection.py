@@ -23,8 +23,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from prebake.errors import PrebakeError
+from prebake.model.workspace import Workspace
 from prebake.plan.units import Plan
-from prebake.workspace.model import Workspace
 
 
 @dataclass(frozen=True)

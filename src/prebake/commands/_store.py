@@ -13,7 +13,7 @@ from prebake.errors import PrebakeError
 from prebake.store.base import ProgressFn
 
 if TYPE_CHECKING:
-    from prebake.workspace.model import Workspace
+    from prebake.model.workspace import Workspace
 
 
 def workspace_root(args: argparse.Namespace) -> Path | None:
@@ -35,7 +35,7 @@ def store_url(explicit: str | None, root: Path | None, ws: Workspace | None = No
     if explicit:
         if "://" not in explicit and "," not in explicit and root is not None:
             if ws is None:
-                from prebake.workspace import load_workspace
+                from prebake.intake import load_workspace
 
                 ws = load_workspace(root)
             if explicit in ws.stores:
@@ -48,7 +48,7 @@ def store_url(explicit: str | None, root: Path | None, ws: Workspace | None = No
                            "workspace (prebake.toml)")
     if ws is not None:
         return ws.default_store
-    from prebake.workspace import load_workspace
+    from prebake.intake import load_workspace
 
     return load_workspace(root).default_store
 

@@ -97,8 +97,8 @@ def run(args: argparse.Namespace) -> int:
     from prebake.bake import Options, build, check_guards_only, check_toolchains, plan_units
     from prebake.commands._common import console, err_console, find_workspace, print_json
     from prebake.errors import PrebakeError
+    from prebake.intake import load_workspace, resolve_store_url
     from prebake.jsonio import SCHEMA_VERSION
-    from prebake.workspace import load_workspace, resolve_store_url
 
     if args.jobs < 1:
         raise PrebakeError(f"-j {args.jobs}: needs at least one job")

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from prebake.workspace.model import Platform
+    from prebake.model.workspace import Platform
 
 NAME = "check"
 HELP = "check binaries, folders or assets against a platform's ABI contract"
@@ -35,7 +35,7 @@ def load_platform(workspace: str | None, name: str) -> Platform:
     """
     from prebake.commands._common import find_workspace
     from prebake.errors import PrebakeError
-    from prebake.workspace.loader import WORKSPACE_FILE, load_platforms
+    from prebake.intake.loader import WORKSPACE_FILE, load_platforms
 
     root = find_workspace(workspace)
     platforms = load_platforms(root)
@@ -98,10 +98,10 @@ def _producer_pin(workspace: str | None, platform: Platform, paths: list[Path]
     ``guards.producer``) stay exempt, held to their recipe's globs."""
     from prebake.commands._common import find_workspace
     from prebake.contract.producer_rule import Allowed
+    from prebake.intake.loader import load_pins
     from prebake.toolchain.producer_pin import pin_for
     from prebake.toolchain.verify import Status, verify_platform
     from prebake.variables import sanitized
-    from prebake.workspace.loader import load_pins
 
     verdict = verify_platform(platform, load_pins(find_workspace(workspace)))
     if verdict.status in (Status.MISMATCH, Status.MISSING):

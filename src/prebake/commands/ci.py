@@ -174,7 +174,7 @@ def _leg(args: argparse.Namespace, ws: Any) -> int:
 
 def run(args: argparse.Namespace) -> int:
     from prebake.commands._common import find_workspace
-    from prebake.workspace import load_workspace
+    from prebake.intake import load_workspace
 
     ws = load_workspace(find_workspace(args.workspace))
     handlers = {"github": _github, "decide": _decide, "leg": _leg}

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from prebake.workspace.model import Workspace
+    from prebake.model.workspace import Workspace
 
 NAME = "fetch"
 HELP = "fetch a pinned asset: verify sha256, re-check the contract, unpack safely, write the lock"
@@ -94,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
     # whether unsigned assets are refused, so a prebake.toml that cannot be read stops here
     ws = None
     if root is not None:
-        from prebake.workspace import load_workspace
+        from prebake.intake import load_workspace
 
         ws = load_workspace(root)
     url = store_url(args.store, root, ws)

@@ -24,7 +24,7 @@ def run(args: argparse.Namespace) -> int:
     from prebake.commands._common import console, print_json
     from prebake.errors import PrebakeError
     from prebake.jsonio import SCHEMA_VERSION
-    from prebake.workspace.skeleton import check_project, detect, project_name, render, write
+    from prebake.skeleton import check_project, detect, project_name, render, write
 
     dest = Path(args.dir)
     if (dest / "prebake.toml").exists():

@@ -26,11 +26,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from prebake.commands._common import console, err_console, find_workspace, print_json
     from prebake.errors import PrebakeError
+    from prebake.intake import load_workspace
     from prebake.jsonio import SCHEMA_VERSION
     from prebake.redact import redact_text
     from prebake.sources.lock import GitRef, lock_key
     from prebake.sources.pinning import check, pin
-    from prebake.workspace import load_workspace
 
     ws = load_workspace(find_workspace(args.workspace))
     con = console()

@@ -24,10 +24,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from prebake.commands._common import err_console, find_workspace, print_json, say
     from prebake.errors import PrebakeError
+    from prebake.intake import load_workspace, resolve_store_url
     from prebake.plan import make_plan, plan_statuses
     from prebake.plan.output import explain_json, explain_markdown, markdown_table, plan_json
     from prebake.plan.status import changed_inputs, stored_manifest, unit_status_from
-    from prebake.workspace import load_workspace, resolve_store_url
 
     ws = load_workspace(find_workspace(args.workspace))
     store = resolve_store_url(args.store, ws.root) if args.store else ws.default_store

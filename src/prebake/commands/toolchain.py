@@ -18,7 +18,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from prebake.workspace.model import Platform, Workspace
+    from prebake.model.workspace import Platform, Workspace
 
 NAME = "toolchain"
 HELP = "list each platform's toolchain as its compiler reports it; install the pinned ones"
@@ -52,7 +52,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from prebake.commands._common import find_workspace
-    from prebake.workspace import load_workspace
+    from prebake.intake import load_workspace
 
     ws = load_workspace(find_workspace(args.workspace))
     names = [n for p in (args.platform or [None]) for n in ws.platform_names(p)]

@@ -320,7 +320,7 @@ class ConsumerToolchain:
     """The consumer's platform (its compiler and link-test flags) and what its compiler
     reported (``Verdict.record()``); ``link_test`` links every fetched library with it."""
 
-    platform: Any  # prebake.workspace.model.Platform (kept loose: consume stays import-light)
+    platform: Any  # prebake.model.workspace.Platform (kept loose: consume stays import-light)
     record: dict[str, Any]
     link_test: bool = False
 

@@ -48,7 +48,7 @@ class _LinkTest(Protocol):
 
 
 class LinkPlatform(Protocol):
-    """What link_test needs of ``prebake.workspace.Platform``."""
+    """What link_test needs of ``prebake.model.workspace.Platform``."""
 
     @property
     def name(self) -> str: ...

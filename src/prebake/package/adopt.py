@@ -11,9 +11,9 @@ from pathlib import Path
 from prebake.errors import PrebakeError
 from prebake.inspect import ParseOptions, inspect
 from prebake.inspect.elf import version_nodes
+from prebake.model.recipe import Recipe
 from prebake.package import upstream_cmake, version_proof
 from prebake.package.libs import Library
-from prebake.recipes.api import Recipe
 
 
 class AdoptFailed(Exception):

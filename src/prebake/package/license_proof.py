@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from prebake.recipes.api import Licensed, LicenseString
+from prebake.model.recipe import Licensed, LicenseString
 
 MAX_MATCH = 64 * 1024  # a configure line of thousands of components fits; a witness is shorter
 MAX_DISTINCT = 8  # distinct values of one witness read before the library is ambiguous

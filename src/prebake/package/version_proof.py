@@ -28,7 +28,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from prebake.recipes.api import Recipe, VersionCheck, VersionString
+from prebake.model.recipe import Recipe, VersionCheck, VersionString
 
 MAX_TEXT = 4 << 20  # install text files are small; a bigger one is not read as evidence
 _CMAKE_VERSION = re.compile(r'set\s*\(\s*PACKAGE_VERSION\s+"?([^"\s)]+)"?\s*\)', re.I)

@@ -20,8 +20,7 @@ from typing import Any
 
 from prebake import abikeys
 from prebake.digest import file_sha256
-from prebake.package import ASSET_FORMAT
-from prebake.recipes.api import (
+from prebake.model.recipe import (
     Build,
     LocalSource,
     Recipe,
@@ -30,6 +29,8 @@ from prebake.recipes.api import (
     strategy_templates,
     template_fields,
 )
+from prebake.model.workspace import PYTHON_TOKEN, Platform
+from prebake.package import ASSET_FORMAT
 from prebake.redact import redact_text
 from prebake.sources.lock import SourceLock, digest_of, git_commit_of, git_refs, url_refs
 from prebake.toolchain import configure, mesonfile, platformtools
@@ -39,7 +40,6 @@ from prebake.toolchain.probe import PROBER, Prober
 from prebake.toolchain.verify import Verdict, verify_platform, verify_platforms
 from prebake.variables import sanitized
 from prebake.walk import scandir_tree
-from prebake.workspace.model import PYTHON_TOKEN, Platform
 
 # Bumped when the meaning of a hash changes (a new input kind), so every unit rebuilds once.
 HASH_SCHEME = "prebake-input-hash-1"

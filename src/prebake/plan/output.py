@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from prebake.jsonio import SCHEMA_VERSION
+from prebake.model.workspace import Workspace
 from prebake.plan.units import Plan, Unit
-from prebake.workspace.model import Workspace
 
 
 def _cell(text: str) -> str:

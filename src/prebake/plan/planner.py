@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from prebake.errors import PrebakeError
+from prebake.model.workspace import Platform, Stage, Workspace
 from prebake.package import ASSET_FORMAT
 from prebake.package.naming import asset_id
 from prebake.plan.hashing import (
@@ -33,7 +34,6 @@ from prebake.sources.lock import (
     status_of,
     url_refs,
 )
-from prebake.workspace.model import Platform, Stage, Workspace
 
 _IDENTITY = ToolchainIdentity()  # one per process: each compiler's --version runs once per run
 

@@ -12,9 +12,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from prebake.model.recipe import Recipe
+from prebake.model.workspace import PackageMode, Platform, Stage
 from prebake.package.naming import AssetId
-from prebake.recipes.api import Recipe
-from prebake.workspace.model import PackageMode, Platform, Stage
 
 
 @dataclass(frozen=True, eq=False)

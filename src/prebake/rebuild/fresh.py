@@ -39,7 +39,9 @@ from prebake.bake.layout import Layout
 from prebake.bounded import read_bounded
 from prebake.digest import file_sha256
 from prebake.errors import PrebakeError
+from prebake.intake import load_workspace, resolve_store_url
 from prebake.manifest import MAX_MANIFEST_BYTES, Manifest, parse_manifest
+from prebake.model.workspace import Workspace
 from prebake.package.naming import MANIFEST_SUFFIX, asset_id, parse_asset_name
 from prebake.plan.planner import refuse_unlocked
 from prebake.plan.status import changed_inputs
@@ -47,7 +49,6 @@ from prebake.plan.units import Unit
 from prebake.rebuild.compare import Difference, differing, first_difference, stream_size
 from prebake.rebuild.isolation import Isolation, isolated
 from prebake.sources.lock import read_source_lock
-from prebake.workspace import Workspace, load_workspace, resolve_store_url
 
 #: the manifest inside every asset
 MANIFEST_MEMBER = "share/prebake/manifest.json"

@@ -31,12 +31,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from prebake.model.workspace import Platform
 from prebake.toolchain.enter import ENV_EM_CACHE
 from prebake.toolchain.environment import environment_named
 from prebake.toolchain.launcher import LAUNCHER_VARIABLE
 from prebake.toolchain.probe import resolve_argv
 from prebake.toolchain.verify import platform_family
-from prebake.workspace.model import Platform
 
 ZIG_CACHES = ("ZIG_GLOBAL_CACHE_DIR", "ZIG_LOCAL_CACHE_DIR")
 #: the caller's variables a rebuild never sees: a launcher, and every compiler cache's

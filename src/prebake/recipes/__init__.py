@@ -4,7 +4,7 @@ Recipe files (``recipes/<name>.py`` in a workspace, or ``prebake/recipes/builtin
 define ``RECIPE = Recipe(...)`` with the classes re-exported here.
 """
 
-from prebake.recipes.api import (
+from prebake.model.recipe import (
     ANY_PLATFORM,
     PLACEHOLDERS,
     Build,

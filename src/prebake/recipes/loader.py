@@ -16,7 +16,7 @@ import traceback
 from pathlib import Path
 
 from prebake.errors import ConfigError, Problem
-from prebake.recipes.api import Recipe
+from prebake.model.recipe import Recipe
 
 BUILTIN_DIR = Path(__file__).resolve().parent / "builtin"
 RECIPES_DIR = "recipes"

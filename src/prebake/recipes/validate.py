@@ -16,7 +16,8 @@ from pathlib import Path
 
 from prebake.contract.producer_rule import NONE, TOOLCHAIN, entry_problem
 from prebake.errors import Problem
-from prebake.recipes.api import (
+from prebake.model.families import BY_NAME, release_tuple
+from prebake.model.recipe import (
     ANY_PLATFORM,
     MESON_TOOLS,
     PLACEHOLDERS,
@@ -41,7 +42,6 @@ from prebake.recipes.api import (
 from prebake.recipes.locate import field_line
 from prebake.recipes.types import type_problems
 from prebake.registry_refs import ReferenceError, is_reference, parse, sample
-from prebake.toolchain.families import BY_NAME, release_tuple
 
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _NAME_RE = re.compile(r"^[A-Za-z0-9_.+]+(?:-[A-Za-z_][A-Za-z0-9_.+]*)*$")

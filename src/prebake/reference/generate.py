@@ -26,11 +26,11 @@ from typing import Any
 import prebake.recipes as api
 from prebake import abikeys, engines, manifest
 from prebake.contract.presets import load_preset, preset_names
-from prebake.recipes.api import PLACEHOLDERS
+from prebake.intake import loader
+from prebake.model.ci_defaults import ci_defaults
+from prebake.model.recipe import PLACEHOLDERS
 from prebake.recipes.types import describe_type
 from prebake.reference import abi
-from prebake.workspace import loader
-from prebake.workspace.ci_defaults import ci_defaults
 
 DESCRIPTIONS_FILE = Path(__file__).resolve().parent / "descriptions.toml"
 REFERENCE_MD = Path("docs") / "reference.md"
@@ -84,7 +84,7 @@ def toml_keys() -> list[TomlKey]:
         missing = set(loader.SCHEMA) - set(_sections())
         if missing:
             raise MissingDescription(f"SCHEMA sections {sorted(missing)} have no path: add them "
-                                     "to SECTIONS in src/prebake/workspace/loader.py")
+                                     "to SECTIONS in src/prebake/intake/loader.py")
         for key, spec in loader.SCHEMA[name].items():
             full = f"{path}.{key}" if path else key
             child = by_path.get(full) or by_path.get(f"{full}.NAME")

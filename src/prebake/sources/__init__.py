@@ -7,7 +7,7 @@ side). Downloads go through the content-addressed ``SourceCache``.
 
 from __future__ import annotations
 
-from prebake.sources.cache import SourceCache, default_cache_dir
+from prebake.sources.cache import SourceCache
 from prebake.sources.fetch_source import (
     describe,
     git_commands,
@@ -16,5 +16,5 @@ from prebake.sources.fetch_source import (
     render_source,
 )
 
-__all__ = ["SourceCache", "default_cache_dir", "describe", "git_commands", "materialize",
+__all__ = ["SourceCache", "describe", "git_commands", "materialize",
            "materialize_all", "render_source"]

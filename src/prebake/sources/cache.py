@@ -20,6 +20,7 @@ import urllib.error
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from prebake.cachedir import default_cache_dir
 from prebake.digest import file_sha256
 from prebake.errors import PrebakeError
 from prebake.redact import redact_text
@@ -27,14 +28,6 @@ from prebake.sources.candidates import AsWritten, Resolves, served
 from prebake.web import open_url
 
 CHUNK = 1 << 20
-
-
-def default_cache_dir() -> Path:
-    """``$PREBAKE_CACHE`` or ``$XDG_CACHE_HOME/prebake`` or ``~/.cache/prebake``."""
-    if env := os.environ.get("PREBAKE_CACHE"):
-        return Path(env)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".cache") / "prebake"
 
 
 # With no locked size (a digest written in a recipe), the bound ``prebake pin`` downloads under

@@ -11,7 +11,7 @@ from dataclasses import replace
 from pathlib import Path, PurePosixPath
 
 from prebake.errors import PrebakeError
-from prebake.recipes.api import GitSource, LocalSource, Source, UrlSource
+from prebake.model.recipe import GitSource, LocalSource, Source, UrlSource
 from prebake.redact import redact_text
 from prebake.registry_refs import filename
 from prebake.sources import reuse

@@ -40,7 +40,7 @@ from typing import Literal
 
 from prebake.errors import PrebakeError
 from prebake.jsonio import atomic_write_text
-from prebake.recipes.api import GitSource, Recipe, Repackage, UrlSource, template_pins
+from prebake.model.recipe import GitSource, Recipe, Repackage, UrlSource, template_pins
 from prebake.redact import redact_text
 from prebake.registry_refs import is_reference
 

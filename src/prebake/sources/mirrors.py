@@ -1,6 +1,6 @@
 """From a source's name (a registry reference or a URL) to the URLs that may serve it here.
 
-A reference is resolved through the machine's configuration (``prebake.sources.configured``):
+A reference is resolved through the machine's configuration (``prebake.machine_mirrors``):
 ``debian:`` under each Debian mirror's root; ``pypi:`` through each simple index (PEP 691 JSON
 or PEP 503 HTML, the file whose name carries the release and the tag, and the sha256 the index
 states for it) and pip's ``find-links``; ``npm:`` through the registry's package document
@@ -41,6 +41,7 @@ from packaging.utils import (
 )
 from packaging.version import Version
 
+from prebake import machine_mirrors as configured
 from prebake.redact import redact_text
 from prebake.registry_refs import (
     DebianFile,
@@ -49,7 +50,6 @@ from prebake.registry_refs import (
     is_reference,
     parse,
 )
-from prebake.sources import configured
 from prebake.sources.cache import SourceCache
 from prebake.sources.candidates import AsWritten, Candidate, Step, Unserved
 from prebake.web import open_url

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from prebake.errors import PrebakeError
 from prebake.jsonio import atomic_write_text
+from prebake.model.workspace import Workspace
 from prebake.redact import redact_text
 from prebake.registry_refs import is_reference
 from prebake.sources.cache import SourceCache
@@ -43,7 +44,6 @@ from prebake.sources.lock import (
 )
 from prebake.sources.mirrors import with_mirrors
 from prebake.web import open_url
-from prebake.workspace.model import Workspace
 
 GITHUB_RELEASE = re.compile(
     r"https://github\.com/([^/]+)/([^/]+)/releases/download/([^/]+)/([^/?#]+)")

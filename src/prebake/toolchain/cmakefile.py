@@ -48,9 +48,9 @@ from pathlib import Path
 
 from prebake.cmake.quoting import cmake_quote
 from prebake.errors import PrebakeError
+from prebake.model.workspace import Platform
 from prebake.toolchain import platformtools, shellscript
 from prebake.toolchain.platformtools import PlatformTools
-from prebake.workspace.model import Platform
 
 FILE_NAME = "toolchain.cmake"
 LANGS = (("C", "cc"), ("CXX", "cxx"))

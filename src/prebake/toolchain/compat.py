@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from prebake.toolchain.families import release_tuple
+from prebake.model.families import release_tuple
 
 Level = Literal["refuse", "report"]
 

@@ -52,10 +52,10 @@ from pathlib import Path
 
 from prebake.errors import PrebakeError
 from prebake.inspect import ParseOptions, inspect
-from prebake.recipes.api import TOOL_ROLES
+from prebake.model.recipe import TOOL_ROLES
+from prebake.model.workspace import Platform
 from prebake.toolchain import platformtools, shellscript
 from prebake.toolchain.platformtools import TRIPLES, PlatformTools, host
-from prebake.workspace.model import Platform
 
 # The platform's tools by role, and each one's word after ``<triple>-``.
 ROLES = TOOL_ROLES

@@ -26,11 +26,11 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from prebake.cachedir import default_cache_dir
 from prebake.errors import PrebakeError
+from prebake.machine_mirrors import apt_source_files, debian_mirrors
 from prebake.names import did_you_mean
 from prebake.redact import redact_text
-from prebake.sources.cache import default_cache_dir
-from prebake.sources.configured import apt_source_files, debian_mirrors
 
 DATA = "environments.toml"
 MMDEBSTRAP_TIMEOUT = 1800
@@ -177,7 +177,7 @@ _UNVERIFIED = re.compile(r"^E: .*(?:is not signed|NO_PUBKEY|BADSIG|signatures? (
 
 
 def debian_mirror() -> str | None:
-    """The Debian mirror to bootstrap from: the first of ``prebake.sources.configured``'s
+    """The Debian mirror to bootstrap from: the first of ``prebake.machine_mirrors``'s
     (``$PREBAKE_DEBIAN_MIRROR``, as CI sets it for a runner whose own apt is not Debian's, else
     the first Debian archive among apt's sources, never a security one), the mirror source
     downloads of ``debian:`` references use too. Either way the archive's signatures are

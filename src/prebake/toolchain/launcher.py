@@ -12,7 +12,7 @@ from __future__ import annotations
 import shutil
 from collections.abc import Mapping
 
-from prebake.toolchain.families import family_of_argv
+from prebake.model.families import family_of_argv
 
 # The caller names a compiler launcher (ccache) with this; CI legs set it next to CCACHE_DIR.
 LAUNCHER_VARIABLE = "PREBAKE_COMPILER_LAUNCHER"

@@ -40,12 +40,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from prebake.errors import PrebakeError
-from prebake.recipes.api import TOOL_ROLES
+from prebake.model.families import family_of_argv
+from prebake.model.recipe import TOOL_ROLES
+from prebake.model.workspace import PYTHON_TOKEN, Platform
 from prebake.toolchain.environment import resolve as environment_tool
-from prebake.toolchain.families import family_of_argv
 from prebake.toolchain.launcher import with_launcher
 from prebake.toolchain.prefix_map import compiler_argv, own_folder_mapped, prefix_map_flags
-from prebake.workspace.model import PYTHON_TOKEN, Platform
 
 # The build machine in prebake's words (platform.system(), platform.machine()).
 HOST_OS: Mapping[str, str] = {"Linux": "linux", "Darwin": "macos", "Windows": "windows"}

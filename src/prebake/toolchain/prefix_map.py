@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from prebake.errors import PrebakeError
-from prebake.toolchain.families import family_of_argv
+from prebake.model.families import family_of_argv
 
 # Compilers (by the tool's file name) that accept ``-ffile-prefix-map=OLD=NEW`` (gcc ≥ 8,
 # clang ≥ 10, Emscripten's emcc/em++, zig's ``cc``/``c++``). Others (cl.exe) get no flag.

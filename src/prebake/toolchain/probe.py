@@ -21,9 +21,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from prebake.model.families import Family, family_of_argv, family_of_banner
 from prebake.toolchain.environment import resolve as environment_resolve
 from prebake.toolchain.environment import toolchains_dir
-from prebake.toolchain.families import Family, family_of_argv, family_of_banner
 
 # (argv, environment) -> (exit status, stdout, stderr); tests never replace it with a fake
 # compiler, but a caller may route probes (e.g. through a chroot wrapper on PATH).

@@ -19,7 +19,7 @@ from pathlib import Path
 from prebake.contract.producer_rule import Allowed, ProducerPin
 from prebake.errors import PrebakeError
 from prebake.inspect import ParseOptions, inspect
-from prebake.toolchain.families import BY_NAME, Family
+from prebake.model.families import BY_NAME, Family
 from prebake.toolchain.verify import Verdict
 
 PRINT_TIMEOUT = 30

@@ -17,11 +17,11 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from prebake.model.families import Family, family_of_argv, pin_matches
+from prebake.model.workspace import Platform, Workspace
 from prebake.toolchain.emwarm import warm
 from prebake.toolchain.environment import environment_named, install, toolchains_dir
-from prebake.toolchain.families import Family, family_of_argv, pin_matches
 from prebake.toolchain.probe import installed_emsdk, installed_zig
-from prebake.workspace.model import Platform, Workspace
 
 EMSDK_REPOSITORY = "https://github.com/emscripten-core/emsdk"
 INSTALL_TIMEOUT = 1800

@@ -15,7 +15,7 @@ import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from prebake.toolchain.families import family_of_argv
+from prebake.model.families import family_of_argv
 
 FIXED_MTIME = 315532800
 ARM_ARCHES = frozenset({"aarch64", "arm64", "armv7"})

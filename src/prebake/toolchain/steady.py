@@ -16,8 +16,8 @@ import sys
 from importlib import resources
 from pathlib import Path
 
+from prebake.model.families import family_of_argv
 from prebake.toolchain.cmakefile import toolchain_folder
-from prebake.toolchain.families import family_of_argv
 from prebake.toolchain.launcher import launcher_env
 from prebake.toolchain.steady_cc import LAUNCHER_VARIABLE, ROOT_VARIABLE
 

@@ -18,8 +18,8 @@ from prebake.trust.sbom import SBOM_PATH, make_sbom
 from prebake.trust.statement import statement
 
 if TYPE_CHECKING:
+    from prebake.model.workspace import Workspace
     from prebake.plan.units import Unit
-    from prebake.workspace.model import Workspace
 
 
 @dataclass

@@ -26,8 +26,7 @@ from typing import Any
 
 from prebake import __version__
 from prebake.digest import file_sha256
-from prebake.plan.hashing import canonical_digest, platform_profile, tree_digest
-from prebake.recipes.api import (
+from prebake.model.recipe import (
     GitSource,
     LocalSource,
     Recipe,
@@ -35,9 +34,10 @@ from prebake.recipes.api import (
     Source,
     UrlSource,
 )
+from prebake.model.workspace import Platform
+from prebake.plan.hashing import canonical_digest, platform_profile, tree_digest
 from prebake.redact import redact_json
 from prebake.sources.fetch_source import FULL_COMMIT, render_source
-from prebake.workspace.model import Platform
 
 # The buildType names the meaning of externalParameters; bumped (v2) when they change meaning.
 BUILD_TYPE = "https://prebake.invalid/build-types/unit/v1"

@@ -34,8 +34,8 @@ from cyclonedx.model.license import LicenseExpression
 from cyclonedx.output.json import JsonV1Dot6
 from packageurl import PackageURL
 
+from prebake.model.recipe import GitSource, Recipe, Repackage, UrlSource
 from prebake.package.naming import AssetId
-from prebake.recipes.api import GitSource, Recipe, Repackage, UrlSource
 from prebake.redact import redact_json
 from prebake.sources.fetch_source import render_source
 

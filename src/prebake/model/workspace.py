@@ -1,6 +1,6 @@
 """The workspace as frozen data: what ``prebake.toml`` says once it has been validated.
 
-Load → validate → select are separate steps: ``prebake.workspace.loader`` turns the
+Load → validate → select are separate steps: ``prebake.intake.loader`` turns the
 TOML into these objects or raises one ``ConfigError`` listing every problem; nothing here reads
 files or detects the host.
 """
@@ -15,9 +15,9 @@ from typing import Literal
 
 from prebake.contract import Contract
 from prebake.errors import PrebakeError
+from prebake.model.ci_defaults import ci_defaults
+from prebake.model.recipe import Recipe
 from prebake.names import did_you_mean
-from prebake.recipes.api import Recipe
-from prebake.workspace.ci_defaults import ci_defaults
 
 PackageMode = Literal["prefix", "per-recipe"]
 PYTHON_TOKEN = "{python}"

@@ -23,11 +23,11 @@ from typing import Any
 
 from prebake.contract.presets import preset_names
 from prebake.errors import PrebakeError
+from prebake.intake.loader import PROJECT_NAME
 from prebake.jsonio import atomic_write_text
+from prebake.model.families import family_of_argv
 from prebake.names import check_name
-from prebake.toolchain.families import family_of_argv
 from prebake.toolchain.probe import PROBER
-from prebake.workspace.loader import PROJECT_NAME
 
 HERE = Path(__file__).resolve().parent
 FILES = HERE / "files"

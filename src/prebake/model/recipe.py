@@ -352,7 +352,7 @@ class Component:
 
 @dataclass(frozen=True)
 class MinToolchain:
-    """The oldest release of a toolchain family (``prebake.toolchain.families``) a recipe
+    """The oldest release of a toolchain family (``prebake.model.families``) a recipe
     builds with, and why: a platform whose compiler reports an older one refuses the unit."""
 
     family: str

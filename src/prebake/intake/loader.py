@@ -19,23 +19,15 @@ from pathlib import Path
 from typing import Any
 
 from prebake.bounded import read_bounded
-from prebake.contract import parse_contract
-from prebake.contract.terms import os_problems
+from prebake.contract.platform import platform_contract
 from prebake.errors import ConfigError, PrebakeError, Problem
 from prebake.inspect.facts import ARCHES, OSES
-from prebake.names import name_problem
-from prebake.recipes import builtin_names, find_recipe, try_load_recipe, validate_recipe
-from prebake.recipes.api import Recipe
-from prebake.recipes.loader import BUILTIN_DIR, FOLDER_RECIPE, workspace_names
-from prebake.registry_refs import ReferenceError, is_reference, parse, sample
-from prebake.sources.configured import is_root_url
-from prebake.sources.lock import provided_pins
-from prebake.sources.mirrors import parse_table
-from prebake.toolchain.environment import environment_named
-from prebake.toolchain.families import family_of_argv
-from prebake.workspace.ci_defaults import ci_defaults
-from prebake.workspace.lines import LineIndex
-from prebake.workspace.model import (
+from prebake.intake.lines import LineIndex
+from prebake.machine_mirrors import is_root_url
+from prebake.model.ci_defaults import ci_defaults
+from prebake.model.families import family_of_argv
+from prebake.model.recipe import Recipe
+from prebake.model.workspace import (
     DEFAULT_STORE_URL,
     TOOLCHAIN_PREFIX_TOKEN,
     CiConfig,
@@ -50,6 +42,13 @@ from prebake.workspace.model import (
     Workspace,
     expand_argv,
 )
+from prebake.names import name_problem
+from prebake.recipes import builtin_names, find_recipe, try_load_recipe, validate_recipe
+from prebake.recipes.loader import BUILTIN_DIR, FOLDER_RECIPE, workspace_names
+from prebake.registry_refs import ReferenceError, is_reference, parse, sample
+from prebake.sources.lock import provided_pins
+from prebake.sources.mirrors import parse_table
+from prebake.toolchain.environment import environment_named
 
 WORKSPACE_FILE = "prebake.toml"
 PACKAGE_MODES = ("prefix", "per-recipe")
@@ -302,7 +301,7 @@ BINUTILS = ("ranlib", "nm", "strip", "windres")
 
 
 def _default_ar(cc: tuple[str, ...]) -> tuple[str, ...]:
-    """``ar`` that matches the compiler family (``prebake.toolchain.families``) when the
+    """``ar`` that matches the compiler family (``prebake.model.families``) when the
     workspace does not say."""
     fam = family_of_argv(cc)
     return fam.default_ar(cc) if fam else ("ar",)
@@ -349,39 +348,13 @@ def _platform(name: str, data: Any, c: _Collector) -> Platform | None:
         return None
     ok = c.table(data, "platform", where)
     tc = _toolchain(ok["toolchain"], f"{where}.toolchain", c) if "toolchain" in ok else None
-    raw_contract = ok.get("contract", {})
-    contract, problems = parse_contract(raw_contract, f"{where}.contract")
+    contract, problems = platform_contract(ok.get("contract", {}), name, ok.get("os"),
+                                           ok.get("arch"), f"{where}.contract")
     for p in problems:
         c.add(p.key, p.message)
-    for key in ("os", "arch"):
-        value = getattr(contract, key)
-        if value is not None and key in ok and value != ok[key]:
-            source = (f"preset {raw_contract['extends']!r}" if key not in raw_contract
-                      and "extends" in raw_contract else "the contract")
-            c.add(f"{where}.contract.{key if key in raw_contract else 'extends'}",
-                  f"{source} is for {key} {value!r}; platform {name!r} has {key} {ok[key]!r}")
-            break  # a preset for another os is for another arch too: one line says it
-    else:
-        if "os" in ok:
-            for p in os_problems(contract, ok["os"], name, f"{where}.contract"):
-                key = p.key.rsplit(".", 1)[1]
-                c.add(p.key if key in raw_contract or "extends" not in raw_contract
-                      else f"{where}.contract.extends", p.message)
     lt = c.table(ok.get("link_test", {}), "link_test", f"{where}.link_test")
     if tc is None or "os" not in ok or "arch" not in ok:
         return None
-    # a binary for this platform has its os and arch, whatever else the contract says; such an
-    # implied rule cannot fail closed where the format records no os (a wasm object says
-    # neither emscripten nor wasi), so it is listed in allow_unknown — visibly, in every
-    # report and manifest; writing the key in the contract makes it strict
-    implied = tuple(k for k in ("arch", "os") if getattr(contract, k) is None
-                    and k not in contract.allow_unknown)
-    if contract.arch is None:
-        contract = replace(contract, arch=ok["arch"])
-    if contract.os is None:
-        contract = replace(contract, os=ok["os"])
-    if implied:
-        contract = replace(contract, allow_unknown=(*contract.allow_unknown, *implied))
     run = expand_argv(_argv(lt["run"])) if "run" in lt else None
     return Platform(
         name=name, os=ok["os"], arch=ok["arch"], toolchain=tc, contract=contract,
