@@ -254,6 +254,13 @@ class VersionCheck:
     release's (FFmpeg 7.1.5 ships libavcodec 61.19.101). The library's other evidence — its
     ``.pc`` file's ``Version:``, its file name and soname, its DLL's name and version
     resource, its Mach-O current version — is then held to that version instead of the pin.
+
+    ``abi`` (with ``library``): the header spells the library's ABI version, the one its
+    binary is named by, while its package states the release: dav1d 1.5.4's
+    ``DAV1D_API_VERSION_*`` are 7.0.0, its file ``libdav1d.so.7.0.0``, soname
+    ``libdav1d.so.7``, DLL version resource 7.0.0 and Mach-O current version say so, and its
+    ``dav1d.pc`` says ``Version: 1.5.4``. The binary's evidence is then held to the header's
+    version and the ``.pc`` and CMake version files to the pin.
     """
 
     header: str | tuple[str, ...]
@@ -262,6 +269,7 @@ class VersionCheck:
     # onnxruntime's ORT_API_VERSION is its minor number
     component: int | None = None
     library: str = ""
+    abi: bool = False
 
     def __post_init__(self) -> None:
         if isinstance(self.macros, str):

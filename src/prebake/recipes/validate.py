@@ -263,6 +263,9 @@ def _check_version_check(recipe: Recipe, where: str) -> list[Problem]:
                 out.append(Problem(f"{w}.macros", f"not a C macro name: {macro!r}"))
         if check.library and (not _TOOL_NAME.match(check.library) or check.library in libraries):
             out.append(Problem(f"{w}.library", f"not a new library stem: {check.library!r}"))
+        if check.abi is not False and (check.abi is not True or not check.library):
+            out.append(Problem(f"{w}.abi", "True only with a library: the header spells "
+                                           "that library's ABI version"))
         libraries.append(check.library)
     return out
 
