@@ -20,7 +20,7 @@ from typing import Any, Literal
 PLACEHOLDERS = (
     "src", "build", "prefix", "deps_prefix", "jobs", "version", "pins", "cc", "cxx", "ar",
     "platform", "os", "arch", "cmake_toolchain", "host_tools", "macos_min", "work", "python",
-    "recipe_dir", "release", "tools", "triple", "build_triple",
+    "recipe_dir", "release", "tools", "triple", "build_triple", "meson_cross",
 )
 # ``{tools[ROLE]}``: the platform's tools a configure script is given by one word on PATH, and
 # each one's word after the target's triple (``prebake.toolchain.configure`` writes them).
@@ -374,16 +374,36 @@ class HostTool:
     ``flatc``), never a binary built for the target: ``{host_tools[NAME]}`` is its absolute path
     on the build's ``PATH``, after it reported ``version`` (a release, as precise as wanted) in
     the output of ``version_args``; ``version_pattern``'s first group is the release it reports.
-    ``package`` says where it comes from (named in the error when it is missing or wrong)."""
+    ``package`` says where it comes from (named in the error when it is missing or wrong).
+    ``with_prebake``: installed into prebake's own environment (a pinned PyPI tool), so
+    looked for beside prebake's interpreter before the build's ``PATH``."""
 
     name: str
     version: str
     version_args: tuple[str, ...] = ("--version",)
     version_pattern: str = r"(\d+(?:\.\d+)+)"
     package: str = ""
+    with_prebake: bool = False
 
     def __post_init__(self) -> None:
         _freeze(self, "version_args")
+
+
+# The Meson build family's host tools, pinned once for every recipe that names
+# ``{meson_cross}`` (``prebake.toolchain.mesonfile``): PyPI's meson and ninja, installed into
+# prebake's own environment (pyproject.toml's ``meson`` extra, which scripts/bootstrap
+# installs) and looked for beside its interpreter first. ninja's wheel reports
+# "1.13.2.git.kitware.jobserver-pipe-1": the default pattern reads its release.
+MESON_VERSION = "1.12.1"
+NINJA_VERSION = "1.13.2"
+_MESON_INSTALL = (f"pip install meson=={MESON_VERSION} ninja=={NINJA_VERSION}, or "
+                  "pip install 'prebake[meson]'")
+MESON_TOOLS = (
+    HostTool("meson", MESON_VERSION, with_prebake=True,
+             package=f"PyPI's meson {MESON_VERSION} ({_MESON_INSTALL})"),
+    HostTool("ninja", NINJA_VERSION, with_prebake=True,
+             package=f"PyPI's ninja {NINJA_VERSION} ({_MESON_INSTALL})"),
+)
 
 
 @dataclass(frozen=True)
@@ -537,13 +557,19 @@ class Recipe:
 def host_tools_used(recipe: Recipe, platform: str) -> tuple[HostTool, ...]:
     """The host tools the platform's strategy names (``{host_tools[NAME]}``, or
     ``{tools[NAME]}``: the same tool as one word on PATH): only those are asked for,
-    verified and hashed on that platform."""
+    verified and hashed on that platform. A strategy that names ``{meson_cross}`` gets
+    prebake's pinned ``meson`` and ``ninja`` (``MESON_TOOLS``) unless it declares its own."""
     strat = recipe.strategy_for(platform)
     if strat is None:
         return ()
-    names = {n[n.index("[") + 1:-1] for n in template_fields(strategy_templates(strat))
+    fields = template_fields(strategy_templates(strat))
+    names = {n[n.index("[") + 1:-1] for n in fields
              if n.startswith(("host_tools[", "tools[")) and n.endswith("]")}
-    return tuple(t for t in recipe.host_tools if t.name in names)
+    own = tuple(t for t in recipe.host_tools if t.name in names)
+    if "meson_cross" not in fields:
+        return own
+    declared = {t.name for t in recipe.host_tools}
+    return (*own, *(t for t in MESON_TOOLS if t.name not in declared))
 
 
 def strategy_templates(strat: Strategy) -> list[str]:
