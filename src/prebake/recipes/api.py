@@ -337,6 +337,30 @@ class LicenseString:
 
 
 @dataclass(frozen=True)
+class LicenseText:
+    """The license as the license file the asset ships states it (``Outputs.license``,
+    installed as ``share/licenses/<recipe>/<file>``): for a dependency whose license no
+    configuration changes (dav1d's ``COPYING``). The file must be the text of ``spdx`` as
+    prebake keeps it (``prebake/recipes/license_texts/<spdx>.txt``: the SPDX list's text, its
+    variable parts — the copyright notice, the holders named in the disclaimer — bounded
+    patterns), whitespace, case and line breaks aside; a text with a clause added, removed or
+    changed is refused. The asset's license is then ``spdx``, in the manifest and the SBOM,
+    and the contract's ``allowed_licenses`` judges it."""
+
+    spdx: str
+
+
+LicenseCheck = LicenseString | LicenseText
+# the license texts a LicenseText proves by, one ``<SPDX>.txt`` each (package data)
+LICENSE_TEXTS = Path(__file__).parent / "license_texts"
+
+
+def kept_license_texts() -> tuple[str, ...]:
+    """The SPDX identifiers prebake keeps a license text of."""
+    return tuple(sorted(p.stem for p in LICENSE_TEXTS.glob("*.txt")))
+
+
+@dataclass(frozen=True)
 class Component:
     """A library bundled inside the output, as the SBOM reports it.
 
@@ -472,8 +496,9 @@ class Recipe:
     toolchain_min: tuple[MinToolchain, ...] = ()
     # one check or several (a per-library header, the release string in the bytes)
     version_check: VersionEvidence | tuple[VersionEvidence, ...] | None = None
-    # the license the configuration selected, proven from the libraries' bytes
-    license_check: LicenseString | None = None
+    # the license the configuration selected, proven from the libraries' bytes, or the one
+    # the shipped license file's text is
+    license_check: LicenseCheck | None = None
     host_tools: tuple[HostTool, ...] = ()
     # files shipped on purpose from another compiler than the platform's (a prebuilt library)
     other_compilers: tuple[OtherCompiler, ...] = ()

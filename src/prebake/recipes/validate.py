@@ -26,6 +26,7 @@ from prebake.recipes.api import (
     GitSource,
     HostTool,
     LicenseString,
+    LicenseText,
     LocalSource,
     MinToolchain,
     Recipe,
@@ -35,6 +36,7 @@ from prebake.recipes.api import (
     UrlSource,
     VersionCheck,
     VersionString,
+    kept_license_texts,
     strategy_templates,
     template_fields,
 )
@@ -293,6 +295,20 @@ def _check_version_check(recipe: Recipe, where: str) -> list[Problem]:
 _SPDX = re.compile(r"^[A-Za-z0-9.+-]+(?: (?:AND|OR|WITH) [A-Za-z0-9.+-]+)*$")
 
 
+def _check_license_text(recipe: Recipe, where: str) -> list[Problem]:
+    """A license prebake keeps the text of, and a license file to read it from."""
+    check = recipe.license_check
+    assert isinstance(check, LicenseText)
+    out: list[Problem] = []
+    kept = kept_license_texts()
+    if check.spdx not in kept:
+        out.append(Problem(f"{where}.spdx", f"{check.spdx!r}: prebake keeps no text of it to "
+                                            f"prove it by (kept: {', '.join(kept)})"))
+    if not recipe.outputs.license:
+        out.append(Problem(where, "needs outputs.license: the shipped file whose text it is"))
+    return out
+
+
 def _check_license_check(check: LicenseString, where: str) -> list[Problem]:
     """Both patterns compile with a group; the table is non-empty, its texts distinct, its
     expressions SPDX-shaped, and its last row the default (no switches): a configuration
@@ -375,7 +391,9 @@ def validate_recipe(recipe: Recipe, *, platforms: Collection[str] | None = None,
     problems += _check_releases(recipe, where)
     problems += _check_host_tools(recipe, where)
     problems += _check_version_check(recipe, f"{where}.version_check")
-    if recipe.license_check is not None:
+    if isinstance(recipe.license_check, LicenseText):
+        problems += _check_license_text(recipe, f"{where}.license_check")
+    elif recipe.license_check is not None:
         problems += _check_license_check(recipe.license_check, f"{where}.license_check")
         declared = [e.rsplit("/", 1)[-1] for libs in recipe.outputs.libs.values() for e in libs]
         problems += [Problem(f"{where}.license_check.libraries",

@@ -27,7 +27,8 @@ own is here:
   (``libdav1d.so.7``), DLL version resource (FileVersion) and Mach-O current version state;
   the release (the pin) is stated by ``dav1d.pc`` (``Version: 1.5.4``) and the DLL's
   ProductVersion (``VersionCheck(abi=True)``);
-- the license: ``COPYING``, shipped as ``share/licenses/dav1d/COPYING``;
+- the license: ``COPYING``, shipped as ``share/licenses/dav1d/COPYING`` and proven to be the
+  BSD-2-Clause text (``LicenseText``: a clause added or changed is refused);
 - the link snippet: a C consumer calling ``dav1d_version()`` and checking the ABI it reports.
 """
 
@@ -36,6 +37,7 @@ from __future__ import annotations
 from prebake.recipes import (
     Build,
     HostTool,
+    LicenseText,
     Outputs,
     Recipe,
     Snippet,
@@ -117,5 +119,6 @@ RECIPE = Recipe(
     version_check=VersionCheck("include/dav1d/version.h", (
         "DAV1D_API_VERSION_MAJOR", "DAV1D_API_VERSION_MINOR", "DAV1D_API_VERSION_PATCH"),
         library="dav1d", abi=True),
+    license_check=LicenseText("BSD-2-Clause"),
     link_test=SNIPPET,
 )
