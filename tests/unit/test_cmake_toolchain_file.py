@@ -202,7 +202,8 @@ def test_build_refuses_the_appleclang_leg_here_in_one_line(
     assert rc == 2 and len(lines) == 1, err
     assert ("platform macos-arm64: AppleClang (Xcode, via xcrun) runs only on macos with "
             "Xcode's macOS SDK") in lines[0]
-    assert "(refusing onnxruntime/macos-arm64, ffmpeg/macos-arm64)" in lines[0]
+    assert ("(refusing onnxruntime/macos-arm64, ffmpeg/macos-arm64, dav1d/macos-arm64)"
+            in lines[0])
     assert not (ws / ".prebake" / "work").exists() and not (ws / "releases").exists()
 
 

@@ -254,6 +254,13 @@ class VersionCheck:
     release's (FFmpeg 7.1.5 ships libavcodec 61.19.101). The library's other evidence — its
     ``.pc`` file's ``Version:``, its file name and soname, its DLL's name and version
     resource, its Mach-O current version — is then held to that version instead of the pin.
+
+    ``abi`` (with ``library``): the header spells the library's ABI version, the one its
+    binary is named by, while its package states the release: dav1d 1.5.4's
+    ``DAV1D_API_VERSION_*`` are 7.0.0, its file ``libdav1d.so.7.0.0``, soname
+    ``libdav1d.so.7``, DLL version resource 7.0.0 and Mach-O current version say so, and its
+    ``dav1d.pc`` says ``Version: 1.5.4``. The binary's evidence is then held to the header's
+    version and the ``.pc`` and CMake version files to the pin.
     """
 
     header: str | tuple[str, ...]
@@ -262,6 +269,7 @@ class VersionCheck:
     # onnxruntime's ORT_API_VERSION is its minor number
     component: int | None = None
     library: str = ""
+    abi: bool = False
 
     def __post_init__(self) -> None:
         if isinstance(self.macros, str):
@@ -326,6 +334,30 @@ class LicenseString:
 
     def __post_init__(self) -> None:
         _freeze(self, "table", "libraries")
+
+
+@dataclass(frozen=True)
+class LicenseText:
+    """The license as the license file the asset ships states it (``Outputs.license``,
+    installed as ``share/licenses/<recipe>/<file>``): for a dependency whose license no
+    configuration changes (dav1d's ``COPYING``). The file must be the text of ``spdx`` as
+    prebake keeps it (``prebake/recipes/license_texts/<spdx>.txt``: the SPDX list's text, its
+    variable parts — the copyright notice, the holders named in the disclaimer — bounded
+    patterns), whitespace, case and line breaks aside; a text with a clause added, removed or
+    changed is refused. The asset's license is then ``spdx``, in the manifest and the SBOM,
+    and the contract's ``allowed_licenses`` judges it."""
+
+    spdx: str
+
+
+LicenseCheck = LicenseString | LicenseText
+# the license texts a LicenseText proves by, one ``<SPDX>.txt`` each (package data)
+LICENSE_TEXTS = Path(__file__).parent / "license_texts"
+
+
+def kept_license_texts() -> tuple[str, ...]:
+    """The SPDX identifiers prebake keeps a license text of."""
+    return tuple(sorted(p.stem for p in LICENSE_TEXTS.glob("*.txt")))
 
 
 @dataclass(frozen=True)
@@ -463,8 +495,9 @@ class Recipe:
     toolchain_min: tuple[MinToolchain, ...] = ()
     # one check or several (a per-library header, the release string in the bytes)
     version_check: VersionEvidence | tuple[VersionEvidence, ...] | None = None
-    # the license the configuration selected, proven from the libraries' bytes
-    license_check: LicenseString | None = None
+    # the license the configuration selected, proven from the libraries' bytes, or the one
+    # the shipped license file's text is
+    license_check: LicenseCheck | None = None
     host_tools: tuple[HostTool, ...] = ()
     # files shipped on purpose from another compiler than the platform's (a prebuilt library)
     other_compilers: tuple[OtherCompiler, ...] = ()

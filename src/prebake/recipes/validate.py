@@ -27,6 +27,7 @@ from prebake.model.recipe import (
     GitSource,
     HostTool,
     LicenseString,
+    LicenseText,
     LocalSource,
     MinToolchain,
     Recipe,
@@ -36,6 +37,7 @@ from prebake.model.recipe import (
     UrlSource,
     VersionCheck,
     VersionString,
+    kept_license_texts,
     strategy_templates,
     template_fields,
 )
@@ -277,11 +279,28 @@ def _check_version_check(recipe: Recipe, where: str) -> list[Problem]:
                 out.append(Problem(f"{w}.macros", f"not a C macro name: {macro!r}"))
         if check.library and (not _TOOL_NAME.match(check.library) or check.library in libraries):
             out.append(Problem(f"{w}.library", f"not a new library stem: {check.library!r}"))
+        if check.abi is not False and (check.abi is not True or not check.library):
+            out.append(Problem(f"{w}.abi", "True only with a library: the header spells "
+                                           "that library's ABI version"))
         libraries.append(check.library)
     return out
 
 
 _SPDX = re.compile(r"^[A-Za-z0-9.+-]+(?: (?:AND|OR|WITH) [A-Za-z0-9.+-]+)*$")
+
+
+def _check_license_text(recipe: Recipe, where: str) -> list[Problem]:
+    """A license prebake keeps the text of, and a license file to read it from."""
+    check = recipe.license_check
+    assert isinstance(check, LicenseText)
+    out: list[Problem] = []
+    kept = kept_license_texts()
+    if check.spdx not in kept:
+        out.append(Problem(f"{where}.spdx", f"{check.spdx!r}: prebake keeps no text of it to "
+                                            f"prove it by (kept: {', '.join(kept)})"))
+    if not recipe.outputs.license:
+        out.append(Problem(where, "needs outputs.license: the shipped file whose text it is"))
+    return out
 
 
 def _check_license_check(check: LicenseString, where: str) -> list[Problem]:
@@ -366,7 +385,9 @@ def validate_recipe(recipe: Recipe, *, platforms: Collection[str] | None = None,
     problems += _check_releases(recipe, where)
     problems += _check_host_tools(recipe, where)
     problems += _check_version_check(recipe, f"{where}.version_check")
-    if recipe.license_check is not None:
+    if isinstance(recipe.license_check, LicenseText):
+        problems += _check_license_text(recipe, f"{where}.license_check")
+    elif recipe.license_check is not None:
         problems += _check_license_check(recipe.license_check, f"{where}.license_check")
         declared = [e.rsplit("/", 1)[-1] for libs in recipe.outputs.libs.values() for e in libs]
         problems += [Problem(f"{where}.license_check.libraries",
