@@ -341,7 +341,7 @@ class LicenseText:
     """The license as the license file the asset ships states it (``Outputs.license``,
     installed as ``share/licenses/<recipe>/<file>``): for a dependency whose license no
     configuration changes (dav1d's ``COPYING``). The file must be the text of ``spdx`` as
-    prebake keeps it (``prebake/recipes/license_texts/<spdx>.txt``: the SPDX list's text, its
+    prebake keeps it (``prebake/model/license_texts/<spdx>.txt``: the SPDX list's text, its
     variable parts — the copyright notice, the holders named in the disclaimer — bounded
     patterns), whitespace, case and line breaks aside; a text with a clause added, removed or
     changed is refused. The asset's license is then ``spdx``, in the manifest and the SBOM,
