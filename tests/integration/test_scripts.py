@@ -89,6 +89,28 @@ def test_the_ffmpeg_legs_dry_run_runs_every_cheap_part(tmp_path: Path) -> None:
     assert _outputs(ROOT) == before
 
 
+def test_the_dav1d_legs_dry_run_runs_every_cheap_part(tmp_path: Path) -> None:
+    before = _outputs(ROOT)
+    proc = _script(ROOT, "long-leg", "--dry-run", "dav1d", env={"PREBAKE_CACHE": str(tmp_path)})
+    out = proc.stdout
+    assert proc.returncode == 0, out + proc.stderr
+    for leg in ("wasm", "linux-x86_64", "linux-aarch64", "windows-x86_64"):
+        # dav1d's unit of each platform only, fetched as an addon does
+        assert f"# unit dav1d/{leg} -> dav1d-1.5.4-{leg}.tar.xz" in out, leg
+        assert f"# unit ffmpeg/{leg} " not in out and f"# unit onnxruntime/{leg} " not in out
+        assert re.search(rf"would run: \S+/prebake -C examples/flagship fetch dav1d==1\.5\.4 "
+                         rf"--platform {leg} ", out), out
+    # Meson with the platform's machine file, every leg, never a download
+    assert out.count("--wrap-mode=nodownload") == 4, out
+    assert re.search(r"meson setup \S+ \S+ --(cross|native)-file=\S+/toolchain/meson-\w+\.ini "
+                     r"--wrap-mode=nodownload --prefix=\S+ --libdir=lib --buildtype=release "
+                     r"-Denable_tools=false -Denable_tests=false -Denable_examples=false "
+                     r"--default-library=static -Denable_asm=false\n", out), out
+    assert "NASM=/usr/bin/nasm" in out  # the x86-64 legs' verified nasm
+    assert _outputs(ROOT) == before
+    assert not any(tmp_path.iterdir()), "a dry run downloads nothing"
+
+
 def test_the_main_job_dry_run_runs_every_cheap_part(tmp_path: Path) -> None:
     before = _outputs(ROOT)
     proc = _script(ROOT, "main-job", "--dry-run", env={"PREBAKE_CACHE": str(tmp_path)})

@@ -22,6 +22,7 @@ from prebake.ci.decide import decide
 from prebake.ci.leg import prepare_leg
 from prebake.cli import main
 from prebake.plan import asset_for, make_plan
+from prebake.recipes.api import MESON_VERSION, NINJA_VERSION
 from prebake.store import open_store
 from prebake.workspace import load_workspace
 from tests import support
@@ -264,6 +265,17 @@ def test_the_workflow_installs_exactly_the_pinned_toolchains(repo: Path) -> None
     linux = [s["name"] for s in jobs["build-core-linux-x86_64"]["steps"]]
     assert not any(n.startswith(("Set up emsdk", "Install ziglang", "Install mingw"))
                    for n in linux)
+
+
+def test_a_leg_whose_recipe_builds_with_meson_installs_the_pinned_meson(repo: Path) -> None:
+    """``pip install`` of prebake brings no extra: the extra stage's dav1d (Meson) needs
+    prebake's pinned meson and ninja on every runner, the stages without it do not."""
+    jobs = load(repo)["jobs"]
+    want = f"python -m pip install meson=={MESON_VERSION} ninja=={NINJA_VERSION}\n"
+    for platform in PLATFORMS:
+        assert want in [s.get("run", "") for s in jobs[f"build-extra-{platform}"]["steps"]]
+        assert not any("meson" in s.get("run", "")
+                       for s in jobs[f"build-core-{platform}"]["steps"]), platform
 
 
 @pytest.mark.parametrize(("platform", "pin_line", "family"), [

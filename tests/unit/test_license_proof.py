@@ -14,8 +14,8 @@ import pytest
 from prebake.contract.check import check_paths
 from prebake.contract.licenses import judge
 from prebake.contract.terms import Contract, parse_contract
-from prebake.package.license_proof import MAX_DISTINCT, prove_license, switch_on
-from prebake.recipes import LicenseString, validate_recipe
+from prebake.package.license_proof import MAX_DISTINCT, prove_license, prove_text, switch_on
+from prebake.recipes import LicenseString, LicenseText, Recipe, validate_recipe
 from prebake.recipes.builtin.ffmpeg.recipe import LICENSE_TEXT, LICENSES, RECIPE, license_check
 
 CHECK = license_check(("avutil", "avcodec"))
@@ -258,3 +258,71 @@ def test_prebake_check_cannot_judge_a_license_from_a_binary_and_fails_closed() -
     allowed = check_paths([binary], Contract(allowed_licenses=("LGPL-*",),
                                              allow_unknown=("allowed_licenses",)))
     assert allowed.ok and [u.rule for u in allowed.unknown] == ["allowed_licenses"]
+
+
+DAV1D_COPYING = """\
+Copyright \u00a9 2018-2025, VideoLAN and dav1d authors
+All rights reserved.
+
+Redistribution and use in source and binary forms, with or without
+modification, are permitted provided that the following conditions are met:
+
+1. Redistributions of source code must retain the above copyright notice, this
+   list of conditions and the following disclaimer.
+
+2. Redistributions in binary form must reproduce the above copyright notice,
+   this list of conditions and the following disclaimer in the documentation
+   and/or other materials provided with the distribution.
+
+THIS SOFTWARE IS PROVIDED BY THE COPYRIGHT HOLDERS AND CONTRIBUTORS "AS IS" AND
+ANY EXPRESS OR IMPLIED WARRANTIES, INCLUDING, BUT NOT LIMITED TO, THE IMPLIED
+WARRANTIES OF MERCHANTABILITY AND FITNESS FOR A PARTICULAR PURPOSE ARE
+DISCLAIMED. IN NO EVENT SHALL THE COPYRIGHT OWNER OR CONTRIBUTORS BE LIABLE FOR
+ANY DIRECT, INDIRECT, INCIDENTAL, SPECIAL, EXEMPLARY, OR CONSEQUENTIAL DAMAGES
+(INCLUDING, BUT NOT LIMITED TO, PROCUREMENT OF SUBSTITUTE GOODS OR SERVICES;
+LOSS OF USE, DATA, OR PROFITS; OR BUSINESS INTERRUPTION) HOWEVER CAUSED AND
+ON ANY THEORY OF LIABILITY, WHETHER IN CONTRACT, STRICT LIABILITY, OR TORT
+(INCLUDING NEGLIGENCE OR OTHERWISE) ARISING IN ANY WAY OUT OF THE USE OF THIS
+SOFTWARE, EVEN IF ADVISED OF THE POSSIBILITY OF SUCH DAMAGE.
+"""
+COPYING = "share/licenses/dav1d/COPYING"
+
+
+@pytest.mark.parametrize(("change", "ok"), [
+    ((), True),  # dav1d 1.5.4's COPYING, as shipped
+    (("1. Redistributions", "-  Redistributions"), True),  # another bullet
+    (("SUCH DAMAGE.\n", "SUCH DAMAGE.\n\n3. Neither the name of the copyright holder nor the "
+      "names of its contributors may be used to endorse or promote products.\n"), False),
+    (("2. Redistributions in binary form must reproduce the above copyright notice,\n"
+      "   this list of conditions and the following disclaimer in the documentation\n"
+      "   and/or other materials provided with the distribution.\n", ""), False),
+    (("MERCHANTABILITY AND ", ""), False),  # a warranty disclaimed no more
+    (("Redistribution and use", "Commercial use is forbidden. Redistribution and use"), False),
+])
+def test_a_license_text_is_proven_from_the_shipped_file(
+        tmp_path: Path, change: tuple[str, str], ok: bool) -> None:
+    """dav1d's license is no configuration's: the shipped COPYING must be BSD-2-Clause's text
+    (its notice and holders free, every clause as the SPDX list states it)."""
+    text = DAV1D_COPYING.replace(*change) if change else DAV1D_COPYING
+    assert text != DAV1D_COPYING or not change
+    (tmp_path / COPYING).parent.mkdir(parents=True)
+    (tmp_path / COPYING).write_text(text)
+    proof, problems = prove_text("dav1d", LicenseText("BSD-2-Clause"), tmp_path, COPYING)
+    if ok:
+        assert proof is not None and proof.spdx == "BSD-2-Clause" and not problems
+        assert proof.text == "Copyright \u00a9 2018-2025, VideoLAN and dav1d authors"
+    else:
+        assert proof is None and problems == [
+            f"dav1d: license: {COPYING} is not the text of BSD-2-Clause (a clause added, "
+            "removed or changed: prebake proves only the license it states)"]
+
+
+def test_a_license_text_prebake_does_not_keep_or_a_missing_file_fails(tmp_path: Path) -> None:
+    _, none = prove_text("x", LicenseText("MIT"), tmp_path, COPYING)
+    assert none == ["x: license: prebake keeps no text of MIT to prove it by (kept: "
+                    "BSD-2-Clause)"]
+    _, missing = prove_text("x", LicenseText("BSD-2-Clause"), tmp_path, COPYING)
+    assert missing == [f"x: license: {COPYING} is not a license file of at most 262144 bytes "
+                       "in the install"]
+    problems = validate_recipe(Recipe("x", "x", license_check=LicenseText("MIT")))
+    assert {p.key.rsplit(".", 1)[-1] for p in problems} >= {"spdx", "license_check"}

@@ -291,3 +291,58 @@ def test_a_tree_given_by_a_relative_path_is_judged_where_it_is(
     pc.write_text(pc.read_text().replace("-I${prefix}/include", "-I/usr/include/foo"))
     (leak,) = pcjudge.judge_tree(Path("asset"), ["lib/pkgconfig/foo.pc"])
     assert "/usr/include/foo" in leak.render()
+
+
+DAV1D_VERSION_H = ("#define DAV1D_API_VERSION_MAJOR 7\n#define DAV1D_API_VERSION_MINOR 0\n"
+                   "#define DAV1D_API_VERSION_PATCH 0\n")
+DAV1D_PC = "prefix=${{pcfiledir}}/../..\nName: libdav1d\nVersion: {v}\nLibs: -ldav1d\n"
+DAV1D_ABI = VersionCheck("include/dav1d/version.h", ("DAV1D_API_VERSION_MAJOR",
+                                                     "DAV1D_API_VERSION_MINOR",
+                                                     "DAV1D_API_VERSION_PATCH"),
+                         library="dav1d", abi=True)
+
+
+def _dav1d_like(prefix: Path, pc_version: str = "1.5.4", so: str = "7.0.0") -> list[str]:
+    _tree(prefix, {"include/dav1d/version.h": DAV1D_VERSION_H,
+                   "lib/pkgconfig/dav1d.pc": DAV1D_PC.format(v=pc_version),
+                   f"lib/libdav1d.so.{so}": b"\x7fELF"})
+    return sorted(prefix_files(prefix))
+
+
+def test_a_library_named_by_its_abi_has_its_package_hold_the_release(tmp_path: Path) -> None:
+    """dav1d 1.5.4: DAV1D_API_VERSION_* 7.0.0 is the version of its file, soname and DLL
+    resource's FileVersion; its .pc and the DLL's ProductVersion say the release. Each is
+    held to its own: neither the old rule (everything to the header) nor the pin alone."""
+    recipe = Recipe("dav1d", "dav1d", version_check=DAV1D_ABI)
+    shared = {"lib/libdav1d.so.7.0.0": {"soname": "libdav1d.so.7", "stem": "dav1d"},
+              "bin/libdav1d.dll": {"stem": "dav1d", "details": {
+                  "file_version": "7.0.0.0", "product_version": "1.5.4.0"}}}
+    libs = {"lib/libdav1d.so.7.0.0": "dav1d"}
+    good = version_proof.prove(recipe, "1.5.4", tmp_path, _dav1d_like(tmp_path), shared, libs)
+    assert good.ok, good.failure("dav1d")
+    assert {e.render() for e in good.evidence} >= {
+        "lib/pkgconfig/dav1d.pc Version: 1.5.4", "lib/libdav1d.so.7.0.0 file name 7.0.0",
+        "lib/libdav1d.so.7.0.0 soname 7", "bin/libdav1d.dll version resource FileVersion 7.0.0.0",
+        "bin/libdav1d.dll version resource ProductVersion 1.5.4.0"}
+    # a bump whose build is stale: the .pc says the old release
+    old = tmp_path / "old"
+    stale = version_proof.prove(recipe, "1.5.5", old, _dav1d_like(old), {}, libs)
+    assert [(d.evidence.what, d.expected) for d in stale.disagreements] == [("Version:", "1.5.5")]
+    # a library whose file names another ABI than its header
+    abi = tmp_path / "abi"
+    moved = version_proof.prove(recipe, "1.5.4", abi, _dav1d_like(abi, so="6.9.0"), {}, libs)
+    assert [(d.evidence.what, d.expected) for d in moved.disagreements] == [
+        ("file name", "7.0.0")]
+    # without abi: the header's 7.0.0 would be held against the .pc's release (the old rule)
+    plain = Recipe("dav1d", "dav1d", version_check=VersionCheck(
+        DAV1D_ABI.header, DAV1D_ABI.macros, library="dav1d"))
+    assert not version_proof.prove(plain, "1.5.4", tmp_path, _dav1d_like(tmp_path), {},
+                                   libs).ok
+    # nothing states the release (no .pc): a failure, never "no evidence"
+    bare = tmp_path / "bare"
+    files = [f for f in _dav1d_like(bare) if not f.endswith(".pc")]
+    none = version_proof.prove(recipe, "1.5.4", bare, files, {}, libs)
+    assert none.problems == ["version_check: nothing the build installed states dav1d's "
+                             "release (its header and binary state its ABI version)"]
+    assert validate_recipe(Recipe("x", "x", version_check=VersionCheck(
+        "a.h", ("A",), abi=True))) != []

@@ -36,12 +36,13 @@ from prebake.recipes.api import (
     strategy_templates,
     template_fields,
 )
-from prebake.toolchain import configure, prefix_map, steady
+from prebake.toolchain import configure, mesonfile, prefix_map, steady
 from prebake.toolchain.cmakefile import file_path
 from prebake.toolchain.environment import path_with
 from prebake.toolchain.families import family_of_argv
 from prebake.toolchain.hosttools import HOST_TOOLS, Found
 from prebake.toolchain.launcher import compiler_launcher, with_launcher
+from prebake.toolchain.platformtools import is_cross
 from prebake.variables import DEFAULT_PATH, dropped, sanitized
 from prebake.workspace.model import Workspace
 
@@ -54,6 +55,7 @@ class Invocation:
     env: Mapping[str, str]
     dropped: tuple[str, ...]  # the caller's flag variables that did not reach it (the log)
     toolchain_file: bool  # a command names {cmake_toolchain}: the build writes the file first
+    meson_file: bool = False  # a command names {meson_cross}: the build writes that file first
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,8 @@ def prepare(ws: Workspace, unit: Unit, opts: Options, dirs: WorkDirs) -> BuildEn
     # where a family takes the launcher through a variable (Emscripten's EM_COMPILER_WRAPPER),
     # with steady_cc in front of a family whose code follows pointer values
     extra = steady.compile_env(p.toolchain.cc, dirs.root, launcher) or None
+    # {meson_cross}: the machine file and the wrap mode (a build never downloads)
+    meson_args = mesonfile.setup_args(mesonfile.file_path(dirs.root, is_cross(p)), is_cross(p))
     invocations = {}
     for recipe in unit.recipes:
         strategy = recipe.strategy_for(p.name)
@@ -104,7 +108,8 @@ def prepare(ws: Workspace, unit: Unit, opts: Options, dirs: WorkDirs) -> BuildEn
                                "work": str(work), "python": sys.executable,
                                "recipe_dir": str(recipe.folder), **configure.triples(p)},
                               {"jobs": lambda: opts.cores.share(unit.id)}),
-            pins=ws.pins, release=recipe.release_argv(ws.pins[recipe.pin]), argv=argv,
+            pins=ws.pins, release=recipe.release_argv(ws.pins[recipe.pin]),
+            argv={**argv, "meson_cross": meson_args},
             tools=configure.words(p, [t.name for t in host_tools_used(recipe, p.name)]))
         recipe_env = {k: ctx.fill(v, f"recipe {recipe.name} env {k}")
                       for k, v in strategy.env.items()}
@@ -120,9 +125,11 @@ def prepare(ws: Workspace, unit: Unit, opts: Options, dirs: WorkDirs) -> BuildEn
         # every commit. A git source unpacked inside the work folder is still found.
         env["GIT_CEILING_DIRECTORIES"] = str(dirs.root)
         env = prefix_map.compiler_env(env, p.toolchain.cc, flags)
+        if "meson_cross" in fields and "ninja" in ctx.host_tools:
+            env["NINJA"] = ctx.host_tools["ninja"]  # meson runs the verified ninja
         invocations[recipe.name] = Invocation(
             ctx, env, tuple(dropped(opts.caller_env, env)),
-            toolchain_file="cmake_toolchain" in fields)
+            toolchain_file="cmake_toolchain" in fields, meson_file="meson_cross" in fields)
     fam = family_of_argv(p.toolchain.cc)
     return BuildEnv(base, fam.name if fam else None, launcher, flags, tools, invocations)
 

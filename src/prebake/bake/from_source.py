@@ -16,7 +16,7 @@ from prebake.errors import PrebakeError
 from prebake.package.implib import import_libraries
 from prebake.recipes.api import Build, Recipe, strategy_templates, template_fields
 from prebake.sources import materialize_all, render_source
-from prebake.toolchain import configure
+from prebake.toolchain import configure, mesonfile, platformtools
 from prebake.toolchain.cmakefile import ToolchainFileError, for_unit, toolchain_folder
 from prebake.toolchain.steady import install as install_steady
 from prebake.toolchain.zigwarm import warm
@@ -44,6 +44,8 @@ def build_from_source(run: UnitRun, recipe: Recipe, strategy: Build, work: Path,
     how = run.env.invocation(recipe)
     if how.toolchain_file:
         write_cmake_toolchain(run)
+    if how.meson_file:
+        write_meson_file(run)
     tc = run.unit.platform.toolchain
     install_steady(tc.cc, run.dirs.root, in_environment=bool(tc.environment))
     ctx, env = how.context, how.env
@@ -68,6 +70,9 @@ def build_from_source(run: UnitRun, recipe: Recipe, strategy: Build, work: Path,
             if config_log is not None and rc != -1 and _written(config_log) not in (None,
                                                                                     before):
                 _configure_failed(run, recipe, config_log)
+            if how.meson_file and rc != -1 and (refused := mesonfile.download_refused(
+                    run.log.tail(), work / "src")):
+                raise UnitFailed(f"{recipe.name} on {run.unit.platform.name}: {refused}")
             raise UnitFailed(f"{recipe.name}: command {i} failed ({what}): "
                              f"{shlex.join(argv)}\n--- last lines of {run.log.path} ---\n"
                              + run.log.tail())
@@ -148,6 +153,23 @@ def _warm_zig(run: UnitRun, env: Mapping[str, str]) -> None:
     run.say("zig: building the target's C runtime from / (kept out of the build folders)")
     for line in warm(tc.cc, tc.cxx, env):
         run.log.write(f"# zig warm-up: {line}")
+
+
+def write_meson_file(run: UnitRun) -> Path:
+    """Write the platform's Meson cross file (native file when not cross) into the unit's work
+    folder before any source is fetched: what ``{meson_cross}`` names."""
+    p, dirs, env = run.unit.platform, run.dirs, run.env
+    try:
+        tools = platformtools.for_unit(p, work_root=dirs.root, prefix=dirs.prefix,
+                                       deps=dirs.deps, env=env.base, launcher=env.launcher,
+                                       flags=env.prefix_map, workspace_root=run.ws.root)
+        made = mesonfile.render(tools)
+    except PrebakeError as exc:
+        raise UnitFailed(str(exc)) from None
+    path = made.write(toolchain_folder(dirs.root))
+    run.log.write(f"# Meson {'cross' if made.cross else 'native'} file {path}:\n"
+                  f"{made.rendered()}")
+    return path
 
 
 def write_cmake_toolchain(run: UnitRun) -> Path:

@@ -44,8 +44,8 @@ from prebake.link.order import relative_order
 from prebake.link.test import LinkTestResult, link_test
 from prebake.link.whole import prove_whole_archive
 from prebake.package.libs import Library, libraries
-from prebake.package.license_proof import LicenseProof, prove_license
-from prebake.recipes.api import Recipe
+from prebake.package.license_proof import LicenseProof, prove_license, prove_text
+from prebake.recipes.api import LicenseText, Recipe
 from prebake.toolchain.producer_pin import pin_for
 from prebake.toolchain.verify import verify_platform
 from prebake.workspace.model import Platform
@@ -400,14 +400,20 @@ def license_proven(g: GuardInput, shipped: Shipped, failed: Sequence[str]
             f"{where}: the contract's allowed_licenses ({', '.join(allowed)}) cannot judge "
             f"{recipe.name}: its recipe proves no license (Recipe.license_check); fails closed "
             "(allow_unknown = [\"allowed_licenses\"] accepts it unchecked)")]))
-    proof, problems = prove_license(recipe.name, recipe.license_check, g.prefix,
-                                    {lib.path: lib.stem for lib in shipped.libs})
+    if isinstance(recipe.license_check, LicenseText):
+        proof, problems = prove_text(recipe.name, recipe.license_check, g.prefix,
+                                     license_dest(recipe))
+    else:
+        proof, problems = prove_license(recipe.name, recipe.license_check, g.prefix,
+                                        {lib.path: lib.stem for lib in shipped.libs})
     if proof is None:
         raise UnitFailed("\n".join([*failed, *problems]))
-    for lib in proof.libraries:
+    for lib in proof.libraries if not isinstance(recipe.license_check, LicenseText) else ():
         g.log.write(f"# license: {lib.path} says {lib.text!r}, configured with "
                     f"{', '.join(lib.switches) or 'none of the switches that change it'}: "
                     f"{lib.spdx}")
+    if isinstance(recipe.license_check, LicenseText):
+        g.log.write(f"# license: {proof.libraries[0].path} is the text of {proof.spdx}")
     judged = judge(proof.spdx, allowed) if allowed else None
     if judged is not None and not judged.ok:
         first = proof.libraries[0]

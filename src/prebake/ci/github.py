@@ -33,7 +33,7 @@ from prebake.errors import PrebakeError
 from prebake.package.naming import MANIFEST_SUFFIX, SHA256_SUFFIX, TRUST_SIDECAR_SUFFIXES
 from prebake.plan import asset_for, make_plan
 from prebake.plan.units import Plan, Unit
-from prebake.recipes.api import Build
+from prebake.recipes.api import Build, host_tools_used
 from prebake.toolchain.families import family_of_argv
 from prebake.workspace.ci_defaults import ci_defaults
 from prebake.workspace.model import DEFAULT_STORE_URL, Platform, Workspace
@@ -265,6 +265,18 @@ def _source_commands(ws: Workspace, leg: Leg) -> str:
     return "".join(line + "\n" for line in out)
 
 
+def _prebake_tools_step(leg: Leg) -> list[dict[str, Any]]:
+    """The pinned PyPI host tools the leg's recipes run from prebake's own environment
+    (``HostTool.with_prebake``: the Meson family's meson and ninja), installed beside it at
+    their pins: ``pip install`` of prebake itself brings no extra."""
+    tools = {f"{t.name}=={t.version}": None for unit in leg.units for recipe in unit.recipes
+             for t in host_tools_used(recipe, leg.platform) if t.with_prebake}
+    if not tools:
+        return []
+    return [{"name": f"Install {', '.join(tools)} (the recipes' host tools)",
+             "run": f"python -m pip install {' '.join(tools)}\n"}]
+
+
 def _leg_job(ws: Workspace, leg: Leg, workdir: str, install: str) -> dict[str, Any]:
     platform = ws.platforms[leg.platform]
     stage = ws.stages[leg.stage]
@@ -273,7 +285,7 @@ def _leg_job(ws: Workspace, leg: Leg, workdir: str, install: str) -> dict[str, A
     cache_key = f"ccache-{leg.stage}-{leg.platform}-{leg.key}"
     # pinned toolchains and environments go where every step of the job finds them
     toolchains = {"PREBAKE_TOOLCHAINS": "${{ runner.temp }}/prebake-toolchains"}
-    steps = _setup_steps(ws, install)
+    steps = _setup_steps(ws, install) + _prebake_tools_step(leg)
     for step in _toolchain_steps(ws, platform):
         steps.append({**step, "env": {**step.get("env", {}), **toolchains}}
                      if "prebake " in step.get("run", "") else step)

@@ -7,6 +7,9 @@ can provide at exactly the pin (zig from PyPI; emsdk where its repository is rea
 says plainly what it cannot. ``toolchain cmake [--platform P]`` prints the CMake toolchain file
 (and its compiler wrappers) prebake writes for the platform's CMake recipes, in the portable form
 the input hash reads (``{python}``, ``{work}``, ``{prefix}`` for this machine's paths).
+``toolchain meson [--platform P]`` prints the Meson cross file (native file when the platform
+is the build machine) that ``{meson_cross}`` hands to ``meson setup``, in the same portable
+form; both are rendered from the one platform-tools value (``prebake.toolchain.platformtools``).
 """
 
 from __future__ import annotations
@@ -39,6 +42,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     cm.add_argument("--platform", metavar="P", action="append",
                     help="a platform (repeatable; default: every platform)")
     cm.add_argument("--json", action="store_true", help="machine-readable output")
+    me = sub.add_parser("meson", help="the Meson cross (or native) file prebake writes for "
+                                      "each platform ({meson_cross}), as the input hash reads "
+                                      "it")
+    me.add_argument("--platform", metavar="P", action="append",
+                    help="a platform (repeatable; default: every platform)")
+    me.add_argument("--json", action="store_true", help="machine-readable output")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -52,6 +61,8 @@ def run(args: argparse.Namespace) -> int:
         return _list(ws, platforms, args.json)
     if args.toolchain_command == "cmake":
         return _cmake(platforms, args.json)
+    if args.toolchain_command == "meson":
+        return _meson(platforms, args.json)
     return _install(ws, platforms, args.json)
 
 
@@ -74,6 +85,28 @@ def _cmake(platforms: list[Platform], as_json: bool) -> int:
             sys.stdout.write("\n")
         sys.stdout.write(f"# ==== platform {p.name} ({'cross' if is_cross(p) else 'native'})"
                          " ====\n" + f.rendered())
+    return 0
+
+
+def _meson(platforms: list[Platform], as_json: bool) -> int:
+    """Each platform's Meson machine file; one that cannot be made is one error (exit 2)."""
+    import sys
+
+    from prebake.commands._common import print_json
+    from prebake.jsonio import SCHEMA_VERSION
+    from prebake.toolchain import mesonfile, platformtools
+
+    made = [mesonfile.render(platformtools.portable(p)) for p in platforms]
+    if as_json:
+        print_json({"schema_version": SCHEMA_VERSION, "platforms": [
+            {"platform": f.platform, "cross": f.cross, "file_name": f.name, "file": f.text,
+             "wrappers": dict(sorted(f.wrappers.items()))} for f in made]})
+        return 0
+    for i, f in enumerate(made):
+        if i:
+            sys.stdout.write("\n")
+        sys.stdout.write(f"# ==== platform {f.platform} ({'cross' if f.cross else 'native'}:"
+                         f" {f.name}) ====\n" + f.rendered())
     return 0
 
 

@@ -28,8 +28,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from prebake.recipes.api import Licensed, LicenseString
+from prebake.recipes.api import (
+    LICENSE_TEXTS,
+    Licensed,
+    LicenseString,
+    LicenseText,
+    kept_license_texts,
+)
 
+MAX_LICENSE_FILE = 256 * 1024  # a license file is a few KiB; a bigger one is not read
+_VARIABLE = re.compile(r"<<([a-z]+):([0-9]+)>>")
+# the copyright notices above a license's first clause: the holders' own, never compared
+_NOTICE = re.compile(r"\s*(?:copyright\b|\(c\)|\u00a9|all rights reserved)", re.I)
 MAX_MATCH = 64 * 1024  # a configure line of thousands of components fits; a witness is shorter
 MAX_DISTINCT = 8  # distinct values of one witness read before the library is ambiguous
 
@@ -167,3 +177,61 @@ def prove_license(recipe: str, check: LicenseString, prefix: Path,
     found.sort(key=lambda lib: order.index(libraries[lib.path].lower()) if order else 0)
     return LicenseProof(recipe, found[0].spdx, found[0].text, tuple(found)), []
 
+
+
+def _normal(text: str) -> str:
+    """A license text as it is compared: one space for any run of white space, lower case,
+    the typographic quotes and dashes as ASCII ones (SPDX's matching guidelines)."""
+    for fancy, plain in (("\u201c", '"'), ("\u201d", '"'), ("\u2018", "'"), ("\u2019", "'"),
+                         ("\u2013", "-"), ("\u2014", "-")):
+        text = text.replace(fancy, plain)
+    return " ".join(text.split()).lower()
+
+
+def text_pattern(spdx: str) -> re.Pattern[str] | None:
+    """The kept text of ``spdx`` as a pattern over a normalised text (``None``: prebake keeps
+    no text of it): each ``<<name:N>>`` is at most N characters, none of them ``;``, ``:``
+    or ``"`` (a holder's name, a bullet; never a sentence of its own)."""
+    path = LICENSE_TEXTS / f"{spdx}.txt"
+    if not path.is_file():
+        return None
+    template = _normal(path.read_text(encoding="utf-8"))
+    parts, pos = [], 0
+    for m in _VARIABLE.finditer(template):
+        parts += [re.escape(template[pos:m.start()]), f'[^;:"]{{0,{int(m.group(2))}}}?']
+        pos = m.end()
+    parts.append(re.escape(template[pos:]))
+    return re.compile("".join(parts), re.S)
+
+
+def prove_text(recipe: str, check: LicenseText, prefix: Path, rel: str | None
+               ) -> tuple[LicenseProof | None, list[str]]:
+    """The shipped license file ``rel`` (relative to ``prefix``) against the kept text of the
+    check's license, after the copyright notices above its first clause (each line of them
+    starts with ``Copyright``, ``(c)``, ``©`` or ``All rights reserved``): the proof, or the
+    one problem (naming the file)."""
+    where = f"{recipe}: license:"
+    pattern = text_pattern(check.spdx)
+    if pattern is None:
+        return None, [f"{where} prebake keeps no text of {check.spdx} to prove it by (kept: "
+                      f"{', '.join(kept_license_texts())})"]
+    if rel is None:
+        return None, [f"{where} the recipe ships no license file (Outputs.license) to read "
+                      f"{check.spdx} from"]
+    path = prefix / rel
+    try:
+        if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_LICENSE_FILE:
+            return None, [f"{where} {rel} is not a license file of at most "
+                          f"{MAX_LICENSE_FILE} bytes in the install"]
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        return None, [f"{where} {rel}: cannot read it ({exc.strerror})"]
+    lines = text.splitlines()
+    while lines and (not lines[0].strip() or _NOTICE.match(lines[0])):
+        lines.pop(0)  # the copyright notices: each line of them starts like one
+    if pattern.fullmatch(_normal("\n".join(lines))) is None:
+        return None, [f"{where} {rel} is not the text of {check.spdx} (a clause added, "
+                      "removed or changed: prebake proves only the license it states)"]
+    first = text.strip().splitlines()[0].strip() if text.strip() else ""
+    return LicenseProof(recipe, check.spdx, first,
+                        (LibraryLicense(rel, first, check.spdx, ()),)), []

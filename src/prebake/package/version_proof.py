@@ -17,7 +17,12 @@ and libavutil 59.39.100) names each library's header (``VersionCheck(library="av
 that library's evidence — ``.pc``, file name, soname, and for a DLL its name
 (``avcodec-61.dll``) and its version resource — is held to the header's version, and the
 release itself to the pin by a string every library holds in its bytes (``VersionString``:
-``"FFmpeg version 7.1.5"``).
+``"FFmpeg version 7.1.5"``). A library whose header spells its ABI version while its package
+states the release (dav1d 1.5.4: ``DAV1D_API_VERSION_*`` 7.0.0 = ``libdav1d.so.7.0.0``, and
+``dav1d.pc`` ``Version: 1.5.4``) says so (``VersionCheck(library="dav1d", abi=True)``): its
+binary's evidence (file name, soname, DLL name and version resource, Mach-O current version,
+a one-node symbol version) is held to the header, its ``.pc`` and CMake version files to the
+pin.
 """
 
 from __future__ import annotations
@@ -50,6 +55,8 @@ class Evidence:
     package: str = ""  # the package or library the evidence is about (bundled lookups)
     partial: bool = False  # an ABI-style number (soname): compared as a leading part
     component: int | None = None  # the number states only this component of the version
+    # the binary's own name or version (or a header naming its ABI), not its package's files
+    abi: bool = False
 
     def render(self) -> str:
         return f"{self.where} {self.what} {self.version}"
@@ -105,15 +112,18 @@ def _cmake_package(rel: str) -> str:
 
 def install_evidence(prefix: Path, files: Iterable[str],
                      shared: Mapping[str, dict[str, object]] | None = None,
-                     libraries: Iterable[str] = ()) -> list[Evidence]:
+                     libraries: Iterable[str] = (), abi: Iterable[str] = ()
+                     ) -> list[Evidence]:
     """The version evidence among ``files`` (relative to ``prefix``): CMake version files,
     ``.pc`` files and versioned shared library names; ``shared`` maps a shared library's path
     to its inspected facts (``soname``, Mach-O ``details.current_version``, a DLL's ``stem``
     and ``details.file_version``). A DLL's name and version resource are evidence only for
     the ``libraries`` with versions of their own (a recipe's ``VersionCheck(library=…)``):
     elsewhere they hold a vendor's numbering (a DLL's file version) or a runtime's ABI
-    (``libwinpthread-1.dll``)."""
+    (``libwinpthread-1.dll``). For the ``abi`` libraries (named by their ABI version, their
+    package by the release) the version resource's ProductVersion is the release's."""
     own = {lib.lower() for lib in libraries}
+    by_abi = {lib.lower() for lib in abi}
     out: list[Evidence] = []
     for rel in sorted(files):
         name = rel.rsplit("/", 1)[-1]
@@ -131,9 +141,11 @@ def install_evidence(prefix: Path, files: Iterable[str],
                                     pkg[3:] if pkg.startswith("lib") else pkg))
         elif (m := _SO_NAME.match(name) or _DYLIB_NAME.match(name)) and not (
                 prefix / rel).is_symlink():
-            out.append(Evidence(rel, "file name", m.group(2), m.group(1), partial=True))
+            out.append(Evidence(rel, "file name", m.group(2), m.group(1), partial=True,
+                                abi=True))
         elif (m := _DLL_NAME.match(name)) and m.group(1).lower() in own:
-            out.append(Evidence(rel, "DLL name", m.group(2), m.group(1), partial=True))
+            out.append(Evidence(rel, "DLL name", m.group(2), m.group(1), partial=True,
+                                abi=True))
     for rel, facts in sorted((shared or {}).items()):
         nodes = list(facts.get("version_nodes") or ())  # type: ignore[call-overload]
         # one node (VERS_1.21.0) is the library's own version; several (zlib's ZLIB_1.2.0 …
@@ -142,25 +154,33 @@ def install_evidence(prefix: Path, files: Iterable[str],
             m = re.fullmatch(r"[A-Za-z_]*?_?(\d+(?:\.\d+)+)", str(node))
             if m:
                 out.append(Evidence(rel, f"version node {node}", m.group(1),
-                                    Path(rel).name.split(".")[0].removeprefix("lib")))
+                                    Path(rel).name.split(".")[0].removeprefix("lib"),
+                                    abi=True))
         soname = facts.get("soname")
         base = soname.rsplit("/", 1)[-1] if isinstance(soname, str) else ""
         if m := _SO_NAME.match(base):
-            out.append(Evidence(rel, "soname", m.group(2), m.group(1), partial=True))
+            out.append(Evidence(rel, "soname", m.group(2), m.group(1), partial=True,
+                                abi=True))
         elif (m := _SO_MAJOR.match(base)) and m.group(1).lower() in own:
             # one number is an ABI's, except for a library with a version of its own, whose
             # major it is (libavcodec.so.61 of libavcodec 61.19.101)
-            out.append(Evidence(rel, "soname", m.group(2), m.group(1), partial=True))
+            out.append(Evidence(rel, "soname", m.group(2), m.group(1), partial=True,
+                                abi=True))
         details = facts.get("details")
         stem = facts.get("stem")
         cur = details.get("current_version") if isinstance(details, dict) else None
         if isinstance(cur, str) and cur not in ("0", "0.0.0") and components(cur):
             out.append(Evidence(rel, "current_version", cur,
                                 stem if isinstance(stem, str) and stem.lower() in own
-                                else Path(rel).stem.removeprefix("lib"), partial=True))
+                                else Path(rel).stem.removeprefix("lib"), partial=True,
+                                abi=True))
         resource = details.get("file_version") if isinstance(details, dict) else None
         if isinstance(resource, str) and isinstance(stem, str) and stem.lower() in own:
-            out.append(Evidence(rel, "version resource FileVersion", resource, stem))
+            out.append(Evidence(rel, "version resource FileVersion", resource, stem,
+                                abi=True))
+        product = details.get("product_version") if isinstance(details, dict) else None
+        if isinstance(product, str) and isinstance(stem, str) and stem.lower() in by_abi:
+            out.append(Evidence(rel, "version resource ProductVersion", product, stem))
     return out
 
 
@@ -223,16 +243,17 @@ def header_evidence(prefix: Path, check: VersionCheck) -> tuple[list[Evidence], 
         macro, value = values[0]
         if not value.isdigit():
             return [], [f"version_check: {shown}: {macro} is not a number: {value!r}"]
-        return [Evidence(shown, macro, value, check.library, component=check.component)], []
+        return [Evidence(shown, macro, value, check.library, component=check.component,
+                         abi=check.abi)], []
     if len(values) == 1:
         macro, value = values[0]
-        return [Evidence(shown, macro, value, check.library)], []
+        return [Evidence(shown, macro, value, check.library, abi=check.abi)], []
     bad = [f"{macro} {value!r}" for macro, value in values if not value.isdigit()]
     if bad:
         return [], [f"version_check: {shown}: not a number: {', '.join(bad)}"]
     version = ".".join(v for _m, v in values)
     what = ", ".join(f"{m} {v}" for m, v in values)
-    return [Evidence(shown, what, version, check.library)], []
+    return [Evidence(shown, what, version, check.library, abi=check.abi)], []
 
 
 @dataclass
@@ -263,12 +284,14 @@ def prove(recipe: Recipe, pin_version: str, prefix: Path, files: Iterable[str],
           shared: Mapping[str, dict[str, object]] | None = None,
           libraries: Mapping[str, str] | None = None) -> Proof:
     """Judge the evidence among ``files`` (what this recipe installed) against the pin; a
-    library with a version of its own against its header's (``VersionCheck(library=…)``).
+    library with a version of its own against its header's (``VersionCheck(library=…)``;
+    with ``abi``, only that library's binary evidence: its package's states the release).
     ``libraries`` are the recipe's library files and their stems (a ``VersionString`` reads
     their bytes)."""
     checks = recipe.version_checks
     own = [c.library for c in checks if isinstance(c, VersionCheck) and c.library]
-    evidence = install_evidence(prefix, files, shared, own)
+    abi = {c.library.lower() for c in checks if isinstance(c, VersionCheck) and c.abi}
+    evidence = install_evidence(prefix, files, shared, own, abi)
     problems: list[str] = []
     versions: dict[str, str] = {}  # library stem -> its header's version
     shipped = {stem.lower() for stem in (libraries or {}).values()}
@@ -284,11 +307,21 @@ def prove(recipe: Recipe, pin_version: str, prefix: Path, files: Iterable[str],
                 versions[check.library.lower()] = found[0].version
         evidence += found
         problems += said
+    # a library named by its ABI has its release stated by its package: a build that states
+    # it nowhere proves no release
+    problems += [f"version_check: nothing the build installed states {lib}'s release (its "
+                 f"header and binary state its ABI version)" for lib in sorted(abi)
+                 if lib in versions and not any(e.package.lower() == lib and not e.abi
+                                                for e in evidence)]
     bundled = {c.name.lower(): c.version for c in recipe.bundled_for(pin_version)}
     bad: list[Disagreement] = []
     for e in evidence:
         pkg = e.package.lower()
-        expected = versions.get(pkg) or bundled.get(pkg, pin_version) if pkg else pin_version
+        if pkg in abi and not e.abi:
+            expected = pin_version  # the package of a library named by its ABI: the release
+        else:
+            expected = (versions.get(pkg) or bundled.get(pkg, pin_version) if pkg
+                        else pin_version)
         if e.component is not None:
             parts = components(expected) or ()
             want = str(parts[e.component]) if e.component < len(parts) else "?"

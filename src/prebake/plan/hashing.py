@@ -32,7 +32,7 @@ from prebake.recipes.api import (
 )
 from prebake.redact import redact_text
 from prebake.sources.lock import SourceLock, digest_of, git_commit_of, git_refs, url_refs
-from prebake.toolchain import configure
+from prebake.toolchain import configure, mesonfile, platformtools
 from prebake.toolchain.cmakefile import portable
 from prebake.toolchain.hosttools import HOST_TOOLS
 from prebake.toolchain.probe import PROBER, Prober
@@ -203,6 +203,8 @@ def recipe_inputs(recipe: Recipe, platform: Platform, pins: Mapping[str, str],
         else []
     if "cmake_toolchain" in fields:
         inputs.update(cmake_toolchain_inputs(platform, shared_prefix, root, cache))
+    if "meson_cross" in fields:  # the Meson machine file as the hash sees it (portable text)
+        inputs["meson-machine-file"] = sha256_bytes(meson_file(platform, shared_prefix).encode())
     if configure.uses_tools(fields):  # the tools folder as the hash sees it (portable text)
         named = configure.roles_named(fields)
         made = configure.portable(platform, named, [t.name for t in host_tools_used(
@@ -255,6 +257,12 @@ def host_tool_inputs(recipe: Recipe, platform: Platform, identify: Identify
     caller = getattr(identify, "caller_env", None)
     env = sanitized(caller, platform_env=platform.env, unset=platform.env_unset)
     return {f"host-tool:{t.name}": HOST_TOOLS.find(t, env).identity for t in tools}
+
+
+def meson_file(platform: Platform, shared_prefix: bool) -> str:
+    """The Meson machine file's portable text (and its wrappers): what the hash reads."""
+    tools = platformtools.portable(platform, shared_prefix=shared_prefix)
+    return mesonfile.render(tools).rendered()
 
 
 def cmake_toolchain_inputs(platform: Platform, shared_prefix: bool, root: Path | None,

@@ -14,6 +14,7 @@ from prebake.recipes.api import (
     HostTool,
     Licensed,
     LicenseString,
+    LicenseText,
     LocalSource,
     MinToolchain,
     OtherCompiler,
@@ -38,7 +39,7 @@ from prebake.recipes.loader import (
 from prebake.recipes.validate import validate_recipe
 
 __all__ = ["ANY_PLATFORM", "PLACEHOLDERS", "Build", "Command", "Component", "GitSource",
-           "HostTool", "LicenseString", "Licensed", "LocalSource", "MinToolchain",
+           "HostTool", "LicenseString", "LicenseText", "Licensed", "LocalSource", "MinToolchain",
            "OtherCompiler", "Outputs", "Recipe", "Repackage", "Since",
            "Snippet", "Source", "Strategy", "UrlSource", "VersionCheck",
            "VersionString", "builtin_names",

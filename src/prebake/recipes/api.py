@@ -20,7 +20,7 @@ from typing import Any, Literal
 PLACEHOLDERS = (
     "src", "build", "prefix", "deps_prefix", "jobs", "version", "pins", "cc", "cxx", "ar",
     "platform", "os", "arch", "cmake_toolchain", "host_tools", "macos_min", "work", "python",
-    "recipe_dir", "release", "tools", "triple", "build_triple",
+    "recipe_dir", "release", "tools", "triple", "build_triple", "meson_cross",
 )
 # ``{tools[ROLE]}``: the platform's tools a configure script is given by one word on PATH, and
 # each one's word after the target's triple (``prebake.toolchain.configure`` writes them).
@@ -254,6 +254,13 @@ class VersionCheck:
     release's (FFmpeg 7.1.5 ships libavcodec 61.19.101). The library's other evidence — its
     ``.pc`` file's ``Version:``, its file name and soname, its DLL's name and version
     resource, its Mach-O current version — is then held to that version instead of the pin.
+
+    ``abi`` (with ``library``): the header spells the library's ABI version, the one its
+    binary is named by, while its package states the release: dav1d 1.5.4's
+    ``DAV1D_API_VERSION_*`` are 7.0.0, its file ``libdav1d.so.7.0.0``, soname
+    ``libdav1d.so.7``, DLL version resource 7.0.0 and Mach-O current version say so, and its
+    ``dav1d.pc`` says ``Version: 1.5.4``. The binary's evidence is then held to the header's
+    version and the ``.pc`` and CMake version files to the pin.
     """
 
     header: str | tuple[str, ...]
@@ -262,6 +269,7 @@ class VersionCheck:
     # onnxruntime's ORT_API_VERSION is its minor number
     component: int | None = None
     library: str = ""
+    abi: bool = False
 
     def __post_init__(self) -> None:
         if isinstance(self.macros, str):
@@ -329,6 +337,30 @@ class LicenseString:
 
 
 @dataclass(frozen=True)
+class LicenseText:
+    """The license as the license file the asset ships states it (``Outputs.license``,
+    installed as ``share/licenses/<recipe>/<file>``): for a dependency whose license no
+    configuration changes (dav1d's ``COPYING``). The file must be the text of ``spdx`` as
+    prebake keeps it (``prebake/recipes/license_texts/<spdx>.txt``: the SPDX list's text, its
+    variable parts — the copyright notice, the holders named in the disclaimer — bounded
+    patterns), whitespace, case and line breaks aside; a text with a clause added, removed or
+    changed is refused. The asset's license is then ``spdx``, in the manifest and the SBOM,
+    and the contract's ``allowed_licenses`` judges it."""
+
+    spdx: str
+
+
+LicenseCheck = LicenseString | LicenseText
+# the license texts a LicenseText proves by, one ``<SPDX>.txt`` each (package data)
+LICENSE_TEXTS = Path(__file__).parent / "license_texts"
+
+
+def kept_license_texts() -> tuple[str, ...]:
+    """The SPDX identifiers prebake keeps a license text of."""
+    return tuple(sorted(p.stem for p in LICENSE_TEXTS.glob("*.txt")))
+
+
+@dataclass(frozen=True)
 class Component:
     """A library bundled inside the output, as the SBOM reports it.
 
@@ -366,16 +398,36 @@ class HostTool:
     ``flatc``), never a binary built for the target: ``{host_tools[NAME]}`` is its absolute path
     on the build's ``PATH``, after it reported ``version`` (a release, as precise as wanted) in
     the output of ``version_args``; ``version_pattern``'s first group is the release it reports.
-    ``package`` says where it comes from (named in the error when it is missing or wrong)."""
+    ``package`` says where it comes from (named in the error when it is missing or wrong).
+    ``with_prebake``: installed into prebake's own environment (a pinned PyPI tool), so
+    looked for beside prebake's interpreter before the build's ``PATH``."""
 
     name: str
     version: str
     version_args: tuple[str, ...] = ("--version",)
     version_pattern: str = r"(\d+(?:\.\d+)+)"
     package: str = ""
+    with_prebake: bool = False
 
     def __post_init__(self) -> None:
         _freeze(self, "version_args")
+
+
+# The Meson build family's host tools, pinned once for every recipe that names
+# ``{meson_cross}`` (``prebake.toolchain.mesonfile``): PyPI's meson and ninja, installed into
+# prebake's own environment (pyproject.toml's ``meson`` extra, which scripts/bootstrap
+# installs) and looked for beside its interpreter first. ninja's wheel reports
+# "1.13.2.git.kitware.jobserver-pipe-1": the default pattern reads its release.
+MESON_VERSION = "1.12.1"
+NINJA_VERSION = "1.13.2"
+_MESON_INSTALL = (f"pip install meson=={MESON_VERSION} ninja=={NINJA_VERSION}, or "
+                  "pip install 'prebake[meson]'")
+MESON_TOOLS = (
+    HostTool("meson", MESON_VERSION, with_prebake=True,
+             package=f"PyPI's meson {MESON_VERSION} ({_MESON_INSTALL})"),
+    HostTool("ninja", NINJA_VERSION, with_prebake=True,
+             package=f"PyPI's ninja {NINJA_VERSION} ({_MESON_INSTALL})"),
+)
 
 
 @dataclass(frozen=True)
@@ -444,8 +496,9 @@ class Recipe:
     toolchain_min: tuple[MinToolchain, ...] = ()
     # one check or several (a per-library header, the release string in the bytes)
     version_check: VersionEvidence | tuple[VersionEvidence, ...] | None = None
-    # the license the configuration selected, proven from the libraries' bytes
-    license_check: LicenseString | None = None
+    # the license the configuration selected, proven from the libraries' bytes, or the one
+    # the shipped license file's text is
+    license_check: LicenseCheck | None = None
     host_tools: tuple[HostTool, ...] = ()
     # files shipped on purpose from another compiler than the platform's (a prebuilt library)
     other_compilers: tuple[OtherCompiler, ...] = ()
@@ -529,13 +582,19 @@ class Recipe:
 def host_tools_used(recipe: Recipe, platform: str) -> tuple[HostTool, ...]:
     """The host tools the platform's strategy names (``{host_tools[NAME]}``, or
     ``{tools[NAME]}``: the same tool as one word on PATH): only those are asked for,
-    verified and hashed on that platform."""
+    verified and hashed on that platform. A strategy that names ``{meson_cross}`` gets
+    prebake's pinned ``meson`` and ``ninja`` (``MESON_TOOLS``) unless it declares its own."""
     strat = recipe.strategy_for(platform)
     if strat is None:
         return ()
-    names = {n[n.index("[") + 1:-1] for n in template_fields(strategy_templates(strat))
+    fields = template_fields(strategy_templates(strat))
+    names = {n[n.index("[") + 1:-1] for n in fields
              if n.startswith(("host_tools[", "tools[")) and n.endswith("]")}
-    return tuple(t for t in recipe.host_tools if t.name in names)
+    own = tuple(t for t in recipe.host_tools if t.name in names)
+    if "meson_cross" not in fields:
+        return own
+    declared = {t.name for t in recipe.host_tools}
+    return (*own, *(t for t in MESON_TOOLS if t.name not in declared))
 
 
 def strategy_templates(strat: Strategy) -> list[str]:

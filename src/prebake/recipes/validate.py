@@ -18,6 +18,7 @@ from prebake.contract.producer_rule import NONE, TOOLCHAIN, entry_problem
 from prebake.errors import Problem
 from prebake.recipes.api import (
     ANY_PLATFORM,
+    MESON_TOOLS,
     PLACEHOLDERS,
     TOOL_ROLES,
     Build,
@@ -25,6 +26,7 @@ from prebake.recipes.api import (
     GitSource,
     HostTool,
     LicenseString,
+    LicenseText,
     LocalSource,
     MinToolchain,
     Recipe,
@@ -34,6 +36,7 @@ from prebake.recipes.api import (
     UrlSource,
     VersionCheck,
     VersionString,
+    kept_license_texts,
     strategy_templates,
     template_fields,
 )
@@ -163,6 +166,24 @@ def _cmake_tool_problem(cmd: object, where: str) -> list[Problem]:
                            "target flags, ar/ranlib and the launcher)")]
 
 
+# Meson commands that would download: a build never does (``--wrap-mode=nodownload`` comes with
+# ``{meson_cross}``); a subproject the project needs is a source of the recipe instead.
+_MESON_DOWNLOAD = re.compile(r"(--wrap-mode(?:=|\s+)(?!nodownload\b)\S+"
+                             r"|-Dwrap_mode=(?!nodownload\b)\S+"
+                             r"|\bsubprojects\s+(?:download|update|checkout)\b"
+                             r"|\bwrap\s+(?:install|update)\b)")
+
+
+def _meson_download_problem(cmd: object, where: str) -> list[Problem]:
+    parts = (cmd,) if isinstance(cmd, str) else cmd if isinstance(cmd, tuple) else ()
+    m = _MESON_DOWNLOAD.search(" ".join(p for p in parts if isinstance(p, str)))
+    if m is None:
+        return []
+    return [Problem(where, f"runs `{m[1]}`: a build never downloads ({{meson_cross}} sets "
+                           "--wrap-mode=nodownload); give the subproject's source as one of "
+                           "the recipe's sources instead")]
+
+
 def _check_strategy(key: str, strat: object, deps: tuple[str, ...], where: str) -> list[Problem]:
     w = f"{where}.platforms[{key!r}]"
     if isinstance(strat, Build):
@@ -172,6 +193,7 @@ def _check_strategy(key: str, strat: object, deps: tuple[str, ...], where: str) 
         for j, cmd in enumerate(strat.commands):
             out += _check_command(cmd, f"{w}.commands[{j}]")
             out += _cmake_tool_problem(cmd, f"{w}.commands[{j}]")
+            out += _meson_download_problem(cmd, f"{w}.commands[{j}]")
         for k, v in strat.env.items():
             out += _check_template(v, PLACEHOLDERS, f"{w}.env[{k!r}]")
         if strat.toolchain_family and strat.toolchain_family not in BY_NAME:
@@ -263,11 +285,28 @@ def _check_version_check(recipe: Recipe, where: str) -> list[Problem]:
                 out.append(Problem(f"{w}.macros", f"not a C macro name: {macro!r}"))
         if check.library and (not _TOOL_NAME.match(check.library) or check.library in libraries):
             out.append(Problem(f"{w}.library", f"not a new library stem: {check.library!r}"))
+        if check.abi is not False and (check.abi is not True or not check.library):
+            out.append(Problem(f"{w}.abi", "True only with a library: the header spells "
+                                           "that library's ABI version"))
         libraries.append(check.library)
     return out
 
 
 _SPDX = re.compile(r"^[A-Za-z0-9.+-]+(?: (?:AND|OR|WITH) [A-Za-z0-9.+-]+)*$")
+
+
+def _check_license_text(recipe: Recipe, where: str) -> list[Problem]:
+    """A license prebake keeps the text of, and a license file to read it from."""
+    check = recipe.license_check
+    assert isinstance(check, LicenseText)
+    out: list[Problem] = []
+    kept = kept_license_texts()
+    if check.spdx not in kept:
+        out.append(Problem(f"{where}.spdx", f"{check.spdx!r}: prebake keeps no text of it to "
+                                            f"prove it by (kept: {', '.join(kept)})"))
+    if not recipe.outputs.license:
+        out.append(Problem(where, "needs outputs.license: the shipped file whose text it is"))
+    return out
 
 
 def _check_license_check(check: LicenseString, where: str) -> list[Problem]:
@@ -352,7 +391,9 @@ def validate_recipe(recipe: Recipe, *, platforms: Collection[str] | None = None,
     problems += _check_releases(recipe, where)
     problems += _check_host_tools(recipe, where)
     problems += _check_version_check(recipe, f"{where}.version_check")
-    if recipe.license_check is not None:
+    if isinstance(recipe.license_check, LicenseText):
+        problems += _check_license_text(recipe, f"{where}.license_check")
+    elif recipe.license_check is not None:
         problems += _check_license_check(recipe.license_check, f"{where}.license_check")
         declared = [e.rsplit("/", 1)[-1] for libs in recipe.outputs.libs.values() for e in libs]
         problems += [Problem(f"{where}.license_check.libraries",
@@ -396,13 +437,16 @@ def _check_host_tools(recipe: Recipe, where: str) -> list[Problem]:
     for key, strat in recipe.platforms.items():
         if not isinstance(strat, Build):
             continue
-        for name in template_fields(strategy_templates(strat)):
-            if name.startswith("tools[") and name[len("tools["):-1] not in (*TOOL_ROLES, *names):
+        fields = template_fields(strategy_templates(strat))
+        # {meson_cross} brings prebake's pinned meson and ninja
+        here = [*names, *(t.name for t in MESON_TOOLS)] if "meson_cross" in fields else names
+        for name in fields:
+            if name.startswith("tools[") and name[len("tools["):-1] not in (*TOOL_ROLES, *here):
                 problems.append(Problem(f"{where}.platforms[{key!r}]",
                                         f"{{{name}}} is neither a tool of the platform "
                                         f"({', '.join(TOOL_ROLES)}) nor a host tool of this "
                                         f"recipe (declared: {', '.join(names) or 'none'})"))
-            if name.startswith("host_tools") and name[len("host_tools["):-1] not in names:
+            if name.startswith("host_tools") and name[len("host_tools["):-1] not in here:
                 problems.append(Problem(f"{where}.platforms[{key!r}]",
                                         f"{{{name}}} names no host tool of this recipe "
                                         f"(host_tools=(HostTool(NAME, VERSION),) declares one; "

@@ -6,7 +6,9 @@ the target and then tries to run it here. A recipe names such tools (``HostTool`
 resolved on the build's ``PATH``, asked for its version (the release must match the recipe's
 demand, compared number by number like a toolchain pin) and read by the inspector: a binary
 for another machine (an aarch64 ``protoc`` on an x86_64 host) is refused, never run. What it
-reported enters the unit's input hash, and ``{host_tools[NAME]}`` is its absolute path.
+reported enters the unit's input hash, and ``{host_tools[NAME]}`` is its absolute path. A tool
+installed with prebake (``with_prebake``: the Meson family's pinned meson and ninja) is looked
+for beside prebake's interpreter first, then on the build's ``PATH``.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+import sys
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -65,7 +68,9 @@ def _binary_arch(path: str) -> tuple[bool, str | None]:
 
 def measure(tool: HostTool, path_var: str | None) -> Found:
     """Resolve ``tool`` on ``path_var`` and verify it: found, runs here, reports the release."""
-    where = shutil.which(tool.name, path=path_var)
+    where = shutil.which(tool.name, path=str(Path(sys.executable).parent)) \
+        if tool.with_prebake else None
+    where = where or shutil.which(tool.name, path=path_var)
     package = f" (install {tool.package})" if tool.package else ""
     if where is None:
         return Found(tool, None, error=f"host tool {tool.name} {tool.version} is not on the "

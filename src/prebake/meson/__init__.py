@@ -1,0 +1,1 @@
+"""Meson: the quoting of values written into a Meson machine file (``quoting``)."""
