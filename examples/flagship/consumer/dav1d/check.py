@@ -97,7 +97,8 @@ def main() -> int:
     if a.print or a.output is None:
         print("\n".join(want))
         return 0
-    got = parse(open(a.output, encoding="utf-8", errors="replace").read())
+    with open(a.output, encoding="utf-8", errors="replace") as fh:
+        got = parse(fh.read())
     results: list[tuple[str, bool, str]] = []
     results.append(("done", got.get("done") == "1", "av1check ran to the end"))
     if a.version:

@@ -38,7 +38,7 @@ def main() -> None:
         stream.width, stream.height, stream.pix_fmt = WIDTH, HEIGHT, "yuv420p"
         for t in range(FRAMES):
             frame = av.VideoFrame(WIDTH, HEIGHT, "yuv420p")
-            for plane, data in zip(frame.planes, planes(t)):
+            for plane, data in zip(frame.planes, planes(t), strict=True):
                 width = plane.width
                 # a plane's rows may be padded (line_size >= width): copy row by row
                 buf = bytearray(plane.line_size * plane.height)
