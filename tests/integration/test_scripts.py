@@ -113,7 +113,7 @@ def test_the_dav1d_legs_dry_run_runs_every_cheap_part(tmp_path: Path) -> None:
         assert re.search(rf"would run: \S+/python examples/flagship/consumer/dav1d/check\.py "
                          rf"\S+/pattern\.ivf \S+/av1check-{leg}\.txt --version 1\.5\.4\n",
                          out), leg
-    assert re.search(r"would run: clang --target=x86_64-w64-windows-gnu -fuse-ld=lld .*"
+    assert re.search(r"would run: x86_64-w64-mingw32-gcc -fuse-ld=lld .*"
                      r"/dav1d-windows-x86_64/lib/dav1d\.lib ", out), out
     assert _outputs(ROOT) == before
     assert not any(tmp_path.iterdir()), "a dry run downloads nothing"
