@@ -78,9 +78,12 @@ pytestmark = pytest.mark.skipif(shutil.which("nasm") is None or shutil.which("gc
 
 @pytest.fixture(scope="module")
 def built() -> Path:
+    # the suite's download cache: the orig tarball is then there for the tests that serve the
+    # flagship's lock from a loopback mirror (tests/mirror_build.py), as FFmpeg's is
     ws, rc, data = support.cached_prebake_build(
         "dav1d-linux-x86_64", {"prebake.toml": WORKSPACE, "prebake.sources.lock": LOCK},
-        ["build", "-j", "2"], timeout=1800)
+        ["build", "-j", "2"], env={"PREBAKE_CACHE": str(support.CACHE / "prebake-cache")},
+        timeout=1800)
     assert rc == 0, json.dumps(data, indent=1)[-3000:]
     return ws
 

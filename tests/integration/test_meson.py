@@ -1,13 +1,14 @@
 """The Meson build family, judged by building a real Meson C library (written here) through a
 recipe that is data only — ``{host_tools[meson]} setup … {meson_cross}``, ``ninja``, ``meson
-install`` — for linux-x86_64 natively (Debian's gcc, a native file) and windows-x86_64 cross
-(mingw-w64, a cross file), with prebake's pinned PyPI meson and ninja.
+install`` — for linux-x86_64 natively (Debian's gcc, a native file), windows-x86_64 cross
+(mingw-w64, a cross file) and wasm cross (Debian's emcc, threads and SIMD128 from the
+contract's ABI flags), with prebake's pinned PyPI meson and ninja.
 
 Judged by what ``prebake inspect`` reads of the shipped archive's objects (ELF x86-64; COFF
-x86-64) and by the library's own record of what Meson configured it for (``host_machine``, the
-compiler's id); a project whose
-subproject's wrap would download is one line naming the wrap, and the machine file's text is
-part of the input hash.
+x86-64; wasm32 with atomics and SIMD128) and by the library's own record of what Meson
+configured it for (``host_machine``, the compiler's id); a subproject's wrap that would
+download, and a probe for a compiler no platform pins, are each one line naming it; the
+machine file's text is part of the input hash.
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ from prebake.recipes.api import MESON_VERSION
 from tests import support
 
 pytestmark = pytest.mark.skipif(
-    shutil.which("x86_64-w64-mingw32-gcc") is None or shutil.which("gcc") is None,
-    reason="needs gcc and mingw-w64")
+    shutil.which("x86_64-w64-mingw32-gcc") is None or shutil.which("gcc") is None
+    or shutil.which("emcc") is None, reason="needs gcc, mingw-w64 and emcc")
 
 MESON_BUILD = """\
 project('mtiny', 'c', version: '1.2.0', meson_version: '>=1.0')
@@ -73,11 +74,29 @@ RECIPE = Recipe(
                       lang="c", symbols=("mtiny_add",)),
 )
 '''
+# Debian's emcc, held to threads and SIMD128 by its contract: the objects have them only if
+# the machine file's c_args (the contract's ABI flags) reached every compile
+WASM_PLATFORM = """
+[platforms.wasm]
+os = "emscripten"
+arch = "wasm32"
+env_unset = ["CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "EMCC_CFLAGS"]
+contract = { extends = "emscripten-wasm-eh-pthread-simd" }
+
+[platforms.wasm.toolchain]
+cc = "emcc"
+cxx = "em++"
+ar = "emar"
+
+[platforms.wasm.link_test]
+flags = ["-fwasm-exceptions", "-pthread", "-msimd128"]
+"""
 WORKSPACE = support.gcc_workspace(
-    "meson-ws", 'mtiny = "1.2.0"', "lib", '["mtiny"]', more="\n" + support.MINGW_PLATFORM)
+    "meson-ws", 'mtiny = "1.2.0"', "lib", '["mtiny"]',
+    more="\n" + support.MINGW_PLATFORM + WASM_PLATFORM)
 
 
-def _workspace(tmp: Path, *, subproject: bool = False) -> Path:
+def _workspace(tmp: Path, *, subproject: bool = False, native_c: bool = False) -> Path:
     ws = tmp / "ws"
     src = ws / "recipes" / "mtiny" / "src"
     src.mkdir(parents=True)
@@ -86,6 +105,8 @@ def _workspace(tmp: Path, *, subproject: bool = False) -> Path:
         build += "zfoo = subproject('zfoo')\n"
         (src / "subprojects").mkdir()
         (src / "subprojects" / "zfoo.wrap").write_text(WRAP)
+    if native_c:  # a compiler of the build machine, which no platform pins
+        build += "add_languages('c', native: true, required: true)\n"
     (src / "meson.build").write_text(build)
     (src / "mtiny.c").write_text(MTINY_C)
     (src / "mtiny.h").write_text(MTINY_H)
@@ -111,20 +132,24 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return ws
 
 
-@pytest.mark.parametrize(("platform", "fmt", "host", "producer"), [
-    ("linux-x86_64", "elf", "linux/x86_64", "gcc 12.2.0"),  # Debian 12's gcc
-    ("windows-x86_64", "coff", "windows/x86_64", "gcc 12"),  # MinGW's (COFF says no more)
+@pytest.mark.parametrize(("platform", "arch", "fmt", "host", "cc", "producer"), [
+    ("linux-x86_64", "x86_64", "elf", "linux/x86_64", "gcc", "gcc 12.2.0"),  # Debian 12's
+    ("windows-x86_64", "x86_64", "coff", "windows/x86_64", "gcc", "gcc 12"),  # MinGW (COFF)
+    ("wasm", "wasm32", "wasm", "emscripten/wasm32", "emscripten", "clang 14.0.6"),  # emcc
 ])
 def test_a_meson_library_builds_natively_and_cross_from_data_alone(
-        built: Path, tmp_path: Path, platform: str, fmt: str, host: str, producer: str) -> None:
+        built: Path, tmp_path: Path, platform: str, arch: str, fmt: str, host: str, cc: str,
+        producer: str) -> None:
     asset = built / "releases" / "continuous" / f"mtiny-1.2.0-{platform}.tar.xz"
     lib = _member(asset, "lib/libmtiny.a", tmp_path)
     (facts,) = json.loads(support.prebake("inspect", lib, "--json").stdout)["results"]
-    assert (facts["arch"], facts["kind"]) == ("x86_64", "static-library")
+    assert (facts["arch"], facts["kind"]) == (arch, "static-library")
+    if platform == "wasm":  # the contract's ABI flags (-pthread -msimd128) reached the compile
+        assert (facts["abi"]["threads"], facts["abi"]["simd128"]) == (True, True)
     assert facts["details"]["member_formats"] == {fmt: 1}  # mtiny.c's one object
     assert facts["abi"]["producer"] == [producer]  # the pinned compiler, from the object
     # what Meson configured: the target's system and cpu family, the pinned compiler
-    assert f"mtiny-built-for={host} cc=gcc".encode() in lib.read_bytes()
+    assert f"mtiny-built-for={host} cc={cc}".encode() in lib.read_bytes()
 
 
 def test_the_build_ran_the_pinned_meson_with_the_machine_file(built: Path) -> None:
@@ -174,3 +199,21 @@ def test_the_machine_file_is_part_of_the_input_hash(tmp_path: Path) -> None:
                                              'ar = "x86_64-w64-mingw32-ar"\nnm = "llvm-nm"'))
     again, printed_again = inputs()
     assert again == printed_again != hashed
+
+
+def test_a_probe_for_an_unpinned_compiler_fails_naming_it(built: Path, tmp_path: Path) -> None:
+    """A cross build's Meson also looks for the build machine's C compiler: it meets the
+    tools folder's refusers (the pinned build above found none: "not found", never
+    /usr/bin/cc), and a project that requires one fails in one line naming what it asked."""
+    win = (built / ".prebake" / "logs" / "mtiny--windows-x86_64.log").read_text()
+    assert "Compiler for language c for the build machine not found." in win
+    ws = _workspace(tmp_path, native_c=True)
+    proc = support.prebake("-C", ws, "build", "--platform", "windows-x86_64", "--json",
+                           timeout=600)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    (unit,) = json.loads(proc.stdout)["units"]
+    assert unit["message"] == (
+        "mtiny on windows-x86_64: meson looked for a compiler platform windows-x86_64 does not "
+        "pin (cc, gcc, clang, nvc…: a compiler of the build machine, which a cross build has "
+        "none of); turn off the project's parts built for the build machine (its native: true "
+        "targets)")

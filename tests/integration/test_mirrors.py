@@ -305,11 +305,12 @@ def test_mirror_credentials_reach_their_mirror_and_nothing_shows_them(
 
 def test_the_flagship_lock_is_made_again_on_a_machine_with_other_mirror_names(
         tmp_path: Path) -> None:
-    """The example as committed: its lock removed, ``prebake pin onnxruntime 1.21.0`` and
-    ``prebake pin ffmpeg 7.1.5`` with an empty download cache, apt and pip pointed at a mirror
-    on 127.0.0.1 with other paths (``tests.mirror_build``), write the committed lock again,
-    byte for byte, every file downloaded from that mirror; the units plan the same input
-    hashes as the committed workspace."""
+    """The example as committed: its lock removed, ``prebake pin onnxruntime 1.21.0``,
+    ``prebake pin ffmpeg 7.1.5`` and ``prebake pin dav1d 1.5.4`` with an empty download
+    cache, apt and pip pointed at a mirror on 127.0.0.1 with other paths
+    (``tests.mirror_build``), write the committed lock again, byte for byte, every file
+    downloaded from that mirror; the units plan the same input hashes as the committed
+    workspace."""
     flagship = support.ROOT / "examples" / "flagship"
     ws = tmp_path / "ws"
     shutil.copytree(flagship, ws, ignore=shutil.ignore_patterns("releases", ".prebake",
@@ -322,7 +323,8 @@ def test_the_flagship_lock_is_made_again_on_a_machine_with_other_mirror_names(
     with mirror:
         env = {**machine_config(tmp_path / "home", mirror, suite="trixie"),
                "PREBAKE_CACHE": str(tmp_path / "cache")}
-        for name, version in (("onnxruntime", "1.21.0"), ("ffmpeg", "7.1.5")):
+        for name, version in (("onnxruntime", "1.21.0"), ("ffmpeg", "7.1.5"),
+                              ("dav1d", "1.5.4")):
             pin = support.prebake("-C", ws, "pin", name, version, env=env, timeout=900)
             assert pin.returncode == 0, pin.stdout + pin.stderr
         assert _hashes(ws, env) == _hashes(flagship, env)

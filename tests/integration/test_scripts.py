@@ -182,7 +182,7 @@ def test_steps_read_what_prebake_resolves(tmp_path: Path) -> None:
     missing = steps("host-tool", "examples/flagship", "opencv", "nasm")
     assert missing.returncode == 2 and missing.stderr == (
         "scripts/steps.py host-tool: examples/flagship: no recipe opencv (it has "
-        "ffmpeg, onnxruntime)\n")
+        "dav1d, ffmpeg, onnxruntime)\n")
     # an environment that is not installed (none is, in an empty toolchains folder): the
     # reason prebake gives, in one line, never a folder of a compiler that is not there
     absent = steps("cc-folder", "examples/flagship", "wasm")

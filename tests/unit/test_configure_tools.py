@@ -17,7 +17,7 @@ import pytest
 
 from prebake.contract import Contract
 from prebake.toolchain import configure
-from prebake.toolchain.cmakefile import beside_ar
+from prebake.toolchain.platformtools import beside_ar
 from prebake.workspace.model import Platform, Toolchain
 
 ZIG = (sys.executable, "-m", "ziglang")
@@ -92,8 +92,10 @@ def test_the_portable_text_names_no_folder_of_this_machine() -> None:
     named = replace(ZIG_ARM, toolchain=replace(ZIG_ARM.toolchain, nm=("llvm-nm",)))
     text = configure.portable(named, named=["cc", "nm", "nasm"], host_tools=["nasm"]).rendered()
     assert sys.executable not in text and str(Path.cwd()) not in text
+    # the work folder and zig's own (its libc++ headers) mapped out, as for this machine
     assert "exec '{python}' -m ziglang cc -target aarch64-linux-gnu.2.28 " \
-           "'-ffile-prefix-map={work}=.' \"$@\"" in text
+           "'-ffile-prefix-map={work}=.' '-ffile-prefix-map={toolchain_lib}=/zig/lib' " \
+           "\"$@\"" in text
     assert "exec '{host_tools[nasm]}'" in text
     assert "PKG_CONFIG_LIBDIR='{prefix}/lib/pkgconfig:{prefix}/share/pkgconfig:" \
            "{deps_prefix}/lib/pkgconfig:{deps_prefix}/share/pkgconfig'" in text

@@ -28,10 +28,10 @@ def test_example_workspace_loads() -> None:
     assert ws.stage_names("full") == ("core", "media")
     assert "extra" not in ws.aliases["full"]
     assert ws.stages["extra"].package == "per-recipe"
-    assert set(ws.recipes) == {"vecmath", "pixelbuf", "onnxruntime", "ffmpeg"}
+    assert set(ws.recipes) == {"vecmath", "pixelbuf", "onnxruntime", "ffmpeg", "dav1d"}
     assert ws.recipes["onnxruntime"].path == BUILTIN_DIR / "onnxruntime" / "recipe.py"
     assert ws.recipes["ffmpeg"].path == BUILTIN_DIR / "ffmpeg" / "recipe.py"
-    assert ws.stages["extra"].recipes == ("onnxruntime", "ffmpeg")
+    assert ws.stages["extra"].recipes == ("onnxruntime", "ffmpeg", "dav1d")
     assert ws.default_store == "file://" + str(SDK.resolve() / "releases")
 
 

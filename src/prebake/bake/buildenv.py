@@ -13,6 +13,9 @@ takes its environment from this value:
   the toolchain file and in Emscripten's ``EMCC_CFLAGS``;
 - ``host_tools``: per recipe, each host tool its commands name, found and verified on
   ``base``'s ``PATH``;
+- ``platform_tools``: the platform's tools found on ``base``'s ``PATH`` with the launcher and
+  the prefix map (``prebake.toolchain.platformtools``): the one value the CMake toolchain
+  file, the configure tools folder and the Meson machine file are rendered from;
 - per recipe, its :class:`Invocation`: the ``{placeholder}`` values and ``{cc}``… argv of its
   commands and the environment they run in (``base`` plus the recipe's ``env``, the
   launcher's variable, the toolchain environment's ``PATH`` and ``GIT_CEILING_DIRECTORIES``).
@@ -42,7 +45,8 @@ from prebake.toolchain.environment import path_with
 from prebake.toolchain.families import family_of_argv
 from prebake.toolchain.hosttools import HOST_TOOLS, Found
 from prebake.toolchain.launcher import compiler_launcher, with_launcher
-from prebake.toolchain.platformtools import is_cross
+from prebake.toolchain.platformtools import PlatformTools, is_cross
+from prebake.toolchain.platformtools import for_unit as platform_tools_for
 from prebake.variables import DEFAULT_PATH, dropped, sanitized
 from prebake.workspace.model import Workspace
 
@@ -68,6 +72,7 @@ class BuildEnv:
     prefix_map: tuple[str, ...]
     host_tools: Mapping[str, tuple[Found, ...]]  # recipe name -> its host tools, as found
     invocations: Mapping[str, Invocation]  # recipe name -> its commands' (Build recipes)
+    platform_tools: PlatformTools
 
     def invocation(self, recipe: Recipe) -> Invocation:
         return self.invocations[recipe.name]
@@ -131,7 +136,9 @@ def prepare(ws: Workspace, unit: Unit, opts: Options, dirs: WorkDirs) -> BuildEn
             ctx, env, tuple(dropped(opts.caller_env, env)),
             toolchain_file="cmake_toolchain" in fields, meson_file="meson_cross" in fields)
     fam = family_of_argv(p.toolchain.cc)
-    return BuildEnv(base, fam.name if fam else None, launcher, flags, tools, invocations)
+    made = platform_tools_for(p, work_root=dirs.root, prefix=dirs.prefix, deps=dirs.deps,
+                              env=base, launcher=launcher, flags=flags, workspace_root=ws.root)
+    return BuildEnv(base, fam.name if fam else None, launcher, flags, tools, invocations, made)
 
 
 def _tool_path(found: Found) -> str:

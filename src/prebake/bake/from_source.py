@@ -16,8 +16,8 @@ from prebake.errors import PrebakeError
 from prebake.package.implib import import_libraries
 from prebake.recipes.api import Build, Recipe, strategy_templates, template_fields
 from prebake.sources import materialize_all, render_source
-from prebake.toolchain import configure, mesonfile, platformtools
-from prebake.toolchain.cmakefile import ToolchainFileError, for_unit, toolchain_folder
+from prebake.toolchain import cmakefile, configure, mesonfile
+from prebake.toolchain.cmakefile import ToolchainFileError, toolchain_folder
 from prebake.toolchain.steady import install as install_steady
 from prebake.toolchain.zigwarm import warm
 
@@ -70,8 +70,8 @@ def build_from_source(run: UnitRun, recipe: Recipe, strategy: Build, work: Path,
             if config_log is not None and rc != -1 and _written(config_log) not in (None,
                                                                                     before):
                 _configure_failed(run, recipe, config_log)
-            if how.meson_file and rc != -1 and (refused := mesonfile.download_refused(
-                    run.log.tail(), work / "src")):
+            if how.meson_file and rc != -1 and (refused := mesonfile.setup_refused(
+                    run.log.tail(), work / "src", run.unit.platform.name)):
                 raise UnitFailed(f"{recipe.name} on {run.unit.platform.name}: {refused}")
             raise UnitFailed(f"{recipe.name}: command {i} failed ({what}): "
                              f"{shlex.join(argv)}\n--- last lines of {run.log.path} ---\n"
@@ -114,11 +114,9 @@ def write_tools_folder(run: UnitRun, ctx: Context, env: Mapping[str, str],
     target's objects."""
     p, dirs, benv = run.unit.platform, run.dirs, run.env
     try:
-        made = configure.for_unit(
-            p, named=named, host_tools={n: ctx.host_tools[n] for n in named
-                                        if n in ctx.host_tools},
-            env=benv.base, launcher=benv.launcher, flags=benv.prefix_map, prefix=dirs.prefix,
-            deps=dirs.deps)
+        made = configure.render_for_unit(
+            benv.platform_tools, named, {n: ctx.host_tools[n] for n in named
+                                         if n in ctx.host_tools}, benv.base)
         folder = made.write(configure.tools_folder(dirs.root))
         run.log.write(f"# tools folder {folder} (first on PATH):\n{made.rendered()}")
         if "nm" in named:
@@ -158,15 +156,11 @@ def _warm_zig(run: UnitRun, env: Mapping[str, str]) -> None:
 def write_meson_file(run: UnitRun) -> Path:
     """Write the platform's Meson cross file (native file when not cross) into the unit's work
     folder before any source is fetched: what ``{meson_cross}`` names."""
-    p, dirs, env = run.unit.platform, run.dirs, run.env
     try:
-        tools = platformtools.for_unit(p, work_root=dirs.root, prefix=dirs.prefix,
-                                       deps=dirs.deps, env=env.base, launcher=env.launcher,
-                                       flags=env.prefix_map, workspace_root=run.ws.root)
-        made = mesonfile.render(tools)
+        made = mesonfile.render(run.env.platform_tools)
     except PrebakeError as exc:
         raise UnitFailed(str(exc)) from None
-    path = made.write(toolchain_folder(dirs.root))
+    path = made.write(toolchain_folder(run.dirs.root))
     run.log.write(f"# Meson {'cross' if made.cross else 'native'} file {path}:\n"
                   f"{made.rendered()}")
     return path
@@ -175,14 +169,10 @@ def write_meson_file(run: UnitRun) -> Path:
 def write_cmake_toolchain(run: UnitRun) -> Path:
     """Write the platform's CMake toolchain file (and its wrappers) into the unit's work
     folder, before any source is fetched: a table that cannot make one fails here."""
-    p, dirs, env = run.unit.platform, run.dirs, run.env
     try:
-        made = for_unit(p, work_root=dirs.root, prefix=dirs.prefix, deps=dirs.deps,
-                        env=env.base, launcher=env.launcher, flags=env.prefix_map,
-                        workspace_root=run.ws.root)
+        made = cmakefile.render(run.env.platform_tools)
     except ToolchainFileError as exc:
         raise UnitFailed(str(exc)) from None
-    path = made.write(toolchain_folder(dirs.root))
+    path = made.write(toolchain_folder(run.dirs.root))
     run.log.write(f"# CMake toolchain file {path}:\n{made.rendered()}")
     return path
-

@@ -70,7 +70,8 @@ def _cmake(platforms: list[Platform], as_json: bool) -> int:
     """Each platform's toolchain file; a table that cannot make one is one error (exit 2)."""
     from prebake.commands._common import print_json
     from prebake.jsonio import SCHEMA_VERSION
-    from prebake.toolchain.cmakefile import is_cross, portable
+    from prebake.toolchain.cmakefile import portable
+    from prebake.toolchain.platformtools import is_cross
 
     made = [(p, portable(p, shared_prefix=False)) for p in platforms]
     if as_json:

@@ -414,14 +414,13 @@ class HostTool:
 
 
 # The Meson build family's host tools, pinned once for every recipe that names
-# ``{meson_cross}`` (``prebake.toolchain.mesonfile``): PyPI's meson and ninja, installed into
-# prebake's own environment (pyproject.toml's ``meson`` extra, which scripts/bootstrap
-# installs) and looked for beside its interpreter first. ninja's wheel reports
+# ``{meson_cross}`` (``prebake.toolchain.mesonfile``): PyPI's meson and ninja, dependencies of
+# prebake itself (pyproject.toml) and looked for beside its interpreter first. ninja's wheel reports
 # "1.13.2.git.kitware.jobserver-pipe-1": the default pattern reads its release.
 MESON_VERSION = "1.12.1"
 NINJA_VERSION = "1.13.2"
-_MESON_INSTALL = (f"pip install meson=={MESON_VERSION} ninja=={NINJA_VERSION}, or "
-                  "pip install 'prebake[meson]'")
+_MESON_INSTALL = (f"pip install meson=={MESON_VERSION} ninja=={NINJA_VERSION} into prebake's "
+                  "environment: both come with prebake")
 MESON_TOOLS = (
     HostTool("meson", MESON_VERSION, with_prebake=True,
              package=f"PyPI's meson {MESON_VERSION} ({_MESON_INSTALL})"),

@@ -156,32 +156,27 @@ _CMAKE_TOOL = re.compile(r"-D\s*(CMAKE_(?:C|CXX|OBJC|OBJCXX|ASM)_COMPILER|CMAKE_
                          r"(?::\w+)?=")
 
 
-def _cmake_tool_problem(cmd: object, where: str) -> list[Problem]:
+# What a command must not do: (pattern, the problem, said with the pattern's first group).
+_COMMAND_RULES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (_CMAKE_TOOL, "sets -D{}= itself: use -DCMAKE_TOOLCHAIN_FILE={{cmake_toolchain}} instead "
+                  "(prebake's toolchain file sets the pinned compilers, their target flags, "
+                  "ar/ranlib and the launcher)"),
+    # Meson commands that would download: a build never does (``--wrap-mode=nodownload``
+    # comes with ``{meson_cross}``); a subproject the project needs is a source of the recipe
+    (re.compile(r"(--wrap-mode(?:=|\s+)(?!nodownload\b)\S+"
+                r"|-Dwrap_mode=(?!nodownload\b)\S+"
+                r"|\bsubprojects\s+(?:download|update|checkout)\b"
+                r"|\bwrap\s+(?:install|update)\b)"),
+     "runs `{}`: a build never downloads ({{meson_cross}} sets --wrap-mode=nodownload); give "
+     "the subproject's source as one of the recipe's sources instead"),
+)
+
+
+def _command_problems(cmd: object, where: str) -> list[Problem]:
     parts = (cmd,) if isinstance(cmd, str) else cmd if isinstance(cmd, tuple) else ()
-    m = _CMAKE_TOOL.search(" ".join(p for p in parts if isinstance(p, str)))
-    if m is None:
-        return []
-    return [Problem(where, f"sets -D{m[1]}= itself: use -DCMAKE_TOOLCHAIN_FILE={{cmake_toolchain}} "
-                           "instead (prebake's toolchain file sets the pinned compilers, their "
-                           "target flags, ar/ranlib and the launcher)")]
-
-
-# Meson commands that would download: a build never does (``--wrap-mode=nodownload`` comes with
-# ``{meson_cross}``); a subproject the project needs is a source of the recipe instead.
-_MESON_DOWNLOAD = re.compile(r"(--wrap-mode(?:=|\s+)(?!nodownload\b)\S+"
-                             r"|-Dwrap_mode=(?!nodownload\b)\S+"
-                             r"|\bsubprojects\s+(?:download|update|checkout)\b"
-                             r"|\bwrap\s+(?:install|update)\b)")
-
-
-def _meson_download_problem(cmd: object, where: str) -> list[Problem]:
-    parts = (cmd,) if isinstance(cmd, str) else cmd if isinstance(cmd, tuple) else ()
-    m = _MESON_DOWNLOAD.search(" ".join(p for p in parts if isinstance(p, str)))
-    if m is None:
-        return []
-    return [Problem(where, f"runs `{m[1]}`: a build never downloads ({{meson_cross}} sets "
-                           "--wrap-mode=nodownload); give the subproject's source as one of "
-                           "the recipe's sources instead")]
+    text = " ".join(p for p in parts if isinstance(p, str))
+    return [Problem(where, message.format(m[1])) for pattern, message in _COMMAND_RULES
+            if (m := pattern.search(text))]
 
 
 def _check_strategy(key: str, strat: object, deps: tuple[str, ...], where: str) -> list[Problem]:
@@ -192,8 +187,7 @@ def _check_strategy(key: str, strat: object, deps: tuple[str, ...], where: str) 
             out.append(Problem(w, "a Build needs at least one command"))
         for j, cmd in enumerate(strat.commands):
             out += _check_command(cmd, f"{w}.commands[{j}]")
-            out += _cmake_tool_problem(cmd, f"{w}.commands[{j}]")
-            out += _meson_download_problem(cmd, f"{w}.commands[{j}]")
+            out += _command_problems(cmd, f"{w}.commands[{j}]")
         for k, v in strat.env.items():
             out += _check_template(v, PLACEHOLDERS, f"{w}.env[{k!r}]")
         if strat.toolchain_family and strat.toolchain_family not in BY_NAME:

@@ -17,7 +17,9 @@ So a recipe that names ``{tools[ROLE]}`` or ``{triple}`` gets one folder per uni
 - ``<triple>-cc``, ``<triple>-c++`` (and the ``<triple>-gcc``/``-g++`` autoconf looks for with
   ``--host``), ``<triple>-ar``, ``-ranlib``, ``-nm``, ``-strip``, ``-windres`` (Windows): one
   word each, a two-line script running the platform's pinned tool with its target flags, the
-  compiler launcher (ccache) and ``-ffile-prefix-map`` — the words ``{tools[cc]}``… expand to;
+  compiler launcher (ccache), ``-ffile-prefix-map`` and the platform's ABI flags (wasm:
+  ``-fwasm-exceptions -sWASM_LEGACY_EXCEPTIONS=0 -pthread -msimd128`` as its contract says) —
+  the words ``{tools[cc]}``… expand to;
 - ``<triple>-pkg-config`` (and ``pkg-config``): the build machine's pkg-config finding only the
   unit's prefix and its dependencies' (``PKG_CONFIG_LIBDIR``), never the build machine's
   libraries — CMake's find roots, for a configure script;
@@ -34,17 +36,16 @@ So a recipe that names ``{tools[ROLE]}`` or ``{triple}`` gets one folder per uni
 ``{triple}`` is the target's GNU triple (``aarch64-linux-gnu``, ``x86_64-w64-mingw32``,
 ``wasm32-unknown-emscripten``), ``{build_triple}`` the build machine's: ``--host={triple}
 --build={build_triple}`` is how an autotools project cross-compiles. The same rendering with
-tokens instead of this machine's paths (``portable``) enters the unit's input hash.
+tokens instead of this machine's paths (``portable``) enters the unit's input hash. The
+scripts are rendered from the unit's :class:`~prebake.toolchain.platformtools.PlatformTools`,
+the value the CMake toolchain file and the Meson machine file are rendered from too.
 """
 
 from __future__ import annotations
 
-import os
 import re
-import shlex
 import shutil
 import subprocess
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,33 +53,10 @@ from pathlib import Path
 from prebake.errors import PrebakeError
 from prebake.inspect import ParseOptions, inspect
 from prebake.recipes.api import TOOL_ROLES
-from prebake.toolchain.cmakefile import (
-    FIXED_MTIME,
-    PORTABLE_WORK,
-    beside_ar,
-    host,
-    wrapper_script,
-)
-from prebake.toolchain.environment import resolve as environment_tool
-from prebake.toolchain.launcher import with_launcher
-from prebake.toolchain.prefix_map import compiler_argv
-from prebake.workspace.model import PYTHON_TOKEN, Platform
+from prebake.toolchain import platformtools, shellscript
+from prebake.toolchain.platformtools import TRIPLES, PlatformTools, host
+from prebake.workspace.model import Platform
 
-# The GNU triple of each (os, arch) prebake knows: what autotools' --host/--build take and
-# what the tools' names start with.
-TRIPLES: Mapping[tuple[str, str], str] = {
-    ("linux", "x86_64"): "x86_64-linux-gnu",
-    ("linux", "aarch64"): "aarch64-linux-gnu",
-    ("linux", "i686"): "i686-linux-gnu",
-    ("linux", "arm"): "arm-linux-gnueabihf",
-    ("windows", "x86_64"): "x86_64-w64-mingw32",
-    ("windows", "i686"): "i686-w64-mingw32",
-    ("windows", "aarch64"): "aarch64-w64-mingw32",
-    ("macos", "x86_64"): "x86_64-apple-darwin",
-    ("macos", "aarch64"): "aarch64-apple-darwin",
-    ("emscripten", "wasm32"): "wasm32-unknown-emscripten",
-    ("wasi", "wasm32"): "wasm32-wasi",
-}
 # The platform's tools by role, and each one's word after ``<triple>-``.
 ROLES = TOOL_ROLES
 # What autoconf's AC_PROG_CC/AC_PROG_CXX look for first with --host=TRIPLE.
@@ -88,7 +66,6 @@ ALIASES: Mapping[str, tuple[str, ...]] = {"cc": ("gcc",), "cxx": ("g++",)}
 FALLBACKS = ("cc", "gcc", "c++", "g++", "clang", "clang++", "ar", "ranlib", "nm", "strip",
              "windres")
 FOLDER = "tools"  # below the unit's toolchain folder (<work>/toolchain/tools)
-PKG_CONFIG_DIRS = ("lib/pkgconfig", "share/pkgconfig")
 REFUSED_EXIT = 127  # "command not found": configure scripts move on to their error message
 
 
@@ -119,8 +96,12 @@ def triples(platform: Platform) -> dict[str, str]:
 
 
 def uses_tools(fields: Sequence[str]) -> bool:
-    """Whether a strategy's placeholders (``template_fields``) ask for the tools folder."""
-    return any(f.startswith("tools[") or f in ("triple", "build_triple") for f in fields)
+    """Whether a strategy's placeholders (``template_fields``) ask for the tools folder.
+    ``{meson_cross}`` does too: in a cross build Meson also probes for a compiler of the
+    build machine (``cc``, ``gcc``… on ``PATH``), which the folder's refusers answer, so a
+    project that needs one fails naming it instead of building with an unpinned compiler."""
+    return any(f.startswith("tools[") or f in ("triple", "build_triple", "meson_cross")
+               for f in fields)
 
 
 def roles_named(fields: Sequence[str]) -> tuple[str, ...]:
@@ -137,18 +118,6 @@ def words(platform: Platform, host_tools: Sequence[str] = ()) -> dict[str, str]:
     return out
 
 
-def pinned_argv(platform: Platform, role: str) -> tuple[str, ...] | None:
-    """The platform's own command for ``role``: cc/cxx/ar from its table, a binutils tool as
-    the table names it or as it lies beside ``ar`` (None: the platform pins none)."""
-    tc = platform.toolchain
-    if role in ("cc", "cxx", "ar"):
-        return tuple(getattr(tc, role)) or None
-    if role == "windres" and platform.os != "windows":
-        return None
-    named: tuple[str, ...] = getattr(tc, role)
-    return named or beside_ar(tc.ar, role)
-
-
 @dataclass(frozen=True)
 class ToolsFolder:
     """The folder's scripts: file name -> text."""
@@ -162,11 +131,7 @@ class ToolsFolder:
             shutil.rmtree(folder)
         folder.mkdir(parents=True)
         for name, text in sorted(self.scripts.items()):
-            tmp = folder / f".{name}.tmp"
-            tmp.write_text(text)
-            tmp.chmod(0o755)
-            os.utime(tmp, (FIXED_MTIME, FIXED_MTIME))  # ccache's compiler_check=mtime
-            tmp.replace(folder / name)
+            shellscript.write_file(folder / name, text, 0o755)
         return folder
 
     def rendered(self) -> str:
@@ -175,142 +140,72 @@ class ToolsFolder:
                          for name, text in sorted(self.scripts.items()))
 
 
-@dataclass(frozen=True)
-class Inputs:
-    """What one rendering reads: each role's command (resolved, or as written), the host
-    tools' paths and ``make``, the folders pkg-config may search."""
-
-    argv: Mapping[str, tuple[str, ...]]  # role -> command, with flags and launcher
-    pinned: frozenset[str] = frozenset()  # generic names the platform pins (never refused)
-    host_tools: Mapping[str, str] = field(default_factory=dict)  # name -> program
-    make: str | None = None
-    pkg_config: str | None = None  # the build machine's pkg-config
-    pc_roots: tuple[str, ...] = ()  # the unit's prefix and its dependencies'
-
-
-def refuser(name: str, platform: Platform) -> str:
+def refuser(name: str, platform: str) -> str:
     return ("#!/bin/sh\n"
-            f"echo \"prebake: '{name}' is not a tool platform {platform.name} pins; this build "
+            f"echo \"prebake: '{name}' is not a tool platform {platform} pins; this build "
             "fell back to it because it was not told the platform's own (give it "
             f"{{tools[…]}}: CC=… or --cc=…)\" >&2\n"
             f"exit {REFUSED_EXIT}\n")
 
 
-def render(platform: Platform, inp: Inputs) -> ToolsFolder:
-    """The folder's scripts for ``platform`` from already resolved (or portable) commands."""
-    t = triple(platform.os, platform.arch)
+def render(pt: PlatformTools, named: Sequence[str] = (),
+           host_tools: Mapping[str, str] | None = None, make: str | None = None
+           ) -> ToolsFolder:
+    """The folder's scripts from the unit's platform tools: every role the platform pins
+    that is installed (``cc``, ``cxx`` and the roles the commands ``named`` must be), the
+    host tools the commands name (name -> program), ``make``, and refusers."""
+    t = triple(pt.machine.os, pt.machine.arch)
+    for role in dict.fromkeys(("cc", "cxx", *named)):
+        if role in ROLES:
+            pt.need(role, f"the commands name {{tools[{role}]}}", ToolsError)
     scripts: dict[str, str] = {}
-    for role, argv in inp.argv.items():
-        script = wrapper_script(platform, argv, role)
+    for role in ROLES:
+        argv = pt.with_launcher(role)
+        if argv is None or role == "pkg_config":
+            continue
+        if role in ("cc", "cxx"):  # a configure script has no other place for the ABI's flags
+            argv = (*argv, *pt.abi_flags)
+        script = shellscript.wrapper_script(pt.machine.arch, argv, role)
         for suffix in (ROLES[role], *ALIASES.get(role, ())):
             scripts[f"{t}-{suffix}"] = script
-    if inp.pkg_config is not None:
-        dirs = ":".join(f"{root}/{d}" for root in inp.pc_roots for d in PKG_CONFIG_DIRS)
-        script = ("#!/bin/sh\n"
-                  "# only the unit's prefix and its dependencies: never the build machine's\n"
-                  f"PKG_CONFIG_LIBDIR={shlex.quote(dirs)}\nPKG_CONFIG_PATH=\n"
-                  "export PKG_CONFIG_LIBDIR PKG_CONFIG_PATH\n"
-                  f"exec {shlex.quote(inp.pkg_config)} \"$@\"\n")
-        scripts[f"{t}-pkg-config"] = scripts["pkg-config"] = script
-    for name, program in inp.host_tools.items():
-        scripts[name] = f"#!/bin/sh\nexec {shlex.quote(program)} \"$@\"\n"
-    if inp.make is not None:
-        scripts.setdefault("make", f"#!/bin/sh\nexec {shlex.quote(inp.make)} \"$@\"\n")
+    pkg_config = pt.get("pkg_config")
+    if pkg_config is not None:
+        scripts[f"{t}-pkg-config"] = scripts["pkg-config"] = shellscript.exec_script(
+            pkg_config[0], {"PKG_CONFIG_LIBDIR": ":".join(pt.pkg_config_dirs()),
+                            "PKG_CONFIG_PATH": ""},
+            "only the unit's prefix and its dependencies: never the build machine's")
+    for name, program in (host_tools or {}).items():
+        scripts[name] = shellscript.exec_script(program)
+    if make is not None:
+        scripts.setdefault("make", shellscript.exec_script(make))
     for name in FALLBACKS:
-        if name not in inp.pinned and name not in scripts:
-            scripts[name] = refuser(name, platform)
-    return ToolsFolder(platform.name, scripts)
-
-
-# ---- the commands, for this machine or portable --------------------------------------------
-
-def _unexpand(argv: Sequence[str]) -> tuple[str, ...]:
-    return tuple(PYTHON_TOKEN if a == sys.executable else a for a in argv)
-
-
-def _roles(platform: Platform, named: Sequence[str]) -> dict[str, tuple[str, ...]]:
-    """The platform's command per role: every role it pins, and an error for a named role
-    it does not (a configure script would fall back to the build machine's)."""
-    out: dict[str, tuple[str, ...]] = {}
-    for role in ROLES:
-        if role == "pkg_config":
-            continue
-        argv = pinned_argv(platform, role)
-        if argv is not None:
-            out[role] = argv
-        elif role in named and role == "windres":
-            raise ToolsError(f"platform {platform.name} is not a Windows platform: it has no "
-                             "windres ({tools[windres]})")
-        elif role in named:
-            raise ToolsError(f"platform {platform.name} pins no {role}: none is known beside "
-                             f"its ar {shlex.join(platform.toolchain.ar)!r}; set {role} in "
-                             f"[platforms.{platform.name}.toolchain]")
-    return out
-
-
-def _pinned_names(platform: Platform) -> frozenset[str]:
-    """The generic names the platform's own commands start with (``gcc`` where it pins gcc):
-    never refused, a fallback to them is a fallback to the pinned tool."""
-    return frozenset(Path(argv[0]).name for role in ROLES if role != "pkg_config"
-                     and (argv := pinned_argv(platform, role)))
-
-
-def _with_flags(role: str, argv: tuple[str, ...], flags: Sequence[str],
-                launcher: str | None) -> tuple[str, ...]:
-    if role not in ("cc", "cxx"):
-        return argv
-    return with_launcher(compiler_argv(argv, flags), launcher)
+        if name not in pt.pinned_names and name not in scripts:
+            scripts[name] = refuser(name, pt.name)
+    return ToolsFolder(pt.name, scripts)
 
 
 def portable(platform: Platform, named: Sequence[str] = (), host_tools: Sequence[str] = ()
              ) -> ToolsFolder:
     """The folder with ``{python}``, ``{work}``… for this machine's paths and no launcher:
     the text the input hash reads."""
-    flags = (f"-ffile-prefix-map={PORTABLE_WORK}=.",)
-    argv = {role: _with_flags(role, _unexpand(a), flags, None)
-            for role, a in _roles(platform, named).items()}
-    return render(platform, Inputs(argv, _pinned_names(platform),
-                                   {n: f"{{host_tools[{n}]}}" for n in host_tools},
-                                   make="make", pkg_config="pkg-config",
-                                   pc_roots=("{prefix}", "{deps_prefix}")))
-
-
-def _resolve(argv: tuple[str, ...], role: str, platform: Platform, path: str | None,
-             required: bool) -> tuple[str, ...] | None:
-    argv = environment_tool(argv, platform.toolchain.environment)
-    if argv[0] == sys.executable or "/" in argv[0]:
-        found = argv[0] if Path(argv[0]).is_file() else None
-    else:
-        found = shutil.which(argv[0], path=path)
-    if found is None:
-        if required:
-            raise ToolsError(f"platform {platform.name}: {role} {argv[0]!r} is not on the "
-                             "build's PATH")
-        return None
-    return (found, *argv[1:])
+    return render(platformtools.portable(platform), named,
+                  {n: f"{{host_tools[{n}]}}" for n in host_tools}, make="make")
 
 
 def for_unit(platform: Platform, *, named: Sequence[str], host_tools: Mapping[str, str],
              env: Mapping[str, str], launcher: str | None, flags: Sequence[str],
-             prefix: Path, deps: Path) -> ToolsFolder:
-    """The folder one unit's commands use, with this machine's paths: every role the
-    platform pins that is installed (the roles ``named`` by the commands must be), the host
-    tools the commands name, ``make`` and ``pkg-config`` as the build machine has them."""
-    path = env.get("PATH")
-    argv: dict[str, tuple[str, ...]] = {}
-    for role, spelled in _roles(platform, named).items():
-        found = _resolve(spelled, role, platform, path, required=role in named
-                         or role in ("cc", "cxx"))
-        if found is not None:
-            argv[role] = _with_flags(role, found, flags, launcher)
-    roots = tuple(dict.fromkeys((str(prefix), str(deps))))
-    pkg_config = shutil.which("pkg-config", path=path)
-    if pkg_config is None and "pkg_config" in named:
-        raise ToolsError(f"platform {platform.name}: pkg-config is not on the build's PATH "
-                         "(the commands name {tools[pkg_config]}; Debian's pkg-config)")
-    return render(platform, Inputs(argv, _pinned_names(platform), dict(host_tools),
-                                   make=shutil.which("make", path=path),
-                                   pkg_config=pkg_config, pc_roots=roots))
+             prefix: Path, deps: Path, work_root: Path | None = None) -> ToolsFolder:
+    """The folder one unit's commands use, with this machine's paths (see ``render``);
+    ``make`` as the build machine has it."""
+    pt = platformtools.for_unit(platform, work_root=work_root or prefix.parent, prefix=prefix,
+                                deps=deps, env=env, launcher=launcher, flags=flags)
+    return render_for_unit(pt, named, host_tools, env)
+
+
+def render_for_unit(pt: PlatformTools, named: Sequence[str], host_tools: Mapping[str, str],
+                    env: Mapping[str, str]) -> ToolsFolder:
+    """``render`` with the build machine's ``make`` (found on ``env``'s ``PATH``)."""
+    return render(pt, named, host_tools, make=shutil.which("make", path=env.get("PATH")))
 
 
 def tools_folder(work_root: Path) -> Path:

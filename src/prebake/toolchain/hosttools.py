@@ -25,8 +25,8 @@ from pathlib import Path
 from prebake.errors import PrebakeError
 from prebake.inspect import inspect
 from prebake.recipes.api import HostTool
-from prebake.toolchain.cmakefile import host
 from prebake.toolchain.families import pin_matches
+from prebake.toolchain.platformtools import host
 
 TIMEOUT = 60
 

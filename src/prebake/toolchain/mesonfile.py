@@ -140,12 +140,32 @@ def render(pt: PlatformTools) -> MesonFile:
     return MesonFile(pt.name, pt.cross, _template().render(ctx), wrappers)
 
 
-# ---- a Meson project that tried to download ----------------------------------------------------
+# ---- a Meson setup that stopped where prebake stops it ------------------------------------------
 
 _REFUSED = "Automatic wrap-based subproject downloading is disabled"
+# a compiler Meson looked for on PATH: in a cross build only the build machine's can be
+_UNKNOWN = re.compile(r"ERROR: Unknown compiler\(s\): (\[\[.*\]\])")
 _SUBPROJECT = re.compile(r"(?:Subproject|Executing subproject) (\S+?)(?: is buildable| |$)")
 _WRAP_URL = re.compile(r"^\s*(source_url|url)\s*=\s*(\S+)", re.M)
 WRAP_READ = 64 << 10  # a wrap file is a few lines
+
+
+def setup_refused(log_tail: str, src: Path, platform: str) -> str | None:
+    """The one line for a ``meson setup`` that stopped where prebake stops it: a wrap that
+    would download (``download_refused``), or a probe for a compiler the platform does not
+    pin (in a cross build, the build machine's: the tools folder's refusers answer ``cc``,
+    ``gcc``…). None: it failed for another reason."""
+    refused = download_refused(log_tail, src)
+    if refused is not None:
+        return refused
+    m = next((m for line in reversed(log_tail.splitlines()) if (m := _UNKNOWN.search(line))),
+             None)
+    if m is None:
+        return None
+    names = ", ".join(re.findall(r"\['([^']+)'", m[1])[:4])
+    return (f"meson looked for a compiler platform {platform} does not pin ({names}…: a "
+            "compiler of the build machine, which a cross build has none of); turn off the "
+            "project's parts built for the build machine (its native: true targets)")
 
 
 def download_refused(log_tail: str, src: Path) -> str | None:

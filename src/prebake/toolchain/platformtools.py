@@ -51,6 +51,11 @@ from prebake.workspace.model import PYTHON_TOKEN, Platform
 HOST_OS: Mapping[str, str] = {"Linux": "linux", "Darwin": "macos", "Windows": "windows"}
 HOST_ARCH: Mapping[str, str] = {"x86_64": "x86_64", "AMD64": "x86_64", "amd64": "x86_64",
                                 "aarch64": "aarch64", "arm64": "aarch64", "i686": "i686"}
+# CMake's names for the os values of prebake.toml (CMAKE_SYSTEM_NAME); "none" has none.
+CMAKE_SYSTEMS: Mapping[str, str] = {"linux": "Linux", "macos": "Darwin", "windows": "Windows",
+                                    "wasi": "WASI", "emscripten": "Emscripten"}
+# CMAKE_SYSTEM_PROCESSOR where it is not the arch's own name (what each system's uname says).
+CMAKE_PROCESSORS: Mapping[tuple[str, str], str] = {("macos", "aarch64"): "arm64"}
 # Meson's [host_machine] words (its reference tables "CPU families" and "Operating systems").
 MESON_SYSTEMS: Mapping[str, str] = {"linux": "linux", "macos": "darwin", "windows": "windows",
                                     "emscripten": "emscripten", "wasi": "wasi"}
@@ -169,6 +174,8 @@ class Machine:
 
     os: str
     arch: str
+    cmake_system: str | None
+    cmake_processor: str
     meson_system: str | None
     cpu_family: str | None
     cpu: str
@@ -178,7 +185,8 @@ class Machine:
 
 def machine_of(platform: Platform) -> Machine:
     os_name, arch = platform.os, platform.arch
-    return Machine(os_name, arch, MESON_SYSTEMS.get(os_name),
+    return Machine(os_name, arch, CMAKE_SYSTEMS.get(os_name),
+                   CMAKE_PROCESSORS.get((os_name, arch), arch), MESON_SYSTEMS.get(os_name),
                    MESON_CPU_FAMILIES.get(arch), arch,
                    "big" if arch in BIG_ENDIAN_ARCHES else "little", gnu_triple(os_name, arch))
 
@@ -200,6 +208,8 @@ class PlatformTools:
     sysroot: str | None = None
     emscripten: str | None = None  # Emscripten's folder (cmake/Modules/Platform/…)
     folder: str = ""  # the unit's toolchain folder (where wrapper scripts go)
+    cmake_user_file: str | None = None  # the workspace's own cmake_toolchain, included last
+    pinned_names: frozenset[str] = frozenset()  # generic names the platform's commands are
     portable: bool = False
 
     @property
@@ -225,8 +235,9 @@ class PlatformTools:
             raise error(f"platform {self.name}: pkg-config is not on the build's PATH ({why}; "
                         "Debian's pkg-config)")
         ar = self.platform.toolchain.ar
-        raise error(f"platform {self.name}: {why}: no {role} known beside its ar "
-                    f"{shlex.join(ar)!r}; set {role} in [platforms.{self.name}.toolchain]")
+        raise error(f"platform {self.name} pins no {role}: none is known beside its ar "
+                    f"{shlex.join(ar)!r}; set {role} in [platforms.{self.name}.toolchain] "
+                    f"({why})")
 
     def with_launcher(self, role: str) -> tuple[str, ...] | None:
         """A compiler's command with the launcher in front (other roles as they are)."""
@@ -250,6 +261,12 @@ def _spelled(platform: Platform, role: str, argv: tuple[str, ...]) -> tuple[str,
     """A role's command as the table spells it (``{python}`` kept), for the portable form."""
     text = platform.toolchain.spec.get(role)
     return tuple(shlex.split(text)) if text else _unexpand(argv)
+
+
+def _pinned_names(platform: Platform) -> frozenset[str]:
+    """The generic names the platform's own commands start with (``gcc`` where it pins gcc):
+    a fallback to them is a fallback to the pinned tool."""
+    return frozenset(Path(a[0]).name for role in ROLES if (a := pinned_argv(platform, role)))
 
 
 def _msvc_runtime(platform: Platform) -> str | None:
@@ -282,8 +299,9 @@ def portable(platform: Platform, *, shared_prefix: bool = False, cross: bool | N
         sysroot=f"/usr/{triple}" if triple else None,
         emscripten="{emscripten}" if platform.os == "emscripten" else None,
         folder=f"{PORTABLE_WORK}/toolchain",
+        cmake_user_file=("{workspace}/" + tc.cmake_toolchain) if tc.cmake_toolchain else None,
         portable=True, machine=machine_of(platform), abi_flags=abi_flags(platform),
-        msvc_runtime=_msvc_runtime(platform))
+        msvc_runtime=_msvc_runtime(platform), pinned_names=_pinned_names(platform))
 
 
 def _resolve(argv: tuple[str, ...], platform: Platform, path: str | None
@@ -325,10 +343,12 @@ def for_unit(platform: Platform, *, work_root: Path, prefix: Path, deps: Path,
     triple = _triple_prefix(tc.cc)
     sysroot = f"/usr/{triple}" if triple and Path(f"/usr/{triple}").is_dir() else None
     use_launcher = launcher if launcher and with_launcher(tc.cc, launcher) != tc.cc else None
+    user = tc.cmake_toolchain
     return PlatformTools(
         platform=platform, cross=is_cross(platform) if cross is None else cross, tools=tools,
         missing=missing, launcher=use_launcher, prefix_map=tuple(flags),
         find_roots=tuple(dict.fromkeys((str(prefix), str(deps)))), sysroot=sysroot,
         emscripten=emscripten, folder=str(work_root / "toolchain"),
-        machine=machine_of(platform), abi_flags=abi_flags(platform),
-        msvc_runtime=_msvc_runtime(platform))
+        cmake_user_file=str((workspace_root / user).resolve()) if user and workspace_root
+        else None, machine=machine_of(platform), abi_flags=abi_flags(platform),
+        msvc_runtime=_msvc_runtime(platform), pinned_names=_pinned_names(platform))

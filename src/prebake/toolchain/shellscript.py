@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import shlex
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from prebake.toolchain.families import family_of_argv
@@ -57,6 +57,19 @@ def wrapper_script(arch: str, argv: Sequence[str], role: str) -> str:
     reads ``-march`` as ``-mcpu`` on ARM (zig) gets GCC's spelling rewritten first."""
     head = MARCH_WRAPPER if rewrites_march(arch, argv, role) else "#!/bin/sh\n"
     return head + f"exec {join(argv)} \"$@\"\n"
+
+
+def exec_script(program: str, env: Mapping[str, str] | None = None, comment: str = "") -> str:
+    """A script that runs ``program`` (with ``env`` exported first)."""
+    lines = ["#!/bin/sh"]
+    if comment:
+        lines.append(f"# {comment}")
+    for k, v in (env or {}).items():
+        lines.append(f"{k}={quote(v)}")
+    if env:
+        lines.append("export " + " ".join(env))
+    lines.append(f"exec {quote(program)} \"$@\"")
+    return "\n".join(lines) + "\n"
 
 
 def wrapper_name(argv: Sequence[str], role: str) -> str:

@@ -17,8 +17,8 @@ from dataclasses import dataclass, replace
 from prebake.errors import PrebakeError
 from prebake.recipes.api import Build, Recipe
 from prebake.toolchain import environment as envs
-from prebake.toolchain.cmakefile import host
 from prebake.toolchain.families import BY_NAME, Family, at_least, family_of_argv, pin_matches
+from prebake.toolchain.platformtools import host
 from prebake.toolchain.probe import PROBER, Measured, Prober, resolve_argv
 from prebake.variables import sanitized
 from prebake.workspace.model import TOOLCHAIN_PREFIX_TOKEN, Platform, Toolchain
