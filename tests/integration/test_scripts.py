@@ -107,6 +107,14 @@ def test_the_dav1d_legs_dry_run_runs_every_cheap_part(tmp_path: Path) -> None:
                      r"-Denable_tools=false -Denable_tests=false -Denable_examples=false "
                      r"--default-library=static -Denable_asm=false\n", out), out
     assert "NASM=/usr/bin/nasm" in out  # the x86-64 legs' verified nasm
+    # our consumer on each leg, held to the reference decoder's numbers, and the MSVC import
+    # library linked too
+    for leg in ("wasm", "linux-x86_64", "linux-aarch64", "windows-x86_64"):
+        assert re.search(rf"would run: \S+/python examples/flagship/consumer/dav1d/check\.py "
+                         rf"\S+/pattern\.ivf \S+/av1check-{leg}\.txt --version 1\.5\.4\n",
+                         out), leg
+    assert re.search(r"would run: x86_64-w64-mingw32-gcc -fuse-ld=lld .*"
+                     r"/dav1d-windows-x86_64/lib/dav1d\.lib ", out), out
     assert _outputs(ROOT) == before
     assert not any(tmp_path.iterdir()), "a dry run downloads nothing"
 
