@@ -22,8 +22,8 @@ from prebake.ci.decide import decide
 from prebake.ci.leg import prepare_leg
 from prebake.cli import main
 from prebake.intake import load_workspace
-from prebake.plan import asset_for, make_plan
 from prebake.model.recipe import MESON_VERSION, NINJA_VERSION
+from prebake.plan import asset_for, make_plan
 from prebake.store import open_store
 from tests import support
 
