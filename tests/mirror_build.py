@@ -48,7 +48,20 @@ def locked_file(ref: str, sha256: str) -> Path:
     if file_sha256(got) != sha256:
         raise SystemExit(f"{ref}: this machine's mirror serves other bytes than the lock's "
                          f"{sha256}")
-    return got
+    # kept by its digest, so a later call (a test whose sockets reach only loopback) reads it
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    tmp = entry.with_name(f"{sha256}.tmp{os.getpid()}")
+    shutil.copyfile(got, tmp)
+    tmp.replace(entry)
+    return entry
+
+
+def locked_files(ws: Path) -> None:
+    """Every referenced file of ``ws``'s lock in the suite's cache (downloaded where missing):
+    what a fixture calls before the test's sockets are held to loopback."""
+    for name, entry in read_source_lock(ws).entries.items():
+        if is_reference(name):
+            locked_file(name, entry.sha256)
 
 
 def mirror_of_lock(ws: Path, folder: Path) -> RegistryMirror:

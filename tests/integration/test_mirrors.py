@@ -32,7 +32,7 @@ from pathlib import Path
 import pytest
 
 from tests import support
-from tests.mirror_build import mirror_of_lock
+from tests.mirror_build import locked_files, mirror_of_lock
 from tests.servers.registries import Paths, RegistryMirror, machine_config
 
 ZSTD = "1.5.7+dfsg"
@@ -303,6 +303,14 @@ def test_mirror_credentials_reach_their_mirror_and_nothing_shows_them(
     assert leaks == []
 
 
+@pytest.fixture(scope="module")
+def flagship_files() -> None:
+    """The flagship lock's files, fetched through this machine's mirrors before the test's
+    sockets are held to loopback (a fixture of a wider scope is set up first)."""
+    locked_files(support.ROOT / "examples" / "flagship")
+
+
+@pytest.mark.usefixtures("flagship_files")
 def test_the_flagship_lock_is_made_again_on_a_machine_with_other_mirror_names(
         tmp_path: Path) -> None:
     """The example as committed: its lock removed, ``prebake pin onnxruntime 1.21.0``,
