@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from mesonbuild import mparser
 
-from prebake.meson.quoting import meson_array, meson_string
+from prebake.meson.quote import meson_array, meson_string
 from prebake.model.recipe import MESON_TOOLS, host_tools_used
 from prebake.recipes import Build, HostTool, Recipe, validate_recipe
 from prebake.toolchain.hosttools import measure

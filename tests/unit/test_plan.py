@@ -63,7 +63,7 @@ def units(prefix: str) -> set[str]:
 def test_every_stage_and_platform_in_dependency_order() -> None:
     plan = make_plan(load_workspace(SDK))
     assert set(plan.ids) == (units("core") | units("media") | units("onnxruntime")
-                             | units("ffmpeg"))
+                             | units("ffmpeg") | units("dav1d"))
     position = {uid: i for i, uid in enumerate(plan.ids)}
     for u in plan.units:
         for dep in u.deps:
@@ -102,7 +102,7 @@ def test_bumping_the_toolchain_pin_changes_exactly_that_platform(sdk: Path) -> N
     before = hashes(sdk)
     edit(sdk / "prebake.toml", 'emsdk = "3.1.6"', 'emsdk = "3.1.7"')
     assert changed(before, hashes(sdk)) == {"core/wasm", "media/wasm", "onnxruntime/wasm",
-                                            "ffmpeg/wasm"}
+                                            "ffmpeg/wasm", "dav1d/wasm"}
 
 
 def test_unrelated_pin_changes_nothing(sdk: Path) -> None:
@@ -138,7 +138,8 @@ def test_platform_profile_changes_only_that_platform(sdk: Path) -> None:
     edit(sdk / "prebake.toml", 'extends = "manylinux_2_28_aarch64"',
          'extends = "manylinux_2_28_aarch64"\nglibc_max = "2.31"')
     assert changed(before, hashes(sdk)) == {"core/linux-aarch64", "media/linux-aarch64",
-                                            "onnxruntime/linux-aarch64", "ffmpeg/linux-aarch64"}
+                                            "onnxruntime/linux-aarch64", "ffmpeg/linux-aarch64",
+                                            "dav1d/linux-aarch64"}
 
 
 def test_only_the_keys_a_contract_sets_are_inputs(sdk: Path) -> None:
@@ -153,7 +154,7 @@ def test_only_the_keys_a_contract_sets_are_inputs(sdk: Path) -> None:
          'extends = "manylinux_2_28_aarch64"\nallowed_needed = []')
     assert changed(before, hashes(sdk)) == {"core/linux-aarch64", "media/linux-aarch64",
                                             "onnxruntime/linux-aarch64",
-                                            "ffmpeg/linux-aarch64"}
+                                            "ffmpeg/linux-aarch64", "dav1d/linux-aarch64"}
 
 
 def test_runner_label_is_not_an_input(sdk: Path) -> None:
@@ -194,7 +195,8 @@ def test_cc_resolving_to_another_clang_on_path_changes_the_hash(sdk: Path,
     on14 = plan_on(_cc_on_path(tmp_path, "a14", "clang-14", "clang++-14"))
     on15 = plan_on(_cc_on_path(tmp_path, "b15", "clang-15", "clang++-15"))
     assert changed(on14, on15) == {"core/linux-x86_64", "media/linux-x86_64",
-                                   "onnxruntime/linux-x86_64", "ffmpeg/linux-x86_64"}
+                                   "onnxruntime/linux-x86_64", "ffmpeg/linux-x86_64",
+                                   "dav1d/linux-x86_64"}
     # the compiler's path is not its identity: clang-14 from another folder hashes the same
     assert plan_on(_cc_on_path(tmp_path, "elsewhere14", "clang-14", "clang++-14")) == on14
     unit = make_plan(ws, platform="linux-x86_64",
@@ -293,7 +295,7 @@ def test_status_comes_from_the_store(sdk: Path, capsys: pytest.CaptureFixture[st
     _, out, _ = _run(capsys, "-C", str(sdk), "plan", "--json", "--platform", "wasm")
     status = {u["id"]: u["status"] for u in json.loads(out)["units"]}
     assert status == {"core/wasm": "built", "media/wasm": "stale", "onnxruntime/wasm": "missing",
-                      "ffmpeg/wasm": "missing"}
+                      "ffmpeg/wasm": "missing", "dav1d/wasm": "missing"}
 
 
 def test_per_recipe_stage_orders_and_hashes_recipes_it_depends_on(tmp_path: Path) -> None:
@@ -400,11 +402,11 @@ def test_build_plans_once_and_units_carry_what_they_build_on(
     argv = [arg for p in platforms for arg in ("--platform", p)]
     assert main(["-C", str(sdk), "build", "--dry-run", "--json", *argv]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert len(data["units"]) == 24
+    assert len(data["units"]) == 30
     assert len(calls) == 1, f"the build planned {len(calls)} times"
     # several platforms come platform by platform, each in build order
     assert [u["unit"].split("/")[1] for u in data["units"]] == [
-        p for p in platforms for _ in range(4)]
+        p for p in platforms for _ in range(5)]
 
     ws = load_workspace(sdk)
     units = {u.id: u for u in plan_units(ws, None, ["wasm"])}

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from prebake.intake import load_workspace
-from prebake.meson.quoting import meson_array
+from prebake.meson.quote import meson_array
 from prebake.model.workspace import Platform, Workspace
 from prebake.toolchain import cmakefile, configure, mesonfile, platformtools, shellscript
 from prebake.toolchain.platformtools import PlatformTools

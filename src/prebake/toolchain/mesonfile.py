@@ -21,7 +21,7 @@ CMake toolchain file and the configure tools folder are rendered from, by one te
   platform's ABI flags (``platformtools.ABI_FLAGS``), ``b_vscrt`` from the contract's MSVC
   runtime where the platform targets MSVC.
 
-Values are quoted by ``prebake.meson.quoting``. The portable form is what enters the unit's
+Values are quoted by ``prebake.meson.quote``. The portable form is what enters the unit's
 input hash and what ``prebake toolchain meson`` prints.
 """
 
@@ -36,7 +36,7 @@ from pathlib import Path
 import jinja2
 
 from prebake.errors import PrebakeError
-from prebake.meson.quoting import meson_array, meson_string
+from prebake.meson.quote import meson_array, meson_string
 from prebake.toolchain import shellscript
 from prebake.toolchain.platformtools import PlatformTools
 
@@ -128,7 +128,7 @@ def context(pt: PlatformTools) -> tuple[dict[str, object], dict[str, str]]:
 def _template() -> jinja2.Template:
     env = jinja2.Environment(loader=jinja2.PackageLoader("prebake.toolchain", "templates"),
                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
-                             autoescape=False)  # values are quoted by prebake.meson.quoting
+                             autoescape=False)  # values are quoted by prebake.meson.quote
     return env.get_template("meson.ini.j2")
 
 
