@@ -386,6 +386,23 @@ cc = "x86_64-w64-mingw32-gcc"
 cxx = "x86_64-w64-mingw32-g++"
 ar = "x86_64-w64-mingw32-ar"
 """
+# Debian's emcc held to the host's threads and SIMD128 (prebake.toml text): a wasm platform whose
+# contract's ABI flags must reach every compile of a build system's generated file.
+EMCC_WASM_PLATFORM = """\
+[platforms.wasm]
+os = "emscripten"
+arch = "wasm32"
+env_unset = ["CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "EMCC_CFLAGS"]
+contract = { extends = "emscripten-wasm-eh-pthread-simd" }
+
+[platforms.wasm.toolchain]
+cc = "emcc"
+cxx = "em++"
+ar = "emar"
+
+[platforms.wasm.link_test]
+flags = ["-fwasm-exceptions", "-pthread", "-msimd128"]
+"""
 PTHREAD_LINK = '\n[platforms.linux-x86_64.link_test]\nflags = ["-pthread"]\n'
 PLAIN_LINK = "\n[platforms.linux-x86_64.link_test]\nflags = []\n"
 LOCAL_STORE = '\n[stores.local]\nurl = "file://./releases"\ndefault = true\n'

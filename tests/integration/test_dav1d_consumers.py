@@ -53,27 +53,10 @@ nm = "aarch64-linux-gnu-nm"
 strip = "aarch64-linux-gnu-strip"
 pin = "zig"
 """
-# Debian's emcc with the host's threads and SIMD128 (the contract's ABI flags reach Meson's
-# machine file); dav1d is C: no exception handling in its objects
-WASM = """\
-[platforms.wasm]
-os = "emscripten"
-arch = "wasm32"
-env_unset = ["CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "EMCC_CFLAGS"]
-contract = { extends = "emscripten-wasm-eh-pthread-simd" }
-
-[platforms.wasm.toolchain]
-cc = "emcc"
-cxx = "em++"
-ar = "emar"
-
-[platforms.wasm.link_test]
-flags = ["-fwasm-exceptions", "-pthread", "-msimd128"]
-"""
 LINUX_TABLE = WORKSPACE[WORKSPACE.index("[platforms.linux-x86_64]"):
                         WORKSPACE.index("[stages.media]")]
 PLATFORMS = {"linux-aarch64": AARCH64, "windows-x86_64": support.MINGW_PLATFORM + "\n",
-             "wasm": WASM + "\n"}
+             "wasm": support.EMCC_WASM_PLATFORM + "\n"}
 
 pytestmark = pytest.mark.skipif(
     shutil.which("nasm") is None or shutil.which("x86_64-w64-mingw32-gcc") is None

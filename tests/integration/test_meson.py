@@ -74,26 +74,9 @@ RECIPE = Recipe(
                       lang="c", symbols=("mtiny_add",)),
 )
 '''
-# Debian's emcc, held to threads and SIMD128 by its contract: the objects have them only if
-# the machine file's c_args (the contract's ABI flags) reached every compile
-WASM_PLATFORM = """
-[platforms.wasm]
-os = "emscripten"
-arch = "wasm32"
-env_unset = ["CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "EMCC_CFLAGS"]
-contract = { extends = "emscripten-wasm-eh-pthread-simd" }
-
-[platforms.wasm.toolchain]
-cc = "emcc"
-cxx = "em++"
-ar = "emar"
-
-[platforms.wasm.link_test]
-flags = ["-fwasm-exceptions", "-pthread", "-msimd128"]
-"""
 WORKSPACE = support.gcc_workspace(
     "meson-ws", 'mtiny = "1.2.0"', "lib", '["mtiny"]',
-    more="\n" + support.MINGW_PLATFORM + WASM_PLATFORM)
+    more="\n" + support.MINGW_PLATFORM + "\n" + support.EMCC_WASM_PLATFORM)
 
 
 def _workspace(tmp: Path, *, subproject: bool = False, native_c: bool = False) -> Path:
