@@ -127,17 +127,14 @@ def test_a_swapped_in_gcc_is_refused_naming_the_member_and_both_compilers(
 
 
 @pytest.mark.parametrize("cc", ["gcc-12", "x86_64-linux-gnu-gcc-12"])
-def test_a_gcc_found_by_name_is_refused_whichever_guard_meets_it(tmp_path: Path,
-                                                                  cc: str) -> None:
-    """A versioned or triple-prefixed name is a PATH lookup: the tools folder may refuse it
-    before configure gets a compiler (a refuser under that name), and where it does not, the
-    producer of what GCC built refuses the library. Either way nothing is published."""
+def test_a_gcc_found_by_name_is_refused_by_the_tools_folder(tmp_path: Path, cc: str) -> None:
+    """A versioned or triple-prefixed name is a PATH lookup: the tools folder refuses it
+    (a refuser under that very name, found by the scan of the build's PATH) before
+    configure gets a compiler, and nothing is published (on 7d26735 GCC 12 built it)."""
     ws = _workspace(tmp_path, f" CC={cc}")
     rc, unit, out = _build(ws)
     assert rc == 1 and unit["state"] == "failed", out
-    message = str(unit["message"])
-    assert (_refused_by_producer(message)
-            or f"'{cc}' is not a tool platform linux-x86_64 pins" in message), message
+    assert f"'{cc}' is not a tool platform linux-x86_64 pins" in out, out
     assert not (ws / "releases" / "continuous" / ASSET).exists()
 
 def test_another_compilers_objects_ship_only_by_a_reported_allowance(tmp_path: Path) -> None:

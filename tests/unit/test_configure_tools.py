@@ -75,17 +75,20 @@ def test_a_role_the_platform_does_not_pin_is_refused_naming_the_key() -> None:
 
 
 def test_refusers_stand_under_every_generic_name_the_platform_does_not_pin() -> None:
-    mingw = configure.portable(MINGW).scripts
-    for name in ("gcc", "cc", "c++", "g++", "clang", "nm", "ar", "ranlib", "strip", "windres"):
-        assert f"exit {configure.REFUSED_EXIT}" in mingw[name], name
+    made = configure.portable(MINGW)
+    mingw = made.scripts
+    for name in ("gcc", "cc", "c++", "g++", "clang", "nm", "ar", "ranlib", "strip", "windres",
+                 "cpp", "as", "ld", "ld.lld", "wasm-ld", "clang-cl"):
+        assert name in made.refused and name not in mingw, name
+    assert f"exit {configure.REFUSED_EXIT}" in configure.refuser("gcc", "windows-x86_64")
     assert "x86_64-w64-mingw32-gcc" in mingw["x86_64-w64-mingw32-cc"]
     assert mingw["x86_64-w64-mingw32-gcc"] == mingw["x86_64-w64-mingw32-cc"]  # autoconf's name
-    native = configure.portable(GCC).scripts
+    native = configure.portable(GCC)
     # the platform pins gcc, g++, ar, ranlib, nm, strip by those very names: a fallback to one
     # of them is a fallback to the pinned tool, never refused
     for name in ("gcc", "g++", "ar", "nm", "strip", "ranlib"):
-        assert name not in native, name
-    assert "exit 127" in native["cc"] and "exit 127" in native["clang"]
+        assert name not in native.scripts and name not in native.refused, name
+    assert "cc" in native.refused and "clang" in native.refused
 
 
 def test_the_portable_text_names_no_folder_of_this_machine() -> None:

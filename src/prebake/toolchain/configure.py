@@ -27,11 +27,14 @@ So a recipe that names ``{tools[ROLE]}`` or ``{triple}`` gets one folder per uni
   (``prebake.toolchain.hosttools``) under its own name;
 - ``make``: the build machine's (a toolchain environment's own ``make`` runs inside its root,
   where this folder is not on ``PATH``);
-- refusers under the generic names a script falls back to (``cc``, ``gcc``, ``c++``,
-  ``clang``, ``ar``, ``nm``, ``strip``…) unless the platform pins that very name: they exit
-  127 with one line saying which program was asked for, so a fallback fails loudly instead of
-  building with whatever the build machine has (a decoy ``gcc`` on the caller's ``PATH`` is
-  never reached).
+- refusers under every name of a compiler, preprocessor, assembler, linker or binutil the
+  platform does not pin (``prebake.toolchain.refusers``: the generic names a script falls back
+  to, ``cc gcc c++ clang cpp as ld ar nm strip``…, and every versioned or triple-prefixed one
+  on the build's ``PATH``: ``gcc-12``, ``x86_64-linux-gnu-gcc-12``, ``ld.lld-14``): they exit
+  127 with one line saying which program was asked for, so a fallback or a compiler named to
+  ``configure`` fails loudly instead of building with whatever the build machine has (a decoy
+  ``gcc`` on the caller's ``PATH`` is never reached). The pinned tools' wrappers run with the
+  folder off ``PATH``, and ``as``/``ld`` stay the pinned GCC or Clang driver's own.
 
 ``{triple}`` is the target's GNU triple (``aarch64-linux-gnu``, ``x86_64-w64-mingw32``,
 ``wasm32-unknown-emscripten``), ``{build_triple}`` the build machine's: ``--host={triple}
@@ -52,20 +55,19 @@ from pathlib import Path
 
 from prebake.errors import PrebakeError
 from prebake.inspect import ParseOptions, inspect
+from prebake.model.families import family_of_argv
 from prebake.model.recipe import TOOL_ROLES
 from prebake.model.workspace import Platform
-from prebake.toolchain import platformtools, shellscript
+from prebake.toolchain import platformtools, refusers, shellscript
 from prebake.toolchain.platformtools import TRIPLES, PlatformTools, host
 
 # The platform's tools by role, and each one's word after ``<triple>-``.
 ROLES = TOOL_ROLES
 # What autoconf's AC_PROG_CC/AC_PROG_CXX look for first with --host=TRIPLE.
 ALIASES: Mapping[str, tuple[str, ...]] = {"cc": ("gcc",), "cxx": ("g++",)}
-# Names a configure script or a Makefile falls back to when it was not told a tool: on the
-# build's PATH they refuse, unless the platform pins that very name.
-FALLBACKS = ("cc", "gcc", "c++", "g++", "clang", "clang++", "ar", "ranlib", "nm", "strip",
-             "windres")
 FOLDER = "tools"  # below the unit's toolchain folder (<work>/toolchain/tools)
+# The compiler families whose driver runs ``as`` and ``ld`` by name (``-print-prog-name=``).
+GNU_DRIVERS = frozenset({"gcc", "clang", "mingw"})
 REFUSED_EXIT = 127  # "command not found": configure scripts move on to their error message
 
 
@@ -124,6 +126,9 @@ class ToolsFolder:
 
     platform: str
     scripts: Mapping[str, str] = field(default_factory=dict)
+    refused: tuple[str, ...] = ()  # names answered by a refuser (``refuser``)
+    own: Mapping[str, str] = field(default_factory=dict)  # as/ld: the pinned driver's own
+    policy: str = ""  # what is refused, as text: the portable form's, in place of the scan
 
     def write(self, folder: Path) -> Path:
         """Write every script into ``folder`` (replacing an earlier copy's)."""
@@ -132,12 +137,22 @@ class ToolsFolder:
         folder.mkdir(parents=True)
         for name, text in sorted(self.scripts.items()):
             shellscript.write_file(folder / name, text, 0o755)
+        for name in self.refused:
+            shellscript.write_file(folder / name, refuser(name, self.platform), 0o755)
         return folder
 
     def rendered(self) -> str:
-        """Every script as one text (the build log, the input hash's portable form)."""
-        return "\n".join(f"# ---- {FOLDER}/{name} ----\n{text}"
-                         for name, text in sorted(self.scripts.items()))
+        """Every script as one text (the build log, the input hash's portable form); the
+        refusers as one line of names and one script's text."""
+        parts = [f"# ---- {FOLDER}/{name} ----\n{text}"
+                 for name, text in sorted(self.scripts.items())]
+        if self.policy:
+            parts.append(self.policy)
+        if self.refused:
+            parts.append(refusers.summary(self.refused, self.own))
+            parts.append(f"# ---- {FOLDER}/NAME (each refused name) ----\n"
+                         + refuser("NAME", self.platform))
+        return "\n".join(parts)
 
 
 def refuser(name: str, platform: str) -> str:
@@ -149,11 +164,14 @@ def refuser(name: str, platform: str) -> str:
 
 
 def render(pt: PlatformTools, named: Sequence[str] = (),
-           host_tools: Mapping[str, str] | None = None, make: str | None = None
-           ) -> ToolsFolder:
+           host_tools: Mapping[str, str] | None = None, make: str | None = None,
+           path: str | None = None, own: Mapping[str, str] | None = None) -> ToolsFolder:
     """The folder's scripts from the unit's platform tools: every role the platform pins
     that is installed (``cc``, ``cxx`` and the roles the commands ``named`` must be), the
-    host tools the commands name (name -> program), ``make``, and refusers."""
+    host tools the commands name (name -> program), ``make``, and refusers: the bare names
+    ``prebake.toolchain.refusers`` lists, and with ``path`` (the build's ``PATH``) every
+    compiler's name found on it; ``own``, the pinned driver's ``as``/``ld``, stay reachable.
+    Without ``path`` (the portable form) the refusal policy stands as text instead."""
     t = triple(pt.machine.os, pt.machine.arch)
     for role in dict.fromkeys(("cc", "cxx", *named)):
         if role in ROLES:
@@ -165,7 +183,8 @@ def render(pt: PlatformTools, named: Sequence[str] = (),
             continue
         if role in ("cc", "cxx"):  # a configure script has no other place for the ABI's flags
             argv = (*argv, *pt.abi_flags)
-        script = shellscript.wrapper_script(pt.machine.arch, argv, role)
+        script = shellscript.wrapper_script(pt.machine.arch, argv, role,
+                                            unshadow=_folder_of(pt))
         for suffix in (ROLES[role], *ALIASES.get(role, ())):
             scripts[f"{t}-{suffix}"] = script
     pkg_config = pt.get("pkg_config")
@@ -178,10 +197,21 @@ def render(pt: PlatformTools, named: Sequence[str] = (),
         scripts[name] = shellscript.exec_script(program)
     if make is not None:
         scripts.setdefault("make", shellscript.exec_script(make))
-    for name in FALLBACKS:
-        if name not in pt.pinned_names and name not in scripts:
-            scripts[name] = refuser(name, pt.name)
-    return ToolsFolder(pt.name, scripts)
+    for name, program in (own or {}).items():
+        scripts.setdefault(name, shellscript.exec_script(
+            program, comment="the pinned compiler's own (it runs this one by name)"))
+    keep = {*pt.pinned_names, *scripts}
+    if path is None:
+        names = tuple(n for n in refusers.BASES if n not in keep)
+        return ToolsFolder(pt.name, scripts, names, policy=refusers.describe())
+    skip = () if pt.portable else (_folder_of(pt),)
+    return ToolsFolder(pt.name, scripts, refusers.refused(path, keep, skip), dict(own or {}))
+
+
+def _folder_of(pt: PlatformTools) -> str:
+    """The tools folder's path as the unit's PATH names it (``{work}``… in the portable
+    form)."""
+    return f"{pt.folder}/{FOLDER}"
 
 
 def portable(platform: Platform, named: Sequence[str] = (), host_tools: Sequence[str] = ()
@@ -204,8 +234,15 @@ def for_unit(platform: Platform, *, named: Sequence[str], host_tools: Mapping[st
 
 def render_for_unit(pt: PlatformTools, named: Sequence[str], host_tools: Mapping[str, str],
                     env: Mapping[str, str]) -> ToolsFolder:
-    """``render`` with the build machine's ``make`` (found on ``env``'s ``PATH``)."""
-    return render(pt, named, host_tools, make=shutil.which("make", path=env.get("PATH")))
+    """``render`` with the build machine's ``make`` (found on ``env``'s ``PATH``), every
+    compiler's name on that ``PATH`` refused, and the pinned driver's own ``as``/``ld``."""
+    path = refusers.without(env.get("PATH", ""), _folder_of(pt))
+    cc = pt.get("cc") or ()
+    fam = family_of_argv(cc)
+    own = refusers.own_by_name(cc, path, cross=pt.cross,
+                               gnu_driver=fam is None or fam.name in GNU_DRIVERS)
+    return render(pt, named, host_tools, make=shutil.which("make", path=path), path=path,
+                  own=own)
 
 
 def tools_folder(work_root: Path) -> Path:

@@ -52,11 +52,27 @@ def rewrites_march(arch: str, argv: Sequence[str], role: str) -> bool:
     return arch in ARM_ARCHES and fam is not None and fam.march_as_mcpu
 
 
-def wrapper_script(arch: str, argv: Sequence[str], role: str) -> str:
+def wrapper_script(arch: str, argv: Sequence[str], role: str, unshadow: str | None = None
+                   ) -> str:
     """A script that runs ``argv`` with its own arguments after it; a compiler whose driver
-    reads ``-march`` as ``-mcpu`` on ARM (zig) gets GCC's spelling rewritten first."""
+    reads ``-march`` as ``-mcpu`` on ARM (zig) gets GCC's spelling rewritten first. With
+    ``unshadow`` (the tools folder), the tool runs with that folder off ``PATH``: the pinned
+    compiler then finds its own assembler and linker, never the folder's refusers."""
     head = MARCH_WRAPPER if rewrites_march(arch, argv, role) else "#!/bin/sh\n"
+    if unshadow is not None:
+        head += unshadowed(unshadow)
     return head + f"exec {join(argv)} \"$@\"\n"
+
+
+def unshadowed(folder: str) -> str:
+    """``/bin/sh`` lines that take ``folder`` out of ``PATH`` wherever it stands (no
+    subprocess: a compile runs them)."""
+    f = quote(folder)
+    return ("# the pinned tool runs with this folder off PATH (its refusers are for the build)\n"
+            f"p=\":$PATH:\"; f={f}\n"
+            "while :; do case $p in *\":$f:\"*) p=\"${p%%\":$f:\"*}:${p#*\":$f:\"}\" ;; "
+            "*) break ;; esac; done\n"
+            "p=${p#:}; PATH=${p%:}; export PATH\n")
 
 
 def exec_script(program: str, env: Mapping[str, str] | None = None, comment: str = "") -> str:
