@@ -106,7 +106,7 @@ def test_the_portable_text_names_no_folder_of_this_machine() -> None:
     assert "-march=armv*" in configure.portable(named).scripts["aarch64-linux-gnu-cc"]
 
 
-def _folder(tmp: Path, plat: Platform, named: list[str]) -> tuple[Path, dict[str, str]]:
+def write_folder(tmp: Path, plat: Platform, named: list[str]) -> tuple[Path, dict[str, str]]:
     env = {"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/root"), "LC_ALL": "C"}
     made = configure.for_unit(plat, named=named, host_tools={}, env=env, launcher=None,
                               flags=(f"-ffile-prefix-map={tmp}=.",), prefix=tmp / "prefix",
@@ -117,7 +117,7 @@ def _folder(tmp: Path, plat: Platform, named: list[str]) -> tuple[Path, dict[str
 
 @pytest.mark.skipif(shutil.which("x86_64-w64-mingw32-gcc") is None, reason="needs mingw-w64")
 def test_a_fallback_hits_a_refuser_that_names_the_program(tmp_path: Path) -> None:
-    folder, env = _folder(tmp_path, MINGW, ["cc", "nm"])
+    folder, env = write_folder(tmp_path, MINGW, ["cc", "nm"])
     proc = subprocess.run(["gcc", "--version"], env=env, capture_output=True, text=True,
                           check=False)
     assert proc.returncode == 127
@@ -135,7 +135,7 @@ def test_pkg_config_finds_the_units_folders_and_never_the_build_machines(tmp_pat
     (tmp_path / "deps" / "lib" / "pkgconfig").mkdir(parents=True)
     (tmp_path / "deps" / "lib" / "pkgconfig" / "dep.pc").write_text(
         "Name: dep\nDescription: d\nVersion: 1.0\nLibs: -ldep\n")
-    env = _folder(tmp_path, MINGW, ["pkg_config"])[1]
+    env = write_folder(tmp_path, MINGW, ["pkg_config"])[1]
     env["PKG_CONFIG_PATH"] = "/usr/lib/x86_64-linux-gnu/pkgconfig"  # what a caller may export
 
     def pc(*args: str) -> subprocess.CompletedProcess[str]:
@@ -148,7 +148,7 @@ def test_pkg_config_finds_the_units_folders_and_never_the_build_machines(tmp_pat
 
 def test_nm_is_proven_to_read_the_targets_objects(tmp_path: Path) -> None:
     gcc_nm = replace(GCC, toolchain=replace(GCC.toolchain, nm=("nm",)))
-    folder, env = _folder(tmp_path / "ok", gcc_nm, ["cc", "nm"])
+    folder, env = write_folder(tmp_path / "ok", gcc_nm, ["cc", "nm"])
     assert configure.prove_nm(folder, gcc_nm, env) == \
         "x86_64-linux-gnu-nm reads the target's objects (prebake_nm_probe)"
     # an nm that cannot read the format prints nothing for it: FFmpeg's configure would take
@@ -157,7 +157,7 @@ def test_nm_is_proven_to_read_the_targets_objects(tmp_path: Path) -> None:
     blind.write_text("#!/bin/sh\necho \"$1: file format not recognized\" >&2\nexit 1\n")
     blind.chmod(0o755)
     bad = replace(GCC, toolchain=replace(GCC.toolchain, nm=(str(blind),)))
-    folder, env = _folder(tmp_path / "bad", bad, ["cc", "nm"])
+    folder, env = write_folder(tmp_path / "bad", bad, ["cc", "nm"])
     with pytest.raises(configure.ToolsError, match=r"its nm \(x86_64-linux-gnu-nm\) does not "
                        r"read the target's objects: prebake_nm_probe is prebake_nm_probe in "
                        r"them, nm printed 'probe.o: file format not recognized' \(exit 1\)"):

@@ -170,8 +170,9 @@ def render(pt: PlatformTools, named: Sequence[str] = (),
     that is installed (``cc``, ``cxx`` and the roles the commands ``named`` must be), the
     host tools the commands name (name -> program), ``make``, and refusers: the bare names
     ``prebake.toolchain.refusers`` lists, and with ``path`` (the build's ``PATH``) every
-    compiler's name found on it; ``own``, the pinned driver's ``as``/``ld``, stay reachable.
-    Without ``path`` (the portable form) the refusal policy stands as text instead."""
+    compiler's name found on it (``path`` without this folder: ``render_for_unit``);
+    ``own``, the pinned driver's ``as``/``ld``, stay reachable. Without ``path`` (the
+    portable form) the refusal policy stands as text instead."""
     t = triple(pt.machine.os, pt.machine.arch)
     for role in dict.fromkeys(("cc", "cxx", *named)):
         if role in ROLES:
@@ -200,12 +201,9 @@ def render(pt: PlatformTools, named: Sequence[str] = (),
     for name, program in (own or {}).items():
         scripts.setdefault(name, shellscript.exec_script(
             program, comment="the pinned compiler's own (it runs this one by name)"))
-    keep = {*pt.pinned_names, *scripts}
-    if path is None:
-        names = tuple(n for n in refusers.BASES if n not in keep)
-        return ToolsFolder(pt.name, scripts, names, policy=refusers.describe())
-    skip = () if pt.portable else (_folder_of(pt),)
-    return ToolsFolder(pt.name, scripts, refusers.refused(path, keep, skip), dict(own or {}))
+    names = refusers.refused(path or "", {*pt.pinned_names, *scripts})
+    return ToolsFolder(pt.name, scripts, names, dict(own or {}),
+                       policy=refusers.describe() if path is None else "")
 
 
 def _folder_of(pt: PlatformTools) -> str:
@@ -239,7 +237,7 @@ def render_for_unit(pt: PlatformTools, named: Sequence[str], host_tools: Mapping
     path = refusers.without(env.get("PATH", ""), _folder_of(pt))
     cc = pt.get("cc") or ()
     fam = family_of_argv(cc)
-    own = refusers.own_by_name(cc, path, cross=pt.cross,
+    own = refusers.own_by_name(cc, {**env, "PATH": path}, cross=pt.cross,
                                gnu_driver=fam is None or fam.name in GNU_DRIVERS)
     return render(pt, named, host_tools, make=shutil.which("make", path=path), path=path,
                   own=own)

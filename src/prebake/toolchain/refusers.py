@@ -76,14 +76,14 @@ def describe() -> str:
             f"GNU triple in front (first word {'|'.join(CPUS)}) and/or a release after it")
 
 
-def scan(path: str, skip: Iterable[str] = ()) -> tuple[str, ...]:
-    """The names on ``path`` (folders ``skip`` left out) that ``matches``, sorted, once."""
-    skipped = {os.path.realpath(s) for s in skip}
+def scan(path: str) -> tuple[str, ...]:
+    """The names on ``path`` that ``matches``, sorted, once (the tools folder is taken out of
+    ``path`` first: ``without``)."""
     found: set[str] = set()
     budget = MAX_ENTRIES
     for d in [p for p in path.split(os.pathsep) if p][:MAX_DIRS]:
-        if budget <= 0 or os.path.realpath(d) in skipped:
-            continue
+        if budget <= 0:
+            break
         try:
             with os.scandir(d) as it:
                 for entry in it:
@@ -97,23 +97,25 @@ def scan(path: str, skip: Iterable[str] = ()) -> tuple[str, ...]:
     return tuple(sorted(found))
 
 
-def refused(path: str, keep: Iterable[str], skip: Iterable[str] = ()) -> tuple[str, ...]:
-    """Every name the folder refuses: the bare bases and what ``scan`` finds, less ``keep``
-    (the platform's own names and the folder's own scripts)."""
+def refused(path: str, keep: Iterable[str]) -> tuple[str, ...]:
+    """Every name the folder refuses: the bare bases and what ``scan`` finds on ``path``
+    (empty: the bases alone), less ``keep`` (the platform's own names and the folder's own
+    scripts)."""
     kept = set(keep)
-    return tuple(sorted({*BASES, *scan(path, skip)} - kept))
+    return tuple(sorted({*BASES, *scan(path)} - kept))
 
 
-def own_by_name(cc: Sequence[str], path: str, *, cross: bool, gnu_driver: bool
+def own_by_name(cc: Sequence[str], env: Mapping[str, str], *, cross: bool, gnu_driver: bool
                 ) -> dict[str, str]:
     """``as``/``ld`` -> the program the pinned driver ``cc`` runs under that name, where it is
     GCC's or Clang's driver (``-print-prog-name=``). A bare answer is a ``PATH`` lookup the
     driver itself would make, taken only on a native build (on a cross leg it would be the
-    build machine's). Empty for any other compiler (Emscripten, zig: their own linkers)."""
+    build machine's). Empty for any other compiler (Emscripten, zig: their own linkers).
+    ``env`` is the build's, its ``PATH`` without the tools folder."""
     if not gnu_driver or not cc:
         return {}
     out: dict[str, str] = {}
-    env = {**os.environ, "PATH": path}
+    path = env.get("PATH", "")
     for name in OWN_BY_NAME:
         try:
             proc = subprocess.run([*cc, f"-print-prog-name={name}"], capture_output=True,
